@@ -1,0 +1,5 @@
+import sys
+
+from nim_specdec.cli import main
+
+sys.exit(main())
