@@ -39,7 +39,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    if argv and argv[0] in PASSTHROUGH:
+        # argparse would try to read vLLM's options as ours; hand them over verbatim instead.
+        module = dict((n, m) for n, m, _ in SUBCOMMANDS)[argv[0]]
+        args = argparse.Namespace(command=argv[0], _module=module, vllm_args=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2

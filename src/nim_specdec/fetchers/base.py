@@ -1,0 +1,32 @@
+"""The contract every fetcher honours.
+
+A fetcher turns a SourceRef into a local directory that holds the model files
+(config.json and weights). It never returns a half-written directory: either the
+complete directory or a MaterializeError (exit 3) that says what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol
+
+from nim_specdec.sources import SourceRef
+
+
+@dataclass(frozen=True)
+class FetchContext:
+    env: Mapping[str, str]  # credentials and endpoints come from here, never from os.environ directly
+    cache_dir: Path
+    offline: bool = False  # NIM_DISABLE_MODEL_DOWNLOAD: cache only, no network
+    log: Callable[[str], None] = field(default=lambda msg: None)
+
+
+class Fetcher(Protocol):
+    def fetch(self, ref: SourceRef, ctx: FetchContext) -> Path:
+        """Return a local directory with the source's files, downloading into the cache if needed."""
+        ...
+
+    def cached(self, ref: SourceRef, ctx: FetchContext) -> Path | None:
+        """Return the local directory if it is available without any network access, else None."""
+        ...

@@ -1,0 +1,99 @@
+"""Where a model or draft comes from: parsing of NIM_MODEL_PATH / NIM_DRAFT_MODEL_PATH values.
+
+Pure: no disk or network access. A value is either an absolute local path or a URI with one
+of the registered schemes; anything else is a ConfigError naming the variable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nim_specdec.errors import ConfigError
+
+REMOTE_SCHEMES = ("ngc", "hf", "s3", "gs")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A parsed source. `location` is the part after `scheme://` (the path itself for local)."""
+
+    scheme: str  # "local" or one of REMOTE_SCHEMES
+    location: str
+    revision: str | None = None
+
+    @property
+    def uri(self) -> str:
+        if self.scheme == "local":
+            return self.location
+        rev = f"@{self.revision}" if self.revision else ""
+        return f"{self.scheme}://{self.location}{rev}"
+
+    @property
+    def is_local(self) -> bool:
+        return self.scheme == "local"
+
+
+def _split_revision(scheme: str, rest: str) -> tuple[str, str | None]:
+    # hf accepts ORG/NAME@REV and NIM's ORG/NAME:REV; ngc carries its version after ':'.
+    if scheme == "hf":
+        for sep in ("@", ":"):
+            if sep in rest:
+                name, rev = rest.rsplit(sep, 1)
+                return name, rev or None
+    if scheme == "ngc" and ":" in rest:
+        name, rev = rest.rsplit(":", 1)
+        return name, rev or None
+    return rest, None
+
+
+def parse_source(text: str, variable: str) -> SourceRef:
+    value = text.strip()
+    if not value:
+        raise ConfigError(variable, "is empty", "set it to an absolute directory or an ngc://, hf://, s3:// or gs:// URI")
+    match = _SCHEME.match(value)
+    if match is None:
+        if not value.startswith("/"):
+            raise ConfigError(
+                variable,
+                f"relative path {value!r} is not allowed",
+                "use an absolute directory (the path inside the container) or an ngc://, hf://, s3:// or gs:// URI",
+            )
+        return SourceRef("local", _normalize_local(value))
+    scheme, rest = match.group(1).lower(), match.group(2).strip("/")
+    if scheme == "file":
+        return parse_source("/" + rest, variable)
+    if scheme not in REMOTE_SCHEMES:
+        raise ConfigError(
+            variable,
+            f"unsupported scheme {scheme!r} in {value!r}",
+            "use ngc://, hf://, s3://, gs:// or an absolute directory",
+        )
+    location, revision = _split_revision(scheme, rest)
+    if not location or any(part in ("", ".", "..") for part in location.split("/")):
+        raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])
+    if scheme in ("hf", "ngc") and location.count("/") < 1:
+        raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])
+    return SourceRef(scheme, location, revision)
+
+
+def _normalize_local(path: str) -> str:
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/" + "/".join(parts)
+
+
+_EXAMPLES = {
+    "hf": "expected hf://ORG/NAME or hf://ORG/NAME@REVISION",
+    "ngc": "expected ngc://ORG/[TEAM/]NAME:VERSION",
+    "s3": "expected s3://BUCKET/PREFIX",
+    "gs": "expected gs://BUCKET/PREFIX",
+}
