@@ -11,7 +11,9 @@ later probes only ask /health, so that a readiness poll never queues generations
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any, Awaitable, Callable
 
 Scope = dict
@@ -19,6 +21,8 @@ Message = dict
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_log = logging.getLogger(__name__)
 
 LIVE = "/v1/health/live"
 READY = "/v1/health/ready"
@@ -43,12 +47,16 @@ async def call_inner(app: ASGIApp, scope: Scope, method: str, path: str, body: b
         headers=[(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
     )
     pending = [{"type": "http.request", "body": body, "more_body": False}]
+    finished = asyncio.Event()
     status = 500
     chunks: list[bytes] = []
 
     async def receive() -> Message:
         if pending:
             return pending.pop()
+        # vLLM watches receive() to cancel requests whose client left: the client "leaves" only once
+        # the response is complete.
+        await finished.wait()
         return {"type": "http.disconnect"}
 
     async def send(message: Message) -> None:
@@ -57,8 +65,13 @@ async def call_inner(app: ASGIApp, scope: Scope, method: str, path: str, body: b
             status = int(message["status"])
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                finished.set()
 
-    await app(inner, receive, send)
+    try:
+        await app(inner, receive, send)
+    finally:
+        finished.set()
     return status, b"".join(chunks)
 
 
@@ -96,7 +109,8 @@ class NimEndpointsMiddleware:
                 return False, {"detail": "the model has not answered a completion yet"}
             return True, {}
         except Exception as err:  # noqa: BLE001 - a probe failure means "not ready", never a crash
-            return False, {"detail": f"probe failed: {type(err).__name__}"}
+            _log.warning("readiness probe failed", exc_info=True)
+            return False, {"detail": f"probe failed: {type(err).__name__}: {err}"}
 
     async def _model_answers(self, scope: Scope) -> bool:
         status, body = await call_inner(self.app, scope, "GET", "/v1/models")
