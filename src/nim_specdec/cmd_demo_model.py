@@ -23,6 +23,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         written = make_demo_model(root)
+    except ImportError as err:
+        # torch, safetensors, tokenizers and transformers come with vLLM.
+        raise ConfigError("demo-model", f"{err.name} is not installed", "pip install 'nim-specdec[cpu]' (or '[gpu]')") from None
     except OSError as err:
         raise ConfigError(str(root), f"cannot write the demo model ({err.strerror or err})", "choose a writable DIR") from None
     if args.json:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 COMPLETE_MARKER = ".demo-model-complete"
 PARTS = ("target", "draft-copy", "draft-other", "draft-eagle3")
 
@@ -63,6 +63,7 @@ class LlamaShape:
 TARGET = LlamaShape(layers=2, seed=1234)
 OTHER = LlamaShape(layers=1, seed=98765)
 EAGLE3_SEED = 4242
+EAGLE3_AUX_LAYERS = (0, 1, 2)
 
 
 def llama_config(layers: int) -> dict:
@@ -94,6 +95,9 @@ def eagle3_config() -> dict:
             "architectures": ["LlamaForCausalLMEagle3"],
             "draft_vocab_size": VOCAB,
             "target_hidden_size": HIDDEN,
+            # vLLM's default auxiliary layers (2, L // 2, L - 3) assume a deep target; a 2-layer target has
+            # the states 0 (embeddings), 1 and 2 (after each layer): three, as fc expects.
+            "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(EAGLE3_AUX_LAYERS), "use_aux_hidden_state": True},
         }
     )
     return config
