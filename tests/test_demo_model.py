@@ -79,6 +79,8 @@ def test_configs_match_the_cpu_backend(made):
     assert other["vocab_size"] == VOCAB and other["num_hidden_layers"] == 1
     eagle = json.loads((made / "draft-eagle3" / "config.json").read_text())
     assert eagle["architectures"] == ["LlamaForCausalLMEagle3"] and eagle["draft_vocab_size"] == VOCAB
+    # A 2-layer target has hidden states 0, 1, 2 only: the default auxiliary layers would not exist.
+    assert eagle["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [0, 1, 2]
 
 
 def test_eagle3_tensors_have_the_eagle3_layout(made):

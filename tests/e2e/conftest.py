@@ -53,14 +53,15 @@ def launch(name: str, env: dict, args: list[str], workdir: Path, smoke: bool | N
     record = RunRecord(name=name, env={k: v for k, v in env.items() if k.startswith(("NIM_", "VLLM_"))}, args=args)
     server = LauncherServer(name, env, args, workdir / f"{name}.log")
     try:
-        server.start()
-        if probe is not None:
-            probe(server, record)
-        else:
-            exercise(server, record, workdir, smoke_expect_spec=smoke)
-        record.stop = server.stop()
-    except AssertionError as err:
-        raise server.fail(str(err)) from None
+        server.start()  # its failures carry the log already
+        try:
+            if probe is not None:
+                probe(server, record)
+            else:
+                exercise(server, record, workdir, smoke_expect_spec=smoke)
+            record.stop = server.stop()
+        except AssertionError as err:
+            raise server.fail(str(err)) from None
     finally:
         server.kill()
         record.log = server.log_text()
@@ -97,3 +98,14 @@ def draft_run(demo_model, e2e_dir) -> RunRecord:
     env = base_env(e2e_dir / "draft")
     env.update(NIM_MODEL_PATH=str(demo_model / "target"), NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-copy"))
     return launch("draft", env, ["--speculative-config", json.dumps(DRAFT_MODEL_CONFIG)], e2e_dir)
+
+
+EAGLE3_CONFIG = {"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}
+
+
+@pytest.fixture(scope="session")
+def eagle3_run(demo_model, e2e_dir) -> RunRecord:
+    """The guide's EAGLE3 example, with the demo's random EAGLE3 draft as a local directory."""
+    env = base_env(e2e_dir / "eagle3")
+    env.update(NIM_MODEL_PATH=str(demo_model / "target"), NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-eagle3"))
+    return launch("eagle3", env, ["--speculative-config", json.dumps(EAGLE3_CONFIG)], e2e_dir)

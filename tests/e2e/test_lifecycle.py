@@ -10,7 +10,7 @@ from .launcher_proc import STOP_DEADLINE_S
 
 pytestmark = pytest.mark.e2e
 
-RUNS = ("ngram_run", "off_run", "draft_run")
+RUNS = ("ngram_run", "off_run", "draft_run", "eagle3_run")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 
@@ -21,8 +21,7 @@ def run(request):
 
 def test_launcher_pid_became_vllm(run):
     # The pid the launcher was started as runs the vLLM server: the launcher exec'd, no wrapper stayed.
-    assert SERVER_MODULE in run.stop.cmdline_before, f"{run.stop.cmdline_before}" + run.context()
-    assert "nim_specdec" not in " ".join(run.stop.cmdline_before)
+    assert run.stop.cmdline_before[1:3] == ["-m", SERVER_MODULE], f"{run.stop.cmdline_before}" + run.context()
     assert f"(APIServer pid={run.stop.pid})" in run.log
 
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from .ngram_sim import simulate
 from .workload import MAX_TOKENS, PROMPTS
 
 pytestmark = pytest.mark.e2e
@@ -62,3 +63,15 @@ def test_smoke_module_passes_with_expect_spec(ngram_run):
     smoke = ngram_run.smoke
     assert smoke is not None and smoke.returncode == 0, f"{smoke.stdout}\n{smoke.stderr}" + ngram_run.context()
     assert "smoke: ok" in smoke.stdout and "acceptance rate" in smoke.stdout
+
+
+def test_counters_match_the_ngram_rules_exactly(ngram_run):
+    # Offline replay of the n-gram proposer over each request's prompt and output ids gives the very
+    # deltas the server counted: the counters measure what the configured method did, nothing else.
+    assert all(ngram_run.prompt_ids), "the server returned no prompt_token_ids"
+    totals = [0, 0, 0]
+    for prompt, extended in zip(ngram_run.prompt_ids, ngram_run.extended):
+        for i, value in enumerate(simulate(prompt, extended, MAX_TOKENS)):
+            totals[i] += value
+    growth = ngram_run.completions_growth
+    assert (growth.drafts, growth.draft_tokens, growth.accepted) == tuple(totals), ngram_run.context()

@@ -21,6 +21,7 @@ PROMPTS = (
     "Hello! How are you today?",
 )
 MAX_TOKENS = 40
+EXTEND = 8  # more than num_speculative_tokens + 1: drafts near the end are checked against these
 
 
 @dataclass
@@ -34,6 +35,9 @@ class RunRecord:
     ready_seconds: float = 0.0
     model: str = ""
     outputs: list[list[int]] = field(default_factory=list)  # completion token ids per prompt
+    prompt_ids: list[list[int]] = field(default_factory=list)
+    extended: list[list[int]] = field(default_factory=list)  # the same completions, EXTEND tokens longer
+    counters_completions: dict = field(default_factory=dict)  # scraped right after the completions
     chat_ok: bool = False
     endpoints: dict = field(default_factory=dict)  # path -> (status, body)
     counters_before: dict = field(default_factory=dict)
@@ -48,7 +52,14 @@ class RunRecord:
 
     @property
     def growth(self) -> SpecCounters:
+        """Counter growth over all the traffic the workload sent (what the report saw)."""
         after = self.counters_after.get(self.model, SpecCounters())
+        return after.minus(self.counters_before.get(self.model, SpecCounters()))
+
+    @property
+    def completions_growth(self) -> SpecCounters:
+        """Counter growth over the greedy completions alone."""
+        after = self.counters_completions.get(self.model, SpecCounters())
         return after.minus(self.counters_before.get(self.model, SpecCounters()))
 
     def context(self) -> str:
@@ -62,13 +73,14 @@ def scrape(base: str, path: str = "/metrics") -> dict[str, SpecCounters]:
     return parse_prometheus(text)
 
 
-def complete(base: str, model: str, prompt: str) -> list[int]:
-    payload = {"model": model, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "return_token_ids": True}
+def complete(base: str, model: str, prompt: str, max_tokens: int = MAX_TOKENS) -> tuple[list[int], list[int]]:
+    """(prompt token ids, completion token ids) of one greedy completion."""
+    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "return_token_ids": True}
     status, answer = post_json(base + "/v1/completions", payload)
     assert status == 200, f"POST /v1/completions answered {status}: {answer}"
     choice = answer["choices"][0]
     assert choice.get("token_ids"), f"no token_ids in the answer: {answer}"
-    return list(choice["token_ids"])
+    return list(choice.get("prompt_token_ids") or []), list(choice["token_ids"])
 
 
 def report_cli(*args: str) -> subprocess.CompletedProcess:
@@ -86,7 +98,11 @@ def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_exp
     before = report_cli("--url", base + "/v1/metrics", "--save", str(saved))
     assert before.returncode == 0, before.stderr
     record.counters_before = parse_prometheus(saved.read_text())
-    record.outputs = [complete(base, record.model, prompt) for prompt in PROMPTS]
+    answers = [complete(base, record.model, prompt) for prompt in PROMPTS]
+    record.prompt_ids = [prompt for prompt, _ in answers]
+    record.outputs = [output for _, output in answers]
+    record.counters_completions = scrape(base)
+    record.extended = [complete(base, record.model, prompt, MAX_TOKENS + EXTEND)[1] for prompt in PROMPTS]
     status, answer = post_json(
         base + "/v1/chat/completions",
         {"model": record.model, "messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 16, "temperature": 0},
