@@ -16,6 +16,16 @@ from nim_specdec.preflight.results import FAIL, WARN, Check, passed, skipped
 from nim_specdec.preflight.safetensors_header import Checkpoint
 
 
+# Targets vLLM 0.32 serves with MTP although their config.json has no MTP key (its
+# hf_config_override maps them by model_type or architecture), with the head count it assumes:
+# None where vLLM leaves n_predict unset (num_speculative_tokens must then be given).
+MTP_WITHOUT_KEY: dict[str, int | None] = {
+    "qwen3_next": None, "longcat_flash": 1, "step3p5": 1, "step3p7": 1, "dots3_note": 1, "minimax_m3_vl": 1,
+    "MiMoV2ForCausalLM": 1, "MiMoV2OmniForCausalLM": 1, "MiMoV2FlashForCausalLM": 1,
+    "MiniMaxM3SparseForConditionalGeneration": 1, "Step3p5ForCausalLM": 1, "Step3p7ForConditionalGeneration": 1,
+}
+
+
 @dataclass(frozen=True)
 class CompatInputs:
     method: str
@@ -49,10 +59,21 @@ def _draft_model(inputs: CompatInputs) -> list[Check]:
     )]
 
 
+def mtp_declaration(target: mc.Config) -> tuple[str, int | None] | None:
+    """Where the target declares its MTP heads and how many; None when vLLM finds none."""
+    heads = mtp_heads(target)
+    if heads is not None:
+        return heads
+    for name in (str(target.get("model_type")), *mc.architectures(target)):
+        if name in MTP_WITHOUT_KEY:
+            return f"model_type or architecture {name}", MTP_WITHOUT_KEY[name]
+    return None
+
+
 def _mtp(inputs: CompatInputs) -> list[Check]:
     if inputs.target is None:
         return [skipped("compatibility.mtp_heads", "the target's config.json is not available locally")]
-    heads = mtp_heads(inputs.target)
+    heads = mtp_declaration(inputs.target)
     if heads is None:
         return [Check(
             "compatibility.mtp_heads", FAIL,
@@ -64,26 +85,31 @@ def _mtp(inputs: CompatInputs) -> list[Check]:
     return [passed("compatibility.mtp_heads", key=key, n_predict=n_predict), _mtp_tokens(inputs.spec_config, n_predict)]
 
 
-def _mtp_tokens(spec_config: Mapping[str, Any], n_predict: int) -> Check:
+def _mtp_tokens(spec_config: Mapping[str, Any], n_predict: int | None) -> Check:
     """vLLM's rule: k defaults to n_predict; above it, k must be a multiple so the heads can be reused."""
     name = "compatibility.num_speculative_tokens"
     raw = spec_config.get("num_speculative_tokens")
+    if raw is None and n_predict is None:
+        return Check(
+            name, FAIL, "num_speculative_tokens is not set and this target does not state its number of MTP heads",
+            'set "num_speculative_tokens": 1 in the speculative config', "speculative_config",
+        )
     if raw is None:
         return passed(name, "defaults to the number of MTP heads", num_speculative_tokens=n_predict, n_predict=n_predict)
     k = int(raw)
     figures = {"num_speculative_tokens": k, "n_predict": n_predict}
-    if k > n_predict and k % n_predict != 0:
+    if n_predict is None or k <= n_predict:
+        return passed(name, **figures)
+    if k % n_predict != 0:
         return Check(
             name, FAIL, f"num_speculative_tokens:{k} must be divisible by n_predict={n_predict}",
             f"set num_speculative_tokens to {n_predict} or a multiple of it", "speculative_config", figures,
         )
-    if k > n_predict:
-        return Check(
-            name, WARN,
-            f"num_speculative_tokens {k} runs each of the {n_predict} MTP heads {k // n_predict} times, which usually lowers acceptance",
-            "", "speculative_config", figures,
-        )
-    return passed(name, **figures)
+    return Check(
+        name, WARN,
+        f"num_speculative_tokens {k} runs each of the {n_predict} MTP heads {k // n_predict} times, which usually lowers acceptance",
+        "", "speculative_config", figures,
+    )
 
 
 def _ngram(inputs: CompatInputs) -> list[Check]:

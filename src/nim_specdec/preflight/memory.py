@@ -91,7 +91,7 @@ def estimate(inputs: MemoryInputs) -> dict[str, Any]:
     tp, seqs, length, k = r["tensor_parallel_size"], r["max_num_seqs"], r["max_model_len"], r["num_speculative_tokens"]
     target = inputs.target or {}
     elem = mc.dtype_bytes(inputs.engine_args.get("kv_cache_dtype"), mc.model_dtype_bytes(target, inputs.engine_args.get("dtype")))
-    target_kv = mc.kv_bytes_per_token(target, mc.num_layers(target), elem, tp) if target else 0
+    target_kv = mc.kv_bytes_per_token(target, mc.attention_layers(target), elem, tp) if target else 0
     draft_kv, draft_weights, draft_vocab = 0, 0, 0
     if inputs.method == "mtp" and target:
         # MTP heads are extra decoder layers of the target: their weights are in its checkpoint already.

@@ -27,11 +27,7 @@ MAX_LEN_KEYS = (
 # RoPE types whose max_position_embeddings is already scaled; vLLM multiplies the others by `factor`.
 PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
 
-_DTYPE_BYTES = {
-    "float16": 2, "half": 2, "fp16": 2, "bfloat16": 2, "bf16": 2,
-    # vLLM's "auto" serves float32 checkpoints in a 16-bit type, so their activations and cache are 2 bytes.
-    "float32": 2, "float": 2,
-}
+_DTYPE_BYTES = {"float16": 2, "half": 2, "fp16": 2, "bfloat16": 2, "bf16": 2, "float32": 4, "float": 4}
 
 
 def text_config(cfg: Config) -> Config:
@@ -88,7 +84,8 @@ def model_dtype_bytes(cfg: Config, requested: str | None = None) -> int:
     """Bytes per element vLLM computes in: the --dtype asked for, else the checkpoint's own."""
     if requested and requested != "auto":
         return dtype_bytes(requested)
-    return dtype_bytes(first(cfg, "dtype", "torch_dtype"))
+    # vLLM's "auto" serves a float32 checkpoint in a 16-bit type.
+    return min(2, dtype_bytes(first(cfg, "dtype", "torch_dtype")))
 
 
 def kv_bytes_per_token(cfg: Config, layers: int, elem_bytes: int, tp: int = 1) -> int:
@@ -108,6 +105,17 @@ def kv_bytes_per_token(cfg: Config, layers: int, elem_bytes: int, tp: int = 1) -
 
 def num_layers(cfg: Config) -> int:
     return int(first(cfg, "num_hidden_layers", "n_layer", "num_layers") or 0)
+
+
+def attention_layers(cfg: Config) -> int:
+    """Decoder layers that keep a per-token KV cache; hybrid models' linear-attention layers keep none."""
+    layer_types = first(cfg, "layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        return sum(1 for kind in layer_types if "linear" not in str(kind) and "mamba" not in str(kind))
+    interval = first(cfg, "full_attention_interval")
+    if isinstance(interval, int) and interval > 0:
+        return num_layers(cfg) // interval
+    return num_layers(cfg)
 
 
 def derived_max_model_len(cfg: Config) -> int | None:

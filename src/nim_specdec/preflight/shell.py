@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.method_choice import mtp_heads
-from nim_specdec.preflight.compat import CompatInputs, compatibility_checks
+from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
 from nim_specdec.preflight.results import COMPATIBILITY, FAIL, MEMORY, WARN, Check, blocking, parse_modes, section, skipped
@@ -107,7 +106,7 @@ def run_preflight(
         checks = problems + compatibility_checks(CompatInputs(method, spec_config, target, draft, draft_weights, where))
     if modes[MEMORY] != "off":
         readings = (gpu or NvmlProbe(env)).read()
-        heads = mtp_heads(target) if method == "mtp" and target else None
+        heads = mtp_declaration(target) if method == "mtp" and target else None
         checks.append(check_headroom(MemoryInputs(
             method, spec_config, plan.get("engine_args") or {}, target, _target_weight_bytes(target_dir),
             draft if method != "mtp" else None, draft_weights.total_bytes if draft_weights else None,
