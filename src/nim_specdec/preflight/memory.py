@@ -134,9 +134,13 @@ def check_headroom(inputs: MemoryInputs) -> Check:
     budget = int(gpu.total * util)
     free = gpu.total - gpu.used
     figures.update({"gpu_name": gpu.name, "gpu_total_bytes": gpu.total, "gpu_free_bytes": free, "budget_bytes": budget})
-    per_seq = (figures["kv_cache_bytes_per_token_target"] + figures["kv_cache_bytes_per_token_draft"]) * figures["max_model_len"]
-    pool = budget - figures["required_bytes"] + per_seq
-    figures["sequences_at_max_model_len"] = max(0, pool // per_seq) if per_seq else None
+    length, target_kv = figures["max_model_len"], figures["kv_cache_bytes_per_token_target"]
+    per_seq = (target_kv + figures["kv_cache_bytes_per_token_draft"]) * length
+    figures["required_bytes_without_speculation"] = base = figures["target_weight_bytes"] + target_kv * length
+    figures["sequences_at_max_model_len"] = max(0, (budget - figures["required_bytes"] + per_seq) // per_seq) if per_seq else None
+    figures["sequences_at_max_model_len_without_speculation"] = (
+        max(0, (budget - base + target_kv * length) // (target_kv * length)) if target_kv * length else None
+    )
     if free < budget:
         return Check(
             NAME, FAIL,
@@ -147,14 +151,23 @@ def check_headroom(inputs: MemoryInputs) -> Check:
         )
     if figures["required_bytes"] <= budget:
         return passed(NAME, **figures)
+    if figures["target_weight_bytes"] >= budget:
+        return Check(
+            NAME, FAIL,
+            f"the target's weights alone need {_gib(figures['target_weight_bytes'])} per GPU but {gpu.name} offers "
+            f"{_gib(budget)} ({_gib(gpu.total)} x gpu_memory_utilization {util})",
+            f"spread the target over more GPUs (--tensor-parallel-size, now {tp}) or serve a quantized checkpoint",
+            "GPU memory", figures,
+        )
     lighter = LIGHTER.get(inputs.method)
     return Check(
         NAME, FAIL,
-        f"the plan needs {_gib(figures['required_bytes'])} per GPU (target weights {_gib(figures['target_weight_bytes'])}, "
-        f"draft weights {_gib(figures['draft_weight_bytes'])}, activations to verify {figures['num_speculative_tokens']} tokens "
-        f"{_gib(figures['verify_activation_bytes'])}, KV cache of one {figures['max_model_len']}-token sequence {_gib(per_seq)}) "
-        f"but {gpu.name} offers {_gib(budget)} ({_gib(gpu.total)} x gpu_memory_utilization {util})",
-        f"use a shorter NIM_MAX_MODEL_LEN (now {figures['max_model_len']}), lower concurrency (--max-num-seqs, now "
+        f"the plan needs {_gib(figures['required_bytes'])} per GPU but {gpu.name} offers {_gib(budget)} "
+        f"({_gib(gpu.total)} x gpu_memory_utilization {util}): target weights {_gib(figures['target_weight_bytes'])}, "
+        f"draft weights {_gib(figures['draft_weight_bytes'])}, activations to verify {figures['num_speculative_tokens']} "
+        f"tokens {_gib(figures['verify_activation_bytes'])}, KV cache of one {length}-token sequence {_gib(per_seq)}; "
+        f"without speculative decoding it would need {_gib(base)}",
+        f"use a shorter NIM_MAX_MODEL_LEN (now {length}), lower concurrency (--max-num-seqs, now "
         f"{figures['max_num_seqs']}), a different --gpu-memory-utilization (now {util})"
         + (f", or a lighter method ({lighter})" if lighter else ", or serve without speculative decoding"),
         "GPU memory", figures,
