@@ -166,7 +166,7 @@ def check_headroom(inputs: MemoryInputs) -> Check:
         f"({_gib(gpu.total)} x gpu_memory_utilization {util}): target weights {_gib(figures['target_weight_bytes'])}, "
         f"draft weights {_gib(figures['draft_weight_bytes'])}, activations to verify {figures['num_speculative_tokens']} "
         f"tokens {_gib(figures['verify_activation_bytes'])}, KV cache of one {length}-token sequence {_gib(per_seq)}; "
-        f"without speculative decoding it would need {_gib(base)}",
+        f"{'even ' if base > budget else ''}without speculative decoding it would need {_gib(base)}",
         f"use a shorter NIM_MAX_MODEL_LEN (now {length}), lower concurrency (--max-num-seqs, now "
         f"{figures['max_num_seqs']}), a different --gpu-memory-utilization (now {util})"
         + (f", or a lighter method ({lighter})" if lighter else ", or serve without speculative decoding"),
