@@ -11,7 +11,8 @@ import pytest
 from preflight_data import eagle1_tensors, eagle3_tensors, load_config
 
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks
-from nim_specdec.preflight.safetensors_header import Checkpoint, TensorInfo
+from nim_specdec.preflight.checkpoint import Checkpoint
+from nim_specdec.preflight.safetensors_header import TensorInfo
 
 L8B = "meta-llama--Llama-3.1-8B-Instruct"
 L70B = "meta-llama--Llama-3.3-70B-Instruct"
@@ -32,7 +33,7 @@ SET_EAGLE3 = 'set "method": "eagle3" in the speculative config (NIM_SPECDEC_ARGS
 SET_EAGLE = 'set "method": "eagle" in the speculative config (NIM_SPECDEC_ARGS or --speculative-config)'
 OTHER_DRAFT = "use a draft trained for this target (NIM_DRAFT_MODEL_PATH), or a method without a draft (mtp, ngram)"
 NO_MTP = ("speculative_config: method 'mtp' needs MTP heads but the target's config.json declares none (looked for "
-          "num_nextn_predict_layers, mtp_num_hidden_layers, num_mtp_modules); use method eagle3 with a draft "
+          "num_nextn_predict_layers, mtp_num_hidden_layers, num_mtp_modules, num_mtp_layers); use method eagle3 with a draft "
           "(NIM_DRAFT_MODEL_PATH) or method ngram")
 
 E3_8B = eagle3_tensors(4096, 128256, 32000)

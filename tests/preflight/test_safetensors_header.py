@@ -7,7 +7,8 @@ import struct
 import pytest
 from preflight_data import write_safetensors
 
-from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo, read_checkpoint, read_header
+from nim_specdec.preflight.checkpoint import read_checkpoint
+from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo, read_header
 
 
 def test_one_file_gives_names_shapes_and_byte_sizes(tmp_path):
@@ -44,7 +45,7 @@ def test_tensor_lookup_matches_whole_name_components(tmp_path):
     assert ckpt.find("t2d") is None
 
 
-def test_pickled_weights_are_counted_by_size_without_names(tmp_path):
+def test_legacy_torch_files_are_counted_by_size_without_names(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"\0" * 1234)
     ckpt = read_checkpoint(tmp_path)
     assert (ckpt.total_bytes, ckpt.tensors, ckpt.has_tensor("d2t")) == (1234, None, None)

