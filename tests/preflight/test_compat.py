@@ -65,6 +65,10 @@ CASES = [
      f"(fc.weight [4096, 8192] takes 2 x hidden size); {SET_EAGLE}"),
     ("eagle1-draft-without-weights-cannot-be-told", "eagle3", L8B, EAGLE1_8B, None, {},
      {**EAGLE_OK, "compatibility.method": "skipped"}, None),
+    ("llama70b-with-8b-eagle1-draft", "eagle3", L70B, EAGLE1_8B, eagle1_tensors(4096), {},
+     {**EAGLE_OK, "compatibility.method": "fail", "compatibility.hidden_size": "fail"},
+     "speculative_config: method 'eagle3' does not fit the draft: it is an EAGLE-1 checkpoint "
+     f"(fc.weight [4096, 8192] takes 2 x hidden size); {SET_EAGLE}"),
     ("llama70b-with-8b-draft", "eagle3", L70B, EAGLE3_8B, E3_8B, {},
      {**EAGLE_OK, "compatibility.hidden_size": "fail"},
      f"{WHERE}: the draft expects a target hidden size of 4096 (hidden_size) but the target's is 8192; {OTHER_DRAFT}"),

@@ -55,12 +55,13 @@ def generation(draft: mc.Config, ckpt: Checkpoint | None, target_hidden: int | N
         if ckpt.has_tensor("d2t") or any(n.startswith("midlayer.") for n in ckpt.tensors):
             return "eagle3", "d2t or midlayer tensors in its weights"
         fc = ckpt.find("fc.weight")
-        hidden = target_hidden or mc.hidden_size(draft)
-        if fc is not None and len(fc.shape) == 2 and hidden:
-            # EAGLE3 fuses three target layers' hidden states, EAGLE-1 one state plus the embedding.
-            if fc.shape[1] == 3 * hidden:
+        if fc is not None and len(fc.shape) == 2:
+            # EAGLE3 fuses three of the target's hidden states; EAGLE-1 one state plus the token
+            # embedding, both of the draft's own width (fc.weight is [out, in]).
+            widths = {w for w in (target_hidden, draft.get("target_hidden_size"), mc.hidden_size(draft)) if w}
+            if any(fc.shape[1] == 3 * int(w) for w in widths):
                 return "eagle3", f"fc.weight {list(fc.shape)} takes 3 x hidden size"
-            if fc.shape[1] == 2 * hidden:
+            if fc.shape[1] == 2 * fc.shape[0]:
                 return "eagle", f"fc.weight {list(fc.shape)} takes 2 x hidden size"
     return None, "neither its config.json nor its weights tell the EAGLE generation"
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
 from nim_specdec.preflight.results import COMPATIBILITY, FAIL, MEMORY, WARN, Check, blocking, parse_modes, section, skipped
-from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
 
 _REDOWNLOAD = "remove the model's directory from the cache and start again to download it anew"
@@ -62,12 +62,13 @@ def _target_weight_bytes(local_dir: str | None) -> int | None:
     """The target's size; a sharded checkpoint's index states it, which saves reading every shard."""
     if not local_dir:
         return None
+    index = Path(local_dir) / INDEX_NAME
     try:
-        total = _read_json(Path(local_dir) / INDEX_NAME).get("metadata", {}).get("total_size")
+        total = _read_json(index).get("metadata", {}).get("total_size") if index.is_file() else None
         if isinstance(total, int) and total > 0:
             return total
     except (HeaderError, AttributeError):
-        pass
+        pass  # an index without a usable total: sum the headers instead
     try:
         ckpt = read_checkpoint(Path(local_dir))
     except HeaderError:
