@@ -1,5 +1,8 @@
 """Test data for the pre-flight tests: real config.json files of public models, safetensors
 files with real headers over sparse (unwritten) data, and the tensor layouts of EAGLE drafts.
+
+The `model_dir` fixture lives here, not in a conftest.py: other tests of the project import
+their own conftest by name, which a second conftest.py on the path would shadow.
 """
 
 from __future__ import annotations
@@ -7,7 +10,7 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pytest
 
@@ -40,6 +43,33 @@ def load_config(name: str) -> dict:
     if not path.is_file():
         pytest.fail(f"test data missing: {path.relative_to(CONFIGS.parents[1])}")
     return json.loads(path.read_text())
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> Callable[..., Path]:
+    """model_dir(name, config, tensors=None, shards=1) -> a directory with config.json and weights."""
+
+    def make(name: str, config: Mapping, tensors: Tensors | None = None, shards: int = 1) -> Path:
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "config.json").write_text(json.dumps(config))
+        if tensors is None:
+            return directory
+        if shards == 1:
+            write_safetensors(directory / "model.safetensors", tensors)
+            return directory
+        names = list(tensors)
+        weight_map, total = {}, 0
+        for i in range(shards):
+            shard = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+            part = {n: tensors[n] for n in names[i::shards]}
+            total += write_safetensors(directory / shard, part)
+            weight_map.update({n: shard for n in part})
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+        return directory
+
+    return make
 
 
 def eagle3_tensors(hidden: int, vocab: int, draft_vocab: int, target_hidden: int | None = None, d2t: bool = True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from preflight_data import eagle3_tensors, load_config
+from preflight_data import eagle3_tensors, load_config, model_dir  # noqa: F401 - model_dir is a fixture
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.preflight import StaticProbe, run_preflight

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from preflight_data import write_safetensors
+from preflight_data import model_dir, write_safetensors  # noqa: F401 - model_dir is a fixture
 
 from nim_specdec.preflight.checkpoint import read_checkpoint
 from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo, read_header
