@@ -11,6 +11,10 @@ sequence of `max_model_len` tokens; that is the line between fit and no fit here
 The draft's KV cache for `max_model_len x max_num_seqs` tokens is reported as a figure,
 not required: the pool is shared and paged, and vLLM's defaults (1024 sequences of the
 full context) are never all resident at once, so demanding them would refuse every plan.
+
+Left out: the target's own activation peak and CUDA graphs, which only vLLM's profiling of
+the loaded model measures. The estimate is therefore a lower bound, one more reason the
+memory check warns by default instead of refusing.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pure readings of a model's `config.json` (as a dict): sizes, dtype, KV geometry, length.
 
-Each helper follows what vLLM 0.32 itself reads, so that a figure here matches the one vLLM
+Each function follows what vLLM 0.32 itself reads, so that a figure here matches the one vLLM
 will use: multimodal checkpoints keep the language model's fields under `text_config`,
 EAGLE3 drafts in the `speculators` format keep theirs under `transformer_layer_config`.
 """
