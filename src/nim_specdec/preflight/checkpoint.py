@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nim_specdec.preflight.pickled_weights import read_pickled_tensors
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, TensorInfo, read_header, shards_from_index
 
 
@@ -51,6 +50,9 @@ def read_checkpoint(directory: Path) -> Checkpoint | None:
     legacy = sorted(directory.glob("pytorch_model*.bin"))
     if not legacy:
         return None
+    # Imported here: zipfile and pickletools cost start-up time, and torch files are the rare case.
+    from nim_specdec.preflight.pickled_weights import read_pickled_tensors
+
     found: dict[str, TensorInfo] | None = {}
     for path in legacy:
         part = read_pickled_tensors(path)
