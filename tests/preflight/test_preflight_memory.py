@@ -149,3 +149,11 @@ def test_vllms_default_concurrency_depends_on_the_gpu(gpu, expected):
                                              ("1.5k", 1500), (-1, None), ("auto", None)])
 def test_max_model_len_spellings(value, expected):
     assert parse_length(value) == expected
+
+
+def test_an_unsplit_draft_costs_its_full_weights_on_every_gpu():
+    engine = {"max_model_len": 8192, "tensor_parallel_size": 2}
+    split = estimate(_inputs(engine=engine, gpus=(H100, H100)))
+    whole = estimate(_inputs(engine=engine, gpus=(H100, H100), spec={"num_speculative_tokens": 3, "draft_tensor_parallel_size": 1}))
+    assert (split["draft_weight_bytes"], whole["draft_weight_bytes"]) == (E3_8B // 2, E3_8B)
+    assert whole["kv_cache_bytes_per_token_draft"] == 2 * split["kv_cache_bytes_per_token_draft"]

@@ -86,6 +86,8 @@ def _resolved(inputs: MemoryInputs) -> dict[str, Any]:
         "gpu_memory_utilization": float(args.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION),
         "tensor_parallel_size": int(args.get("tensor_parallel_size") or 1),
         "num_speculative_tokens": int(k if k is not None else (inputs.mtp_heads or 1)),
+        # vLLM accepts 1 or the target's size here; unset, the draft is split like the target.
+        "draft_tensor_parallel_size": int(inputs.spec_config.get("draft_tensor_parallel_size") or args.get("tensor_parallel_size") or 1),
     }
 
 
@@ -103,8 +105,9 @@ def estimate(inputs: MemoryInputs) -> dict[str, Any]:
         draft_vocab = mc.vocab_size(target) or 0
     elif inputs.draft is not None:
         draft = mc.draft_view(inputs.draft)
-        draft_kv = mc.kv_bytes_per_token(draft, mc.num_layers(draft), elem, tp)
-        draft_weights = (inputs.draft_weight_bytes or 0) // tp
+        draft_tp = r["draft_tensor_parallel_size"]
+        draft_kv = mc.kv_bytes_per_token(draft, mc.num_layers(draft), elem, draft_tp)
+        draft_weights = (inputs.draft_weight_bytes or 0) // draft_tp
         draft_vocab = int(draft.get("draft_vocab_size") or mc.vocab_size(draft) or 0)
     target_vocab = mc.vocab_size(target) or 0
     activations = seqs * k * (2 * target_vocab + draft_vocab) * LOGIT_BYTES
