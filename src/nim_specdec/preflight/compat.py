@@ -11,10 +11,9 @@ from typing import Any, Callable, Mapping
 
 from nim_specdec.method_choice import MTP_KEYS, mtp_heads
 from nim_specdec.preflight import model_config as mc
+from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.compat_eagle import eagle_checks
 from nim_specdec.preflight.results import FAIL, WARN, Check, passed, skipped
-from nim_specdec.preflight.checkpoint import Checkpoint
-
 
 # MTP targets whose head count vLLM 0.32 leaves unset when their config.json has no key
 # (hf_config_override reads num_nextn_predict_layers with no default): num_speculative_tokens

@@ -9,8 +9,8 @@ acceptance length of 1.0 and no error at all.
 from __future__ import annotations
 
 from nim_specdec.preflight import model_config as mc
-from nim_specdec.preflight.results import FAIL, Check, passed, skipped
 from nim_specdec.preflight.checkpoint import Checkpoint
+from nim_specdec.preflight.results import FAIL, Check, passed, skipped
 
 # Architectures vLLM 0.32's model registry maps to an EAGLE3 or an EAGLE(-1) implementation.
 EAGLE3_ARCHITECTURES = frozenset({
