@@ -38,6 +38,7 @@ bench-startup: install
 
 bench: install
 	$(PY) bench/bench_plan.py
+	$(PY) bench/bench_preflight.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .nim-cache .pytest_cache
