@@ -1,0 +1,66 @@
+"""Line formats of the capture file, matched to what AIPerf 0.13.0's dataset loaders read.
+
+Each encoder turns (timestamp in ms, request body bytes) into one JSONL line, or raises
+ValueError when the body is not a JSON object (such a body cannot be replayed by either loader).
+
+mooncake_payload  `{"timestamp": <ms>, "payload": <body>}`
+    Read by `--custom-dataset-type mooncake_trace` (aiperf/dataset/loader/mooncake_trace.py and the
+    `MooncakeTrace` model in aiperf/dataset/loader/models.py): `payload` is "a complete pre-built API
+    request payload sent verbatim to the transport", must be a non-empty object, and excludes
+    `input_length`/`text_input`/`messages`/`hash_ids` on the same line. `timestamp` is "the timestamp
+    of a request in milliseconds" (int or float; written here as an int). A trace whose first record has a timestamp is
+    auto-promoted to a fixed schedule (aiperf/config/flags/cli_config.py, `--no-fixed-schedule`), and
+    aiperf/timing/strategies/fixed_schedule.py sends each record at `timestamp - zero` ms after the
+    benchmark starts, where zero is 0 unless `--fixed-schedule-auto-offset` (then the smallest
+    timestamp). So timestamps here are relative, not wall-clock: milliseconds since the first
+    request this server process captured, which makes a replay start at once without extra flags
+    and keeps the arrival pattern. Records are sorted by timestamp at load, so lines may be out of
+    order in the file.
+
+raw_payload  `<body>`
+    Read by `--custom-dataset-type raw_payload` (aiperf/dataset/loader/raw_payload.py): in single-file
+    mode "each line in the JSONL file is a complete API request payload", parsed with orjson and sent
+    verbatim, one single-turn conversation per line; blank lines are skipped. Auto-detection of the
+    type needs a `messages` list, so chat payloads are detected; other payloads need the explicit
+    `--custom-dataset-type raw_payload`. The format carries no timing.
+
+The body is re-serialized compactly: a pretty-printed request would otherwise span several lines.
+The parsed object is equal to the one the client sent; only whitespace and number spelling may differ.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+Encoder = Callable[[float, bytes], bytes]
+
+
+def _payload(body: bytes) -> dict:
+    try:
+        obj = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError("body is not JSON") from None
+    if not isinstance(obj, dict) or not obj:
+        raise ValueError("body is not a non-empty JSON object")
+    return obj
+
+
+def _dumps(obj: object) -> bytes:
+    # ensure_ascii=False keeps non-Latin prompts readable and short; json escapes \n inside strings,
+    # so the line stays one line.
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def mooncake_payload(timestamp_ms: float, body: bytes) -> bytes:
+    return _dumps({"timestamp": int(round(timestamp_ms)), "payload": _payload(body)})
+
+
+def raw_payload(timestamp_ms: float, body: bytes) -> bytes:
+    return _dumps(_payload(body))
+
+
+FORMATS: dict[str, Encoder] = {
+    "mooncake_payload": mooncake_payload,
+    "raw_payload": raw_payload,
+}
