@@ -13,8 +13,10 @@ mooncake_payload  `{"timestamp": <ms>, "payload": <body>}`
     aiperf/timing/strategies/fixed_schedule.py sends each record at `timestamp - zero` ms after the
     benchmark starts, where zero is 0 unless `--fixed-schedule-auto-offset` (then the smallest
     timestamp). So timestamps here are relative, not wall-clock: milliseconds since the first
-    request this server process captured, which makes a replay start at once without extra flags
-    and keeps the arrival pattern. Records are sorted by timestamp at load, so lines may be out of
+    matching request this server process received (the arrival time of each request), which makes
+    a replay start at once without extra flags and keeps the arrival pattern. With several API
+    server processes each process counts from its own first request, so their relative placement
+    in a replay is approximate. Records are sorted by timestamp at load, so lines may be out of
     order in the file.
 
 raw_payload  `<body>`

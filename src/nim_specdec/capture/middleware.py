@@ -34,7 +34,8 @@ from nim_specdec.capture.metrics import capture_counters
 from nim_specdec.capture.writer import CaptureWriter, open_capture_file
 from nim_specdec.errors import LauncherError
 
-log = logging.getLogger(__name__)
+# A child of the "vllm" logger, so that the messages come out through the server's own log handler.
+log = logging.getLogger("vllm.nim_specdec.capture")
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -44,7 +45,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class _Clock:
-    """Milliseconds since the first captured request of this process (see formats.py for why)."""
+    """Milliseconds since the first matching request of this process (see formats.py for why)."""
 
     def __init__(self) -> None:
         self._origin: float | None = None

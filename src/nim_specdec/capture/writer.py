@@ -23,7 +23,7 @@ from pathlib import Path
 from nim_specdec.capture.formats import Encoder
 from nim_specdec.capture.metrics import CaptureCounters
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("vllm.nim_specdec.capture")  # through the server's log handler
 
 DEFAULT_QUEUE_SIZE = 4096
 BATCH_MAX = 512
