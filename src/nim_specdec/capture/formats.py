@@ -24,7 +24,9 @@ raw_payload  `<body>`
     mode "each line in the JSONL file is a complete API request payload", parsed with orjson and sent
     verbatim, one single-turn conversation per line; blank lines are skipped. Auto-detection of the
     type needs a `messages` list, so chat payloads are detected; other payloads need the explicit
-    `--custom-dataset-type raw_payload`. The format carries no timing.
+    `--custom-dataset-type raw_payload`. The format carries no timing. The loader prefers sequential
+    sampling and AIPerf sends 10 requests unless told otherwise: `--request-count <lines>` replays
+    each line once, in file order.
 
 The body is re-serialized compactly: a pretty-printed request would otherwise span several lines.
 The parsed object is equal to the one the client sent; only whitespace and number spelling may differ.
