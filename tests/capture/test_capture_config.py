@@ -52,6 +52,7 @@ REFUSED = [
     ({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"endpoint_pattern": ""}'}, "non-empty string"),
     ({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"path": ""}'}, "NIM_CAPTURE_ARGS.path"),
     ({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"path": null}'}, "NIM_CAPTURE_ARGS.path"),
+    ({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"path": "captures/c.jsonl"}'}, "relative path"),
 ]
 
 

@@ -6,7 +6,7 @@ again inside the vLLM API server process (which inherits the launcher's environm
 
     NIM_CAPTURE_ENABLE   1/true/yes/on or 0/false/no/off (case-insensitive; unset or empty = off)
     NIM_CAPTURE_ARGS     a JSON object with the keys below, all optional
-        path              the JSONL file (default <NIM_CACHE_PATH>/captures/payloads.jsonl)
+        path              the JSONL file, absolute (default <NIM_CACHE_PATH>/captures/payloads.jsonl)
         format            "mooncake_payload" (default) or "raw_payload"
         endpoint_pattern  a regular expression searched in the request path
                           (default ^/v1/chat/completions$)
@@ -21,6 +21,7 @@ from typing import Mapping
 
 from nim_specdec.capture.formats import FORMATS
 from nim_specdec.errors import ConfigError
+from nim_specdec.settings import parse_bool
 
 ENABLE_VAR = "NIM_CAPTURE_ENABLE"
 ARGS_VAR = "NIM_CAPTURE_ARGS"
@@ -31,8 +32,6 @@ DEFAULT_FORMAT = "mooncake_payload"
 DEFAULT_ENDPOINT_PATTERN = r"^/v1/chat/completions$"
 MIDDLEWARE = "nim_specdec.capture.middleware.CaptureMiddleware"
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
 _KEYS = ("path", "format", "endpoint_pattern")
 
 
@@ -41,15 +40,6 @@ class CaptureConfig:
     path: str
     format: str = DEFAULT_FORMAT
     endpoint_pattern: str = DEFAULT_ENDPOINT_PATTERN
-
-
-def parse_enable(value: str | None) -> bool:
-    text = (value or "").strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ConfigError(ENABLE_VAR, f"{value!r} is not a boolean", "use 1 or 0 (true/false, yes/no, on/off)")
 
 
 def default_path(env: Mapping[str, str]) -> str:
@@ -80,7 +70,7 @@ def _string(args: dict, key: str, default: str) -> str:
 
 def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
     """The capture configuration, or None when capture is off. Raises ConfigError on bad values."""
-    if not parse_enable(env.get(ENABLE_VAR)):
+    if not parse_bool(env, ENABLE_VAR):
         return None
     args = _load_args(env.get(ARGS_VAR) or "")
     unknown = sorted(set(args) - set(_KEYS))
@@ -98,6 +88,9 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
         raise ConfigError(f"{ARGS_VAR}.endpoint_pattern", f"{pattern!r} is not a valid regular expression ({err})",
                           "use a Python regular expression such as ^/v1/chat/completions$") from None
     path = _string(args, "path", default_path(env))
+    if not path.startswith("/"):
+        # The server may run from another working directory than the one the value was written for.
+        raise ConfigError(f"{ARGS_VAR}.path", f"relative path {path!r} is not allowed", "use an absolute file path")
     return CaptureConfig(path=path, format=fmt, endpoint_pattern=pattern)
 
 
