@@ -19,9 +19,11 @@ import os
 import queue
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nim_specdec.capture.formats import Encoder
-from nim_specdec.capture.metrics import CaptureCounters
+if TYPE_CHECKING:  # prometheus_client stays out of the launcher, which only calls open_capture_file
+    from nim_specdec.capture.formats import Encoder
+    from nim_specdec.capture.metrics import CaptureCounters
 
 log = logging.getLogger("vllm.nim_specdec.capture")  # through the server's log handler
 
