@@ -6,7 +6,8 @@ file), one without. Each request is sent to both servers, in random order, over 
 connections, so load and noise hit both alike. A stand-in instead of vLLM keeps the server time short
 and steady: the ratio then shows the middleware's own cost, which a real model's latency would hide.
 
-Then the writer alone: records of a typical chat request body pushed through CaptureWriter into a
+Then the middleware's own event-loop time per request, against a no-op application called directly
+(so that nothing else is in the figure), and the writer alone: records of a typical chat request body pushed through CaptureWriter into a
 file, timed from the first submit to the end of the flush.
 
     PYTHONPATH=src python bench/bench_capture.py [--requests 1500] [--concurrency 2]
@@ -79,27 +80,28 @@ def request_body(i: int) -> dict:
                          {"role": "user", "content": f"Question {i}: " + "explain speculative decoding. " * 20}]}
 
 
-async def drive(urls: dict[str, str], count: int, concurrency: int) -> dict[str, list[float]]:
+async def drive(urls: dict[str, str], count: int, concurrency: int) -> dict[str, dict[int, float]]:
+    """Latency in seconds of request i on each server: {name: {i: seconds}}."""
     import httpx
 
-    latencies: dict[str, list[float]] = {name: [] for name in urls}
+    latencies: dict[str, dict[int, float]] = {name: {} for name in urls}
     gate = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        async def one(name: str, body: dict) -> None:
+        async def one(name: str, i: int) -> None:
             start = time.perf_counter()
-            async with client.stream("POST", urls[name], json=body) as response:
+            async with client.stream("POST", urls[name], json=request_body(i)) as response:
                 async for _ in response.aiter_bytes():
                     pass
                 assert response.status_code == 200
-            latencies[name].append(time.perf_counter() - start)
+            latencies[name][i] = time.perf_counter() - start
 
         async def pair(i: int) -> None:
             async with gate:
                 order = list(urls)
                 random.shuffle(order)
                 for name in order:
-                    await one(name, request_body(i))
+                    await one(name, i)
 
         await asyncio.gather(*(pair(i) for i in range(-20, 0)))  # warm-up: connections, imports
         for values in latencies.values():
@@ -121,6 +123,47 @@ def wait_ready(port: int, timeout: float = 30.0) -> None:
 
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def middleware_cost_us(folder: Path, calls: int) -> tuple[float, float]:
+    """Event-loop time per request of a no-op application called directly, without and with capture (µs)."""
+    from nim_specdec.capture.config import CaptureConfig
+    from nim_specdec.capture.middleware import CaptureMiddleware
+
+    body = json.dumps(request_body(0)).encode()
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}
+
+    async def app(scope, receive, send):
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        pass
+
+    plain = app
+    capturing = CaptureMiddleware(app, config=CaptureConfig(str(folder / "cost.jsonl")))
+
+    async def timed(target, n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            await target(scope, receive, send)
+        return time.perf_counter() - start
+
+    async def run() -> tuple[float, float]:
+        totals = {"off": 0.0, "on": 0.0}
+        for _ in range(10):  # alternate blocks so that drift hits both
+            totals["off"] += await timed(plain, calls // 10)
+            totals["on"] += await timed(capturing, calls // 10)
+            await asyncio.sleep(0.05)  # let the writer thread drain, as it would between requests
+        return totals["off"] / calls * 1e6, totals["on"] / calls * 1e6
+
+    result = asyncio.run(run())
+    capturing.writer.close()
+    return result
 
 
 def writer_throughput(folder: Path, records: int) -> tuple[float, int]:
@@ -171,8 +214,12 @@ def main() -> int:
                 p.join(30)
         captured = len(capture.read_bytes().splitlines())
         rate, size = writer_throughput(folder, args.writer_records)
+        cost_off, cost_on = middleware_cost_us(folder, 4000)
 
-    on, off = latencies["on"], latencies["off"]
+    on, off = list(latencies["on"].values()), list(latencies["off"].values())
+    # The same request on both servers, one right after the other: the ratio of each pair cancels
+    # most of the noise of a shared machine.
+    paired = statistics.median(latencies["on"][i] / latencies["off"][i] for i in latencies["on"])
     print(f"requests per server: {len(on)}, concurrency {args.concurrency}, "
           f"{TOKENS} streamed chunks of {TOKEN_PAUSE_S * 1000:.0f} ms; lines captured: {captured} "
           f"(warm-up included)")
@@ -180,6 +227,9 @@ def main() -> int:
         p_on, p_off = percentile(on, q), percentile(off, q)
         print(f"p{q} latency  capture off {p_off * 1000:7.2f} ms   on {p_on * 1000:7.2f} ms   "
               f"ratio on/off {p_on / p_off:.3f}")
+    print(f"median of per-request ratios on/off (paired) {paired:.3f}")
+    print(f"event-loop time per request, no-op app: {cost_off:.1f} µs without capture, {cost_on:.1f} µs with "
+          f"(+{cost_on - cost_off:.1f} µs)")
     print(f"writer: {args.writer_records} records of {size} B: {rate:,.0f} records/s")
     return 0
 

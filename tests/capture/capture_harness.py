@@ -116,6 +116,7 @@ def split(data: bytes, parts: int) -> list[bytes]:
 
 
 def read_lines(path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
-    assert text == "" or text.endswith("\n"), "the capture file ends mid-line"
-    return [json.loads(line) for line in text.splitlines()]
+    data = path.read_bytes()
+    assert data == b"" or data.endswith(b"\n"), "the capture file ends mid-line"
+    # Split on \n only, as AIPerf's loaders do (str.splitlines would also split on U+2028 and others).
+    return [json.loads(line) for line in data.split(b"\n")[:-1]]

@@ -54,7 +54,7 @@ def test_existing_file_is_appended_and_made_owner_only(tmp_path):
     writer.close()  # idempotent (atexit calls it again after a lifespan shutdown)
     assert read_lines(path) == [{"payload": {"a": 1}, "timestamp": 0}, {"b": 2}]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert counters.stats.written == 1 and counters.stats.bytes == len(b'{"b":2}\n')
+    assert counters.stats.written == 1 and counters.stats.bytes == len(b'{"b": 2}\n')
 
 
 def test_write_error_counts_and_leaves_no_partial_line(tmp_path):

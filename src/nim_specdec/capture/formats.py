@@ -28,8 +28,9 @@ raw_payload  `<body>`
     sampling and AIPerf sends 10 requests unless told otherwise: `--request-count <lines>` replays
     each line once, in file order.
 
-The body is re-serialized compactly: a pretty-printed request would otherwise span several lines.
-The parsed object is equal to the one the client sent; only whitespace and number spelling may differ.
+A body already on one line (what clients send) is written byte for byte; a pretty-printed body is
+re-serialized compactly, so that its parsed object stays equal to the one the client sent. Lines end
+in \n only, which is where AIPerf's loaders (binary file iteration) split.
 """
 
 from __future__ import annotations
@@ -40,28 +41,29 @@ from typing import Callable
 Encoder = Callable[[float, bytes], bytes]
 
 
-def _payload(body: bytes) -> dict:
+def _check(body: bytes) -> bytes:
+    """The body as one line of UTF-8 JSON (the client's own bytes when they already are); ValueError if
+    it is not a non-empty JSON object."""
     try:
-        obj = json.loads(body)
+        obj = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ValueError("body is not JSON") from None
     if not isinstance(obj, dict) or not obj:
         raise ValueError("body is not a non-empty JSON object")
-    return obj
-
-
-def _dumps(obj: object) -> bytes:
-    # ensure_ascii=False keeps non-Latin prompts readable and short; json escapes \n inside strings,
-    # so the line stays one line.
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    line = body.strip()
+    if b"\n" in line or b"\r" in line:
+        # Pretty-printed: newlines can only sit between tokens (JSON strings escape them), but the
+        # line must be one line, so re-serialize compactly. The object stays equal.
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return line
 
 
 def mooncake_payload(timestamp_ms: float, body: bytes) -> bytes:
-    return _dumps({"timestamp": int(round(timestamp_ms)), "payload": _payload(body)})
+    return b'{"timestamp":%d,"payload":%s}\n' % (int(round(timestamp_ms)), _check(body))
 
 
 def raw_payload(timestamp_ms: float, body: bytes) -> bytes:
-    return _dumps(_payload(body))
+    return _check(body) + b"\n"
 
 
 FORMATS: dict[str, Encoder] = {
