@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 def tiny_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny-llama")
     # A separate process: torch and transformers stay out of the test process.
-    subprocess.run([sys.executable, str(Path(__file__).with_name("tiny_model.py")), str(out)], check=True,
+    subprocess.run([sys.executable, str(Path(__file__).with_name("capture_tiny_model.py")), str(out)], check=True,
                    env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300, capture_output=True)
     return out
 

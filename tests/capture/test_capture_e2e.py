@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from capture_harness import read_lines
-from vllm_server import MODEL_NAME, get, post, stop, vllm_server
+from capture_vllm_server import MODEL_NAME, get, post, stop, vllm_server
 
 from nim_specdec.capture.config import capture_middleware_args, parse_capture
 
