@@ -20,12 +20,13 @@ HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "te", "trailer",
 
 @dataclass
 class Fault:
-    kind: str  # "status" | "drop" | "stall" | "slow"
+    kind: str  # "status" | "drop" | "stall" | "slow" | "rewrite"
     match: str  # substring of the request path (URL-quoted form) that selects the requests
     times: int = 1  # how many matching requests get it; -1 for all
     status: int = 503
     bytes_per_second: int = 20000
     method: str = "GET"
+    replace: tuple[bytes, bytes] = (b"", b"")  # for "rewrite": the body's bytes to swap
 
 
 @dataclass
@@ -86,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
         resp = conn.getresponse()
         data = resp.read()
         conn.close()
+        if fault and fault.kind == "rewrite":
+            data = data.replace(*fault.replace)
         record.status = resp.status
         self.send_response(resp.status)
         for k, v in resp.getheaders():
@@ -116,13 +119,19 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _forward
 
 
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # clients that time out or are killed reset their connections; that is the point here
+
+
 class FaultProxy:
     def __init__(self, upstream_url: str) -> None:
         parts = urlsplit(upstream_url)
         self.state = ProxyState((parts.hostname or "127.0.0.1", parts.port or 80))
         handler = type("Handler", (_Handler,), {"state": self.state})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        self._server = QuietServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

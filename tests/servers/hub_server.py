@@ -18,8 +18,10 @@ import hashlib
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote, urlsplit
+
+from servers.fault_proxy import QuietServer
 
 _API = re.compile(r"^/api/models/([^/]+/[^/]+)/(revision|tree)/([^/?]+)(?:/(.*))?$")
 _RESOLVE = re.compile(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
@@ -138,8 +140,7 @@ class HubServer:
     def __init__(self) -> None:
         self.repos = HubRepos()
         handler = type("Handler", (_Handler,), {"repos": self.repos})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        self._server = QuietServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

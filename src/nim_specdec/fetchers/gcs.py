@@ -56,7 +56,7 @@ def _retry(settings: DownloadSettings):
     from google.cloud.storage.retry import DEFAULT_RETRY
 
     # The library retries 5xx, 429 and connection errors; bound its total time per call.
-    return DEFAULT_RETRY.with_timeout(settings.timeout * 3).with_delay(initial=0.2, maximum=4.0)
+    return DEFAULT_RETRY.with_timeout(settings.timeout * 2).with_delay(initial=0.2, maximum=4.0)
 
 
 def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
