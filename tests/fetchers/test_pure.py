@@ -1,0 +1,111 @@
+"""Table-driven tests of the pure parts: settings, cache names, name checks, redaction, progress figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nim_specdec.errors import ConfigError, MaterializeError
+from nim_specdec.fetchers.cache import entry_name, marker_document, normalized_uri
+from nim_specdec.fetchers.progress import format_line, progress_fields
+from nim_specdec.fetchers.safety import redact, relative_name, secret_values
+from nim_specdec.fetchers.settings import download_settings
+from nim_specdec.sources import parse_source
+
+
+@pytest.mark.parametrize(
+    ("value", "normalized"),
+    [
+        ("hf://org/name", "hf://org/name@main"),
+        ("hf://org/name@main", "hf://org/name@main"),
+        ("hf://org/name:v2", "hf://org/name@v2"),
+        ("s3://bucket/prefix/", "s3://bucket/prefix"),
+        ("gs://bucket/a/b", "gs://bucket/a/b"),
+        ("ngc://org/team/name:1.0", "ngc://org/team/name@1.0"),
+    ],
+)
+def test_normalized_uri(value, normalized):
+    assert normalized_uri(parse_source(value, "X")) == normalized
+
+
+def test_entry_names_are_readable_and_distinct():
+    names = {entry_name(parse_source(v, "X")) for v in ("hf://o/n", "hf://o/n@v1", "s3://o/n", "gs://o/n")}
+    assert len(names) == 4
+    assert entry_name(parse_source("hf://o/n", "X")) == entry_name(parse_source("hf://o/n@main", "X"))
+    name = entry_name(parse_source("s3://my-bucket/drafts/llama 3", "X"))
+    assert name.startswith("s3--my-bucket-drafts-llama-3--") and "/" not in name
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("config.json", "config.json"),
+        ("sub/./model.bin", "sub/model.bin"),
+        ("a//b", "a/b"),
+        ("../escape", None),
+        ("a/../../escape", None),
+        ("/etc/passwd", None),
+        ("a\\..\\b", None),
+        ("", None),
+        ("..", None),
+    ],
+)
+def test_relative_name(name, ok):
+    if ok is None:
+        with pytest.raises(MaterializeError):
+            relative_name("s3://b/p", name)
+    else:
+        assert relative_name("s3://b/p", name) == ok
+
+
+def test_redaction_masks_every_secret_variable():
+    env = {"AWS_SECRET_ACCESS_KEY": "abcd1234", "HF_TOKEN": "hf_xyz", "DB_PASSWORD": "pw-9999", "PATH": "/bin"}
+    secrets = secret_values(env)
+    assert sorted(secrets) == ["abcd1234", "hf_xyz", "pw-9999"]
+    assert redact("key abcd1234 token hf_xyz path /bin", secrets) == "key *** token *** path /bin"
+
+
+@pytest.mark.parametrize(
+    ("env", "field", "value"),
+    [
+        ({}, "timeout", 30.0),
+        ({"NIM_DOWNLOAD_TIMEOUT": "2.5"}, "timeout", 2.5),
+        ({"NIM_DOWNLOAD_RETRIES": "0"}, "retries", 0),
+        ({"NIM_DOWNLOAD_VERIFY": "size"}, "verify_checksums", False),
+        ({"NIM_DOWNLOAD_CHUNK_MB": "8"}, "chunk_bytes", 8 * 1024 * 1024),
+        ({"NIM_S3_ANONYMOUS": "true"}, "s3_anonymous", True),
+        ({"NIM_JSONL_LOGGING": "1"}, "jsonl", True),
+    ],
+)
+def test_settings(env, field, value):
+    assert getattr(download_settings(env), field) == value
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"NIM_DOWNLOAD_TIMEOUT": "soon"}, {"NIM_DOWNLOAD_RETRIES": "-1"}, {"NIM_DOWNLOAD_VERIFY": "md5"}],
+)
+def test_bad_settings_are_config_errors(env):
+    with pytest.raises(ConfigError) as err:
+        download_settings(env)
+    assert next(iter(env)) in str(err.value)
+
+
+def test_progress_fields_and_line():
+    fields = progress_fields("s3://b/p", done=50 * 1024 * 1024, total=100 * 1024 * 1024, elapsed=5.0)
+    assert fields["rate_bytes_per_s"] == 10 * 1024 * 1024 and fields["eta_s"] == 5.0
+    assert format_line(fields) == "downloading s3://b/p: 50.0 MiB / 100.0 MiB (50%), 10.0 MiB/s, ETA 5s"
+    assert json.loads(json.dumps(fields))["event"] == "download_progress"
+
+
+def test_marker_holds_no_environment():
+    doc = marker_document("s3://b/p", [("b.bin", 3), ("a.json", 2)], now=0)
+    assert doc == {
+        "complete": True,
+        "uri": "s3://b/p",
+        "files": [{"path": "a.json", "size": 2}, {"path": "b.bin", "size": 3}],
+        "size": 5,
+        "completed_at": "1970-01-01T00:00:00Z",
+    }
