@@ -22,6 +22,7 @@ STORES = {
     "s3": "servers.s3_store:S3Store",
     "gs": "servers.gcs_store:GCSStore",
     "hf": "servers.hf_store:HFStore",
+    "ngc": "servers.ngc_store:NGCStore",
 }
 
 

@@ -127,17 +127,26 @@ class QuietServer(ThreadingHTTPServer):
 
 
 class FaultProxy:
-    def __init__(self, upstream_url: str) -> None:
+    def __init__(self, upstream_url: str, tls: tuple[str, str] | None = None) -> None:
+        """tls: (certificate, key) files to serve HTTPS to the client; the upstream stays plain HTTP."""
         parts = urlsplit(upstream_url)
         self.state = ProxyState((parts.hostname or "127.0.0.1", parts.port or 80))
         handler = type("Handler", (_Handler,), {"state": self.state})
         self._server = QuietServer(("127.0.0.1", 0), handler)
+        self._scheme = "http"
+        if tls:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self._scheme}://{host}:{port}"
 
     def start(self) -> "FaultProxy":
         self._thread.start()

@@ -1,7 +1,7 @@
 """ngc://ORG/[TEAM/]NAME:VERSION through ngcsdk's model registry client.
 
-The API key comes from NGC_CLI_API_KEY, then NGC_API_KEY. The SDK reads its base URL once, at
-import, from NGC_CLI_API_URL (and NGC_CLI_AUTH_URL for the key exchange); it always speaks HTTPS.
+The API key comes from NGC_CLI_API_KEY, then NGC_API_KEY. The SDK's base URL is NGC_CLI_API_URL
+(NGC_CLI_AUTH_URL for the legacy key exchange); it always speaks HTTPS (http:// is rewritten).
 It writes into DEST/NAME_vVERSION; that directory is moved to be the cache entry's files.
 """
 
@@ -33,27 +33,50 @@ def split_target(location: str) -> tuple[str, str | None, str]:
     raise MaterializeError(f"ngc://{location}", "malformed NGC model path", "expected ngc://ORG/[TEAM/]NAME:VERSION")
 
 
+def point_sdk(env, timeout: float | None) -> None:
+    """Apply this context's endpoints and timeout to ngcsdk.
+
+    The SDK copies NGC_CLI_API_URL, NGC_CLI_AUTH_URL and NGC_CLI_TRANSFER_TIMEOUT into module
+    constants when first imported; setting them here makes the context's environment win, as it
+    does for the other schemes. In a launcher the context's environment is the process's, so this
+    changes nothing there.
+    """
+    import ngcbase.api.authentication as authentication
+    import ngcbase.environ as environ
+    import ngcbase.transfer.async_download as async_download
+    import ngcbase.util.utils as utils
+
+    api_url = env.get("NGC_CLI_API_URL") or env.get("NGC_CLI_URL")
+    if api_url:
+        environ.NGC_CLI_API_URL = utils.NGC_CLI_API_URL = api_url
+    if env.get("NGC_CLI_AUTH_URL"):
+        environ.NGC_CLI_AUTH_URL = authentication.NGC_CLI_AUTH_URL = env["NGC_CLI_AUTH_URL"]
+    if timeout is not None:
+        environ.NGC_CLI_TRANSFER_TIMEOUT = async_download.NGC_CLI_TRANSFER_TIMEOUT = max(1, int(timeout))
+
+
 class NGCBackend:
     def download(self, job: Job) -> list[RemoteFile]:
         if not job.ref.revision:
             raise MaterializeError(job.uri, "no version given", "expected ngc://ORG/[TEAM/]NAME:VERSION")
         org, team, name = split_target(job.ref.location)
         target = f"{job.ref.location}:{job.ref.revision}"
+        point_sdk(job.env, job.settings.timeout if "NIM_DOWNLOAD_TIMEOUT" in job.env else None)
         from ngcsdk import Client
 
         client = Client()
         try:
-            client.configure(api_key=api_key(job.env), org_name=org, team_name=team)
+            # The team travels in the target; configuring it too would make the SDK list the org's teams first.
+            client.configure(api_key=api_key(job.env), org_name=org)
             listing = list(client.registry.model.list_files(target, org=org, team=team))
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)
             raise
         files = []
         for item in listing:
-            # NGC lists paths from the version's root, sometimes with one leading "/".
-            rel = item.path[1:] if item.path.startswith("/") else item.path
-            target_path(job.uri, job.dest, rel)
-            files.append(RemoteFile(rel, int(item.sizeInBytes or 0)))
+            # The SDK joins these names to its directory unchecked: an absolute or '..' name must stop here.
+            target_path(job.uri, job.dest, item.path)
+            files.append(RemoteFile(item.path, int(item.sizeInBytes or 0)))
         if not files:
             raise MaterializeError(job.uri, "the model version holds no files", "check the name and version")
         job.progress.start(sum(f.size for f in files), len(files))

@@ -2,8 +2,8 @@
 
     NIM_DOWNLOAD_TIMEOUT       seconds a connection or a read may stall before it fails (default 30)
     NIM_DOWNLOAD_RETRIES       whole-download retries after a transient failure (default 3)
-    NIM_DOWNLOAD_CONCURRENCY   parallel transfers (files and ranged parts; default 16)
-    NIM_DOWNLOAD_CHUNK_MB      part size for ranged downloads of big files (default 32)
+    NIM_DOWNLOAD_CONCURRENCY   parallel transfers (files and ranged parts; default 10)
+    NIM_DOWNLOAD_CHUNK_MB      part size for ranged downloads of big files (default 8)
     NIM_DOWNLOAD_VERIFY        "checksum" (default) or "size": what is checked before an entry is accepted
     NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
     NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
@@ -30,8 +30,8 @@ def truthy(value: str | None) -> bool:
 class DownloadSettings:
     timeout: float = 30.0
     retries: int = 3
-    concurrency: int = 16
-    chunk_bytes: int = 32 * 1024 * 1024
+    concurrency: int = 10
+    chunk_bytes: int = 8 * 1024 * 1024
     verify_checksums: bool = True
     lock_timeout: float = 7200.0
     progress_interval: float = 5.0
@@ -60,8 +60,8 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
     return DownloadSettings(
         timeout=_number(env, "NIM_DOWNLOAD_TIMEOUT", 30.0, 0.1),
         retries=int(_number(env, "NIM_DOWNLOAD_RETRIES", 3, 0)),
-        concurrency=int(_number(env, "NIM_DOWNLOAD_CONCURRENCY", 16, 1)),
-        chunk_bytes=int(_number(env, "NIM_DOWNLOAD_CHUNK_MB", 32, 1) * 1024 * 1024),
+        concurrency=int(_number(env, "NIM_DOWNLOAD_CONCURRENCY", 10, 1)),
+        chunk_bytes=int(_number(env, "NIM_DOWNLOAD_CHUNK_MB", 8, 1) * 1024 * 1024),
         verify_checksums=verify == "checksum",
         lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0),
         progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1),
