@@ -34,6 +34,7 @@ class Record:
     method: str
     path: str
     status: int = 0
+    signed: bool = False  # carried an Authorization header
 
 
 @dataclass
@@ -64,7 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        record = Record(self.command, self.path)
+        record = Record(self.command, self.path, signed="Authorization" in self.headers)
         with self.state.lock:
             self.state.records.append(record)
         fault = self.state.take_fault(self.command, self.path)

@@ -36,10 +36,11 @@ class S3Store:
     def env(self) -> dict[str, str]:
         return {"AWS_ENDPOINT_URL_S3": self.proxy.url, "AWS_REGION": "us-east-1", **KEYS}
 
-    def publish(self, prefix: str, files: dict[str, bytes]) -> str:
+    def publish(self, prefix: str, files: dict[str, bytes], public: bool = False) -> str:
         client = self._client()
         for name, data in files.items():
-            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=data)
+            extra = {"ACL": "public-read"} if public else {}
+            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=data, **extra)
         return f"s3://{BUCKET}/{prefix}"
 
 

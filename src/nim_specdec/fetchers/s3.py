@@ -66,9 +66,10 @@ def make_client(env: Mapping[str, str], settings: DownloadSettings):
     return session.client("s3", endpoint_url=endpoint, config=config)
 
 
-def list_objects(client, job: Job) -> list[tuple[str, RemoteFile]]:
+def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
+    """(key, ETag, file) for every object under the prefix."""
     bucket, prefix = split_location(job.ref.location)
-    listed: list[tuple[str, RemoteFile]] = []
+    listed: list[tuple[str, str, RemoteFile]] = []
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "")
     for page in pages:
         for obj in page.get("Contents", []):
@@ -78,20 +79,25 @@ def list_objects(client, job: Job) -> list[tuple[str, RemoteFile]]:
                 continue  # a "folder" placeholder some consoles create
             target_path(job.uri, job.dest, rel)  # refuses names that would escape before anything is written
             md5 = _MD5_ETAG.match(obj.get("ETag", ""))
-            listed.append((key, RemoteFile(rel, int(obj["Size"]), md5=md5.group(1) if md5 else None)))
+            remote = RemoteFile(rel, int(obj["Size"]), md5=md5.group(1) if md5 else None)
+            listed.append((key, obj.get("ETag", ""), remote))
     if not listed:
         raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)")
     return listed
 
 
 class _Subscriber:
-    """Tells the transfer manager the size (saves a HEAD per file) and counts bytes for progress."""
+    """Gives the transfer manager the listed size and ETag (no HEAD per file; the ETag also becomes
+    If-Match on every ranged GET, so an object replaced mid-download fails instead of mixing) and
+    counts bytes for progress."""
 
-    def __init__(self, size: int, progress) -> None:
-        self.size, self.progress = size, progress
+    def __init__(self, size: int, etag: str, progress) -> None:
+        self.size, self.etag, self.progress = size, etag, progress
 
     def on_queued(self, future, **kwargs):
         future.meta.provide_transfer_size(self.size)
+        if self.etag:
+            future.meta.provide_object_etag(self.etag)
 
     def on_progress(self, future, bytes_transferred, **kwargs):
         self.progress.add(bytes_transferred)
@@ -112,7 +118,7 @@ class S3Backend:
         except Exception as err:  # noqa: BLE001 - translate the permanent ones, let materialize retry the rest
             _raise_permanent(job.uri, err)
             raise
-        files = [f for _, f in listed]
+        files = [f for _, _, f in listed]
         job.progress.start(sum(f.size for f in files), len(files))
         if job.settings.use_s5cmd and shutil.which("s5cmd"):
             from nim_specdec.fetchers.s5cmd import download_with_s5cmd
@@ -130,10 +136,11 @@ class S3Backend:
         )
         with TransferManager(client, config) as manager:
             futures = []
-            for key, f in listed:
+            for key, etag, f in listed:
                 path = target_path(job.uri, job.dest, f.name)
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                futures.append(manager.download(bucket, key, str(path), subscribers=[_Subscriber(f.size, job.progress)]))
+                subscriber = _Subscriber(f.size, etag, job.progress)
+                futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
             try:
                 for future in futures:
                     future.result()
