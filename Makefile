@@ -29,6 +29,7 @@ serve: install
 bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from servers.fault_proxy import Fault
+from servers.fixtures import cache, server, source, store  # noqa: F401 - pytest fixtures
 from servers.harness import WEIGHTS, cli_env, start_cli, tree_bytes
 
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError

@@ -1,21 +1,19 @@
-"""Fixtures for the fetcher contract: one real loopback server per scheme, behind a fault proxy."""
+"""Fixtures for the fetcher contract: one real loopback server per scheme, behind a fault proxy.
+
+Test modules import them by name (`from servers.fixtures import ...`): a conftest.py here would
+shadow the suite's top-level conftest, which other tests import as a module.
+"""
 
 from __future__ import annotations
 
 import importlib
-import socket
-import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))  # makes tests/servers importable as `servers`
-
-from servers.harness import model_files  # noqa: E402
+from servers.harness import model_files
 
 # scheme -> the store class that starts its server
 STORES = {
@@ -58,16 +56,3 @@ def cache(tmp_path) -> Path:
     path = tmp_path / "cache"
     path.mkdir()
     return path
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any outgoing connection attempt fails: proves a code path makes none."""
-
-    def refuse(*args, **kwargs):
-        raise OSError("network access attempted while the test forbids it")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
