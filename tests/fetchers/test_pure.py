@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
-from pathlib import Path
 
 import pytest
 
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.fetchers.cache import entry_name, marker_document, normalized_uri
-from nim_specdec.fetchers.progress import format_line, progress_fields
+from nim_specdec.fetchers.progress import Progress, format_line, progress_fields
 from nim_specdec.fetchers.safety import redact, relative_name, secret_values
 from nim_specdec.fetchers.settings import download_settings
 from nim_specdec.sources import parse_source
@@ -109,3 +109,35 @@ def test_marker_holds_no_environment():
         "size": 5,
         "completed_at": "1970-01-01T00:00:00Z",
     }
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_logs_every_interval_without_terminal():
+    lines: list[str] = []
+    clock = FakeClock()
+    progress = Progress("s3://b/p", lines.append, interval=5.0, clock=clock)
+    progress.start(total_bytes=100, files=2)
+    for _ in range(10):
+        clock.now += 1.0
+        progress.add(10)
+    assert lines[0] == "downloading s3://b/p: 2 files, 100 B"
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in lines[1:]] == ["50 B / 100 B", "100 B / 100 B"]
+
+
+def test_progress_draws_a_bar_on_a_terminal():
+    terminal = io.StringIO()
+    clock = FakeClock()
+    progress = Progress("hf://o/n", lambda m: None, terminal=terminal, clock=clock)
+    progress.start(total_bytes=4, files=1)
+    clock.now = 1.0
+    progress.add(2)
+    progress.finish()
+    out = terminal.getvalue()
+    assert out.startswith("\rdownloading hf://o/n: 2 B / 4 B (50%)") and out.endswith("(50%), 2 B/s, ETA 1s\n")
