@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Iterable, Mapping
 
 from nim_specdec.errors import MaterializeError
@@ -18,20 +18,19 @@ def relative_name(uri: str, name: str) -> str:
     Refused: empty names, absolute names, '..' anywhere, backslashes and NUL. A refused name fails
     the whole download, because a model with a file silently left out is not the model asked for.
     """
+    rel = "/".join(p for p in name.split("/") if p not in ("", "."))
     problem = ""
-    if not name or name.startswith("/") or "\\" in name or "\x00" in name:
+    if not rel or name.startswith("/") or "\\" in name or "\x00" in name:
         problem = "absolute or malformed"
-    else:
-        parts = PurePosixPath(name).parts
-        if any(part in ("..",) for part in name.split("/")) or not parts:
-            problem = "escaping"
+    elif ".." in rel.split("/"):
+        problem = "escaping"
     if problem:
         raise MaterializeError(
             uri,
             f"refusing {problem} object name {name!r}: it would land outside the download directory",
             "remove or rename that object in the source",
         )
-    return "/".join(p for p in name.split("/") if p not in ("", "."))
+    return rel
 
 
 def target_path(uri: str, dest: Path, name: str) -> Path:
