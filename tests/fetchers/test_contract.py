@@ -197,6 +197,7 @@ def test_kill_9_mid_download_then_restart(server, source, cache):
     assert get_fetcher(ref.scheme).cached(ref, context(server, cache)) is None
     assert not list(cache.rglob("complete.json"))
     assert leftovers(cache) != []  # the killed download's directory, never mistaken for an entry
+    assert list(cache.rglob("*.lock")), "the killed launcher's lock file is still there"
     path = fetch(server, cache, source.uri)
     assert tree_bytes(path) == source.files
     assert leftovers(cache) == []
