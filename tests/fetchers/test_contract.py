@@ -201,3 +201,17 @@ def test_kill_9_mid_download_then_restart(server, source, cache):
     path = fetch(server, cache, source.uri)
     assert tree_bytes(path) == source.files
     assert leftovers(cache) == []
+
+
+@pytest.mark.parametrize("replacement", [b"TAMPERED", b"TAMPERED-AND-LONGER"], ids=["same-size", "other-size"])
+def test_corrupted_bytes_never_become_an_entry(server, cache, replacement):
+    """Bytes changed on the way are refused: by the store's digest, the listed size, or the SDK's own check."""
+    if replacement == b"TAMPERED" and not server.gives_digests:
+        replacement = b"TAMPERED-AND-LONGER"  # nothing to check same-size bytes against: the size must catch it
+    files = {"config.json": b"{}", WEIGHTS: b"x" * 4096 + b"ORIGINAL" + b"y" * 4096}
+    uri = server.publish(f"corrupt{time.monotonic_ns() % 10**9}", files)
+    server.proxy.inject(Fault("rewrite", WEIGHTS, times=-1, replace=(b"ORIGINAL", replacement)))
+    with pytest.raises(MaterializeError) as err:
+        fetch(server, cache, uri, NIM_DOWNLOAD_RETRIES="0", NIM_DOWNLOAD_TIMEOUT="5")
+    assert err.value.exit_code == EXIT_MATERIALIZE
+    assert not list(cache.rglob("complete.json")) and leftovers(cache) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 
@@ -12,6 +13,7 @@ from nim_specdec.fetchers.cache import entry_name, marker_document, normalized_u
 from nim_specdec.fetchers.progress import Progress, format_line, progress_fields
 from nim_specdec.fetchers.safety import redact, relative_name, secret_values
 from nim_specdec.fetchers.settings import download_settings
+from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 from nim_specdec.sources import parse_source
 
 
@@ -141,3 +143,41 @@ def test_progress_draws_a_bar_on_a_terminal():
     progress.finish()
     out = terminal.getvalue()
     assert out.startswith("\rdownloading hf://o/n: 2 B / 4 B (50%)") and out.endswith("(50%), 2 B/s, ETA 1s\n")
+
+
+def _tree(tmp_path, files):
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("on_disk", "listed", "problem"),
+    [
+        ({"a": b"12"}, [RemoteFile("a", 2, md5=hashlib.md5(b"12").hexdigest())], None),
+        ({"a": b"12"}, [RemoteFile("a", 2, sha256=hashlib.sha256(b"12").hexdigest())], None),
+        ({"a": b"12"}, [RemoteFile("a", 2, md5=hashlib.md5(b"13").hexdigest())], "checksum differs"),
+        ({"a": b"12"}, [RemoteFile("a", 3)], "size 2 differs"),
+        ({"a": b"12", "b": b""}, [RemoteFile("a", 2)], "unexpected ['b']"),
+        ({"a": b"12"}, [RemoteFile("a", 2), RemoteFile("c/d", 1)], "missing ['c/d']"),
+        ({}, [], "holds no files"),
+    ],
+)
+def test_verify(tmp_path, on_disk, listed, problem):
+    dest = _tree(tmp_path, on_disk)
+    with Hasher(dest, enabled=True) as hasher:
+        if listed:
+            hasher.file_done(listed[0])  # as a backend reports a finished file early
+        if problem is None:
+            verify("s3://b/p", dest, listed, hasher)
+        else:
+            with pytest.raises(MaterializeError) as err:
+                verify("s3://b/p", dest, listed, hasher)
+            assert problem in str(err.value)
+
+
+def test_size_mode_never_hashes(tmp_path):
+    dest = _tree(tmp_path, {"a": b"12"})
+    with Hasher(dest, enabled=False) as hasher:
+        verify("s3://b/p", dest, [RemoteFile("a", 2, md5="0" * 32)], hasher)

@@ -9,6 +9,7 @@ BUCKET = "drafts"
 
 class GCSStore:
     scheme = "gs"
+    gives_digests = True  # the listing carries an MD5 or SHA-256 per file
 
     def __init__(self) -> None:
         from gcp_storage_emulator.server import create_server

@@ -11,6 +11,7 @@ TOKEN = "hf_testing_token_value"
 
 class HFStore:
     scheme = "hf"
+    gives_digests = True  # the listing carries an MD5 or SHA-256 per file
 
     def start(self) -> "HFStore":
         self.hub = HubServer().start()

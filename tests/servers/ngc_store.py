@@ -15,6 +15,7 @@ API_KEY = "nvapi-loopback-testing-key"
 
 class NGCStore:
     scheme = "ngc"
+    gives_digests = False  # NGC file listings carry sizes only
 
     def start(self) -> "NGCStore":
         self._dir = tempfile.TemporaryDirectory(prefix="ngc-loopback-")

@@ -10,6 +10,7 @@ KEYS = {"AWS_ACCESS_KEY_ID": "testing-access-key", "AWS_SECRET_ACCESS_KEY": "tes
 
 class S3Store:
     scheme = "s3"
+    gives_digests = True  # the listing carries an MD5 or SHA-256 per file
 
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer

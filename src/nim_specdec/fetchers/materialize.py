@@ -5,7 +5,6 @@ Every remote scheme goes through `materialize`; a backend only lists and transfe
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import shutil
@@ -13,7 +12,6 @@ import socket
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,15 +23,10 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.fetchers.safety import check_tree, redact, secret_values
 from nim_specdec.fetchers.settings import DownloadSettings, download_settings
+from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
+
+__all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "materialize"]
 from nim_specdec.sources import SourceRef
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    name: str  # relative path under the entry's files/ directory
-    size: int
-    md5: str | None = None  # hex digests the store vouches for, checked when NIM_DOWNLOAD_VERIFY=checksum
-    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +38,7 @@ class Job:
     dest: Path  # empty directory to fill
     progress: Progress
     log: Callable[[str], None]
+    hasher: Hasher  # a backend may hand it each finished file, to hash while the others download
 
 
 class Backend(Protocol):
@@ -95,10 +89,11 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
             progress = Progress(uri, ctx.log, interval=settings.progress_interval, jsonl=settings.jsonl, terminal=terminal)
             dest = tmp / cache.FILES
             dest.mkdir(mode=0o700)
-            expected = backend.download(Job(ref, uri, ctx.env, settings, dest, progress, ctx.log))
-            progress.finish()
-            check_tree(uri, dest)
-            verify(uri, dest, expected, settings.verify_checksums)
+            with Hasher(dest, settings.verify_checksums) as hasher:
+                expected = backend.download(Job(ref, uri, ctx.env, settings, dest, progress, ctx.log, hasher))
+                progress.finish()
+                check_tree(uri, dest)
+                verify(uri, dest, expected, hasher)
             _owner_only(tmp)
             os.rename(tmp, layout.entry(name))
             cache.fsync_dir(layout.entry(name).parent)
@@ -131,36 +126,6 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
-
-
-def verify(uri: str, dest: Path, expected: list[RemoteFile], checksums: bool) -> None:
-    """The downloaded tree must be exactly the listed files, with the listed sizes (and digests)."""
-    if not expected:
-        raise MaterializeError(uri, "the source holds no files", "check the bucket, prefix or repository name")
-    wanted = {f.name: f for f in expected}
-    present = {str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file() or p.is_symlink()}
-    missing = sorted(set(wanted) - present)
-    extra = sorted(present - set(wanted))
-    if missing or extra:
-        raise MaterializeError(uri, f"downloaded tree differs from the listing (missing {missing[:3]}, unexpected {extra[:3]})")
-    for f in expected:
-        size = (dest / f.name).stat().st_size
-        if size != f.size:
-            raise MaterializeError(uri, f"{f.name}: size {size} differs from the store's {f.size}")
-    if checksums:
-        to_hash = [f for f in expected if f.md5 or f.sha256]
-        with ThreadPoolExecutor(max_workers=max(1, min(4, len(to_hash)))) as pool:
-            for f, digest in zip(to_hash, pool.map(lambda f: _digest(dest / f.name, "sha256" if f.sha256 else "md5"), to_hash)):
-                if digest != (f.sha256 or f.md5):
-                    raise MaterializeError(uri, f"{f.name}: checksum differs from the store's", "download it again")
-
-
-def _digest(path: Path, algorithm: str) -> str:
-    h = hashlib.new(algorithm)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(8 * 1024 * 1024):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _owner_only(root: Path) -> None:

@@ -91,8 +91,8 @@ class _Subscriber:
     If-Match on every ranged GET, so an object replaced mid-download fails instead of mixing) and
     counts bytes for progress."""
 
-    def __init__(self, size: int, etag: str, progress) -> None:
-        self.size, self.etag, self.progress = size, etag, progress
+    def __init__(self, remote: RemoteFile, etag: str, job: Job) -> None:
+        self.remote, self.size, self.etag, self.progress, self.hasher = remote, remote.size, etag, job.progress, job.hasher
 
     def on_queued(self, future, **kwargs):
         future.meta.provide_transfer_size(self.size)
@@ -103,7 +103,11 @@ class _Subscriber:
         self.progress.add(bytes_transferred)
 
     def on_done(self, future, **kwargs):
-        pass
+        try:
+            future.result()
+        except Exception:  # noqa: BLE001 - the failure is raised where the futures are awaited
+            return
+        self.hasher.file_done(self.remote)
 
 
 class S3Backend:
@@ -139,7 +143,7 @@ class S3Backend:
             for key, etag, f in listed:
                 path = target_path(job.uri, job.dest, f.name)
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                subscriber = _Subscriber(f.size, etag, job.progress)
+                subscriber = _Subscriber(f, etag, job)
                 futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
             try:
                 for future in futures:
