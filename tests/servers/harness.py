@@ -1,4 +1,4 @@
-"""Helpers shared by the fetcher tests: test data, and running the CLI in a subprocess."""
+"""Shared by the fetcher tests: test data, and running the CLI in a subprocess."""
 
 from __future__ import annotations
 
