@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -17,17 +15,15 @@ def cache_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("NIM_CACHE_PATH") or DEFAULT_CACHE)
 
 
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def stderr_logger(env: Mapping[str, str]) -> Callable[[str], None]:
-    jsonl = truthy(env.get("NIM_JSONL_LOGGING"))
+    """The launcher's own log format (plain, or JSON lines with NIM_JSONL_LOGGING=1; secrets masked)."""
+    from nim_specdec.logs import setup_logging
 
-    def log(message: str) -> None:
-        if jsonl and not message.startswith("{"):
-            message = json.dumps({"event": "log", "logger": "nim-specdec.fetch", "message": message})
-        elif not jsonl:
-            message = f"nim-specdec: {message}"
-        print(message, file=sys.stderr, flush=True)
-
-    return log
+    level = (env.get("NIM_LOG_LEVEL") or "INFO").upper()
+    return setup_logging(level if level in _LEVELS else "INFO", truthy(env.get("NIM_JSONL_LOGGING")), env).info
 
 
 def context_from_env(env: Mapping[str, str], log: Callable[[str], None] | None = None) -> FetchContext:

@@ -86,7 +86,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
     for attempt in range(settings.retries + 1):
         tmp = Path(tempfile.mkdtemp(prefix=layout.tmp_prefix(name), dir=layout.tmp_dir()))
         try:
-            progress = Progress(uri, ctx.log, interval=settings.progress_interval, jsonl=settings.jsonl, terminal=terminal)
+            progress = Progress(uri, ctx.log, interval=settings.progress_interval, terminal=terminal)
             dest = tmp / cache.FILES
             dest.mkdir(mode=0o700)
             with Hasher(dest, settings.verify_checksums) as hasher:

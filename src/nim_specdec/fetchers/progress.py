@@ -1,11 +1,11 @@
-"""Download progress: a bar on a terminal, otherwise a line every few seconds (JSON with NIM_JSONL_LOGGING=1).
+"""Download progress: a bar on a terminal, otherwise a log line every few seconds with bytes, rate and ETA
+(the launcher's log turns each line into a JSON object with NIM_JSONL_LOGGING=1).
 
 Thread-safe: transfer managers report bytes from their worker threads.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Callable, TextIO
@@ -49,7 +49,6 @@ class Progress:
         log: Callable[[str], None],
         *,
         interval: float = 5.0,
-        jsonl: bool = False,
         terminal: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -58,7 +57,6 @@ class Progress:
         self.done = 0
         self._log = log
         self._interval = interval
-        self._jsonl = jsonl
         self._terminal = terminal
         self._clock = clock
         self._lock = threading.Lock()
@@ -69,7 +67,7 @@ class Progress:
         with self._lock:
             self.total, self.done = total_bytes, 0
             self._start = self._last = self._clock()
-        self._emit_text(f"downloading {self.uri}: {files} files, {human_bytes(total_bytes)}")
+        self._log(f"downloading {self.uri}: {files} files, {human_bytes(total_bytes)}")
 
     def add(self, nbytes: int) -> None:
         with self._lock:
@@ -95,16 +93,8 @@ class Progress:
         if self._terminal is not None:
             self._terminal.write("\r" + format_line(fields))
             self._terminal.flush()
-        elif self._jsonl:
-            self._log(json.dumps(fields))
         else:
             self._log(format_line(fields))
-
-    def _emit_text(self, message: str) -> None:
-        if self._jsonl:
-            self._log(json.dumps({"event": "download_start", "uri": self.uri, "message": message}))
-        else:
-            self._log(message)
 
 
 class DirectoryWatch:

@@ -7,7 +7,6 @@
     NIM_DOWNLOAD_VERIFY        "checksum" (default) or "size": what is checked before an entry is accepted
     NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
     NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
-    NIM_JSONL_LOGGING          1: progress lines are JSON objects
     NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
     NIM_S5CMD                  1: use the s5cmd binary for s3:// when it is installed (fast path)
 """
@@ -35,7 +34,6 @@ class DownloadSettings:
     verify_checksums: bool = True
     lock_timeout: float = 7200.0
     progress_interval: float = 5.0
-    jsonl: bool = False
     s3_anonymous: bool = False
     use_s5cmd: bool = False
 
@@ -65,7 +63,6 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         verify_checksums=verify == "checksum",
         lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0),
         progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1),
-        jsonl=truthy(env.get("NIM_JSONL_LOGGING")),
         s3_anonymous=truthy(env.get("NIM_S3_ANONYMOUS")),
         use_s5cmd=truthy(env.get("NIM_S5CMD")),
     )
