@@ -37,6 +37,7 @@ bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
 	$(PY) bench/bench_capture.py
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
