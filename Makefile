@@ -6,8 +6,12 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo-model
 PORT ?= 8000
+# AIPerf conflicts with vLLM's pins, so it lives in a virtualenv of its own; the tests find it through
+# AIPERF_BIN. The lock lets checkouts on one machine share one venv (AIPERF_VENV=/shared/path).
+AIPERF_VENV ?= .venv-aiperf
+AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 
-.PHONY: install test serve plan-demo bench bench-startup clean
+.PHONY: install test serve plan-demo bench bench-startup clean aiperf-venv
 
 install: $(STAMP)
 
@@ -20,8 +24,11 @@ $(STAMP): pyproject.toml
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(STAMP)
 
-test: install
-	$(PY) -m pytest -q
+aiperf-venv:
+	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
+
+test: install aiperf-venv
+	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q
 
 # Without NIM_MODEL_PATH: the demo model, made offline once (demo-model skips the parts already complete),
 # with HF_HUB_OFFLINE=1 and 1 GiB of CPU KV cache. With NIM_MODEL_PATH set (a GPU machine): that model.
@@ -39,6 +46,8 @@ bench-startup: install
 bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
+	$(PY) bench/bench_capture.py
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .nim-cache .pytest_cache

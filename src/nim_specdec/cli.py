@@ -19,6 +19,8 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("plan", "nim_specdec.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
     ("demo-model", "nim_specdec.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
     ("report", "nim_specdec.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
+    ("download", "nim_specdec.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
+    ("cache", "nim_specdec.cmd_cache", "inspect the download cache: `cache ls`"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
