@@ -28,6 +28,7 @@ serve: install
 
 bench: install
 	$(PY) bench/bench_plan.py
+	$(PY) bench/bench_preflight.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
