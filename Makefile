@@ -26,6 +26,8 @@ test: install
 serve: install
 	NIM_MODEL_PATH=$(abspath $(DEMO_DIR)) NIM_SPECDEC_ENABLE=1 NIM_SERVER_PORT=$(PORT) $(VENV)/bin/nim-specdec plan
 
+include deploy/deploy.mk
+
 bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
