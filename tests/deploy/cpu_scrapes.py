@@ -1,7 +1,8 @@
 """Real /v1/metrics scrapes from `nim-specdec serve` running vLLM on the CPU with n-gram speculation.
 
-One server: started, scraped before any traffic, after a first batch of greedy requests and after
-a second, then stopped with SIGTERM (SIGKILL after a bounded wait). Every wait is bounded.
+One server: started, checked with scripts/smoke.sh (the GPU workflow's smoke check), then scraped
+before, between and after two batches of greedy requests of our own, then stopped with SIGTERM
+(SIGKILL after a bounded wait). Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -24,9 +25,13 @@ FIRST_BATCH = ("one two three one two three one two", "The quick brown fox jumps
 SECOND_BATCH = ("abc abc abc abc abc", "hello world hello world")
 
 
+SMOKE_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "smoke.sh"
+
+
 @dataclass(frozen=True)
 class Scrapes:
-    before: str  # no traffic yet
+    smoke: subprocess.CompletedProcess  # scripts/smoke.sh URL --expect-spec, run first
+    before: str  # after the smoke check, before our own traffic
     first: str  # after the first batch
     second: str  # after the second batch
     model: str
@@ -105,11 +110,15 @@ def capture(workdir: Path, model_dir: Path) -> Scrapes:
                 raise AssertionError(f"server not ready (exit {proc.poll()}) within {READY_DEADLINE_S:.0f} s:\n{tail}")
             time.sleep(1)
         model = json.loads(_get(f"{base}/v1/models")[1])["data"][0]["id"]
+        smoke = subprocess.run(
+            ["bash", str(SMOKE_SCRIPT), base, "--expect-spec", "--deadline", "60"],
+            env={**os.environ, "SMOKE_PYTHON": sys.executable}, capture_output=True, text=True, timeout=300,
+        )
         before = _scrape(base)
         _traffic(base, model, FIRST_BATCH)
         first = _scrape(base)
         _traffic(base, model, SECOND_BATCH)
         second = _scrape(base)
-        return Scrapes(before, first, second, model)
+        return Scrapes(smoke, before, first, second, model)
     finally:
         _stop(proc)

@@ -14,6 +14,11 @@ from pathlib import Path
 from k8s_manifests import K8S_DIR, SECRET_STAND_IN, by_kind, container_env, container_named, documents, pod_specs
 
 
+# config.json of the mounted target and EAGLE3 draft (shapes of Llama 3.1 8B and its draft).
+LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "vocab_size": 128256}
+EAGLE3_8B = {**LLAMA_8B, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "draft_vocab_size": 128256}
+
+
 def plan(env: dict[str, str], args: list[str]) -> tuple[dict, str]:
     # The host's NIM_* settings and credentials must not leak into the manifest's environment.
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_", "AWS_", "GOOGLE_"))}
@@ -65,15 +70,17 @@ def test_airgapped_deployment_links_the_mounted_draft(tmp_path: Path) -> None:
     assert env["NIM_DISABLE_MODEL_DOWNLOAD"] == "1"
     # The mounted model directories, made here with a config.json each.
     mounts = {m["mountPath"] for m in nim["volumeMounts"]}
-    for variable in ("NIM_MODEL_PATH", "NIM_DRAFT_MODEL_PATH"):
+    for variable, config in (("NIM_MODEL_PATH", LLAMA_8B), ("NIM_DRAFT_MODEL_PATH", EAGLE3_8B)):
         assert env[variable] in mounts
         local = tmp_path / env[variable].lstrip("/")
         local.mkdir(parents=True)
-        (local / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}')
+        (local / "config.json").write_text(json.dumps(config))
         env[variable] = str(local)
 
     result, _ = plan(env, nim["args"])
     assert result["mode"] == "model-free"
+    checks = result.get("preflight", {}).get("checks", [])
+    assert not [check for check in checks if check["result"] == "fail"], checks
     assert result["target"]["model"] == env["NIM_MODEL_PATH"]
     assert result["draft"]["source"] == env["NIM_DRAFT_MODEL_PATH"]
     assert result["draft"]["path"] == result["speculative"]["config"]["model"] == f"{env['NIM_WORKSPACE']}/eagle3_draft"

@@ -53,6 +53,13 @@ def scrapes(tmp_path_factory) -> Scrapes:
     return capture(root, root / "model" / "target")
 
 
+def test_smoke_script_passes_with_speculation_on(scrapes: Scrapes) -> None:
+    smoke = scrapes.smoke
+    assert smoke.returncode == 0, f"scripts/smoke.sh failed ({smoke.returncode}):\n{smoke.stdout}\n{smoke.stderr}"
+    report = smoke.stdout.split("--- nim-specdec report", 1)[1]
+    assert "acceptance rate" in report and scrapes.model in report
+
+
 def test_promtool_accepts_the_rules() -> None:
     done = subprocess.run([promtool(), "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
