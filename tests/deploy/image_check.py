@@ -28,7 +28,7 @@ EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens"
 
 
 @pytest.fixture(scope="module")
-def buildah() -> Buildah:
+def buildah():
     tool = Buildah(WORKDIR)
     base_dir = WORKDIR / "base"
     start = time.monotonic()
@@ -38,7 +38,10 @@ def buildah() -> Buildah:
     print(f"\nimage-test: test base ready in {time.monotonic() - start:.1f} s")
     seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": BASE_TAG})
     print(f"image-test: docker/Dockerfile built in {seconds:.1f} s")
-    return tool
+    yield tool
+    # Keep the base (it is reused), drop this build and its intermediate stage.
+    tool.call(["rmi", "--force", IMAGE_TAG])
+    tool.call(["rmi", "--prune"])
 
 
 @pytest.fixture(scope="module")
