@@ -10,6 +10,7 @@ name does not start with test_): it needs root, buildah, debootstrap and a few m
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -128,3 +129,26 @@ def test_bad_configuration_is_one_line_exit_2(buildah: Buildah, container: str) 
     done = buildah.run(container, ["nim-specdec", "plan"], env={"NIM_SPECDEC_ENABLE": "maybe"})
     assert done.returncode == 2
     assert "NIM_SPECDEC_ENABLE" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_image_has_no_build_leftovers(buildah: Buildah, container: str) -> None:
+    done = buildah.run(container, ["sh", "-c", "test ! -e /tmp/wheels && test ! -e /build && command -v nim-specdec"])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_healthcheck_follows_the_ready_endpoint(buildah: Buildah, container: str) -> None:
+    """The image's own HEALTHCHECK command, run inside it against a stand-in server on
+    NIM_SERVER_PORT: healthy while /v1/health/ready answers 200, unhealthy on 404."""
+    test = buildah.image_config(IMAGE_TAG)["Docker"]["config"]["Healthcheck"]["Test"]
+    assert test[0] == "CMD"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = (
+        'mkdir -p /tmp/hc/v1/health && cd /tmp/hc && python3 -m http.server "$NIM_SERVER_PORT" --bind 127.0.0.1 '
+        '>/dev/null 2>&1 & server=$!; '
+        'for _ in $(seq 50); do python3 -c "import socket,os; socket.create_connection((\'127.0.0.1\', int(os.environ[\'NIM_SERVER_PORT\'])))" 2>/dev/null && break; sleep 0.1; done; '
+        '"$@"; echo "not-ready:$?"; echo ok > /tmp/hc/v1/health/ready; "$@"; echo "ready:$?"; kill $server'
+    )
+    done = buildah.run(container, ["sh", "-c", script, "healthcheck", *test[1:]], env={"NIM_SERVER_PORT": str(port)})
+    assert "not-ready:1" in done.stdout and "ready:0" in done.stdout, done.stdout + done.stderr
