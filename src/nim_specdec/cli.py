@@ -17,6 +17,8 @@ from nim_specdec.errors import EXIT_INTERNAL, LauncherError
 SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
     ("plan", "nim_specdec.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
+    ("download", "nim_specdec.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
+    ("cache", "nim_specdec.cmd_cache", "inspect the download cache: `cache ls`"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
