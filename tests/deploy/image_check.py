@@ -22,7 +22,7 @@ from buildah_cli import Buildah
 
 REPO = Path(__file__).resolve().parents[2]
 WORKDIR = REPO / "build" / "image-test"
-BASE_TAG = "localhost/nim-specdec-test-base:latest"
+BASE_NAME = "localhost/nim-specdec-test-base"
 IMAGE_TAG = "localhost/nim-specdec:image-test"
 NGRAM = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}'
 EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'
@@ -34,10 +34,12 @@ def buildah():
     base_dir = WORKDIR / "base"
     start = time.monotonic()
     subprocess.run(["bash", str(REPO / "scripts" / "build-test-base.sh"), str(base_dir), sys.executable], check=True)
-    if not tool.has_image(BASE_TAG):
-        tool.build(REPO / "docker" / "test-base" / "Containerfile", base_dir, BASE_TAG)
+    # Tagged with the root filesystem's key: a rebuilt rootfs.tar gets a new base image.
+    base_tag = f"{BASE_NAME}:{(base_dir / 'rootfs.key').read_text().strip()}"
+    if not tool.has_image(base_tag):
+        tool.build(REPO / "docker" / "test-base" / "Containerfile", base_dir, base_tag)
     print(f"\nimage-test: test base ready in {time.monotonic() - start:.1f} s")
-    seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": BASE_TAG})
+    seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": base_tag})
     print(f"image-test: docker/Dockerfile built in {seconds:.1f} s")
     yield tool
     # Keep the base (it is reused), drop this build and its intermediate stage.
