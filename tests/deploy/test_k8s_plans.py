@@ -102,52 +102,44 @@ def test_multinode_workers_materialize_what_the_leader_plans() -> None:
         _spec_arg(result["argv"], "--pipeline-parallel-size")
     ) == int(leader["resources"]["limits"]["nvidia.com/gpu"]) * lws["spec"]["leaderWorkerTemplate"]["size"]
 
+    # Workers run the launcher too, with the leader's environment and arguments: the same plan.
     materialize = container_named(pods["worker"], "materialize")
-    worker_env = container_env(materialize, docs)
-    workspace = worker_env["NIM_WORKSPACE"]
-    assert workspace == env["NIM_WORKSPACE"]
-    assert worker_env["TARGET_SOURCE"] == result["target"]["source"]
-    assert worker_env["DRAFT_SOURCE"] == result["draft"]["source"]
-    script = materialize["command"][2]
-    # The links the worker makes are the paths vLLM's Ray workers will open.
-    assert f'"$NIM_WORKSPACE/target"' in script and result["target"]["model"] == f"{workspace}/target"
-    assert f'"$NIM_WORKSPACE/$DRAFT_NAME"' in script
-    assert result["draft"]["path"] == f"{workspace}/{worker_env['DRAFT_NAME']}"
+    assert materialize["command"] == ["nim-specdec", "prepare"]
+    assert materialize["args"] == leader["args"]
+    assert container_env(materialize, docs) == env
 
 
-def test_multinode_worker_script_links_what_the_leader_plans(tmp_path: Path) -> None:
-    """Run the worker's materialize script for real, with local directories standing in for the
-    hf:// sources, and check that its links are the paths of the leader's plan."""
+def test_multinode_worker_prepares_what_the_leader_plans(tmp_path: Path) -> None:
+    """Run the worker's init container for real against a Hub server on loopback that holds the
+    built-in target and draft repositories, and check that its links are the leader's plan paths."""
+    from servers.hf_store import HFStore
+
     docs, lws = _workload(K8S_DIR / "multinode" / "leaderworkerset.yaml", "LeaderWorkerSet")
     pods = dict(pod_specs(lws))
     leader = pods["leader"]["containers"][0]
     materialize = container_named(pods["worker"], "materialize")
     leader_plan, _ = plan(container_env(leader, docs), leader["args"])
 
-    sources = {}
-    for name, config in (("target", LLAMA_8B), ("draft", EAGLE3_8B)):
-        sources[name] = tmp_path / "models" / name
-        sources[name].mkdir(parents=True)
-        (sources[name] / "config.json").write_text(json.dumps(config))
-    workspace = tmp_path / "workspace"
-    # `nim-specdec` on PATH as in the image, run by this interpreter.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "nim-specdec"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nim_specdec "$@"\n')
-    shim.chmod(0o755)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_"))}
-    env = {
-        **base, **container_env(materialize, docs),
-        "NIM_WORKSPACE": str(workspace), "NIM_CACHE_PATH": str(tmp_path / "cache"),
-        "TARGET_SOURCE": str(sources["target"]), "DRAFT_SOURCE": str(sources["draft"]),
-        "PATH": f"{bin_dir}:{base.get('PATH', '')}",
-    }
-    done = subprocess.run(materialize["command"], env=env, capture_output=True, text=True, timeout=120)
+    hub = HFStore().start()
+    try:
+        for name, config in (("target", LLAMA_8B), ("draft", EAGLE3_8B)):
+            repo = leader_plan[name]["source"].removeprefix("hf://")
+            hub.hub.repos.add(repo, {"config.json": json.dumps(config).encode()})
+        workspace, cache = tmp_path / "workspace", tmp_path / "cache"
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_"))}
+        env = {**base, **container_env(materialize, docs), **hub.env(),
+               "NIM_WORKSPACE": str(workspace), "NIM_CACHE_PATH": str(cache)}
+        command = [sys.executable, "-m", "nim_specdec", *materialize["command"][1:], *materialize["args"]]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        hub.close()
     assert done.returncode == 0, done.stderr
+    prepared = json.loads(done.stdout)
 
-    # The leader's paths, moved from its workspace to this one, are links to the sources.
+    # The leader's paths, moved from its workspace to this one, are links into the cache.
     planned_workspace = container_env(leader, docs)["NIM_WORKSPACE"]
-    for planned, source in ((leader_plan["target"]["model"], "target"), (leader_plan["draft"]["path"], "draft")):
+    for planned in (leader_plan["target"]["model"], leader_plan["draft"]["path"]):
         local = workspace / Path(planned).relative_to(planned_workspace)
-        assert local.is_symlink() and local.resolve() == sources[source].resolve()
+        assert local.is_symlink() and cache.resolve() in local.resolve().parents
+        assert (local / "config.json").is_file()
+    assert prepared["speculative"]["config"]["model"] == str(workspace / "eagle3_draft")
