@@ -1,0 +1,64 @@
+"""`nim-specdec serve [VLLM ARGS]`: the container entrypoint.
+
+Validate everything first (milliseconds), then download, then exec the vLLM server so that it
+becomes this process: no wrapper stays, and SIGTERM from Docker or Kubernetes reaches vLLM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+from nim_specdec.errors import MaterializeError
+from nim_specdec.facts import base_facts, fetch_context, read_config
+from nim_specdec.logs import setup_logging
+from nim_specdec.materialize import fetch, link
+from nim_specdec.plan import SourceFacts
+from nim_specdec.resolve import resolve
+from nim_specdec.sources import parse_source
+from nim_specdec.target import TARGET_LINK
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all belong to vLLM
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    facts = base_facts(env)
+    settings, plan = resolve(env, args.vllm_args, facts)
+    log = setup_logging(settings.log_level, settings.jsonl_logging, env)
+    for warning in plan["warnings"]:
+        log.warning(warning)
+    ctx = fetch_context(settings, env, log=log.info)
+    workspace = Path(settings.workspace)
+
+    target = plan["target"]
+    if "://" in target["source"]:
+        ref = parse_source(target["source"], target["chosen_by"])
+        local = fetch(ref, ctx)
+        link(local, workspace / TARGET_LINK)
+        if plan["target"]["local_dir"] is None:
+            # Now the target's config.json is known: an auto choice may change (MTP heads).
+            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, target["chosen_by"]))}
+            settings, plan = resolve(env, args.vllm_args, replace(facts, sources=known))
+
+    spec = plan["speculative"]
+    log.info("speculative decoding: %s", spec["reason"])
+    draft = plan["draft"]
+    if draft is not None:
+        ref = parse_source(draft["source"], draft["chosen_by"])
+        local = fetch(ref, ctx)
+        if draft["name"] is not None:
+            link(local, workspace / draft["name"])
+            log.info("draft %s materialized at %s", draft["source"], draft["path"])
+
+    argv = plan["_argv_exec"]
+    if facts.flavor is None:
+        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
+    log.info("exec: %s", shlex.join(plan["argv"]))
+    os.execvpe(argv[0], argv, env)
+    return 0  # not reached: exec replaced this process

@@ -1,0 +1,136 @@
+"""The speculative_config schema of the pinned vLLM release, kept here so that validation
+costs microseconds instead of the ~4 s that importing vLLM takes.
+
+tests/test_spec_schema_drift.py compares this table with the installed vLLM's
+SpeculativeConfig wherever vLLM is installed, so a version bump that adds, drops or
+retypes a field fails the tests instead of silently passing a bad config to vLLM.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Mapping
+
+from nim_specdec.errors import ConfigError
+
+VLLM_VERSION = "0.32.0"
+
+MTP_METHODS = (
+    "mtp", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
+    "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
+    "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
+    "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp", "hy_v4_mtp",
+    "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
+)
+METHODS = (
+    "ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
+    "extract_hidden_states", *MTP_METHODS, "dflash", "ngram_gpu", "dspark",
+)
+# Methods whose drafter is a separate checkpoint named by `model`.
+NEEDS_MODEL = frozenset({"eagle", "eagle3", "draft_model", "medusa", "mlp_speculator", "dflash", "dspark"})
+NGRAM_METHODS = frozenset({"ngram", "ngram_gpu"})
+
+# field -> kind; kinds: int, pos_int (>= 1), bool, str, float, list, object, or a tuple of allowed strings.
+FIELDS: Mapping[str, Any] = {
+    "enforce_eager": "bool",
+    "num_speculative_tokens": "pos_int",
+    "model": "str",
+    "method": METHODS,
+    "draft_tensor_parallel_size": "pos_int",
+    "tensor_parallel_size": "pos_int",
+    "quantization": "str",
+    "moe_backend": "str",
+    "attention_backend": "str",
+    "kv_cache_dtype": "str",
+    "max_model_len": "pos_int",
+    "revision": "str",
+    "code_revision": "str",
+    "index_share_for_mtp_iteration": "bool",
+    "disable_padded_drafter_batch": "bool",
+    "disable_eagle_block_drop": "bool",
+    "use_local_argmax_reduction": "bool",
+    "use_heterogeneous_vocab": "bool",
+    "prompt_lookup_max": "pos_int",
+    "prompt_lookup_min": "pos_int",
+    "parallel_drafting": "bool",
+    "num_speculative_tokens_per_batch_size": "list",
+    "suffix_decoding_max_tree_depth": "int",
+    "suffix_decoding_max_cached_requests": "int",
+    "suffix_decoding_max_spec_factor": "float",
+    "suffix_decoding_min_token_prob": "float",
+    "draft_load_config": "object",
+    "rejection_sample_method": ("standard", "synthetic", "block"),
+    "synthetic_acceptance_rates": "list",
+    "synthetic_acceptance_length": "float",
+    "enable_adaptive_verification": "bool",
+    "draft_sample_method": ("greedy", "probabilistic"),
+    "dspark_draft_topk": "pos_int",
+}
+# Fields vLLM fills in itself from the engine configuration; a user never sets them.
+INTERNAL_FIELDS = frozenset(
+    {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
+)
+
+
+def _type_ok(kind: Any, value: Any) -> bool:
+    if value is None:
+        return True  # vLLM treats null as "use the default" for every field
+    if isinstance(kind, tuple):
+        return value in kind
+    if kind in ("int", "pos_int"):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"bool": bool, "str": str, "list": list, "object": dict}[kind])
+
+
+def _describe(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        shown = ", ".join(kind) if len(kind) <= 8 else ", ".join(kind[:10]) + ", ..."
+        return f"one of: {shown}"
+    return {"pos_int": "an integer >= 1", "int": "an integer", "float": "a number", "bool": "true or false",
+            "str": "a string", "list": "a JSON array", "object": "a JSON object"}[kind]
+
+
+def validate_spec_config(config: Mapping[str, Any], where: str) -> None:
+    """Raise ConfigError for the first problem found; `where` names the source (variable or argument)."""
+    validate_fields(config, where)
+    validate_complete(config, where)
+
+
+def validate_fields(config: Mapping[str, Any], where: str) -> None:
+    """Key names, types and ranges of one layer, which may be partial."""
+    for key, value in config.items():
+        if key not in FIELDS:
+            close = difflib.get_close_matches(key, list(FIELDS), n=1, cutoff=0.6)
+            fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(FIELDS))}"
+            if key in INTERNAL_FIELDS:
+                fix = "vLLM sets it itself; remove it"
+            raise ConfigError(where, f"unknown speculative_config key {key!r} for vLLM {VLLM_VERSION}", fix)
+        kind = FIELDS[key]
+        if not _type_ok(kind, value):
+            problem = f"speculative_config.{key} = {value!r} is not {_describe(kind)}"
+            raise ConfigError(where, problem, f"set {key} to {_describe(kind)}")
+        if kind == "pos_int" and value is not None and value < 1:
+            raise ConfigError(where, f"speculative_config.{key} = {value} must be >= 1", f"set {key} to 1 or more")
+
+
+def validate_complete(config: Mapping[str, Any], where: str) -> None:
+    """Relations between keys of the merged config, the one vLLM will receive."""
+    lo, hi = config.get("prompt_lookup_min"), config.get("prompt_lookup_max")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(
+            where,
+            f"prompt_lookup_min ({lo}) is greater than prompt_lookup_max ({hi})",
+            "make prompt_lookup_min <= prompt_lookup_max",
+        )
+    method = config.get("method")
+    if method in NEEDS_MODEL and not config.get("model"):
+        raise ConfigError(
+            where,
+            f"method {method!r} needs a draft but speculative_config has no 'model'",
+            'add "model": "<bare name>" and set NIM_DRAFT_MODEL_PATH to the draft\'s location',
+        )
+    if method in NGRAM_METHODS and config.get("num_speculative_tokens") is None:
+        # Without a draft checkpoint vLLM has nowhere to read a default from.
+        raise ConfigError(where, f"method {method!r} needs num_speculative_tokens", 'add "num_speculative_tokens": 3')
