@@ -72,20 +72,21 @@ def _records(args: argparse.Namespace, k_max: int):
         raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
     model, server_len = replay.server_model(args.url)
     # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
-    replayed = replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency)
+    max_model_len = args.max_model_len or server_len
+    replayed = replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
     failed = [r for r in replayed if r.request is None]
     notes = [f"line {r.line}: {r.error}" for r in failed[:3]]
     if failed:
         notes.insert(0, f"{len(failed)} of {len(replayed)} requests failed and were left out")
     mismatched = sum(r.tail_mismatch for r in replayed)
     if mismatched:
-        notes.append(f"{mismatched} requests diverged when continued; their counts past the end are not predicted")
+        notes.append(f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted")
     records = [r.request for r in replayed if r.request is not None]
     if not records:
         raise ConfigError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
     if args.save_records:
         replay.save_records(args.save_records, records)
-    return records, args.max_model_len or server_len, notes
+    return records, max_model_len, notes
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,32 +41,42 @@ def server_model(base_url: str) -> tuple[str, int | None]:
     return str(first["id"]), first.get("max_model_len")
 
 
-def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int) -> Replayed:
+def _continuation(url: str, greedy: dict[str, Any], output: list[int], extra: int) -> list[int] | None:
+    """The `extra` tokens the target would emit after `output`; None if they cannot be had."""
+    try:
+        _, longer, _ = token_ids(http_json(url, tail_payload(greedy, len(output), extra)))
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    # Numerics may make the second run diverge; then there is no continuation to trust.
+    return longer[len(output) :] if longer[: len(output)] == output else None
+
+
+def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int, max_model_len: int | None) -> Replayed:
     url = base_url.rstrip("/") + captured.path
     greedy = greedy_payload(captured.payload, model)
     try:
         prompt, output, _ = token_ids(http_json(url, greedy))
-        continued: list[int] = []
-        mismatch = False
-        if tail > 0:
-            _, longer, _ = token_ids(http_json(url, tail_payload(greedy, len(output), tail)))
-            if longer[: len(output)] == output:
-                continued = longer[len(output) :]
-            else:
-                # Numerics made the second run diverge; predict without the continuation.
-                mismatch = True
-        return Replayed(captured.line, RecordedRequest.of(prompt, output, continued), tail_mismatch=mismatch)
     except urllib.error.HTTPError as err:
         detail = err.read()[:200].decode(errors="replace")
         return Replayed(captured.line, None, f"HTTP {err.code}: {' '.join(detail.split())}")
     except (urllib.error.URLError, OSError, ValueError) as err:
         return Replayed(captured.line, None, str(err))
+    room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
+    continued = _continuation(url, greedy, output, room) if room > 0 else []
+    return Replayed(captured.line, RecordedRequest.of(prompt, output, continued or ()), tail_mismatch=continued is None)
 
 
-def replay(base_url: str, captured: Sequence[CapturedRequest], model: str, tail: int, concurrency: int) -> list[Replayed]:
+def replay(
+    base_url: str,
+    captured: Sequence[CapturedRequest],
+    model: str,
+    tail: int,
+    concurrency: int,
+    max_model_len: int | None = None,
+) -> list[Replayed]:
     """Replay every request (in capture order in the result) with `concurrency` in flight."""
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        return list(pool.map(lambda c: _replay_one(base_url, c, model, tail), captured))
+        return list(pool.map(lambda c: _replay_one(base_url, c, model, tail, max_model_len), captured))
 
 
 def write_atomically(path: str, text: str, flag: str) -> None:
