@@ -18,6 +18,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
     ("plan", "nim_specdec.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
     ("tune-ngram", "nim_specdec.cmd_tune_ngram", "predict n-gram speculation on captured traffic and recommend a setting"),
+    ("bench", "nim_specdec.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
