@@ -8,6 +8,7 @@ import os
 import sys
 
 from nim_specdec.logs import setup_logging
+from nim_specdec.preflight import run_preflight
 from nim_specdec.resolve import public, resolve
 
 
@@ -21,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan["warnings"]:
         log.warning(warning)
+    plan["preflight"] = run_preflight(plan, env, warn=log.warning)
     json.dump(public(plan), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -17,6 +17,7 @@ from nim_specdec.facts import base_facts, fetch_context, read_config
 from nim_specdec.logs import setup_logging
 from nim_specdec.materialize import fetch, link
 from nim_specdec.plan import SourceFacts
+from nim_specdec.preflight import run_preflight
 from nim_specdec.resolve import resolve
 from nim_specdec.sources import parse_source
 from nim_specdec.target import TARGET_LINK
@@ -33,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan["warnings"]:
         log.warning(warning)
+    if facts.flavor is None:
+        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
+    # What is already local is checked before any download; what is downloaded, after it.
+    run_preflight(plan, env, warn=log.warning)
+    downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
 
@@ -41,24 +47,27 @@ def run(args: argparse.Namespace) -> int:
         ref = parse_source(target["source"], target["chosen_by"])
         local = fetch(ref, ctx)
         link(local, workspace / TARGET_LINK)
-        if plan["target"]["local_dir"] is None:
+        downloaded = True
+        if target["local_dir"] is None:
             # Now the target's config.json is known: an auto choice may change (MTP heads).
             known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, target["chosen_by"]))}
             settings, plan = resolve(env, args.vllm_args, replace(facts, sources=known))
+        plan["target"]["local_dir"] = str(local)
 
-    spec = plan["speculative"]
-    log.info("speculative decoding: %s", spec["reason"])
+    log.info("speculative decoding: %s", plan["speculative"]["reason"])
     draft = plan["draft"]
     if draft is not None:
         ref = parse_source(draft["source"], draft["chosen_by"])
         local = fetch(ref, ctx)
+        downloaded = downloaded or not ref.is_local
+        draft["local_dir"] = str(local)
         if draft["name"] is not None:
             link(local, workspace / draft["name"])
             log.info("draft %s materialized at %s", draft["source"], draft["path"])
 
+    if downloaded:
+        run_preflight(plan, env, warn=log.warning)
     argv = plan["_argv_exec"]
-    if facts.flavor is None:
-        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     log.info("exec: %s", shlex.join(plan["argv"]))
     os.execvpe(argv[0], argv, env)
     return 0  # not reached: exec replaced this process

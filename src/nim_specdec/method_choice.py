@@ -7,10 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-# Every config.json key vLLM 0.32 reads for the number of MTP layers (vllm/config/speculative.py,
-# SpeculativeConfig.hf_config_override), looked for at the top level and in text_config.
-# num_mtp_modules is read by other releases and serving stacks for the same purpose.
-MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+# Every config.json key vLLM 0.32 reads for the number of MTP layers
+# (vllm/config/speculative.py, SpeculativeConfig.hf_config_override; configs/builtin_specdec/MTP_KEYS.md),
+# looked for at the top level, then in text_config and mtp_config. num_mtp_layers is the alias
+# transformers maps onto num_nextn_predict_layers.
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules", "num_mtp_layers")
+_SCOPES = ("text_config", "mtp_config")
+# Targets vLLM gives MTP heads without any key (its default count is 1).
+MTP_MODEL_TYPES = ("qwen3_next", "longcat_flash", "step3p5", "step3p7", "dots3_note", "minimax_m3_vl")
+MTP_ARCHITECTURES = ("MiMoV2ForCausalLM", "MiMoV2OmniForCausalLM", "MiMoV2FlashForCausalLM")
 
 NGRAM_DEFAULT = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 MTP_DEFAULT_TOKENS = 1
@@ -18,26 +23,39 @@ DEFAULT_DRAFT_NAME = "draft"
 
 
 def mtp_heads(config: Mapping[str, Any] | None) -> tuple[str, int] | None:
-    """(key, count) of the first MTP declaration with a positive count, or None."""
+    """(what declared them, count) when the target has MTP heads, else None.
+
+    The first key found decides, so an explicit 0 (Kimi-K2 ships num_nextn_predict_layers: 0)
+    means no heads even for a model type that would otherwise get a default."""
     if not config:
         return None
-    scopes = [config]
-    if isinstance(config.get("text_config"), Mapping):
-        scopes.append(config["text_config"])
-    for scope in scopes:
+    scopes = [("", config)] + [(f"{name}.", config[name]) for name in _SCOPES if isinstance(config.get(name), Mapping)]
+    for prefix, scope in scopes:
         for key in MTP_KEYS:
             value = scope.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return key, value
+            if isinstance(value, int) and not isinstance(value, bool):
+                return (f"{prefix}{key}", value) if value > 0 else None
+    model_type = config.get("model_type")
+    if model_type in MTP_MODEL_TYPES:
+        return f"model_type={model_type}", 1
+    archs = config.get("architectures") or []
+    if archs and archs[0] in MTP_ARCHITECTURES:
+        return f"architectures={archs[0]}", 1
     return None
 
 
 def draft_method(draft_config: Mapping[str, Any] | None) -> str:
-    """The method a draft checkpoint is meant for, from its architectures (EAGLE3 when unknown)."""
-    archs = " ".join((draft_config or {}).get("architectures") or []).lower()
-    if not draft_config or "eagle3" in archs:
+    """The method a draft checkpoint is meant for (EAGLE3 when its config is not known yet).
+
+    The published EAGLE3 drafts do not all say so in `architectures` (yuhuili's says
+    LlamaForCausalLM); `draft_vocab_size` and the speculators format mark them too."""
+    if not draft_config:
         return "eagle3"
-    if "eagle" in archs:
+    archs = " ".join(draft_config.get("architectures") or []).lower()
+    kind = str(draft_config.get("speculators_model_type", "")).lower()
+    if "eagle3" in archs or kind == "eagle3" or "draft_vocab_size" in draft_config:
+        return "eagle3"
+    if "eagle" in archs or kind == "eagle":
         return "eagle"
     return "draft_model"
 
@@ -58,10 +76,11 @@ def choose(
     """Model-free auto choice when speculation is on and nobody gave a config."""
     heads = mtp_heads(target_config)
     if heads:
-        key, count = heads
+        declared, count = heads
+        shown = declared if "=" in declared else f"{declared}={count}"
         return Choice(
             {"method": "mtp", "num_speculative_tokens": MTP_DEFAULT_TOKENS},
-            f"MTP: the target's config.json declares {key}={count}",
+            f"MTP: the target's config.json declares {shown}",
         )
     unknown = " (the target's config.json is not available before download, so MTP heads could not be checked)"
     note = unknown if target_config is None else ""

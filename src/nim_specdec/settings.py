@@ -16,7 +16,6 @@ from nim_specdec.sources import SourceRef, parse_source
 DEFAULT_CACHE_PATH = "/opt/nim/.cache"
 DEFAULT_PORT = 8000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-PREFLIGHT_MODES = ("error", "warn", "off")
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
@@ -38,7 +37,6 @@ class Settings:
     jsonl_logging: bool = False
     passthrough_args: tuple[str, ...] = ()
     disable_download: bool = False
-    preflight: str | None = None  # None: each check's own default level
 
 
 def parse_bool(env: Mapping[str, str], name: str, default: bool = False) -> bool:
@@ -120,5 +118,4 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         jsonl_logging=parse_bool(env, "NIM_JSONL_LOGGING"),
         passthrough_args=_passthrough(env),
         disable_download=parse_bool(env, "NIM_DISABLE_MODEL_DOWNLOAD"),
-        preflight=_choice(env, "NIM_SPECDEC_PREFLIGHT", PREFLIGHT_MODES, None, upper=False),
     )

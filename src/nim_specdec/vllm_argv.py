@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from nim_specdec.errors import ConfigError
 from nim_specdec.jsonvalue import kebab, snake
 from nim_specdec.specargs import parse_json_scalar, parse_spec_value
 
@@ -79,6 +80,8 @@ def parse_vllm_args(tokens: list[str], where: str) -> ParsedArgs:
         if bare == SPEC_OPTION:
             text = inline if inline is not None else (values[0] if values else "")
             rest = values if inline is not None else values[1:]
+            if not text.strip():
+                raise ConfigError(f"{where} {SPEC_OPTION}", "has no value", "follow it with a JSON object")
             parsed.spec = parse_spec_value(text, f"{where} {SPEC_OPTION}") or {}
             if rest:
                 parsed.options.append(Option("_positional", tuple(rest)))

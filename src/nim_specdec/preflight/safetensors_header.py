@@ -1,0 +1,79 @@
+"""Tensor names, shapes and byte sizes of a checkpoint, read from safetensors headers only.
+
+A safetensors file starts with an 8-byte little-endian length N and N bytes of JSON that
+name every tensor with its dtype, shape and byte range. Reading that header costs one
+small read per file whatever the size of the weights, which is what lets the pre-flight
+checks run in milliseconds before vLLM loads anything. No torch, no safetensors library.
+
+A sharded checkpoint's `model.safetensors.index.json` names its shards in its weight map.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+INDEX_NAME = "model.safetensors.index.json"
+# A header is metadata; anything this large is a corrupt or hostile file, not a checkpoint.
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+
+
+class HeaderError(ValueError):
+    """A weights file whose header cannot be read; the message names the file."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
+    """Turn a header's JSON bytes into tensor infos (pure; `where` names the file in errors)."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        raise HeaderError(f"{where}: the safetensors header is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise HeaderError(f"{where}: the safetensors header is not a JSON object")
+    tensors: dict[str, TensorInfo] = {}
+    for name, entry in doc.items():
+        if name == "__metadata__":
+            continue
+        try:
+            start, end = entry["data_offsets"]
+            tensors[name] = TensorInfo(str(entry["dtype"]), tuple(int(d) for d in entry["shape"]), int(end) - int(start))
+        except (KeyError, TypeError, ValueError):
+            raise HeaderError(f"{where}: tensor {name!r} has no valid dtype, shape and data_offsets") from None
+    return tensors
+
+
+def read_header(path: Path) -> dict[str, TensorInfo]:
+    """Read one file's header: 8 bytes of length, then that many bytes of JSON."""
+    try:
+        with path.open("rb") as fh:
+            prefix = fh.read(8)
+            if len(prefix) < 8:
+                raise HeaderError(f"{path}: shorter than a safetensors header")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > MAX_HEADER_BYTES:
+                raise HeaderError(f"{path}: declares a {length}-byte header, not a safetensors file")
+            raw = fh.read(length)
+    except OSError as err:
+        raise HeaderError(f"{path}: cannot be read ({err.strerror})") from None
+    if len(raw) < length:
+        raise HeaderError(f"{path}: truncated safetensors header")
+    return parse_header(raw, str(path))
+
+
+def shards_from_index(directory: Path) -> list[Path]:
+    index = directory / INDEX_NAME
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise HeaderError(f"{index}: not a valid safetensors index (no weight_map)") from None
+    return [directory / name for name in names]

@@ -1,0 +1,86 @@
+"""Every shipped built-in entry obeys the guide's order (MTP, else a published EAGLE3 draft, else
+n-gram) given the model's real config.json, stored under tests/data/model_configs/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nim_specdec.builtin import default_config_dir, find, load_registry
+from nim_specdec.method_choice import draft_method, mtp_heads
+from nim_specdec.sources import parse_source
+from nim_specdec.spec_schema import MTP_METHODS, validate_spec_config
+
+DATA = Path(__file__).parent / "data" / "model_configs"
+REGISTRY = load_registry(default_config_dir())
+ENTRIES = {entry.file: entry for entry in REGISTRY}
+RAW = {path.name: json.loads(path.read_text()) for path in sorted(default_config_dir().glob("*.json"))}
+
+
+def _expected_family(target_config: dict, has_draft: bool) -> str:
+    if mtp_heads(target_config):
+        return "mtp"
+    return "eagle3" if has_draft else "ngram"
+
+
+def _family(method: str) -> str:
+    return "mtp" if method in MTP_METHODS else method
+
+
+def test_the_registry_ships_every_method():
+    families = [_family(entry.method) for entry in REGISTRY]
+    assert families.count("eagle3") >= 2
+    assert families.count("mtp") >= 2
+    assert families.count("ngram") >= 2
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_entry_obeys_the_method_order(file):
+    entry = ENTRIES[file]
+    target_config = json.loads((DATA / RAW[file]["test_config"] / "config.json").read_text())
+    assert _family(entry.method) == _expected_family(target_config, entry.draft_source is not None)
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_entry_is_valid(file):
+    entry = ENTRIES[file]
+    validate_spec_config(entry.speculative_config, file)
+    parse_source(entry.source, file)
+    if entry.draft_source:
+        parse_source(entry.draft_source, file)
+        assert entry.draft_published_at and entry.draft_published_at.startswith("https://")
+        assert "/" not in entry.speculative_config["model"]  # a bare name, materialized from the draft source
+    else:
+        assert "model" not in entry.speculative_config
+
+
+def test_names_are_unique():
+    names = [name.lower() for entry in REGISTRY for name in entry.names()]
+    assert len(names) == len(set(names))
+    for entry in REGISTRY:
+        assert find(REGISTRY, [entry.model_id.upper()]) is entry
+
+
+@pytest.mark.parametrize("directory,heads", [
+    ("deepseek-ai--DeepSeek-V3", ("num_nextn_predict_layers", 1)),
+    ("zai-org--GLM-5", ("num_nextn_predict_layers", 1)),
+    ("Qwen--Qwen3.5-27B", ("text_config.mtp_num_hidden_layers", 1)),
+    ("Qwen--Qwen3-Next-80B-A3B-Thinking", ("model_type=qwen3_next", 1)),  # no key: vLLM maps the type
+    ("moonshotai--Kimi-K2-Instruct", None),  # num_nextn_predict_layers: 0 is an explicit "none"
+    ("meta-llama--Llama-3.1-8B-Instruct", None),
+    ("Qwen--Qwen2.5-7B-Instruct", None),
+])
+def test_mtp_detection_on_real_configs(directory, heads):
+    assert mtp_heads(json.loads((DATA / directory / "config.json").read_text())) == heads
+
+
+@pytest.mark.parametrize("directory,method", [
+    ("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),  # architectures says LlamaForCausalLM
+    ("AQ-MedAI--Kimi-K2-Instruct-eagle3", "eagle3"),
+    ("nm-testing--EAGLE3-LLaMA3.1-Instruct-8B-converted", "eagle3"),
+    ("meta-llama--Llama-3.1-8B-Instruct", "draft_model"),
+])
+def test_draft_method_on_real_configs(directory, method):
+    assert draft_method(json.loads((DATA / directory / "config.json").read_text())) == method

