@@ -6,6 +6,9 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo-model
 PORT ?= 8000
+# aiperf conflicts with vLLM's pins, so it gets its own virtualenv.
+AIPERF_VENV ?= .venv-aiperf
+AIPERF := $(AIPERF_VENV)/bin/aiperf
 
 .PHONY: install test serve plan-demo bench clean
 
@@ -20,8 +23,12 @@ $(STAMP): pyproject.toml
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(STAMP)
 
-test: install
-	$(PY) -m pytest -q
+$(AIPERF):
+	$(PYTHON) -m venv $(AIPERF_VENV)
+	$(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0
+
+test: install $(AIPERF)
+	AIPERF=$(abspath $(AIPERF)) $(PY) -m pytest -q
 
 serve: install
 	NIM_MODEL_PATH=$(abspath $(DEMO_DIR)) NIM_SPECDEC_ENABLE=1 NIM_SERVER_PORT=$(PORT) $(VENV)/bin/nim-specdec plan
@@ -29,6 +36,7 @@ serve: install
 bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
+	$(PY) bench/bench_ngram_sim.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(DEMO_DIR) .pytest_cache
