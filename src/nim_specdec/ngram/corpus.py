@@ -58,16 +58,35 @@ class Corpus:
 
 def _group_first(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense group id of each key, and the smallest index holding the same key."""
-    order = np.argsort(keys, kind="stable")
+    # An unstable sort is about twice as fast; the smallest index per group is taken explicitly.
+    order = np.argsort(keys)
     ordered = keys[order]
     fresh = np.empty(ordered.shape[0], dtype=bool)
     fresh[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    starts = np.flatnonzero(fresh)
     group_sorted = np.cumsum(fresh) - 1
     groups = np.empty_like(group_sorted)
     groups[order] = group_sorted
-    # A stable sort puts each group's smallest index first.
-    return groups, order[fresh][groups]
+    return groups, np.minimum.reduceat(order, starts)[groups]
+
+
+def _extend_groups(groups: np.ndarray, unigram: np.ndarray, vocab: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group ids and first occurrences of n-grams from those of (n-1)-grams.
+
+    An n-gram can repeat only where its (n-1)-gram prefix repeats, so only those starts are
+    sorted; every other start is its own group and its own first occurrence.
+    """
+    count = groups.shape[0] - 1  # starts of n-grams
+    repeated = np.flatnonzero(np.bincount(groups)[groups[:count]] > 1)
+    new_groups = np.arange(count, dtype=np.int64)
+    first = np.arange(count, dtype=np.int64)
+    if repeated.size:
+        sub_groups, sub_first = _group_first(groups[repeated] * vocab + unigram[repeated + n - 1])
+        new_groups += int(sub_groups.max()) + 1
+        new_groups[repeated] = sub_groups
+        first[repeated] = repeated[sub_first]
+    return new_groups, first
 
 
 def build_corpus(requests: Sequence[RecordedRequest], max_ngram: int, pad: int = 64) -> Corpus:
@@ -103,7 +122,7 @@ def build_corpus(requests: Sequence[RecordedRequest], max_ngram: int, pad: int =
             if n > 1:
                 if size - n + 1 <= 0:
                     break
-                groups, first = _group_first(groups[: size - n + 1] * vocab + unigram[n - 1 :])
+                groups, first = _extend_groups(groups, unigram, vocab, n)
             suffix_start = q_pos - n
             inside = suffix_start >= bases[q_req]
             safe = np.where(inside, suffix_start, 0)
