@@ -101,7 +101,7 @@ def _load(run_dir: Path):
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec.ngram.replay import write_atomically
+    from nim_specdec.ngram.output_files import write_atomically
     from nim_specdec.specbench.plots import write_plots
     from nim_specdec.specbench.results import PROFILE_JSON
     from nim_specdec.specbench.table import markdown, rows

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from nim_specdec.ngram.corpus import build_corpus
     from nim_specdec.ngram.grid import DEFAULT_VERIFY_COST, rank
     from nim_specdec.ngram.report import recommendation, summary, table
-    from nim_specdec.ngram.replay import write_atomically
+    from nim_specdec.ngram.output_files import write_atomically
     from nim_specdec.ngram.simulator import simulate
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost

@@ -16,7 +16,7 @@ import pytest
 
 from nim_specdec.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec.ngram.metrics import delta, spec_counters
-from nim_specdec.ngram.replay import _continuation, http_json, load_records
+from nim_specdec.ngram.replay import continuation, http_json, load_records
 from nim_specdec.ngram.simulator import NgramParams, simulate
 from nim_specdec.ngram.trace import greedy_payload, parse_capture, token_ids
 from traffic import MAX_MODEL_LEN, write_capture
@@ -88,7 +88,7 @@ def test_prediction_equals_server_counters(plain_run, ngram_server, capture):
         prompt, output, _ = token_ids(http_json(url, greedy))
         observed.append(delta(before, _metrics(base)))
         room = min(K_MAX + 1, MAX_MODEL_LEN - len(prompt) - len(output))
-        tail = _continuation(url, greedy, output, room) if room > 0 else []
+        tail = continuation(url, greedy, output, room) if room > 0 else []
         assert tail is not None, "greedy continuation diverged from the output"
         recorded.append(RecordedRequest.of(prompt, output, tail))
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +11,7 @@ from typing import Any, Sequence
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.ngram.corpus import RecordedRequest
+from nim_specdec.ngram.output_files import write_atomically
 from nim_specdec.ngram.trace import CapturedRequest, greedy_payload, tail_payload, token_ids
 
 
@@ -41,7 +40,7 @@ def server_model(base_url: str) -> tuple[str, int | None]:
     return str(first["id"]), first.get("max_model_len")
 
 
-def _continuation(url: str, greedy: dict[str, Any], output: list[int], extra: int) -> list[int] | None:
+def continuation(url: str, greedy: dict[str, Any], output: list[int], extra: int) -> list[int] | None:
     """The `extra` tokens the target would emit after `output`; None if they cannot be had."""
     try:
         _, longer, _ = token_ids(http_json(url, tail_payload(greedy, len(output), extra)))
@@ -62,7 +61,7 @@ def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int,
     except (urllib.error.URLError, OSError, ValueError) as err:
         return Replayed(captured.line, None, str(err))
     room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
-    continued = _continuation(url, greedy, output, room) if room > 0 else []
+    continued = continuation(url, greedy, output, room) if room > 0 else []
     return Replayed(captured.line, RecordedRequest.of(prompt, output, continued or ()), tail_mismatch=continued is None)
 
 
@@ -77,19 +76,6 @@ def replay(
     """Replay every request (in capture order in the result) with `concurrency` in flight."""
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return list(pool.map(lambda c: _replay_one(base_url, c, model, tail, max_model_len), captured))
-
-
-def write_atomically(path: str, text: str, flag: str) -> None:
-    """Write `text` to `path` through a temporary file, so a failure leaves no half file."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except OSError as err:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise ConfigError(flag, f"cannot write {path} ({err.strerror})", "choose a writable path") from None
 
 
 def save_records(path: str, records: Sequence[RecordedRequest]) -> None:
