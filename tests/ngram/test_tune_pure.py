@@ -154,3 +154,27 @@ def test_cli_unreachable_server_is_one_line(tmp_path):
     trace.write_text('{"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}\n')
     proc = _cli("--trace", str(trace), "--url", "http://127.0.0.1:9")
     assert proc.returncode == 2 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("params", [NgramParams(3, 1, 4), NgramParams(8, 2, 5)])
+def test_recommended_value_is_what_the_launcher_applies(params, tiny_model_dir, tmp_path):
+    import os
+
+    env = dict(
+        os.environ,
+        NIM_MODEL_PATH=str(tiny_model_dir),
+        NIM_SPECDEC_ENABLE="1",
+        NIM_SPECDEC_ARGS=specdec_args(params),
+        NIM_CACHE_PATH=str(tmp_path / "cache"),
+    )
+    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["speculative"]["config"] == {
+        "method": "ngram",
+        "num_speculative_tokens": params.k,
+        "prompt_lookup_max": params.max_n,
+        "prompt_lookup_min": params.min_n,
+    }
+    vllm_value = json.loads(plan["argv"][plan["argv"].index("--speculative-config") + 1])
+    assert vllm_value == plan["speculative"]["config"]
