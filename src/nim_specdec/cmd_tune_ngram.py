@@ -62,7 +62,8 @@ def _records(args: argparse.Namespace, k_max: int):
     if args.records:
         if args.trace or args.url:
             raise ConfigError("--records", "given together with --trace/--url", "use either saved records or a replay")
-        return replay.load_records(args.records), args.max_model_len, []
+        records, saved_len = replay.load_records(args.records)
+        return records, args.max_model_len or saved_len, []
     if not (args.trace and args.url):
         raise ConfigError("tune-ngram", "needs --trace and --url (or --records)", "see nim-specdec tune-ngram --help")
     try:
@@ -85,7 +86,7 @@ def _records(args: argparse.Namespace, k_max: int):
     if not records:
         raise ConfigError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
     if args.save_records:
-        replay.save_records(args.save_records, records)
+        replay.save_records(args.save_records, records, max_model_len)
     return records, max_model_len, notes
 
 

@@ -53,7 +53,9 @@ def plain_run(tiny_model_dir, capture, tmp_path_factory):
             capture_output=True, text=True, timeout=600,
         )
     assert proc.returncode == 0, proc.stderr
-    return load_records(str(out / "records.jsonl")), json.loads((out / "report.json").read_text()), proc.stdout
+    records, saved_len = load_records(str(out / "records.jsonl"))
+    assert saved_len == MAX_MODEL_LEN
+    return records, json.loads((out / "report.json").read_text()), proc.stdout
 
 
 @pytest.fixture(scope="module", params=SETTINGS, ids=lambda p: f"k{p.k}-min{p.min_n}-max{p.max_n}")

@@ -78,13 +78,18 @@ def replay(
         return list(pool.map(lambda c: _replay_one(base_url, c, model, tail, max_model_len), captured))
 
 
-def save_records(path: str, records: Sequence[RecordedRequest]) -> None:
-    rows = (json.dumps({"prompt_token_ids": r.prompt, "output_token_ids": r.output, "tail_token_ids": r.tail}) for r in records)
+def save_records(path: str, records: Sequence[RecordedRequest], max_model_len: int | None) -> None:
+    """One JSON line per request; each carries the server's model length for offline re-tuning."""
+    rows = (
+        json.dumps({"prompt_token_ids": r.prompt, "output_token_ids": r.output, "tail_token_ids": r.tail, "max_model_len": max_model_len})
+        for r in records
+    )
     write_atomically(path, "".join(row + "\n" for row in rows), "--save-records")
 
 
-def load_records(path: str) -> list[RecordedRequest]:
-    records = []
+def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
+    """The records and the model length they were recorded with (None if unknown)."""
+    records, lengths = [], set()
     try:
         with open(path, encoding="utf-8") as src:
             for number, line in enumerate(src, start=1):
@@ -93,8 +98,10 @@ def load_records(path: str) -> list[RecordedRequest]:
                 try:
                     row = json.loads(line)
                     records.append(RecordedRequest.of(row["prompt_token_ids"], row["output_token_ids"], row.get("tail_token_ids", ())))
+                    lengths.add(row.get("max_model_len"))
                 except (ValueError, KeyError, TypeError):
                     raise ConfigError("--records", f"{path} line {number} is not a record", "use a file written by --save-records") from None
     except OSError as err:
         raise ConfigError("--records", f"cannot read {path} ({err.strerror})", "check the path") from None
-    return records
+    known = {n for n in lengths if isinstance(n, int)}
+    return records, (min(known) if known else None)
