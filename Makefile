@@ -6,11 +6,12 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo-model
 PORT ?= 8000
-# aiperf conflicts with vLLM's pins, so it gets its own virtualenv.
+# AIPerf conflicts with vLLM's pins, so it lives in a virtualenv of its own; the tests find it through
+# AIPERF_BIN. The lock lets checkouts on one machine share one venv (AIPERF_VENV=/shared/path).
 AIPERF_VENV ?= .venv-aiperf
-AIPERF := $(AIPERF_VENV)/bin/aiperf
+AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 
-.PHONY: install test serve plan-demo bench clean
+.PHONY: install test serve plan-demo bench clean aiperf-venv
 
 install: $(STAMP)
 
@@ -23,12 +24,11 @@ $(STAMP): pyproject.toml
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(STAMP)
 
-$(AIPERF):
-	$(PYTHON) -m venv $(AIPERF_VENV)
-	$(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0
+aiperf-venv:
+	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
 
-test: install $(AIPERF)
-	AIPERF=$(abspath $(AIPERF)) $(PY) -m pytest -q
+test: install aiperf-venv
+	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q
 
 serve: install
 	NIM_MODEL_PATH=$(abspath $(DEMO_DIR)) NIM_SPECDEC_ENABLE=1 NIM_SERVER_PORT=$(PORT) $(VENV)/bin/nim-specdec plan
@@ -37,6 +37,8 @@ bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
 	$(PY) bench/bench_ngram_sim.py
+	$(PY) bench/bench_capture.py
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
 	rm -rf $(VENV) $(AIPERF_VENV) $(DEMO_DIR) .pytest_cache

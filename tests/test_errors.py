@@ -11,7 +11,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import facts
+from core_fixtures import facts
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError
 from nim_specdec.resolve import resolve
 

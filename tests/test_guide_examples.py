@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import REGISTRY, facts
+from core_fixtures import REGISTRY, facts
 from nim_specdec.resolve import resolve
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
@@ -106,3 +106,16 @@ def test_air_gapped_local_target_and_draft(models):
     assert p["draft"] == {"name": "eagle3_draft", "source": str(models["draft"]), "path": f"{ws}/eagle3_draft",
                           "chosen_by": "NIM_DRAFT_MODEL_PATH", "local_dir": str(models["draft"])}
     assert p["warnings"] == []
+
+
+def test_payload_capture_example(models, tmp_path):
+    path = tmp_path / "captures" / "traffic.jsonl"
+    p = plan({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_PATH": str(models["target"]), "NIM_CAPTURE_ENABLE": "1",
+              "NIM_CAPTURE_ARGS": json.dumps({"path": str(path), "format": "mooncake_payload",
+                                              "endpoint_pattern": "^/v1/chat/completions$"})}, [], models["cache"])
+    assert p["capture"] == {"path": str(path), "format": "mooncake_payload", "endpoint_pattern": "^/v1/chat/completions$"}
+    argv = p["argv"]
+    middlewares = [argv[i + 1] for i, token in enumerate(argv) if token == "--middleware"]
+    assert middlewares == ["nim_specdec.asgi_endpoints.NimEndpointsMiddleware",
+                           "nim_specdec.capture.middleware.CaptureMiddleware"]
+    assert not path.exists()  # plan touches nothing

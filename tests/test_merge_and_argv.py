@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import facts
+from core_fixtures import facts
 from nim_specdec.merge import merge_spec
 from nim_specdec.resolve import resolve
 from nim_specdec.settings import parse_bool, parse_settings

@@ -12,6 +12,8 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+from nim_specdec.capture.config import parse_capture
+from nim_specdec.capture.preflight import check_writable
 from nim_specdec.errors import MaterializeError
 from nim_specdec.facts import base_facts, fetch_context, read_config
 from nim_specdec.logs import setup_logging
@@ -34,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan["warnings"]:
         log.warning(warning)
+    unwritable = check_writable(parse_capture(env))
+    if unwritable:
+        log.warning(unwritable)
+        env["NIM_CAPTURE_ENABLE"] = "0"  # the server inherits env: capture stays off there too
+        settings, plan = resolve(env, args.vllm_args, facts)
     if facts.flavor is None:
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     # What is already local is checked before any download; what is downloaded, after it.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.capture.config import capture_middleware_args, parse_capture
 from nim_specdec.facts import base_facts, fetch_context, plan_sources, source_facts
 from nim_specdec.plan import Facts, build_plan
 from nim_specdec.settings import Settings, parse_settings
@@ -16,7 +17,9 @@ MAX_PASSES = 3
 
 def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | None = None) -> tuple[Settings, dict[str, Any]]:
     settings = parse_settings(env)
+    capture = parse_capture(env)
     facts = facts or base_facts(env)
+    facts = replace(facts, extra_middlewares=tuple(capture_middleware_args(capture)[1::2]))
     ctx = fetch_context(settings, env)
     plan = build_plan(settings, env, cli_tokens, facts)
     warnings: list[str] = []
@@ -28,6 +31,9 @@ def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | No
         facts = replace(facts, sources={**facts.sources, **source_facts(missing, ctx, warnings)})
         plan = build_plan(settings, env, cli_tokens, facts)
     plan["warnings"] = plan["warnings"] + warnings
+    plan["capture"] = None if capture is None else {
+        "path": capture.path, "format": capture.format, "endpoint_pattern": capture.endpoint_pattern,
+    }
     return settings, plan
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,16 @@ pytestmark = pytest.mark.e2e
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4}
 
 
+def _aiperf() -> str:
+    # AIPerf lives in its own virtualenv (`make aiperf-venv`); AIPERF_BIN points elsewhere.
+    path = Path(os.environ.get("AIPERF_BIN") or Path(__file__).resolve().parents[2] / ".venv-aiperf" / "bin" / "aiperf")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"aiperf not found at {path}: run `make aiperf-venv` or set AIPERF_BIN")
+    return str(path)
+
+
 def _bench(url, mode, capture, model_dir, out):
-    # AIPERF names the aiperf executable (it lives in its own virtualenv).
-    aiperf = os.environ.get("AIPERF", "aiperf")
+    aiperf = _aiperf()
     return subprocess.run(
         [sys.executable, "-m", "nim_specdec", "bench", "--url", url, "--mode", mode, "--trace", str(capture),
          "--tokenizer", str(model_dir), "--aiperf", aiperf, "--out", str(out)],

@@ -1,0 +1,144 @@
+"""Layout of the shared download cache under NIM_CACHE_PATH, and its completion markers.
+
+    <cache>/sources/
+        entries/<name>/files/          the model files, as the source holds them
+        entries/<name>/complete.json   written last; an entry without it is never used
+        tmp/<name>.<pid>.<random>/     a download in progress (same filesystem, renamed into entries/)
+        locks/<name>.lock              one file lock per entry, held while downloading
+        locks/<name>.owner             who holds it (pid, host), for the waiting message
+
+<name> is readable (scheme and location) and ends with a hash of the normalized URI and revision,
+so two sources never share an entry. The marker holds the URI, file list, sizes and time; never
+credentials.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from nim_specdec.sources import SourceRef
+
+MARKER = "complete.json"
+FILES = "files"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A ref without a revision means the source's default one; name it so that equal sources share an entry.
+_DEFAULT_REVISION = {"hf": "main"}
+
+
+def normalized_uri(ref: SourceRef) -> str:
+    revision = ref.revision or _DEFAULT_REVISION.get(ref.scheme)
+    rev = f"@{revision}" if revision else ""
+    return f"{ref.scheme}://{ref.location.strip('/')}{rev}"
+
+
+def entry_name(ref: SourceRef) -> str:
+    uri = normalized_uri(ref)
+    digest = hashlib.sha256(uri.encode()).hexdigest()[:16]
+    readable = _UNSAFE.sub("-", uri.split("://", 1)[1]).strip("-.")[:80]
+    return f"{ref.scheme}--{readable}--{digest}"
+
+
+@dataclass(frozen=True)
+class CacheLayout:
+    root: Path  # <NIM_CACHE_PATH>/sources
+
+    @classmethod
+    def under(cls, cache_dir: Path) -> "CacheLayout":
+        return cls(Path(cache_dir) / "sources")
+
+    def entry(self, name: str) -> Path:
+        return self.root / "entries" / name
+
+    def files(self, name: str) -> Path:
+        return self.entry(name) / FILES
+
+    def marker(self, name: str) -> Path:
+        return self.entry(name) / MARKER
+
+    def lock(self, name: str) -> Path:
+        return self.root / "locks" / f"{name}.lock"
+
+    def owner(self, name: str) -> Path:
+        return self.root / "locks" / f"{name}.owner"
+
+    def tmp_dir(self) -> Path:
+        return self.root / "tmp"
+
+    def tmp_prefix(self, name: str) -> str:
+        return f"{name}."
+
+
+def read_marker(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("complete") is True else None
+
+
+def complete_files(layout: CacheLayout, name: str) -> Path | None:
+    """The entry's files if its marker is there and valid. Disk only, no lock, no network."""
+    if read_marker(layout.marker(name)) is None:
+        return None
+    files = layout.files(name)
+    return files if files.is_dir() else None
+
+
+def marker_document(uri: str, files: list[tuple[str, int]], now: float | None = None) -> dict:
+    return {
+        "complete": True,
+        "uri": uri,
+        "files": [{"path": p, "size": s} for p, s in sorted(files)],
+        "size": sum(s for _, s in files),
+        "completed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())),
+    }
+
+
+def write_marker(path: Path, document: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(document, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    name: str
+    uri: str
+    size: int
+    files: int
+    completed_at: str  # "" while incomplete
+
+
+def list_entries(layout: CacheLayout) -> list[EntryInfo]:
+    entries_dir = layout.root / "entries"
+    if not entries_dir.is_dir():
+        return []
+    found = []
+    for entry in sorted(entries_dir.iterdir()):
+        marker = read_marker(entry / MARKER)
+        if marker is None:
+            found.append(EntryInfo(entry.name, "", 0, 0, ""))
+        else:
+            found.append(
+                EntryInfo(entry.name, marker["uri"], int(marker["size"]), len(marker["files"]), marker["completed_at"])
+            )
+    return found

@@ -1,0 +1,158 @@
+"""gs://BUCKET/PREFIX through google-cloud-storage's transfer manager (parallel downloads).
+
+Credentials: Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, workload identity,
+metadata server); when none are found, an anonymous client (public buckets). STORAGE_EMULATOR_HOST
+points the client at an emulator or a compatible store, without credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Mapping
+
+from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers.safety import target_path
+from nim_specdec.fetchers.settings import DownloadSettings
+
+_TRANSIENT_NAMES = {
+    "ConnectionError",
+    "ChunkedEncodingError",
+    "ReadTimeout",
+    "ConnectTimeout",
+    "Timeout",
+    "DataCorruption",
+    "ProtocolError",
+    "IncompleteRead",
+    "RetryError",
+    "TransportError",
+}
+
+
+def make_client(env: Mapping[str, str]):
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    emulator = env.get("STORAGE_EMULATOR_HOST")
+    if emulator:
+        if "://" not in emulator:
+            emulator = "http://" + emulator
+        return storage.Client(
+            project=env.get("GOOGLE_CLOUD_PROJECT") or "emulator",
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": emulator},
+        )
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        credentials, project = google.auth.default()
+    except DefaultCredentialsError:
+        return storage.Client.create_anonymous_client()
+    return storage.Client(project=env.get("GOOGLE_CLOUD_PROJECT") or project, credentials=credentials)
+
+
+def _retry(settings: DownloadSettings):
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    # The library retries 5xx, 429 and connection errors; bound its total time per call.
+    return DEFAULT_RETRY.with_timeout(settings.timeout * 2).with_delay(initial=0.2, maximum=4.0)
+
+
+def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
+    bucket_name, _, prefix = job.ref.location.partition("/")
+    prefix = prefix.strip("/")
+    listed = []
+    blobs = client.list_blobs(
+        bucket_name, prefix=f"{prefix}/" if prefix else None, timeout=job.settings.timeout, retry=_retry(job.settings)
+    )
+    for blob in blobs:
+        rel = blob.name[len(prefix) + 1 :] if prefix else blob.name
+        if blob.name.endswith("/") and not blob.size:
+            continue  # a "folder" placeholder
+        target_path(job.uri, job.dest, rel)
+        md5 = base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
+        listed.append((blob.name, RemoteFile(rel, int(blob.size or 0), md5=md5)))
+    if not listed:
+        raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix")
+    return listed
+
+
+class _CountingWriter:
+    """A file object that reports written bytes to the progress reporter."""
+
+    def __init__(self, fh, progress) -> None:
+        self._fh, self._progress = fh, progress
+
+    def write(self, data) -> int:
+        n = self._fh.write(data)
+        self._progress.add(len(data))
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+
+class GCSBackend:
+    def download(self, job: Job) -> list[RemoteFile]:
+        from google.cloud.storage import transfer_manager
+
+        client = make_client(job.env)
+        try:
+            listed = list_blobs(client, job)
+        except MaterializeError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            _raise_permanent(job.uri, err)
+            raise
+        files = [f for _, f in listed]
+        job.progress.start(sum(f.size for f in files), len(files))
+        bucket = client.bucket(job.ref.location.partition("/")[0])
+        handles = []
+        try:
+            pairs = []
+            for name, f in listed:
+                path = target_path(job.uri, job.dest, f.name)
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fh = open(path, "wb")
+                handles.append(fh)
+                # A blob made from the name (not the listing's media link) keeps downloads on our endpoint.
+                pairs.append((bucket.blob(name), _CountingWriter(fh, job.progress)))
+            results = transfer_manager.download_many(
+                pairs,
+                download_kwargs={"timeout": job.settings.timeout, "retry": _retry(job.settings), "checksum": "md5"},
+                worker_type=transfer_manager.THREAD,
+                max_workers=job.settings.concurrency,
+                raise_exception=True,
+            )
+        except Exception as err:
+            _raise_permanent(job.uri, err)
+            raise
+        finally:
+            for fh in handles:
+                fh.close()
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return files
+
+    def is_transient(self, err: BaseException) -> bool:
+        code = getattr(err, "code", None)
+        if isinstance(code, int):
+            return code >= 500 or code in (408, 429)
+        return type(err).__name__ in _TRANSIENT_NAMES or isinstance(err, (OSError, TimeoutError))
+
+
+def _raise_permanent(uri: str, err: BaseException) -> None:
+    code = getattr(err, "code", None)
+    if code == 404:
+        raise MaterializeError(uri, "the bucket or an object does not exist (404)", "check the bucket and prefix") from None
+    if code in (401, 403):
+        raise MaterializeError(
+            uri, f"access denied ({code})", "check GOOGLE_APPLICATION_CREDENTIALS and the bucket's permissions"
+        ) from None
+
+
+class GCSFetcher(CachedFetcher):
+    def backend(self) -> GCSBackend:
+        return GCSBackend()

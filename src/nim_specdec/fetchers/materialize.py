@@ -1,0 +1,221 @@
+"""Download once into the shared cache: lock, temporary directory, verify, atomic rename, marker last.
+
+Every remote scheme goes through `materialize`; a backend only lists and transfers files.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Protocol
+
+from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers import cache
+from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.progress import Progress
+from nim_specdec.fetchers.safety import check_tree, redact, secret_values
+from nim_specdec.fetchers.settings import DownloadSettings, download_settings
+from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
+
+__all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "materialize"]
+from nim_specdec.sources import SourceRef
+
+
+@dataclass(frozen=True)
+class Job:
+    ref: SourceRef
+    uri: str
+    env: Mapping[str, str]
+    settings: DownloadSettings
+    dest: Path  # empty directory to fill
+    progress: Progress
+    log: Callable[[str], None]
+    hasher: Hasher  # a backend may hand it each finished file, to hash while the others download
+
+
+class Backend(Protocol):
+    def download(self, job: Job) -> list[RemoteFile]:
+        """Fill job.dest with the source's files and return what the store says they are."""
+        ...
+
+    def is_transient(self, err: BaseException) -> bool:
+        """True for failures worth a retry: timeouts, dropped connections, 5xx."""
+        ...
+
+
+def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
+    layout = cache.CacheLayout.under(ctx.cache_dir)
+    return cache.complete_files(layout, cache.entry_name(ref))
+
+
+def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend) -> Path:
+    uri = cache.normalized_uri(ref)
+    layout = cache.CacheLayout.under(ctx.cache_dir)
+    name = cache.entry_name(ref)
+    hit = cache.complete_files(layout, name)
+    if hit is not None:
+        return hit
+    if ctx.offline:
+        raise MaterializeError(
+            uri,
+            f"not in the cache at {ctx.cache_dir} and downloads are disabled (NIM_DISABLE_MODEL_DOWNLOAD / HF_HUB_OFFLINE)",
+            f"pre-fetch it with `nim-specdec download {uri}` using the same NIM_CACHE_PATH, or allow downloads",
+        )
+    settings = download_settings(ctx.env)
+    _make_dirs(layout, ctx.cache_dir)
+    with _entry_lock(layout, name, uri, settings, ctx.log):
+        hit = cache.complete_files(layout, name)
+        if hit is not None:  # another launcher finished it while we waited
+            ctx.log(f"{uri}: downloaded by another launcher, using the cached copy")
+            return hit
+        _clean_leftovers(layout, name)
+        return _download_with_retries(ref, uri, ctx, backend, settings, layout, name)
+
+
+def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Path:
+    secrets = secret_values(ctx.env)
+    terminal = sys.stderr if sys.stderr.isatty() else None
+    for attempt in range(settings.retries + 1):
+        tmp = Path(tempfile.mkdtemp(prefix=layout.tmp_prefix(name), dir=layout.tmp_dir()))
+        try:
+            progress = Progress(uri, ctx.log, interval=settings.progress_interval, terminal=terminal)
+            dest = tmp / cache.FILES
+            dest.mkdir(mode=0o700)
+            with Hasher(dest, settings.verify_checksums) as hasher:
+                expected = backend.download(Job(ref, uri, ctx.env, settings, dest, progress, ctx.log, hasher))
+                progress.finish()
+                check_tree(uri, dest)
+                verify(uri, dest, expected, hasher)
+            _owner_only(tmp)
+            os.rename(tmp, layout.entry(name))
+            cache.fsync_dir(layout.entry(name).parent)
+            cache.write_marker(layout.marker(name), cache.marker_document(uri, [(f.name, f.size) for f in expected]))
+            ctx.log(f"{uri}: cached at {layout.files(name)}")
+            return layout.files(name)
+        except MaterializeError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
+            shutil.rmtree(tmp, ignore_errors=True)
+            detail = redact(_first_line(err), secrets)
+            if not backend.is_transient(err):
+                raise MaterializeError(uri, f"download failed: {detail}") from None
+            if attempt == settings.retries:
+                raise MaterializeError(
+                    uri,
+                    f"download failed after {attempt + 1} attempts: {detail}",
+                    "check that the endpoint is reachable; NIM_DOWNLOAD_TIMEOUT and NIM_DOWNLOAD_RETRIES tune the limits",
+                ) from None
+            delay = min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
+            ctx.log(f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s")
+            time.sleep(delay)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
+
+
+def _owner_only(root: Path) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o700)
+        for fname in filenames:
+            path = os.path.join(dirpath, fname)
+            if not os.path.islink(path):
+                os.chmod(path, 0o600)
+
+
+def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
+    try:
+        for d in (layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(layout.root, 0o700)
+    except OSError as err:
+        raise MaterializeError(
+            "NIM_CACHE_PATH", f"cannot write the cache at {cache_dir}: {err.strerror}", "mount a writable volume there"
+        ) from None
+
+
+def _clean_leftovers(layout: cache.CacheLayout, name: str) -> None:
+    """Called with the entry's lock held: anything partial for this entry belongs to a dead download."""
+    shutil.rmtree(layout.entry(name), ignore_errors=True)
+    for leftover in layout.tmp_dir().glob(layout.tmp_prefix(name) + "*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+@contextmanager
+def _entry_lock(layout: cache.CacheLayout, name: str, uri: str, settings: DownloadSettings, log) -> Iterator[None]:
+    """One downloader per entry across processes and hosts sharing the volume.
+
+    The lock is an OS file lock (flock/fcntl): the kernel drops it when its holder dies, even by
+    SIGKILL, so a killed launcher never blocks the others. NIM_CACHE_LOCK_TIMEOUT bounds the wait
+    for a live but stuck holder.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(layout.lock(name)), mode=0o600)
+    started = time.monotonic()
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        while True:
+            waited = time.monotonic() - started
+            holder = _read_owner(layout.owner(name))
+            log(f"{uri}: waiting for another launcher ({holder}) that is downloading it into the cache ({waited:.0f}s)")
+            if settings.lock_timeout and waited >= settings.lock_timeout:
+                raise MaterializeError(
+                    uri,
+                    f"gave up after waiting {waited:.0f}s for the download held by {holder}",
+                    f"remove {layout.lock(name)} if that process is gone, or raise NIM_CACHE_LOCK_TIMEOUT",
+                ) from None
+            step = 5.0 if not settings.lock_timeout else max(0.1, min(5.0, settings.lock_timeout - waited))
+            try:
+                lock.acquire(timeout=step)
+                break
+            except Timeout:
+                continue
+    try:
+        _write_owner(layout.owner(name))
+        yield
+    finally:
+        lock.release()
+
+
+def _write_owner(path: Path) -> None:
+    try:
+        path.write_text(f"pid {os.getpid()} on {socket.gethostname()}")
+        os.chmod(path, 0o600)
+    except OSError:
+        pass  # informational only
+
+
+def _read_owner(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+class CachedFetcher:
+    """The Fetcher for a remote scheme: subclasses name their backend."""
+
+    def backend(self) -> Backend:
+        raise NotImplementedError
+
+    def cached(self, ref: SourceRef, ctx: FetchContext) -> Path | None:
+        return cached(ref, ctx)
+
+    def fetch(self, ref: SourceRef, ctx: FetchContext) -> Path:
+        return materialize(ref, ctx, self.backend())

@@ -1,0 +1,191 @@
+"""s3://BUCKET/PREFIX through boto3's transfer manager (parallel files, ranged parts for big files).
+
+Credentials: the standard AWS chain (env, profile, web identity, instance role); NIM_S3_ANONYMOUS=1
+sends unsigned requests for public buckets. Endpoint: AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL
+(S3-compatible stores). Optional fast path: NIM_S5CMD=1 with the s5cmd binary on PATH.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import Mapping
+
+from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers.safety import target_path
+from nim_specdec.fetchers.settings import DownloadSettings
+
+_MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
+_TRANSIENT_NAMES = {
+    "EndpointConnectionError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "IncompleteReadError",
+    "ResponseStreamingError",
+    "RetriesExceededError",
+    "ProtocolError",
+    "timeout",
+    "TimeoutError",
+    "ConnectionError",
+    "ConnectionResetError",
+}
+
+
+def endpoint_url(env: Mapping[str, str]) -> str | None:
+    return env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
+
+
+def split_location(location: str) -> tuple[str, str]:
+    bucket, _, prefix = location.partition("/")
+    return bucket, prefix.strip("/")
+
+
+def make_client(env: Mapping[str, str], settings: DownloadSettings):
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    endpoint = endpoint_url(env)
+    config = Config(
+        connect_timeout=settings.timeout,
+        read_timeout=settings.timeout,
+        retries={"max_attempts": 3, "mode": "standard"},
+        max_pool_connections=settings.concurrency + 4,
+        signature_version=UNSIGNED if settings.s3_anonymous else None,
+        s3={"addressing_style": "path"} if endpoint else {},
+    )
+    session = boto3.session.Session(
+        aws_access_key_id=env.get("AWS_ACCESS_KEY_ID") or None,
+        aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
+        aws_session_token=env.get("AWS_SESSION_TOKEN") or None,
+        region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        profile_name=env.get("AWS_PROFILE") or None,
+    )
+    return session.client("s3", endpoint_url=endpoint, config=config)
+
+
+def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
+    """(key, ETag, file) for every object under the prefix."""
+    bucket, prefix = split_location(job.ref.location)
+    listed: list[tuple[str, str, RemoteFile]] = []
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "")
+    for page in pages:
+        for obj in page.get("Contents", []):
+            key = obj["Key"]
+            rel = key[len(prefix) + 1 :] if prefix else key
+            if key.endswith("/") and obj["Size"] == 0:
+                continue  # a "folder" placeholder some consoles create
+            target_path(job.uri, job.dest, rel)  # refuses names that would escape before anything is written
+            md5 = _MD5_ETAG.match(obj.get("ETag", ""))
+            remote = RemoteFile(rel, int(obj["Size"]), md5=md5.group(1) if md5 else None)
+            listed.append((key, obj.get("ETag", ""), remote))
+    if not listed:
+        raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)")
+    return listed
+
+
+class _Subscriber:
+    """Gives the transfer manager the listed size and ETag (no HEAD per file; the ETag also becomes
+    If-Match on every ranged GET, so an object replaced mid-download fails instead of mixing) and
+    counts bytes for progress."""
+
+    def __init__(self, remote: RemoteFile, etag: str, job: Job) -> None:
+        self.remote, self.size, self.etag, self.progress, self.hasher = remote, remote.size, etag, job.progress, job.hasher
+
+    def on_queued(self, future, **kwargs):
+        future.meta.provide_transfer_size(self.size)
+        if self.etag:
+            future.meta.provide_object_etag(self.etag)
+
+    def on_progress(self, future, bytes_transferred, **kwargs):
+        self.progress.add(bytes_transferred)
+
+    def on_done(self, future, **kwargs):
+        try:
+            future.result()
+        except Exception:  # noqa: BLE001 - the failure is raised where the futures are awaited
+            return
+        self.hasher.file_done(self.remote)
+
+
+class S3Backend:
+    def download(self, job: Job) -> list[RemoteFile]:
+        from s3transfer.manager import TransferConfig, TransferManager
+
+        client = make_client(job.env, job.settings)
+        try:
+            listed = list_objects(client, job)
+        except MaterializeError:
+            raise
+        except Exception as err:  # noqa: BLE001 - translate the permanent ones, let materialize retry the rest
+            _raise_permanent(job.uri, err)
+            raise
+        files = [f for _, _, f in listed]
+        job.progress.start(sum(f.size for f in files), len(files))
+        if job.settings.use_s5cmd and shutil.which("s5cmd"):
+            from nim_specdec.fetchers.s5cmd import download_with_s5cmd
+
+            download_with_s5cmd(job, files)
+            return files
+        bucket, _ = split_location(job.ref.location)
+        # boto3's own buffer sizes measured best here (bench/bench_s3_download.py); bigger queues only
+        # held more of the file in memory. Part size and concurrency stay tunable.
+        config = TransferConfig(
+            multipart_threshold=job.settings.chunk_bytes,
+            multipart_chunksize=job.settings.chunk_bytes,
+            max_request_concurrency=job.settings.concurrency,
+            num_download_attempts=3,
+        )
+        with TransferManager(client, config) as manager:
+            futures = []
+            for key, etag, f in listed:
+                path = target_path(job.uri, job.dest, f.name)
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                subscriber = _Subscriber(f, etag, job)
+                futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
+            try:
+                for future in futures:
+                    future.result()
+            except Exception as err:
+                _raise_permanent(job.uri, err)
+                raise
+        return files
+
+    def is_transient(self, err: BaseException) -> bool:
+        status = _status(err)
+        if status is not None:
+            return status >= 500 or status in (408, 429)
+        return type(err).__name__ in _TRANSIENT_NAMES or isinstance(err, (OSError, TimeoutError))
+
+
+def _status(err: BaseException) -> int | None:
+    response = getattr(err, "response", None)
+    if isinstance(response, dict):
+        return response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return None
+
+
+def _raise_permanent(uri: str, err: BaseException) -> None:
+    name = type(err).__name__
+    code = ""
+    response = getattr(err, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code", "")
+    status = _status(err)
+    if name in ("NoCredentialsError", "PartialCredentialsError"):
+        raise MaterializeError(
+            uri, "no AWS credentials found", "set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or a role), or NIM_S3_ANONYMOUS=1 for a public bucket"
+        ) from None
+    if code == "NoSuchBucket":
+        raise MaterializeError(uri, "the bucket does not exist", "check the bucket name and AWS_ENDPOINT_URL") from None
+    if code in ("NoSuchKey", "404") or status == 404:
+        raise MaterializeError(uri, "an object disappeared or does not exist (404)", "check the prefix") from None
+    if status in (401, 403):
+        raise MaterializeError(uri, f"access denied ({code or status})", "check the credentials and the bucket policy") from None
+
+
+class S3Fetcher(CachedFetcher):
+    def backend(self) -> S3Backend:
+        return S3Backend()

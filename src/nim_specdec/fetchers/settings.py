@@ -1,0 +1,68 @@
+"""Download tuning read from an environment mapping (pure: the caller passes the mapping).
+
+    NIM_DOWNLOAD_TIMEOUT       seconds a connection or a read may stall before it fails (default 30)
+    NIM_DOWNLOAD_RETRIES       whole-download retries after a transient failure (default 3)
+    NIM_DOWNLOAD_CONCURRENCY   parallel transfers (files and ranged parts; default 10)
+    NIM_DOWNLOAD_CHUNK_MB      part size for ranged downloads of big files (default 8)
+    NIM_DOWNLOAD_VERIFY        "checksum" (default) or "size": what is checked before an entry is accepted
+    NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
+    NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
+    NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
+    NIM_S5CMD                  1: use the s5cmd binary for s3:// when it is installed (fast path)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from nim_specdec.errors import ConfigError
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in _TRUE
+
+
+@dataclass(frozen=True)
+class DownloadSettings:
+    timeout: float = 30.0
+    retries: int = 3
+    concurrency: int = 10
+    chunk_bytes: int = 8 * 1024 * 1024
+    verify_checksums: bool = True
+    lock_timeout: float = 7200.0
+    progress_interval: float = 5.0
+    s3_anonymous: bool = False
+    use_s5cmd: bool = False
+
+
+def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(name, f"{raw!r} is not a number", f"set a number >= {minimum:g}") from None
+    if value < minimum:
+        raise ConfigError(name, f"{raw!r} is below {minimum:g}", f"set a number >= {minimum:g}")
+    return value
+
+
+def download_settings(env: Mapping[str, str]) -> DownloadSettings:
+    verify = env.get("NIM_DOWNLOAD_VERIFY", "checksum").strip().lower() or "checksum"
+    if verify not in ("checksum", "size"):
+        raise ConfigError("NIM_DOWNLOAD_VERIFY", f"{verify!r} is not supported", "use 'checksum' or 'size'")
+    return DownloadSettings(
+        timeout=_number(env, "NIM_DOWNLOAD_TIMEOUT", 30.0, 0.1),
+        retries=int(_number(env, "NIM_DOWNLOAD_RETRIES", 3, 0)),
+        concurrency=int(_number(env, "NIM_DOWNLOAD_CONCURRENCY", 10, 1)),
+        chunk_bytes=int(_number(env, "NIM_DOWNLOAD_CHUNK_MB", 8, 1) * 1024 * 1024),
+        verify_checksums=verify == "checksum",
+        lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0),
+        progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1),
+        s3_anonymous=truthy(env.get("NIM_S3_ANONYMOUS")),
+        use_s5cmd=truthy(env.get("NIM_S5CMD")),
+    )

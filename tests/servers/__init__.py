@@ -1,0 +1,1 @@
+"""Real servers on loopback that the tests start themselves."""

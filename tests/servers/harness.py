@@ -1,0 +1,42 @@
+"""Shared by the fetcher tests: test data, and running the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+WEIGHTS = "model.safetensors"
+
+
+def model_files(weights_size: int = 256 * 1024) -> dict[str, bytes]:
+    return {
+        "config.json": b'{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 1}',
+        WEIGHTS: os.urandom(weights_size),
+        "tokenizer/tokenizer.json": b'{"version": "1.0"}',
+    }
+
+
+def cli_env(server, cache: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HF_", "NGC_", "STORAGE_EMULATOR"))}
+    env.update(server.env())
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["NIM_CACHE_PATH"] = str(cache)
+    env.update(extra)
+    return env
+
+
+def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "nim_specdec", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

@@ -1,0 +1,49 @@
+"""An S3 endpoint on loopback: moto in server mode (real HTTP), behind the fault proxy."""
+
+from __future__ import annotations
+
+from servers.fault_proxy import FaultProxy
+
+BUCKET = "drafts"
+KEYS = {"AWS_ACCESS_KEY_ID": "testing-access-key", "AWS_SECRET_ACCESS_KEY": "testing-secret-value"}
+
+
+class S3Store:
+    scheme = "s3"
+    gives_digests = True  # the listing carries an MD5 or SHA-256 per file
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+
+    def start(self) -> "S3Store":
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.direct_url = f"http://{host}:{port}"
+        self.proxy = FaultProxy(self.direct_url).start()
+        self._client().create_bucket(Bucket=BUCKET)
+        return self
+
+    def close(self) -> None:
+        self.proxy.close()
+        self._server.stop()
+
+    def _client(self):
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.direct_url, region_name="us-east-1", **_lower(KEYS))
+
+    def env(self) -> dict[str, str]:
+        return {"AWS_ENDPOINT_URL_S3": self.proxy.url, "AWS_REGION": "us-east-1", **KEYS}
+
+    def publish(self, prefix: str, files: dict[str, bytes], public: bool = False) -> str:
+        client = self._client()
+        for name, data in files.items():
+            extra = {"ACL": "public-read"} if public else {}
+            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=data, **extra)
+        return f"s3://{BUCKET}/{prefix}"
+
+
+def _lower(keys: dict[str, str]) -> dict[str, str]:
+    return {"aws_access_key_id": keys["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": keys["AWS_SECRET_ACCESS_KEY"]}
