@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny_model import make_tiny_model  # noqa: E402
+from ngram_tiny_model import make_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from traffic import MAX_MODEL_LEN, write_capture
-from vllm_server import vllm_server
+from ngram_traffic import MAX_MODEL_LEN, write_capture
+from ngram_vllm_server import vllm_server
 
 pytestmark = pytest.mark.e2e
 

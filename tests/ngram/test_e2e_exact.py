@@ -19,8 +19,8 @@ from nim_specdec.ngram.metrics import delta, spec_counters
 from nim_specdec.ngram.replay import continuation, http_json, load_records
 from nim_specdec.ngram.simulator import NgramParams, simulate
 from nim_specdec.ngram.trace import greedy_payload, parse_capture, token_ids
-from traffic import MAX_MODEL_LEN, write_capture
-from vllm_server import vllm_server
+from ngram_traffic import MAX_MODEL_LEN, write_capture
+from ngram_vllm_server import vllm_server
 
 pytestmark = pytest.mark.e2e
 
