@@ -11,7 +11,7 @@ PORT ?= 8000
 AIPERF_VENV ?= .venv-aiperf
 AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 
-.PHONY: install test serve plan-demo bench clean aiperf-venv
+.PHONY: install test serve plan-demo bench bench-startup clean aiperf-venv
 
 install: $(STAMP)
 
@@ -30,8 +30,18 @@ aiperf-venv:
 test: install aiperf-venv
 	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q
 
+# Without NIM_MODEL_PATH: the demo model, made offline once (demo-model skips the parts already complete),
+# with HF_HUB_OFFLINE=1 and 1 GiB of CPU KV cache. With NIM_MODEL_PATH set (a GPU machine): that model.
+# NIM_CACHE_PATH defaults to a directory in the checkout, so no root-owned /opt path is needed.
 serve: install
-	NIM_MODEL_PATH=$(abspath $(DEMO_DIR)) NIM_SPECDEC_ENABLE=1 NIM_SERVER_PORT=$(PORT) $(VENV)/bin/nim-specdec plan
+	@if [ -z "$$NIM_MODEL_PATH" ]; then $(VENV)/bin/nim-specdec demo-model $(DEMO_DIR); fi
+	if [ -z "$$NIM_MODEL_PATH" ]; then export NIM_MODEL_PATH=$(abspath $(DEMO_DIR))/target NIM_SERVED_MODEL_NAME=demo HF_HUB_OFFLINE=1 \
+	  VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1}; fi; \
+	NIM_CACHE_PATH=$${NIM_CACHE_PATH:-$(abspath .nim-cache)} NIM_SPECDEC_ENABLE=$${NIM_SPECDEC_ENABLE:-1} \
+	NIM_SERVER_PORT=$(PORT) exec $(VENV)/bin/nim-specdec serve
+
+bench-startup: install
+	$(PY) bench/bench_startup.py
 
 bench: install
 	$(PY) bench/bench_plan.py
@@ -41,4 +51,4 @@ bench: install
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(AIPERF_VENV) $(DEMO_DIR) .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(DEMO_DIR) .nim-cache .pytest_cache

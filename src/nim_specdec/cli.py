@@ -17,6 +17,8 @@ from nim_specdec.errors import EXIT_INTERNAL, LauncherError
 SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
     ("plan", "nim_specdec.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
+    ("demo-model", "nim_specdec.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
+    ("report", "nim_specdec.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
     ("cache", "nim_specdec.cmd_cache", "inspect the download cache: `cache ls`"),
     ("tune-ngram", "nim_specdec.cmd_tune_ngram", "predict n-gram speculation on captured traffic and recommend a setting"),

@@ -1,0 +1,124 @@
+"""NIM endpoints served by the vLLM server itself, through `--middleware` (no extra process).
+
+    GET /v1/metrics        the same Prometheus text as /metrics (the request is re-routed to it)
+    GET /v1/health/live    200 while the process serves
+    GET /v1/health/ready   200 once the model has answered a one-token completion and /health is 200; else 503
+
+vLLM starts listening only after the engine has loaded the model, so before that ready is refused; between
+the socket opening and the first answer it is 503. The first successful probe is remembered on the instance:
+later probes only ask /health, so that a readiness poll never queues generations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any, Awaitable, Callable
+
+Scope = dict
+Message = dict
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_log = logging.getLogger(__name__)
+
+LIVE = "/v1/health/live"
+READY = "/v1/health/ready"
+METRICS_ALIAS = {"/v1/metrics": "/metrics", "/v1/metrics/": "/metrics"}
+
+
+async def _respond(send: Send, status: int, payload: dict) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def call_inner(app: ASGIApp, scope: Scope, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+    """Run one request through the wrapped application in-process; returns (status, body)."""
+    inner = dict(scope)
+    inner.update(
+        method=method,
+        path=path,
+        raw_path=path.encode(),
+        query_string=b"",
+        headers=[(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+    )
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+    finished = asyncio.Event()
+    status = 500
+    chunks: list[bytes] = []
+
+    async def receive() -> Message:
+        if pending:
+            return pending.pop()
+        # vLLM watches receive() to cancel requests whose client left: the client "leaves" only once
+        # the response is complete.
+        await finished.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                finished.set()
+
+    try:
+        await app(inner, receive, send)
+    finally:
+        finished.set()
+    return status, b"".join(chunks)
+
+
+class NimEndpointsMiddleware:
+    """Pure ASGI middleware: vLLM adds it with app.add_middleware(NimEndpointsMiddleware)."""
+
+    def __init__(self, app: ASGIApp, **_: Any) -> None:
+        self.app = app
+        self.model_answered = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if path in METRICS_ALIAS:
+            scope = dict(scope, path=METRICS_ALIAS[path], raw_path=METRICS_ALIAS[path].encode())
+            await self.app(scope, receive, send)
+        elif path == LIVE:
+            await _respond(send, 200, {"status": "live"})
+        elif path == READY:
+            ready, detail = await self._ready(scope)
+            await _respond(send, 200 if ready else 503, {"status": "ready" if ready else "not ready", **detail})
+        else:
+            await self.app(scope, receive, send)
+
+    async def _ready(self, scope: Scope) -> tuple[bool, dict]:
+        try:
+            status, _ = await call_inner(self.app, scope, "GET", "/health")
+            if status != 200:
+                return False, {"detail": f"/health answered {status}"}
+            if not self.model_answered:
+                self.model_answered = await self._model_answers(scope)
+            if not self.model_answered:
+                return False, {"detail": "the model has not answered a completion yet"}
+            return True, {}
+        except Exception as err:  # noqa: BLE001 - a probe failure means "not ready", never a crash
+            _log.warning("readiness probe failed", exc_info=True)
+            return False, {"detail": f"probe failed: {type(err).__name__}: {err}"}
+
+    async def _model_answers(self, scope: Scope) -> bool:
+        status, body = await call_inner(self.app, scope, "GET", "/v1/models")
+        if status != 200:
+            return False
+        models = json.loads(body).get("data") or []
+        if not models:
+            return False
+        request = {"model": models[0]["id"], "prompt": "ready?", "max_tokens": 1, "temperature": 0}
+        status, body = await call_inner(self.app, scope, "POST", "/v1/completions", json.dumps(request).encode())
+        return status == 200 and bool(json.loads(body).get("choices"))

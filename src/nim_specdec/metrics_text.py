@@ -1,0 +1,149 @@
+"""Speculative-decoding counters: read from Prometheus text or an AIPerf export, and the figures they give.
+
+Pure functions over strings and plain data. Counters are summed over engines and kept per model name.
+
+    acceptance rate (AR)   = accepted tokens / draft tokens
+    acceptance length (AL) = 1 + accepted tokens / drafts      (mean tokens emitted per step)
+    per-position rate[i]   = accepted at position i / drafts
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DRAFTS = "vllm:spec_decode_num_drafts"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+_FIELDS = {DRAFTS: "drafts", DRAFT_TOKENS: "draft_tokens", ACCEPTED: "accepted"}
+INACTIVE = "speculative decoding inactive"
+
+
+@dataclass(frozen=True)
+class SpecCounters:
+    drafts: float = 0.0
+    draft_tokens: float = 0.0
+    accepted: float = 0.0
+    per_position: tuple[float, ...] = field(default_factory=tuple)
+
+    @property
+    def active(self) -> bool:
+        return self.drafts > 0 and self.draft_tokens > 0
+
+    def minus(self, earlier: "SpecCounters") -> "SpecCounters":
+        width = max(len(self.per_position), len(earlier.per_position))
+        now = self.per_position + (0.0,) * (width - len(self.per_position))
+        before = earlier.per_position + (0.0,) * (width - len(earlier.per_position))
+        return SpecCounters(
+            drafts=self.drafts - earlier.drafts,
+            draft_tokens=self.draft_tokens - earlier.draft_tokens,
+            accepted=self.accepted - earlier.accepted,
+            per_position=tuple(a - b for a, b in zip(now, before)),
+        )
+
+
+@dataclass
+class _Builder:
+    values: dict[str, float] = field(default_factory=dict)
+    positions: dict[int, float] = field(default_factory=dict)
+
+    def add(self, name: str, value: float) -> None:
+        self.values[name] = self.values.get(name, 0.0) + value
+
+    def add_position(self, position: int, value: float) -> None:
+        self.positions[position] = self.positions.get(position, 0.0) + value
+
+    def build(self) -> SpecCounters:
+        width = max(self.positions, default=-1) + 1
+        return SpecCounters(
+            drafts=self.values.get("drafts", 0.0),
+            draft_tokens=self.values.get("draft_tokens", 0.0),
+            accepted=self.values.get("accepted", 0.0),
+            per_position=tuple(self.positions.get(i, 0.0) for i in range(width)),
+        )
+
+
+def _accumulate(builders: dict[str, _Builder], family: str, labels: dict, value: float) -> None:
+    model = labels.get("model_name", "")
+    if family == PER_POS:
+        position = labels.get("position")
+        if position is not None and str(position).isdigit():
+            builders.setdefault(model, _Builder()).add_position(int(position), value)
+    elif family in _FIELDS:
+        builders.setdefault(model, _Builder()).add(_FIELDS[family], value)
+
+
+def parse_prometheus(text: str) -> dict[str, SpecCounters]:
+    """Spec-decode counters per model_name from a /metrics scrape (empty dict when there are none)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    builders: dict[str, _Builder] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            # vLLM declares `# TYPE X_total counter`; other exporters declare `X` and emit `X_total`. Either
+            # way only the `_total` sample is a count (`_created` holds a timestamp).
+            if sample.name.endswith("_total"):
+                _accumulate(builders, sample.name[: -len("_total")], sample.labels, float(sample.value))
+    return {model: b.build() for model, b in builders.items()}
+
+
+def parse_aiperf_export(data: dict) -> dict[str, SpecCounters]:
+    """Counter growth during an AIPerf run, from its server_metrics_export.json (already decoded)."""
+    builders: dict[str, _Builder] = {}
+    metrics = data.get("metrics") or {}
+    for name, metric in metrics.items():
+        family = name[: -len("_total")] if name.endswith("_total") else name
+        if family not in _FIELDS and family != PER_POS:
+            continue
+        for series in (metric or {}).get("series") or []:
+            stats = series.get("stats") or {}
+            if "total" not in stats:
+                continue
+            _accumulate(builders, family, series.get("labels") or {}, float(stats["total"]))
+    return {model: b.build() for model, b in builders.items()}
+
+
+def difference(now: dict[str, SpecCounters], earlier: dict[str, SpecCounters]) -> dict[str, SpecCounters]:
+    return {model: counters.minus(earlier.get(model, SpecCounters())) for model, counters in now.items()}
+
+
+def figures(counters: SpecCounters) -> dict:
+    """The report for one model: AR, AL, per-position rates; or the inactive status without any division."""
+    base = {
+        "drafts": counters.drafts,
+        "draft_tokens": counters.draft_tokens,
+        "accepted_tokens": counters.accepted,
+        "accepted_per_position": list(counters.per_position),
+    }
+    if not counters.active:
+        return {"status": INACTIVE, **base}
+    return {
+        "status": "active",
+        **base,
+        "acceptance_rate": counters.accepted / counters.draft_tokens,
+        "acceptance_length": 1.0 + counters.accepted / counters.drafts,
+        "per_position_rate": [value / counters.drafts for value in counters.per_position],
+    }
+
+
+def report(per_model: dict[str, SpecCounters]) -> dict[str, dict]:
+    return {model: figures(counters) for model, counters in sorted(per_model.items())}
+
+
+def render_text(result: dict[str, dict]) -> str:
+    if not result or all(entry["status"] == INACTIVE and not entry["drafts"] for entry in result.values()):
+        return INACTIVE + " (no drafts counted)\n"
+    lines = []
+    for model, entry in result.items():
+        lines.append(f"model {model or '(unnamed)'}")
+        if entry["status"] == INACTIVE:
+            lines.append(f"  {INACTIVE} (drafts {entry['drafts']:g}, draft tokens {entry['draft_tokens']:g})")
+            continue
+        lines.append(f"  acceptance rate    {entry['acceptance_rate']:.4f}")
+        lines.append(f"  acceptance length  {entry['acceptance_length']:.4f}")
+        lines.append(f"  drafts             {entry['drafts']:g}")
+        lines.append(f"  draft tokens       {entry['draft_tokens']:g}")
+        lines.append(f"  accepted tokens    {entry['accepted_tokens']:g}")
+        rates = " ".join(f"{i}:{rate:.4f}" for i, rate in enumerate(entry["per_position_rate"]))
+        lines.append(f"  per position       {rates or '-'}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,121 @@
+"""The fixed greedy traffic every end-to-end server gets, and what it records about a run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nim_specdec.metrics_text import SpecCounters, parse_prometheus
+from nim_specdec.smoke import http_get, post_json, served_model
+
+from .launcher_proc import LauncherServer, StopRecord
+
+PROMPTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "def add(a, b):\n    return a + b",
+    "One, two, three, four, five,",
+    "Speculative decoding lets a small draft propose",
+    "Hello! How are you today?",
+)
+MAX_TOKENS = 40
+EXTEND = 8  # more than num_speculative_tokens + 1: drafts near the end are checked against these
+
+
+@dataclass
+class RunRecord:
+    """Everything a test may assert on: kept after the server is gone (one server at a time)."""
+
+    name: str
+    env: dict
+    args: list[str]
+    ready_statuses: list[int] = field(default_factory=list)
+    ready_seconds: float = 0.0
+    model: str = ""
+    outputs: list[list[int]] = field(default_factory=list)  # completion token ids per prompt
+    prompt_ids: list[list[int]] = field(default_factory=list)
+    extended: list[list[int]] = field(default_factory=list)  # the same completions, EXTEND tokens longer
+    counters_completions: dict = field(default_factory=dict)  # scraped right after the completions
+    chat_ok: bool = False
+    endpoints: dict = field(default_factory=dict)  # path -> (status, body)
+    counters_before: dict = field(default_factory=dict)
+    counters_after: dict = field(default_factory=dict)
+    report_json: dict = field(default_factory=dict)
+    report_text: str = ""
+    report_stderr: str = ""
+    smoke: subprocess.CompletedProcess | None = None
+    stop: StopRecord | None = None
+    log: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def growth(self) -> SpecCounters:
+        """Counter growth over all the traffic the workload sent (what the report saw)."""
+        after = self.counters_after.get(self.model, SpecCounters())
+        return after.minus(self.counters_before.get(self.model, SpecCounters()))
+
+    @property
+    def completions_growth(self) -> SpecCounters:
+        """Counter growth over the greedy completions alone."""
+        after = self.counters_completions.get(self.model, SpecCounters())
+        return after.minus(self.counters_before.get(self.model, SpecCounters()))
+
+    def context(self) -> str:
+        """Appended to assertion messages: what was sent and the end of the server's log."""
+        return f"\n[{self.name}] env={self.env} args={self.args}\n--- server log (tail) ---\n{self.log[-5000:]}"
+
+
+def scrape(base: str, path: str = "/metrics") -> dict[str, SpecCounters]:
+    status, text = http_get(base + path)
+    assert status == 200, f"GET {path} answered {status}"
+    return parse_prometheus(text)
+
+
+def complete(base: str, model: str, prompt: str, max_tokens: int = MAX_TOKENS) -> tuple[list[int], list[int]]:
+    """(prompt token ids, completion token ids) of one greedy completion."""
+    payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "return_token_ids": True}
+    status, answer = post_json(base + "/v1/completions", payload)
+    assert status == 200, f"POST /v1/completions answered {status}: {answer}"
+    choice = answer["choices"][0]
+    assert choice.get("token_ids"), f"no token_ids in the answer: {answer}"
+    return list(choice.get("prompt_token_ids") or []), list(choice["token_ids"])
+
+
+def report_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nim_specdec", "report", *args], capture_output=True, text=True, timeout=120)
+
+
+def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_expect_spec: bool | None = None) -> None:
+    """The traffic and probes; fills record. The server must be ready."""
+    base = server.base
+    record.ready_statuses, record.ready_seconds = server.ready_statuses, server.ready_seconds
+    record.model = served_model(base)
+    for path in ("/v1/health/live", "/v1/health/ready", "/v1/metrics", "/metrics", "/v1/models"):
+        record.endpoints[path] = http_get(base + path)
+    saved = workdir / f"{record.name}-before.prom"
+    before = report_cli("--url", base + "/v1/metrics", "--save", str(saved))
+    assert before.returncode == 0, before.stderr
+    record.counters_before = parse_prometheus(saved.read_text())
+    answers = [complete(base, record.model, prompt) for prompt in PROMPTS]
+    record.prompt_ids = [prompt for prompt, _ in answers]
+    record.outputs = [output for _, output in answers]
+    record.counters_completions = scrape(base)
+    record.extended = [complete(base, record.model, prompt, MAX_TOKENS + EXTEND)[1] for prompt in PROMPTS]
+    status, answer = post_json(
+        base + "/v1/chat/completions",
+        {"model": record.model, "messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 16, "temperature": 0},
+    )
+    record.chat_ok = status == 200 and bool(answer["choices"][0]["message"]["content"])
+    record.counters_after = scrape(base)
+    after_json = report_cli("--url", base + "/v1/metrics", "--since", str(saved), "--json")
+    record.report_stderr = after_json.stderr
+    record.report_json = json.loads(after_json.stdout) if after_json.returncode == 0 else {}
+    record.report_text = report_cli("--url", base + "/v1/metrics", "--since", str(saved)).stdout
+    if smoke_expect_spec is not None:
+        flags = ["--expect-spec"] if smoke_expect_spec else []
+        record.smoke = subprocess.run(
+            [sys.executable, "-m", "nim_specdec.smoke", base, "--deadline", "60", *flags],
+            capture_output=True, text=True, timeout=300,
+        )
