@@ -1,4 +1,8 @@
-"""Start the vLLM OpenAI server on the CPU on a free loopback port, and always stop it."""
+"""Start the vLLM OpenAI server through `nim-specdec serve` on a free loopback port, and always stop it.
+
+The n-gram setting travels the way users give it: NIM_SPECDEC_ENABLE=1 with NIM_SPECDEC_ARGS in the
+form tune-ngram recommends. The launcher execs vLLM, so the child's pid is the server's.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from nim_specdec.ngram.grid import specdec_args
+from nim_specdec.ngram.simulator import NgramParams
 
 START_TIMEOUT_S = 420
 
@@ -29,14 +36,21 @@ def _log_tail(path: Path, lines: int = 30) -> str:
 
 
 @contextlib.contextmanager
-def vllm_server(model_dir: Path, args: Sequence[str], log_path: Path) -> Iterator[str]:
+def vllm_server(model_dir: Path, args: Sequence[str], log_path: Path, ngram: NgramParams | None = None) -> Iterator[str]:
     port = free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1")
-    cmd = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
-        "--served-model-name", "tiny", *args,
-    ]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("NIM_")}
+    env.update(
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        NIM_MODEL_PATH=str(model_dir),
+        NIM_SERVED_MODEL_NAME="tiny",
+        NIM_SERVER_PORT=str(port),
+        NIM_CACHE_PATH=str(log_path.parent / "nim-cache"),
+        NIM_SPECDEC_ENABLE="1" if ngram else "0",
+    )
+    if ngram:
+        env["NIM_SPECDEC_ARGS"] = specdec_args(ngram)
+    cmd = [sys.executable, "-m", "nim_specdec", "serve", "--host", "127.0.0.1", *args]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"

@@ -1,4 +1,4 @@
-"""On a real vLLM server with n-gram speculation, the simulator predicts the server's counters exactly.
+"""The simulator predicts exactly the counters of a real vLLM server that `nim-specdec serve` started.
 
 For each request of a capture: read /metrics, send it greedily, read /metrics again; the
 deltas of drafts, draft tokens and accepted tokens must equal the simulation of that
@@ -61,10 +61,8 @@ def plain_run(tiny_model_dir, capture, tmp_path_factory):
 @pytest.fixture(scope="module", params=SETTINGS, ids=lambda p: f"k{p.k}-min{p.min_n}-max{p.max_n}")
 def ngram_server(request, tiny_model_dir, tmp_path_factory):
     params = request.param
-    config = {"method": "ngram", "num_speculative_tokens": params.k,
-              "prompt_lookup_min": params.min_n, "prompt_lookup_max": params.max_n}
     log = tmp_path_factory.mktemp("ngram") / "vllm.log"
-    with vllm_server(tiny_model_dir, [*SERVER_ARGS, "--speculative-config", json.dumps(config)], log) as base:
+    with vllm_server(tiny_model_dir, SERVER_ARGS, log, ngram=params) as base:
         yield params, base
 
 
