@@ -43,6 +43,8 @@ serve: install
 bench-startup: install
 	$(PY) bench/bench_startup.py
 
+include deploy/deploy.mk
+
 bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py

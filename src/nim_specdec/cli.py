@@ -17,6 +17,7 @@ from nim_specdec.errors import EXIT_INTERNAL, LauncherError
 SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
     ("plan", "nim_specdec.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
+    ("prepare", "nim_specdec.cmd_prepare", "download and link the target and draft as serve would, then stop"),
     ("demo-model", "nim_specdec.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
     ("report", "nim_specdec.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
@@ -26,7 +27,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
-PASSTHROUGH = {"serve", "plan"}
+PASSTHROUGH = {"serve", "plan", "prepare"}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -2,11 +2,13 @@
 
 Validate everything first (milliseconds), then download, then exec the vLLM server so that it
 becomes this process: no wrapper stays, and SIGTERM from Docker or Kubernetes reaches vLLM.
+`prepare` is the same without the exec (init containers, multi-node workers).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 from dataclasses import replace
@@ -15,7 +17,7 @@ from pathlib import Path
 from nim_specdec.capture.config import parse_capture
 from nim_specdec.capture.preflight import check_writable
 from nim_specdec.errors import MaterializeError
-from nim_specdec.facts import base_facts, fetch_context, read_config
+from nim_specdec.facts import base_facts, fetch_context, read_config, vllm_flavor
 from nim_specdec.logs import setup_logging
 from nim_specdec.materialize import fetch, link
 from nim_specdec.plan import SourceFacts
@@ -29,10 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all bel
     return None
 
 
-def run(args: argparse.Namespace) -> int:
-    env = dict(os.environ)
+def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[dict, logging.Logger]:
+    """Resolve, check, download and link: everything serve does before it execs vLLM."""
     facts = base_facts(env)
-    settings, plan = resolve(env, args.vllm_args, facts)
+    settings, plan = resolve(env, vllm_args, facts)
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan["warnings"]:
         log.warning(warning)
@@ -40,11 +42,9 @@ def run(args: argparse.Namespace) -> int:
     if unwritable:
         log.warning(unwritable)
         env["NIM_CAPTURE_ENABLE"] = "0"  # the server inherits env: capture stays off there too
-        settings, plan = resolve(env, args.vllm_args, facts)
-    if facts.flavor is None:
-        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
+        settings, plan = resolve(env, vllm_args, facts)
     # What is already local is checked before any download; what is downloaded, after it.
-    run_preflight(plan, env, warn=log.warning)
+    plan["preflight"] = run_preflight(plan, env, warn=log.warning)
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if target["local_dir"] is None:
             # Now the target's config.json is known: an auto choice may change (MTP heads).
             known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, target["chosen_by"]))}
-            settings, plan = resolve(env, args.vllm_args, replace(facts, sources=known))
+            settings, plan = resolve(env, vllm_args, replace(facts, sources=known))
         plan["target"]["local_dir"] = str(local)
 
     log.info("speculative decoding: %s", plan["speculative"]["reason"])
@@ -73,7 +73,15 @@ def run(args: argparse.Namespace) -> int:
             log.info("draft %s materialized at %s", draft["source"], draft["path"])
 
     if downloaded:
-        run_preflight(plan, env, warn=log.warning)
+        plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+    return plan, log
+
+
+def run(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    if vllm_flavor() is None:  # before any download: nothing could run what it fetched
+        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
+    plan, log = prepare(args.vllm_args, env)
     argv = plan["_argv_exec"]
     log.info("exec: %s", shlex.join(plan["argv"]))
     os.execvpe(argv[0], argv, env)

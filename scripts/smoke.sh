@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Smoke check of a running nim-specdec server, then its acceptance report.
+#
+#   scripts/smoke.sh URL [--expect-spec] [--deadline SECONDS]
+#
+# Waits for URL/v1/health/ready (with a deadline), sends a few greedy chat and completion
+# requests and checks them (python -m nim_specdec.smoke), then prints `nim-specdec report`
+# for URL/v1/metrics. With --expect-spec it fails when speculative decoding made no drafts.
+# Exit codes are the smoke check's: 0 passed, 1 a request failed or no drafts were made,
+# 4 the server did not become ready in time; 2 for a usage error.
+#
+# SMOKE_PYTHON is the Python that has nim_specdec (default: python3). To run the check inside
+# the server's own container: SMOKE_PYTHON="docker exec CONTAINER python3".
+set -euo pipefail
+
+if [[ $# -lt 1 || $1 == -* ]]; then
+  echo "usage: scripts/smoke.sh URL [--expect-spec] [--deadline SECONDS]" >&2
+  exit 2
+fi
+url=${1%/}
+shift
+read -r -a python <<<"${SMOKE_PYTHON:-python3}"
+
+"${python[@]}" -m nim_specdec.smoke "$url" "$@"
+echo "--- nim-specdec report --url $url/v1/metrics"
+"${python[@]}" -m nim_specdec report --url "$url/v1/metrics"
