@@ -48,8 +48,9 @@ include deploy/deploy.mk
 bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
+	$(PY) bench/bench_ngram_sim.py
 	$(PY) bench/bench_capture.py
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .nim-cache .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(DEMO_DIR) .nim-cache .pytest_cache

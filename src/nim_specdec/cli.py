@@ -22,6 +22,8 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("report", "nim_specdec.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
     ("cache", "nim_specdec.cmd_cache", "inspect the download cache: `cache ls`"),
+    ("tune-ngram", "nim_specdec.cmd_tune_ngram", "predict n-gram speculation on captured traffic and recommend a setting"),
+    ("bench", "nim_specdec.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.

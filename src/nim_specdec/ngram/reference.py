@@ -1,0 +1,87 @@
+"""A deliberately naive model of vLLM's n-gram proposer and of the serving loop around it.
+
+This is the specification the fast simulator is tested against: short, literal, quadratic.
+It follows vLLM 0.32's `vllm/v1/spec_decode/ngram_proposer.py` (method "ngram") and the
+scheduler's accounting of draft and accepted tokens:
+
+- the proposer sees the prompt plus every token generated so far (the "context");
+- it looks for the longest n between `min_n` and `max_n` whose last-n-tokens suffix occurs
+  earlier in the context, ending before the last token (a match may not be the suffix
+  itself, but may overlap it); ties go to the earliest occurrence;
+- it proposes the up-to-k tokens that followed that occurrence, cut at the end of the
+  context and at the model length (`k = min(k, max_model_len - len(context))`);
+- the scheduler then trims the proposal so that the verified positions stay inside the
+  model length (at most `max_model_len - len(context) - 1` draft tokens);
+- under greedy decoding a draft token is accepted while it equals the target's own next
+  token; the step then emits accepted + 1 tokens. A step with no draft emits one token
+  and counts nothing. Accepted tokens past the request's end (max_tokens or a stop) are
+  still counted, so the "true continuation" extends past the returned output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+def propose(context: Sequence[int], min_n: int, max_n: int, k: int, max_model_len: int) -> list[int]:
+    """The draft vLLM's n-gram proposer returns for `context` (possibly empty)."""
+    total = len(context)
+    if total < min_n:
+        return []
+    k = min(k, max_model_len - total)
+    if k <= 0:
+        return []
+    context = list(context)
+    for n in range(max_n, min_n - 1, -1):
+        suffix = context[total - n :]
+        # The occurrence must end before the last token: start + n <= total - 1.
+        for start in range(0, total - n):
+            if context[start : start + n] == suffix:
+                begin = start + n
+                return context[begin : begin + min(k, total - begin)]
+    return []
+
+
+@dataclass(frozen=True)
+class RequestCounts:
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    accepted_per_pos: tuple[int, ...]
+    steps: int  # forward passes after the prefill, drafting or not
+
+
+def simulate_request(
+    prompt: Sequence[int],
+    output: Sequence[int],
+    tail: Sequence[int],
+    k: int,
+    min_n: int,
+    max_n: int,
+    max_model_len: int,
+) -> RequestCounts:
+    """Replay one greedy request through the proposer; `tail` continues `output` past its end."""
+    full = list(prompt) + list(output) + list(tail)
+    p_len, o_len = len(prompt), len(output)
+    drafts = draft_tokens = accepted = steps = 0
+    per_pos = [0] * k
+    produced = 1  # the prefill step samples the first output token
+    while produced < o_len:
+        total = p_len + produced
+        draft = propose(full[:total], min_n, max_n, k, max_model_len)
+        draft = draft[: max(0, max_model_len - total - 1)]
+        steps += 1
+        if not draft:
+            produced += 1
+            continue
+        hits = 0
+        while hits < len(draft) and total + hits < len(full) and draft[hits] == full[total + hits]:
+            hits += 1
+        drafts += 1
+        draft_tokens += len(draft)
+        accepted += hits
+        for pos in range(hits):
+            per_pos[pos] += 1
+        produced += hits + 1
+    return RequestCounts(drafts, draft_tokens, accepted, tuple(per_pos), steps)

@@ -1,0 +1,108 @@
+"""The simulator predicts exactly the counters of a real vLLM server that `nim-specdec serve` started.
+
+For each request of a capture: read /metrics, send it greedily, read /metrics again; the
+deltas of drafts, draft tokens and accepted tokens must equal the simulation of that
+request's token ids. The token ids come from the speculating server itself, and also from
+`tune-ngram --save-records` against a server without speculation (the way users run it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nim_specdec.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec.ngram.metrics import delta, spec_counters
+from nim_specdec.ngram.replay import continuation, http_json, load_records
+from nim_specdec.ngram.simulator import NgramParams, simulate
+from nim_specdec.ngram.trace import greedy_payload, parse_capture, token_ids
+from ngram_traffic import MAX_MODEL_LEN, write_capture
+from ngram_vllm_server import vllm_server
+
+pytestmark = pytest.mark.e2e
+
+SETTINGS = [NgramParams(3, 1, 4), NgramParams(5, 2, 3), NgramParams(1, 1, 1)]
+K_MAX = max(p.k for p in SETTINGS)
+SERVER_ARGS = ["--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", "4", "--seed", "0"]
+
+
+def _metrics(base: str) -> dict[str, float]:
+    import urllib.request
+
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as resp:
+        return spec_counters(resp.read().decode())
+
+
+@pytest.fixture(scope="session")
+def capture(tmp_path_factory):
+    return write_capture(tmp_path_factory.mktemp("capture") / "traffic.jsonl")
+
+
+@pytest.fixture(scope="session")
+def plain_run(tiny_model_dir, capture, tmp_path_factory):
+    """tune-ngram against a server without speculation: its records, JSON report and stdout."""
+    out = tmp_path_factory.mktemp("plain")
+    with vllm_server(tiny_model_dir, SERVER_ARGS, out / "vllm.log") as base:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", "tune-ngram", "--trace", str(capture), "--url", base,
+             "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json"),
+             "--k", "1-5", "--min", "1-2", "--max", "1-4", "--concurrency", "1"],
+            capture_output=True, text=True, timeout=600,
+        )
+    assert proc.returncode == 0, proc.stderr
+    records, saved_len = load_records(str(out / "records.jsonl"))
+    assert saved_len == MAX_MODEL_LEN
+    return records, json.loads((out / "report.json").read_text()), proc.stdout
+
+
+@pytest.fixture(scope="module", params=SETTINGS, ids=lambda p: f"k{p.k}-min{p.min_n}-max{p.max_n}")
+def ngram_server(request, tiny_model_dir, tmp_path_factory):
+    params = request.param
+    log = tmp_path_factory.mktemp("ngram") / "vllm.log"
+    with vllm_server(tiny_model_dir, SERVER_ARGS, log, ngram=params) as base:
+        yield params, base
+
+
+def test_tune_ngram_reports_a_ready_setting(plain_run):
+    records, report, stdout = plain_run
+    assert len(records) == 5 and all(len(r.output) > 0 for r in records)
+    assert report["max_model_len"] == MAX_MODEL_LEN
+    assert len(report["grid"]) == 5 * (4 + 3)  # k 1-5 x (min, max) pairs with min <= max
+    inner = json.loads(json.loads(report["recommended"]["NIM_SPECDEC_ARGS"])["speculative_config"])
+    assert inner["method"] == "ngram" and 1 <= inner["prompt_lookup_min"] <= inner["prompt_lookup_max"] <= 4
+    assert ("NIM_SPECDEC_ARGS=" in stdout) or ("keep speculation off" in stdout)
+
+
+def test_prediction_equals_server_counters(plain_run, ngram_server, capture):
+    params, base = ngram_server
+    plain_records, _, _ = plain_run
+    model = http_json(base + "/v1/models")["data"][0]["id"]
+    observed, recorded = [], []
+    for captured in parse_capture(capture.read_text().splitlines()):
+        url = base + captured.path
+        greedy = greedy_payload(captured.payload, model)
+        before = _metrics(base)
+        prompt, output, _ = token_ids(http_json(url, greedy))
+        observed.append(delta(before, _metrics(base)))
+        room = min(K_MAX + 1, MAX_MODEL_LEN - len(prompt) - len(output))
+        tail = continuation(url, greedy, output, room) if room > 0 else []
+        assert tail is not None, "greedy continuation diverged from the output"
+        recorded.append(RecordedRequest.of(prompt, output, tail))
+
+    result = simulate(build_corpus(recorded, max_ngram=params.max_n, pad=K_MAX + 2), params, MAX_MODEL_LEN)
+    predicted = [dict(zip(("drafts", "draft_tokens", "accepted"), map(int, row))) for row in result.per_request]
+    served = [{key: d[key] for key in ("drafts", "draft_tokens", "accepted")} for d in observed]
+    assert predicted == served
+    assert sum(d["accepted"] for d in served) > 0, "the traffic should exercise acceptance"
+    positions = tuple(sum(d.get(f"pos{i}", 0) for d in observed) for i in range(params.k))
+    assert result.accepted_per_pos == positions
+
+    # The user's path: token ids recorded without speculation predict the same counters,
+    # as long as both servers produced the same greedy tokens.
+    same = [i for i, (a, b) in enumerate(zip(plain_records, recorded)) if a.prompt == b.prompt and a.output == b.output]
+    assert len(same) >= 4, "greedy outputs with and without speculation should agree"
+    from_plain = simulate(build_corpus(plain_records, max_ngram=params.max_n, pad=K_MAX + 2), params, MAX_MODEL_LEN)
+    assert [tuple(from_plain.per_request[i]) for i in same] == [tuple(result.per_request[i]) for i in same]
