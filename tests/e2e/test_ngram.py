@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from .ngram_sim import simulate
+from nim_specdec.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec.ngram.simulator import NgramParams, simulate
 from .workload import MAX_TOKENS, PROMPTS
 
 pytestmark = pytest.mark.e2e
@@ -69,9 +70,11 @@ def test_counters_match_the_ngram_rules_exactly(ngram_run):
     # Offline replay of the n-gram proposer over each request's prompt and output ids gives the very
     # deltas the server counted: the counters measure what the configured method did, nothing else.
     assert all(ngram_run.prompt_ids), "the server returned no prompt_token_ids"
-    totals = [0, 0, 0]
-    for prompt, extended in zip(ngram_run.prompt_ids, ngram_run.extended):
-        for i, value in enumerate(simulate(prompt, extended, MAX_TOKENS)):
-            totals[i] += value
+    # The project's simulator (what tune-ngram uses) on what this server returned, with the guide's
+    # setting; the extension past max_tokens covers the drafts the server verifies beyond it.
+    requests = [RecordedRequest.of(prompt, extended[:MAX_TOKENS], extended[MAX_TOKENS:])
+                for prompt, extended in zip(ngram_run.prompt_ids, ngram_run.extended)]
+    result = simulate(build_corpus(requests, max_ngram=4), NgramParams(k=3, min_n=1, max_n=4))
     growth = ngram_run.completions_growth
-    assert (growth.drafts, growth.draft_tokens, growth.accepted) == tuple(totals), ngram_run.context()
+    assert (growth.drafts, growth.draft_tokens, growth.accepted) == (result.drafts, result.draft_tokens,
+                                                                     result.accepted), ngram_run.context()
