@@ -31,7 +31,9 @@ PASSTHROUGH = {"serve", "plan", "prepare"}
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nim-specdec", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="nim-specdec", description="Serve an LLM through vLLM with speculative decoding configured from NIM_* variables."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in SUBCOMMANDS:
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -45,15 +47,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
     if argv and argv[0] in PASSTHROUGH:
-        # argparse would try to read vLLM's options as ours; hand them over verbatim instead.
+        # argparse would try to read vLLM's options as ours; hand them over verbatim instead. Building
+        # the full parser would also import every other subcommand: start-up time that serve never needs.
         module = dict((n, m) for n, m, _ in SUBCOMMANDS)[argv[0]]
         args = argparse.Namespace(command=argv[0], _module=module, vllm_args=argv[1:])
     else:
-        args = parser.parse_args(argv)
+        args = _parser().parse_args(argv)
     if not getattr(args, "_module", None):
-        parser.print_help()
+        _parser().print_help()
         return 2
     try:
         return importlib.import_module(args._module).run(args)
