@@ -1,4 +1,4 @@
-"""Fixtures of the capture tests: the tiny model and the AIPerf executable (end-to-end tests only)."""
+"""Fixtures of the capture tests: the demo model and the AIPerf executable (end-to-end tests only)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-llama")
+    """The project's demo target (`nim-specdec demo-model`); its greedy cycles give n-gram accepted drafts."""
+    out = tmp_path_factory.mktemp("demo-model")
     # A separate process: torch and transformers stay out of the test process.
-    subprocess.run([sys.executable, str(Path(__file__).with_name("capture_tiny_model.py")), str(out)], check=True,
+    subprocess.run([sys.executable, "-m", "nim_specdec", "demo-model", str(out)], check=True,
                    env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300, capture_output=True)
-    return out
+    return out / "target"
 
 
 @pytest.fixture(scope="session")
