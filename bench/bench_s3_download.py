@@ -82,7 +82,7 @@ def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
 def run_ours(endpoint: str, work: Path, prefix: str, verify: str, s5cmd: str = "0") -> float:
     from nim_specdec.fetchers.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
-    from nim_specdec.sources import parse_source
+    from nim_specdec.config.sources import parse_source
 
     cache = work / "cache-ours"
     ctx = FetchContext(env=env_for(endpoint, cache, NIM_DOWNLOAD_VERIFY=verify, NIM_S5CMD=s5cmd), cache_dir=cache)
@@ -153,7 +153,7 @@ def warm_in_process(endpoint: str, work: Path, prefixes: list[str], runs: int) -
     """Median seconds of the fetcher's fetch() on a cache hit, in this process (no interpreter start-up)."""
     from nim_specdec.fetchers.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
-    from nim_specdec.sources import parse_source
+    from nim_specdec.config.sources import parse_source
 
     cache = work / "cache-warm"  # filled by warm_start
     ctx = FetchContext(env=env_for(endpoint, cache), cache_dir=cache)

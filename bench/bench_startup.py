@@ -122,7 +122,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     args = parser.parse_args()
 
-    from nim_specdec.demo_model import make_demo_model
+    from nim_specdec.tools.demo_model import make_demo_model
 
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model_dir = args.model_dir or work / "demo-model"

@@ -4,7 +4,7 @@
 #   scripts/smoke.sh URL [--expect-spec] [--deadline SECONDS]
 #
 # Waits for URL/v1/health/ready (with a deadline), sends a few greedy chat and completion
-# requests and checks them (python -m nim_specdec.smoke), then prints `nim-specdec report`
+# requests and checks them (python -m nim_specdec.observe.smoke), then prints `nim-specdec report`
 # for URL/v1/metrics. With --expect-spec it fails when speculative decoding made no drafts.
 # Exit codes are the smoke check's: 0 passed, 1 a request failed or no drafts were made,
 # 4 the server did not become ready in time; 2 for a usage error.
@@ -21,6 +21,6 @@ url=${1%/}
 shift
 read -r -a python <<<"${SMOKE_PYTHON:-python3}"
 
-"${python[@]}" -m nim_specdec.smoke "$url" "$@"
+"${python[@]}" -m nim_specdec.observe.smoke "$url" "$@"
 echo "--- nim-specdec report --url $url/v1/metrics"
 "${python[@]}" -m nim_specdec report --url "$url/v1/metrics"

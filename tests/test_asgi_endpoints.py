@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from nim_specdec.asgi_endpoints import NimEndpointsMiddleware
+from nim_specdec.server.endpoints import NimEndpointsMiddleware
 
 
 class FakeVllm:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.builtin import default_config_dir, find, load_registry
-from nim_specdec.method_choice import draft_method, mtp_heads
-from nim_specdec.sources import parse_source
-from nim_specdec.spec_schema import MTP_METHODS, validate_spec_config
+from nim_specdec.config.builtin import default_config_dir, find, load_registry
+from nim_specdec.config.method_choice import draft_method, mtp_heads
+from nim_specdec.config.sources import parse_source
+from nim_specdec.config.spec_schema import MTP_METHODS, validate_spec_config
 
 DATA = Path(__file__).parent / "data" / "model_configs"
 REGISTRY = load_registry(default_config_dir())

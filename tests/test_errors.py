@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from core_fixtures import facts
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError
-from nim_specdec.resolve import resolve
+from nim_specdec.launch.resolve import resolve
 
 NGRAM = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}'
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from core_fixtures import REGISTRY, facts
-from nim_specdec.resolve import resolve
+from nim_specdec.launch.resolve import resolve
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 NGRAM_STRING_ARGS = json.dumps({"speculative_config": json.dumps(NGRAM)})
@@ -116,6 +116,6 @@ def test_payload_capture_example(models, tmp_path):
     assert p["capture"] == {"path": str(path), "format": "mooncake_payload", "endpoint_pattern": "^/v1/chat/completions$"}
     argv = p["argv"]
     middlewares = [argv[i + 1] for i, token in enumerate(argv) if token == "--middleware"]
-    assert middlewares == ["nim_specdec.asgi_endpoints.NimEndpointsMiddleware",
-                           "nim_specdec.capture.middleware.CaptureMiddleware"]
+    assert middlewares == ["nim_specdec.server.endpoints.NimEndpointsMiddleware",
+                           "nim_specdec.server.capture.middleware.CaptureMiddleware"]
     assert not path.exists()  # plan touches nothing

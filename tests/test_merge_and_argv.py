@@ -7,10 +7,10 @@ import json
 import pytest
 
 from core_fixtures import facts
-from nim_specdec.merge import merge_spec
-from nim_specdec.resolve import resolve
-from nim_specdec.settings import parse_bool, parse_settings
-from nim_specdec.vllm_argv import parse_vllm_args, to_cli
+from nim_specdec.config.merge import merge_spec
+from nim_specdec.launch.resolve import resolve
+from nim_specdec.config.settings import parse_bool, parse_settings
+from nim_specdec.config.vllm_argv import parse_vllm_args, to_cli
 
 MERGE_CASES = [
     ("same-method-merges", [("builtin", {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}),

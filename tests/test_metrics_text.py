@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nim_specdec.metrics_text import (
+from nim_specdec.observe.spec_counters import (
     INACTIVE,
     SpecCounters,
     difference,

@@ -1,11 +1,11 @@
-"""The speculative_config schema kept in nim_specdec.spec_schema matches the installed vLLM."""
+"""The speculative_config schema kept in nim_specdec.config.spec_schema matches the installed vLLM."""
 
 from __future__ import annotations
 
 import dataclasses
 import typing
 
-from nim_specdec import spec_schema
+from nim_specdec.config import spec_schema
 
 
 def _literal_values(tp) -> set[str]:

@@ -11,7 +11,7 @@ HEAVY = ["torch", "vllm", "boto3", "botocore", "google.cloud", "ngcsdk", "huggin
 
 PROBE = """
 import json, os, sys
-from nim_specdec.resolve import resolve
+from nim_specdec.launch.resolve import resolve
 resolve(dict(os.environ), sys.argv[1:])
 print(json.dumps(sorted(m for m in sys.modules)))
 """

@@ -1,5 +1,5 @@
 import sys
 
-from nim_specdec.cli import main
+from nim_specdec.cli.main import main
 
 sys.exit(main())

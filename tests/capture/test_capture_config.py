@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.capture.config import (
+from nim_specdec.server.capture.capture_config import (
     DEFAULT_ENDPOINT_PATTERN,
     CaptureConfig,
     capture_middleware_args,
@@ -68,7 +68,7 @@ def test_refused_with_one_line_config_error(env, fragment):
 def test_middleware_args():
     assert capture_middleware_args(None) == []
     assert capture_middleware_args(CaptureConfig("/x.jsonl")) == [
-        "--middleware", "nim_specdec.capture.middleware.CaptureMiddleware"]
+        "--middleware", "nim_specdec.server.capture.middleware.CaptureMiddleware"]
 
 
 def test_middleware_named_in_the_args_is_importable():

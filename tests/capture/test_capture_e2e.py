@@ -19,7 +19,7 @@ import pytest
 from capture_harness import read_lines
 from capture_vllm_server import MODEL_NAME, get, post, stop, vllm_server
 
-from nim_specdec.capture.config import capture_middleware_args, parse_capture
+from nim_specdec.server.capture.capture_config import capture_middleware_args, parse_capture
 
 pytestmark = pytest.mark.e2e
 

@@ -46,7 +46,7 @@ def dashboard_expressions() -> list[str]:
 
 @pytest.fixture(scope="module")
 def scrapes(tmp_path_factory) -> Scrapes:
-    from nim_specdec.demo_model import make_demo_model
+    from nim_specdec.tools.demo_model import make_demo_model
 
     root = tmp_path_factory.mktemp("monitoring")
     make_demo_model(root / "model")

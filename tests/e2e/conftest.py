@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.demo_model import make_demo_model
+from nim_specdec.tools.demo_model import make_demo_model
 
 from .launcher_proc import LauncherServer
 from .workload import RunRecord, exercise

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nim_specdec.smoke import wait_ready
+from nim_specdec.observe.smoke import wait_ready
 
 READY_DEADLINE_S = float(os.environ.get("E2E_READY_DEADLINE_S", "420"))
 STOP_DEADLINE_S = 60.0

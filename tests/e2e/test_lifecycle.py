@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.metrics_text import parse_prometheus
+from nim_specdec.observe.spec_counters import parse_prometheus
 
 from .launcher_proc import STOP_DEADLINE_S
 

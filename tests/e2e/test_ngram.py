@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from nim_specdec.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.ngram.simulator import NgramParams, simulate
+from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec.tools.ngram.simulator import NgramParams, simulate
 from .workload import MAX_TOKENS, PROMPTS
 
 pytestmark = pytest.mark.e2e

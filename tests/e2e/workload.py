@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nim_specdec.metrics_text import SpecCounters, parse_prometheus
-from nim_specdec.smoke import http_get, post_json, served_model
+from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus
+from nim_specdec.observe.smoke import http_get, post_json, served_model
 
 from .launcher_proc import LauncherServer, StopRecord
 
@@ -116,6 +116,6 @@ def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_exp
     if smoke_expect_spec is not None:
         flags = ["--expect-spec"] if smoke_expect_spec else []
         record.smoke = subprocess.run(
-            [sys.executable, "-m", "nim_specdec.smoke", base, "--deadline", "60", *flags],
+            [sys.executable, "-m", "nim_specdec.observe.smoke", base, "--deadline", "60", *flags],
             capture_output=True, text=True, timeout=300,
         )

@@ -22,7 +22,7 @@ from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout, entry_name
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.sources import parse_source
+from nim_specdec.config.sources import parse_source
 
 
 def context(server, cache: Path, logs: list | None = None, **extra) -> FetchContext:

@@ -14,7 +14,7 @@ from servers.s3_store import S3Store
 
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.sources import parse_source
+from nim_specdec.config.sources import parse_source
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from nim_specdec.ngram.grid import specdec_args
-from nim_specdec.ngram.simulator import NgramParams
+from nim_specdec.tools.ngram.grid import specdec_args
+from nim_specdec.tools.ngram.simulator import NgramParams
 
 START_TIMEOUT_S = 420
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.ngram.simulator import NgramParams
+from nim_specdec.tools.ngram.simulator import NgramParams
 from ngram_traffic import MAX_MODEL_LEN, write_capture
 from ngram_vllm_server import vllm_server
 

@@ -14,11 +14,11 @@ import sys
 
 import pytest
 
-from nim_specdec.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.ngram.metrics import delta, spec_counters
-from nim_specdec.ngram.replay import continuation, http_json, load_records
-from nim_specdec.ngram.simulator import NgramParams, simulate
-from nim_specdec.ngram.trace import greedy_payload, parse_capture, token_ids
+from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec.tools.ngram.server_counters import delta, spec_counters
+from nim_specdec.tools.ngram.replay import continuation, http_json, load_records
+from nim_specdec.tools.ngram.simulator import NgramParams, simulate
+from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
 from ngram_traffic import MAX_MODEL_LEN, write_capture
 from ngram_vllm_server import vllm_server
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nim_specdec.ngram.reference import propose
+from nim_specdec.tools.ngram.reference import propose
 
 
 @settings(max_examples=3000, deadline=None)

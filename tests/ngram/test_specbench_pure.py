@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.specbench.results import RunResult, parse_run
-from nim_specdec.specbench.table import markdown, rows
+from nim_specdec.tools.specbench.aiperf_results import RunResult, parse_run
+from nim_specdec.tools.specbench.table import markdown, rows
 
 PROFILE = {"request_count": {"unit": "requests", "avg": 4.0}, "output_token_throughput": {"unit": "tokens/sec", "avg": 120.5}}
 

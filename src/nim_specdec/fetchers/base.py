@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
-from nim_specdec.sources import SourceRef
+from nim_specdec.config.sources import SourceRef
 
 
 @dataclass(frozen=True)

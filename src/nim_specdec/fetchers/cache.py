@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nim_specdec.sources import SourceRef
+from nim_specdec.config.sources import SourceRef
 
 MARKER = "complete.json"
 FILES = "files"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.settings import truthy
+from nim_specdec.fetchers.tuning import truthy
 
 DEFAULT_CACHE = "/opt/nim/.cache"
 
@@ -20,7 +20,7 @@ _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 def stderr_logger(env: Mapping[str, str]) -> Callable[[str], None]:
     """The launcher's own log format (plain, or JSON lines with NIM_JSONL_LOGGING=1; secrets masked)."""
-    from nim_specdec.logs import setup_logging
+    from nim_specdec.launch.logs import setup_logging
 
     level = (env.get("NIM_LOG_LEVEL") or "INFO").upper()
     return setup_logging(level if level in _LEVELS else "INFO", truthy(env.get("NIM_JSONL_LOGGING")), env).info

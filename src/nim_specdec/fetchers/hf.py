@@ -17,8 +17,8 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.safety import target_path
-from nim_specdec.fetchers.settings import truthy
-from nim_specdec.sources import SourceRef
+from nim_specdec.fetchers.tuning import truthy
+from nim_specdec.config.sources import SourceRef
 
 _TRANSIENT_NAMES = {
     "ConnectError", "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException",

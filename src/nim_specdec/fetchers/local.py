@@ -6,7 +6,7 @@ from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.sources import SourceRef
+from nim_specdec.config.sources import SourceRef
 
 
 class LocalFetcher:

@@ -1,0 +1,25 @@
+"""`nim-specdec download URI...`: pre-fetch sources into the cache (init containers, air-gapped preparation).
+
+Prints each source's local directory on stdout, one per line, in the order given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from nim_specdec.fetchers.context import context_from_env
+from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.config.sources import parse_source
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("uris", nargs="+", metavar="URI", help="hf://, ngc://, s3://, gs:// URI or absolute directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    ctx = context_from_env(os.environ)
+    refs = [parse_source(uri, "download") for uri in args.uris]  # all checked before any download starts
+    for ref in refs:
+        print(get_fetcher(ref.scheme).fetch(ref, ctx), flush=True)
+    return 0

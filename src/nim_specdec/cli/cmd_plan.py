@@ -1,0 +1,28 @@
+"""`nim-specdec plan [VLLM ARGS]`: print the resolved plan as JSON; nothing downloaded or started."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from nim_specdec.launch.logs import setup_logging
+from nim_specdec.preflight import run_preflight
+from nim_specdec.launch.resolve import public, resolve
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all belong to vLLM
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    settings, plan = resolve(env, args.vllm_args)
+    log = setup_logging(settings.log_level, settings.jsonl_logging, env)
+    for warning in plan["warnings"]:
+        log.warning(warning)
+    plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+    json.dump(public(plan), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0

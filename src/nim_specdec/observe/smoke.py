@@ -1,0 +1,133 @@
+"""Smoke check of a running server: `python -m nim_specdec.observe.smoke URL [--expect-spec] [--deadline S]`.
+
+Waits (up to the deadline) for /v1/health/ready, sends a few greedy chat and completion requests,
+then prints the acceptance report for the traffic it sent. Exit codes: 0 passed; 1 a request failed or
+--expect-spec was given and no drafts were made; 4 the server did not become ready in time.
+Standard library only, so that it runs from any Python next to the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_NOT_READY = 0, 1, 4
+PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
+
+
+def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
+    """(status, body); status 0 when the connection is refused or times out."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode("utf-8", errors="replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError):
+        return 0, ""
+
+
+def post_json(url: str, payload: dict, timeout: float = 120.0) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"content-type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError) as err:
+        return 0, str(err)
+
+
+def wait_ready(base: str, deadline_s: float, poll_s: float = 1.0, alive=lambda: True) -> list[int]:
+    """Poll /v1/health/ready until 200; returns the statuses seen. Raises TimeoutError at the deadline."""
+    seen: list[int] = []
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        status, _ = http_get(base + "/v1/health/ready", timeout=min(10.0, poll_s * 10))
+        seen.append(status)
+        if status == 200:
+            return seen
+        if not alive():
+            raise RuntimeError(f"the server process exited before it became ready (statuses seen: {sorted(set(seen))})")
+        time.sleep(poll_s)
+    raise TimeoutError(f"{base}/v1/health/ready did not answer 200 within {deadline_s:.0f} s (statuses seen: {sorted(set(seen))})")
+
+
+def served_model(base: str) -> str:
+    status, body = http_get(base + "/v1/models")
+    if status != 200:
+        raise RuntimeError(f"GET /v1/models answered {status}")
+    return json.loads(body)["data"][0]["id"]
+
+
+def spec_counters(base: str):
+    from nim_specdec.observe.spec_counters import parse_prometheus
+
+    status, text = http_get(base + "/v1/metrics")
+    if status != 200:
+        raise RuntimeError(f"GET /v1/metrics answered {status}")
+    return parse_prometheus(text)
+
+
+def send_requests(base: str, model: str, max_tokens: int = 32) -> list[str]:
+    """A few greedy requests; returns one line per failure (empty when all succeeded)."""
+    failures = []
+    for prompt in PROMPTS:
+        for path, payload in (
+            ("/v1/completions", {"prompt": prompt}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": prompt}]}),
+        ):
+            body = {"model": model, "max_tokens": max_tokens, "temperature": 0, **payload}
+            status, answer = post_json(base + path, body)
+            if status != 200 or not isinstance(answer, dict) or not answer.get("choices"):
+                failures.append(f"POST {path} answered {status}: {str(answer)[:200]}")
+    return failures
+
+
+def run(base: str, expect_spec: bool, deadline_s: float) -> int:
+    from nim_specdec.observe.spec_counters import difference, render_text, report
+
+    base = base.rstrip("/")
+    try:
+        wait_ready(base, deadline_s)
+    except TimeoutError as err:
+        print(f"smoke: not ready: {err}", file=sys.stderr)
+        return EXIT_NOT_READY
+    model = served_model(base)
+    before = spec_counters(base)
+    failures = send_requests(base, model)
+    result = report(difference(spec_counters(base), before))
+    print(render_text(result), end="")
+    drafts = sum(entry["drafts"] for entry in result.values())
+    for failure in failures:
+        print(f"smoke: {failure}", file=sys.stderr)
+    if expect_spec and drafts <= 0:
+        print("smoke: speculative decoding was expected but no drafts were made", file=sys.stderr)
+        return EXIT_FAILED
+    if failures:
+        return EXIT_FAILED
+    print(f"smoke: ok ({len(PROMPTS) * 2} requests to {model}, {drafts:g} drafts)")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nim_specdec.observe.smoke", description=__doc__.splitlines()[0])
+    parser.add_argument("url", help="server base URL, e.g. http://localhost:8000")
+    parser.add_argument("--expect-spec", action="store_true", help="fail when the requests made no drafts")
+    parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for readiness (default 600)")
+    args = parser.parse_args(argv)
+    try:
+        return run(args.url, args.expect_spec, args.deadline)
+    except (RuntimeError, ValueError, KeyError) as err:
+        print(f"smoke: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""Start-up check of the capture path, run by the launcher before it execs the vLLM server.
+
+An unwritable capture path is not fatal: the launcher prints the warning returned here and serves
+without capture (the middleware makes the same check when the server builds it, and stays out of
+the way if the file cannot be opened).
+"""
+
+from __future__ import annotations
+
+import os
+
+from nim_specdec.server.capture.capture_config import CaptureConfig
+from nim_specdec.server.capture.writer import open_capture_file
+
+
+def check_writable(cfg: CaptureConfig | None) -> str | None:
+    """None when capture is off or its file can be opened for appending, else a one-line warning.
+
+    Creates the folder (0700) and the file (0600) when absent, as the server would; an empty
+    capture file is the only thing it may leave behind.
+    """
+    if cfg is None:
+        return None
+    try:
+        os.close(open_capture_file(cfg.path))
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        return (f"NIM_CAPTURE_ARGS.path: cannot write the capture file {cfg.path!r} ({reason}); "
+                "payload capture stays off, serving goes on; mount a writable folder or set another path")
+    return None
