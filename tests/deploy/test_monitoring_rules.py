@@ -1,6 +1,6 @@
 """The monitoring rules and dashboard against a real server: every metric they read is one the
 CPU vLLM server exports at /v1/metrics, and the recording rules, evaluated by promtool on real
-scrapes taken 5 minutes apart (as Prometheus would), give what `nim-specdec report --since`
+scrapes (of the shared ngram run) taken 5 minutes apart (as Prometheus would), give what `nim-specdec report --since`
 gives for the same pair of scrapes."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cpu_scrapes import Scrapes, capture
+from cpu_scrapes import Scrapes
 from promtool_case import metric_names, samples, write_case
 
 pytestmark = pytest.mark.e2e
@@ -44,13 +44,9 @@ def dashboard_expressions() -> list[str]:
     return exprs
 
 
-@pytest.fixture(scope="module")
-def scrapes(tmp_path_factory) -> Scrapes:
-    from nim_specdec.tools.demo_model import make_demo_model
-
-    root = tmp_path_factory.mktemp("monitoring")
-    make_demo_model(root / "model")
-    return capture(root, root / "model" / "target")
+@pytest.fixture(scope="session")
+def scrapes(ngram_run) -> Scrapes:
+    return ngram_run.probe("monitoring_scrapes")
 
 
 def test_smoke_script_passes_with_speculation_on(scrapes: Scrapes) -> None:

@@ -6,11 +6,11 @@ import pytest
 
 from nim_specdec.observe.spec_counters import parse_prometheus
 
-from .launcher_proc import STOP_DEADLINE_S
+from vllm_runs import STOP_TIMEOUT_S
 
 pytestmark = pytest.mark.e2e
 
-RUNS = ("ngram_run", "off_run", "draft_run", "eagle3_run")
+RUNS = ("ngram_run", "off_run", "eagle3_run", "remote_run")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 
@@ -27,7 +27,7 @@ def test_launcher_pid_became_vllm(run):
 
 def test_sigterm_stops_the_server_cleanly(run):
     stop = run.stop
-    assert not stop.killed, f"still running {STOP_DEADLINE_S:.0f} s after SIGTERM" + run.context()
+    assert not stop.killed, f"still running {STOP_TIMEOUT_S:.0f} s after SIGTERM" + run.context()
     assert stop.returncode == 0, f"exit code {stop.returncode} after SIGTERM" + run.context()
     assert stop.group_gone, "engine processes outlived the server" + run.context()
     assert "[shutdown] API server: shutdown triggered" in run.log

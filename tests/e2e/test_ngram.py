@@ -11,7 +11,7 @@ import pytest
 
 from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec.tools.ngram.simulator import NgramParams, simulate
-from .workload import MAX_TOKENS, PROMPTS
+from vllm_workload import MAX_TOKENS, PROMPTS
 
 pytestmark = pytest.mark.e2e
 

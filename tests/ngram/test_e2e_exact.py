@@ -19,8 +19,9 @@ from nim_specdec.tools.ngram.server_counters import delta, spec_counters
 from nim_specdec.tools.ngram.replay import continuation, http_json, load_records
 from nim_specdec.tools.ngram.simulator import NgramParams, simulate
 from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
+from nim_specdec.tools.ngram.grid import specdec_args
 from ngram_traffic import MAX_MODEL_LEN, write_capture
-from ngram_vllm_server import vllm_server
+from vllm_runs import SERVER_ARGS, demo_env, probe, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.e2e
 # each setting here costs a server start, so these two cover the rest: k above max, and the smallest.
 SETTINGS = [NgramParams(5, 2, 3), NgramParams(1, 1, 1)]
 K_MAX = max(p.k for p in SETTINGS)
-SERVER_ARGS = ["--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", "4", "--seed", "0"]
 
 
 def _metrics(base: str) -> dict[str, float]:
@@ -38,38 +38,47 @@ def _metrics(base: str) -> dict[str, float]:
         return spec_counters(resp.read().decode())
 
 
-@pytest.fixture(scope="session")
-def capture(tmp_path_factory):
-    return write_capture(tmp_path_factory.mktemp("capture") / "traffic.jsonl")
+@probe("off")
+def tune_plain(server, record, workdir):
+    """tune-ngram against the shared server without speculation, the way users run it."""
+    out = workdir / "tune-plain"
+    out.mkdir(exist_ok=True)
+    capture = write_capture(out / "traffic.jsonl")
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "tune-ngram", "--trace", str(capture), "--url", server.url,
+         "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json"),
+         "--k", "1-5", "--min", "1-2", "--max", "1-4", "--concurrency", "1"],
+        capture_output=True, text=True, timeout=600,
+    )
+    return proc, out
 
 
 @pytest.fixture(scope="session")
-def plain_run(tiny_model_dir, capture, tmp_path_factory):
-    """tune-ngram against a server without speculation: its records, JSON report and stdout."""
-    out = tmp_path_factory.mktemp("plain")
-    with vllm_server(tiny_model_dir, SERVER_ARGS, out / "vllm.log") as base:
-        proc = subprocess.run(
-            [sys.executable, "-m", "nim_specdec", "tune-ngram", "--trace", str(capture), "--url", base,
-             "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json"),
-             "--k", "1-5", "--min", "1-2", "--max", "1-4", "--concurrency", "1"],
-            capture_output=True, text=True, timeout=600,
-        )
+def capture(plain_run):
+    return plain_run[3] / "traffic.jsonl"
+
+
+@pytest.fixture(scope="session")
+def plain_run(off_run):
+    """The records, JSON report, stdout and folder of tune-ngram against the server without speculation."""
+    proc, out = off_run.probe("tune_plain")
     assert proc.returncode == 0, proc.stderr
     records, saved_len = load_records(str(out / "records.jsonl"))
     assert saved_len == MAX_MODEL_LEN
-    return records, json.loads((out / "report.json").read_text()), proc.stdout
+    return records, json.loads((out / "report.json").read_text()), proc.stdout, out
 
 
 @pytest.fixture(scope="module", params=SETTINGS, ids=lambda p: f"k{p.k}-min{p.min_n}-max{p.max_n}")
-def ngram_server(request, tiny_model_dir, tmp_path_factory):
+def ngram_server(request, demo_model, tmp_path_factory):
     params = request.param
-    log = tmp_path_factory.mktemp("ngram") / "vllm.log"
-    with vllm_server(tiny_model_dir, SERVER_ARGS, log, ngram=params) as base:
-        yield params, base
+    workdir = tmp_path_factory.mktemp("ngram-exact")
+    env = demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="1", NIM_SPECDEC_ARGS=specdec_args(params))
+    with serving(f"ngram-{params.k}-{params.min_n}-{params.max_n}", env, SERVER_ARGS, workdir) as server:
+        yield params, server.url
 
 
 def test_tune_ngram_reports_a_ready_setting(plain_run):
-    records, report, stdout = plain_run
+    records, report, stdout, _ = plain_run
     assert len(records) == 5 and all(len(r.output) > 0 for r in records)
     assert report["max_model_len"] == MAX_MODEL_LEN
     assert len(report["grid"]) == 5 * (4 + 3)  # k 1-5 x (min, max) pairs with min <= max
@@ -80,7 +89,7 @@ def test_tune_ngram_reports_a_ready_setting(plain_run):
 
 def test_prediction_equals_server_counters(plain_run, ngram_server, capture):
     params, base = ngram_server
-    plain_records, _, _ = plain_run
+    plain_records, _, _, _ = plain_run
     model = http_json(base + "/v1/models")["data"][0]["id"]
     observed, recorded = [], []
     for captured in parse_capture(capture.read_text().splitlines()):

@@ -164,12 +164,12 @@ def test_cli_unreachable_server_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("params", [NgramParams(3, 1, 4), NgramParams(8, 2, 5)])
-def test_recommended_value_is_what_the_launcher_applies(params, tiny_model_dir, tmp_path):
+def test_recommended_value_is_what_the_launcher_applies(params, models, tmp_path):
     import os
 
     env = dict(
         os.environ,
-        NIM_MODEL_PATH=str(tiny_model_dir),
+        NIM_MODEL_PATH=str(models["target"]),
         NIM_SPECDEC_ENABLE="1",
         NIM_SPECDEC_ARGS=specdec_args(params),
         NIM_CACHE_PATH=str(tmp_path / "cache"),

@@ -11,7 +11,6 @@ from pathlib import Path
 from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus
 from nim_specdec.observe.smoke import http_get, post_json, served_model
 
-from .launcher_proc import LauncherServer, StopRecord
 
 PROMPTS = (
     "The quick brown fox jumps over the lazy dog.",
@@ -22,6 +21,16 @@ PROMPTS = (
 )
 MAX_TOKENS = 40
 EXTEND = 8  # more than num_speculative_tokens + 1: drafts near the end are checked against these
+
+
+@dataclass
+class StopRecord:
+    pid: int
+    cmdline_before: list[str]  # what the pid ran just before SIGTERM
+    returncode: int | None
+    seconds: float
+    group_gone: bool
+    killed: bool
 
 
 @dataclass
@@ -45,10 +54,20 @@ class RunRecord:
     report_json: dict = field(default_factory=dict)
     report_text: str = ""
     report_stderr: str = ""
+    report_returncode: int | None = None  # of `report --json`
     smoke: subprocess.CompletedProcess | None = None
     stop: StopRecord | None = None
     log: str = ""
     extra: dict = field(default_factory=dict)
+    probes: dict = field(default_factory=dict)  # probe name -> its result (see vllm_runs.probe)
+
+    def probe(self, name: str):
+        """The result of a registered probe; a probe that failed fails the test that reads it."""
+        assert name in self.probes, f"[{self.name}] probe {name} did not run (registered: {sorted(self.probes)})"
+        result = self.probes[name]
+        if type(result).__name__ == "ProbeFailed":
+            raise AssertionError(f"[{self.name}] probe {name} failed: {result.message}" + self.context())
+        return result
 
     @property
     def growth(self) -> SpecCounters:
@@ -87,10 +106,8 @@ def report_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "nim_specdec", "report", *args], capture_output=True, text=True, timeout=120)
 
 
-def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_expect_spec: bool | None = None) -> None:
+def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: bool | None = None) -> None:
     """The traffic and probes; fills record. The server must be ready."""
-    base = server.base
-    record.ready_statuses, record.ready_seconds = server.ready_statuses, server.ready_seconds
     record.model = served_model(base)
     for path in ("/v1/health/live", "/v1/health/ready", "/v1/metrics", "/metrics", "/v1/models"):
         record.endpoints[path] = http_get(base + path)
@@ -111,6 +128,7 @@ def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_exp
     record.counters_after = scrape(base)
     after_json = report_cli("--url", base + "/v1/metrics", "--since", str(saved), "--json")
     record.report_stderr = after_json.stderr
+    record.report_returncode = after_json.returncode
     record.report_json = json.loads(after_json.stdout) if after_json.returncode == 0 else {}
     record.report_text = report_cli("--url", base + "/v1/metrics", "--since", str(saved)).stdout
     if smoke_expect_spec is not None:
