@@ -11,7 +11,7 @@ PORT ?= 8000
 AIPERF_VENV ?= .venv-aiperf
 AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 
-.PHONY: install test serve plan-demo bench bench-startup clean aiperf-venv
+.PHONY: install test test-fast serve plan-demo bench bench-startup clean aiperf-venv
 
 install: $(STAMP)
 
@@ -29,6 +29,10 @@ aiperf-venv:
 
 test: install aiperf-venv
 	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q
+
+# Everything but the tests that start a vLLM server (marked e2e): a few minutes, no AIPerf needed.
+test-fast: install
+	$(PY) -m pytest -q -m "not e2e"
 
 # Without NIM_MODEL_PATH: the demo model, made offline once (demo-model skips the parts already complete),
 # with HF_HUB_OFFLINE=1 and 1 GiB of CPU KV cache. With NIM_MODEL_PATH set (a GPU machine): that model.

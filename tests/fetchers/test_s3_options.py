@@ -38,7 +38,12 @@ def test_s5cmd_fast_path_gives_the_same_tree(s3, tmp_path, monkeypatch):
     env = {**s3.env(), "NIM_S5CMD": "1", "PATH": os.environ["PATH"]}
     path = get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path))
     assert tree_bytes(path) == files
-    assert s3.proxy.requests("GET", "model.safetensors"), "the download went through the endpoint"
+    gets = s3.proxy.requests("GET", "model.safetensors")
+    assert gets, "the download went through the endpoint"
+    # s5cmd is a Go program: its requests carry the Go SDK's User-Agent, boto3's say Boto3 (the fallback path).
+    agents = {r.user_agent.split("/")[0] for r in gets}
+    assert not any("Boto" in a for a in agents), f"boto3 downloaded the weights, not s5cmd: {agents}"
+    assert any("aws-sdk-go" in r.user_agent for r in gets), f"no request from s5cmd: {[r.user_agent for r in gets]}"
 
 
 def test_anonymous_requests_are_unsigned(s3, tmp_path):

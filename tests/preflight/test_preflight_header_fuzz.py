@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import zipfile
 
@@ -16,21 +17,26 @@ from nim_specdec.preflight.safetensors_header import HeaderError, parse_header, 
 @given(st.binary(max_size=200))
 def test_any_header_bytes(raw):
     try:
-        parse_header(raw, "f")
+        tensors = parse_header(raw, "f")
     except HeaderError as err:
         assert str(err).startswith("f: ")
+    else:  # only a JSON object is a header; its tensors are its keys but the metadata
+        doc = json.loads(raw)
+        assert isinstance(doc, dict) and set(tensors) == set(doc) - {"__metadata__"}
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.recursive(st.none() | st.integers() | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)))
 def test_any_json_header(doc):
-    import json
-
     try:
-        parse_header(json.dumps({"w": doc}).encode(), "f")
-    except HeaderError:
-        pass
+        tensors = parse_header(json.dumps({"w": doc}).encode(), "f")
+    except HeaderError as err:
+        assert str(err) == "f: tensor 'w' has no valid dtype, shape and data_offsets"
+    else:
+        # Accepted only with all three fields usable: the size is what the offsets span.
+        start, end = doc["data_offsets"]
+        assert tensors["w"].shape == tuple(int(d) for d in doc["shape"]) and tensors["w"].nbytes == int(end) - int(start)
 
 
 @settings(max_examples=200, deadline=None)
