@@ -6,8 +6,8 @@
 # Waits for URL/v1/health/ready (with a deadline), sends a few greedy chat and completion
 # requests and checks them (python -m nim_specdec.observe.smoke), then prints `nim-specdec report`
 # for URL/v1/metrics. With --expect-spec it fails when speculative decoding made no drafts.
-# Exit codes are the smoke check's: 0 passed, 1 a request failed or no drafts were made,
-# 4 the server did not become ready in time; 2 for a usage error.
+# Exit codes are the smoke check's (README's table): 0 passed; 4 not ready in time, a request failed
+# or no drafts were made; 1 an internal error; 2 for a usage error.
 #
 # SMOKE_PYTHON is the Python that has nim_specdec (default: python3). To run the check inside
 # the server's own container: SMOKE_PYTHON="docker exec CONTAINER python3".

@@ -154,7 +154,7 @@ def test_cli_reads_aiperf_export(tmp_path):
     "args, code, words",
     [
         (["--aiperf-export", "/nonexistent/export.json"], 2, "cannot read"),
-        (["--url", "http://127.0.0.1:9/v1/metrics"], 2, "cannot read http://127.0.0.1:9/v1/metrics"),
+        (["--url", "http://127.0.0.1:9/v1/metrics"], 4, "cannot read http://127.0.0.1:9/v1/metrics"),
         (["--url", "not a url"], 2, "cannot read"),
     ],
 )

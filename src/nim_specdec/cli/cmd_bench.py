@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, UnreachableError
 
 SPEED_BENCH_CATEGORIES = (
     "coding humanities math multilingual qa rag reasoning roleplay stem summarization writing".split()
@@ -88,7 +88,7 @@ def _run_aiperf(args: argparse.Namespace, model: str, category: str, dataset: li
     with open(out / "aiperf.log", "wb") as log:
         code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     if code != 0:
-        raise ConfigError("bench", f"aiperf failed for {category} (exit {code})", f"see {out / 'aiperf.log'}")
+        raise UnreachableError("bench", f"aiperf failed for {category} (exit {code})", f"see {out / 'aiperf.log'}")
 
 
 def _load(run_dir: Path):

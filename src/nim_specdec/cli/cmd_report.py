@@ -16,10 +16,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
 
-EXIT_UNREACHABLE = 4
 SCRAPE_TIMEOUT_S = 10.0
 
 
@@ -37,10 +36,12 @@ def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> str:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.read().decode("utf-8", errors="replace")
     except urllib.error.HTTPError as err:
-        raise ConfigError("--url", f"{url} answered HTTP {err.code}", "point at the server's /v1/metrics") from None
-    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise UnreachableError("--url", f"{url} answered HTTP {err.code}", "point at the server's /v1/metrics") from None
+    except ValueError as err:  # not a URL urllib can open: the option is wrong, not the server
+        raise ConfigError("--url", f"cannot read {url} ({err})", "give an http:// or https:// URL") from None
+    except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
-        raise ConfigError("--url", f"cannot read {url} ({reason})", "check that the server is up and the URL") from None
+        raise UnreachableError("--url", f"cannot read {url} ({reason})", "check that the server is up and the URL") from None
 
 
 def _read_text(path: str, option: str) -> str:

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, UnreachableError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +84,7 @@ def _records(args: argparse.Namespace, k_max: int):
         notes.append(f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted")
     records = [r.request for r in replayed if r.request is not None]
     if not records:
-        raise ConfigError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
+        raise UnreachableError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
     if args.save_records:
         replay.save_records(args.save_records, records, max_model_len)
     return records, max_model_len, notes

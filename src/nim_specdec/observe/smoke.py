@@ -1,9 +1,10 @@
 """Smoke check of a running server: `python -m nim_specdec.observe.smoke URL [--expect-spec] [--deadline S]`.
 
 Waits (up to the deadline) for /v1/health/ready, sends a few greedy chat and completion requests,
-then prints the acceptance report for the traffic it sent. Exit codes: 0 passed; 1 a request failed or
---expect-spec was given and no drafts were made; 4 the server did not become ready in time.
-Standard library only, so that it runs from any Python next to the server.
+then prints the acceptance report for the traffic it sent. Exit codes (nim_specdec.errors' table): 0 passed;
+4 the server did not become ready in time, a request failed, or --expect-spec was given and no drafts were
+made (the server answered wrongly); 1 an internal error. Standard library only, so that it runs from any
+Python next to the server.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_NOT_READY = 0, 1, 4
+from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE
+
 PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
 
 
@@ -98,7 +100,7 @@ def run(base: str, expect_spec: bool, deadline_s: float) -> int:
         wait_ready(base, deadline_s)
     except TimeoutError as err:
         print(f"smoke: not ready: {err}", file=sys.stderr)
-        return EXIT_NOT_READY
+        return EXIT_UNREACHABLE
     model = served_model(base)
     before = spec_counters(base)
     failures = send_requests(base, model)
@@ -109,9 +111,9 @@ def run(base: str, expect_spec: bool, deadline_s: float) -> int:
         print(f"smoke: {failure}", file=sys.stderr)
     if expect_spec and drafts <= 0:
         print("smoke: speculative decoding was expected but no drafts were made", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_UNREACHABLE
     if failures:
-        return EXIT_FAILED
+        return EXIT_UNREACHABLE
     print(f"smoke: ok ({len(PROMPTS) * 2} requests to {model}, {drafts:g} drafts)")
     return EXIT_OK
 
@@ -124,9 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args.url, args.expect_spec, args.deadline)
-    except (RuntimeError, ValueError, KeyError) as err:
-        print(f"smoke: {type(err).__name__}: {err}", file=sys.stderr)
-        return EXIT_FAILED
+    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as err:  # the server's answers
+        print(f"smoke: the server answered wrongly: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except Exception as err:  # noqa: BLE001 - a bug here: one line, never a traceback
+        print(f"smoke: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
