@@ -110,3 +110,22 @@ def test_stop_kills_a_server_that_ignores_sigterm(tmp_path):
     time.sleep(0.5)
     assert server.stop(timeout_s=1) == -9
     assert server.killed and not alive(proc.pid)
+
+
+def test_server_dies_with_the_process_that_started_it(tmp_path):
+    # A parent that starts a server and is then killed outright (a test run stopped by `timeout -s KILL`).
+    parent = subprocess.Popen([sys.executable, "-c", f"""
+import os, sys
+from nim_specdec.launch.server_process import ServerSpec, start_server
+server = start_server(ServerSpec(env=dict(os.environ), python={script(tmp_path, ANSWERS_HEALTH)!r}))
+print(server.pid, flush=True)
+import time; time.sleep(600)
+"""], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert alive(child)
+    parent.kill()
+    parent.wait(30)
+    end = time.monotonic() + 10
+    while alive(child) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not alive(child)

@@ -122,6 +122,17 @@ class RunningServer:
         return self.proc.returncode
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started it dies (Linux), so that a killed
+    test run or `tune` never leaves a server behind. The setting survives the launcher's exec into vLLM."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: stop() and the context manager still clean up
+
+
 def _command(spec: ServerSpec) -> list[str]:
     host = [] if "--host" in spec.args else ["--host", "127.0.0.1"]
     return [spec.python, "-m", "nim_specdec", "serve", *host, *spec.args]
@@ -139,7 +150,8 @@ def start_server(spec: ServerSpec) -> RunningServer:
         log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(_command(spec), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     server = RunningServer(proc, port, log_path)
     started = time.monotonic()
     try:
