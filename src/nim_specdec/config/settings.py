@@ -10,15 +10,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Mapping
 
+from nim_specdec.config.download_settings import DownloadSettings, download_settings
+from nim_specdec.config.env_values import parse_bool
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.sources import SourceRef, parse_source
 
 DEFAULT_CACHE_PATH = "/opt/nim/.cache"
 DEFAULT_PORT = 8000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off", "")
 
 
 @dataclass(frozen=True)
@@ -37,18 +36,8 @@ class Settings:
     jsonl_logging: bool = False
     passthrough_args: tuple[str, ...] = ()
     disable_download: bool = False
-
-
-def parse_bool(env: Mapping[str, str], name: str, default: bool = False) -> bool:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(name, f"invalid value {raw!r}", "use 1 or 0 (also true/false, yes/no, on/off)")
+    builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
+    download: DownloadSettings = DownloadSettings()  # NIM_DOWNLOAD_*, NIM_CACHE_LOCK_TIMEOUT, NIM_S3_*, ...
 
 
 def _int(env: Mapping[str, str], name: str, lo: int, hi: int, default: int | None) -> int | None:
@@ -118,4 +107,6 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         jsonl_logging=parse_bool(env, "NIM_JSONL_LOGGING"),
         passthrough_args=_passthrough(env),
         disable_download=parse_bool(env, "NIM_DISABLE_MODEL_DOWNLOAD"),
+        builtin_config_dir=_text(env, "NIM_BUILTIN_CONFIG_DIR"),
+        download=download_settings(env),
     )

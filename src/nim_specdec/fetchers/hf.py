@@ -17,7 +17,7 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.safety import target_path
-from nim_specdec.fetchers.tuning import truthy
+from nim_specdec.config.env_values import truthy
 from nim_specdec.config.sources import SourceRef
 
 _TRANSIENT_NAMES = {

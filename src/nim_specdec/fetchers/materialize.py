@@ -22,7 +22,7 @@ from nim_specdec.fetchers import cache
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.fetchers.safety import check_tree, redact, secret_values
-from nim_specdec.fetchers.tuning import DownloadSettings, download_settings
+from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 
 __all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "materialize"]

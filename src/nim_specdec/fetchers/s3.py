@@ -14,7 +14,7 @@ from typing import Mapping
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.safety import target_path
-from nim_specdec.fetchers.tuning import DownloadSettings
+from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
 _TRANSIENT_NAMES = {

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from nim_specdec.errors import MaterializeError
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
+from nim_specdec.launch.redact import secret_values  # noqa: F401 - the one secret-name rule, for the fetchers
 
 
 def relative_name(uri: str, name: str) -> str:
@@ -54,10 +52,6 @@ def check_tree(uri: str, dest: Path) -> None:
                 if os.path.commonpath([root, target]) != root:
                     rel = os.path.relpath(path, dest)
                     raise MaterializeError(uri, f"refusing link {rel!r}: it points outside the download directory")
-
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    return [v for k, v in env.items() if _SECRET_NAME.search(k) and v and len(v) >= 4]
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

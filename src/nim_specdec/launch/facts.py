@@ -87,6 +87,8 @@ def plan_sources(plan: Mapping[str, Any], settings: Settings) -> list[tuple[Sour
 
 
 def base_facts(env: Mapping[str, str]) -> Facts:
-    directory = env.get("NIM_BUILTIN_CONFIG_DIR") or str(default_config_dir())
+    from nim_specdec.config.settings import parse_settings
+
+    directory = parse_settings(env).builtin_config_dir or str(default_config_dir())
     return Facts(registry=load_registry(Path(directory)), flavor=vllm_flavor(), python=sys.executable)
 

@@ -21,12 +21,12 @@ from typing import Mapping
 
 from nim_specdec.server.capture.formats import FORMATS
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.settings import parse_bool
+from nim_specdec.config.env_values import parse_bool
+from nim_specdec.config.settings import DEFAULT_CACHE_PATH
 
 ENABLE_VAR = "NIM_CAPTURE_ENABLE"
 ARGS_VAR = "NIM_CAPTURE_ARGS"
 CACHE_VAR = "NIM_CACHE_PATH"
-DEFAULT_CACHE_PATH = "/opt/nim/.cache"
 DEFAULT_FILE = "captures/payloads.jsonl"
 DEFAULT_FORMAT = "mooncake_payload"
 DEFAULT_ENDPOINT_PATTERN = r"^/v1/chat/completions$"

@@ -1,4 +1,4 @@
-"""Download tuning read from an environment mapping (pure: the caller passes the mapping).
+"""The download section of the settings (pure: the caller passes the mapping; config.settings holds the rest).
 
     NIM_DOWNLOAD_TIMEOUT       seconds a connection or a read may stall before it fails (default 30)
     NIM_DOWNLOAD_RETRIES       whole-download retries after a transient failure (default 3)
@@ -16,13 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from nim_specdec.config.env_values import parse_bool
 from nim_specdec.errors import ConfigError
-
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in _TRUE
 
 
 @dataclass(frozen=True)
@@ -63,6 +58,6 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         verify_checksums=verify == "checksum",
         lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0),
         progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1),
-        s3_anonymous=truthy(env.get("NIM_S3_ANONYMOUS")),
-        use_s5cmd=truthy(env.get("NIM_S5CMD")),
+        s3_anonymous=parse_bool(env, "NIM_S3_ANONYMOUS"),
+        use_s5cmd=parse_bool(env, "NIM_S5CMD"),
     )
