@@ -12,21 +12,10 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
-_TRANSIENT_NAMES = {
-    "ConnectionError",
-    "ChunkedEncodingError",
-    "ReadTimeout",
-    "ConnectTimeout",
-    "Timeout",
-    "DataCorruption",
-    "ProtocolError",
-    "IncompleteRead",
-    "RetryError",
-    "TransportError",
-}
 
 
 def make_client(env: Mapping[str, str]):
@@ -137,10 +126,24 @@ class GCSBackend:
         return files
 
     def is_transient(self, err: BaseException) -> bool:
-        code = getattr(err, "code", None)
-        if isinstance(code, int):
-            return code >= 500 or code in (408, 429)
-        return type(err).__name__ in _TRANSIENT_NAMES or isinstance(err, (OSError, TimeoutError))
+        return error_map.is_transient(err, _rules(), getattr(err, "code", None))
+
+
+@error_map.lazy
+def _rules() -> tuple[error_map.Rule, ...]:
+    import http.client
+
+    import google.api_core.exceptions
+    import google.auth.exceptions
+    import google.resumable_media.common
+    import requests.exceptions as rq
+    import urllib3.exceptions
+
+    # The client speaks HTTP through requests and urllib3; google-auth and resumable-media add their own.
+    return (error_map.Rule((rq.ConnectionError, rq.ChunkedEncodingError, rq.Timeout, urllib3.exceptions.ProtocolError,
+                            http.client.IncompleteRead, google.api_core.exceptions.RetryError,
+                            google.auth.exceptions.TransportError, google.resumable_media.common.DataCorruption),
+                           transient=True),)
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:

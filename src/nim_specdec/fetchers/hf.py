@@ -9,6 +9,7 @@ transfer backend when the Hub serves a file through Xet and hf_xet is installed.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import shutil
 from pathlib import Path
 
@@ -16,15 +17,11 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import target_path
 from nim_specdec.config.env_values import truthy
 from nim_specdec.config.sources import SourceRef
 
-_TRANSIENT_NAMES = {
-    "ConnectError", "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException",
-    "ReadError", "RemoteProtocolError", "NetworkError", "TransportError", "ProtocolError",
-    "ConnectionError", "TimeoutError",
-}
 
 
 def _token(env) -> str | bool:
@@ -75,11 +72,37 @@ class HFBackend:
         return files
 
     def is_transient(self, err: BaseException) -> bool:
-        response = getattr(err, "response", None)
-        status = getattr(response, "status_code", None)
-        if isinstance(status, int):
-            return status >= 500 or status in (408, 429)
-        return type(err).__name__ in _TRANSIENT_NAMES or isinstance(err, (OSError, TimeoutError))
+        return error_map.is_transient(err, _rules(), _status(err))
+
+
+def _status(err: BaseException) -> int | None:
+    return getattr(getattr(err, "response", None), "status_code", None)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP clients huggingface_hub may run on (httpx, its successor httpx2, requests in older releases)."""
+    found: list[type[BaseException]] = []
+    for module, name in (("httpx2", "TransportError"), ("httpx", "TransportError"), ("requests.exceptions", "ConnectionError")):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except ImportError:
+            continue
+    return tuple(found)
+
+
+@error_map.lazy
+def _rules() -> tuple[error_map.Rule, ...]:
+    from huggingface_hub import errors as hub
+
+    # GatedRepoError is a RepositoryNotFoundError: it comes first.
+    return (
+        error_map.Rule((hub.GatedRepoError,), problem="the repository is gated", fix="accept its terms on the Hub and set HF_TOKEN"),
+        error_map.Rule((hub.RevisionNotFoundError,), problem="the revision does not exist", fix="check the @REVISION part"),
+        error_map.Rule((hub.RepositoryNotFoundError,), problem="repository not found or not accessible",
+                       fix="check the name, and HF_TOKEN for a private repository"),
+        error_map.Rule((hub.RemoteEntryNotFoundError, hub.EntryNotFoundError), problem="a file of the repository was not found (404)"),
+        error_map.Rule(_transport_errors(), transient=True),
+    )
 
 
 def _quiet_tqdm():
@@ -95,17 +118,13 @@ def _quiet_tqdm():
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:
-    name = type(err).__name__
-    status = getattr(getattr(err, "response", None), "status_code", None)
-    if name == "GatedRepoError":
-        raise MaterializeError(uri, "the repository is gated", "accept its terms on the Hub and set HF_TOKEN") from None
-    if name == "RevisionNotFoundError":
-        raise MaterializeError(uri, "the revision does not exist", "check the @REVISION part") from None
-    if name == "RepositoryNotFoundError" or status == 401:
+    error_map.raise_permanent(uri, err, _rules())
+    status = _status(err)
+    if status == 401:
         raise MaterializeError(
             uri, "repository not found or not accessible", "check the name, and HF_TOKEN for a private repository"
         ) from None
-    if name in ("RemoteEntryNotFoundError", "EntryNotFoundError") or status == 404:
+    if status == 404:
         raise MaterializeError(uri, "a file of the repository was not found (404)") from None
     if status == 403:
         raise MaterializeError(uri, "access denied (403)", "check HF_TOKEN's permissions") from None

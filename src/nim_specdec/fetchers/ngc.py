@@ -13,10 +13,9 @@ import shutil
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import target_path
 
-_TRANSIENT_NAMES = {"ConnectionError", "Timeout", "ReadTimeout", "ConnectTimeout", "ChunkedEncodingError",
-                    "ClientConnectionError", "ServerDisconnectedError", "ClientPayloadError", "TimeoutError"}
 
 
 def api_key(env) -> str | None:
@@ -99,21 +98,44 @@ class NGCBackend:
         return files
 
     def is_transient(self, err: BaseException) -> bool:
-        status = getattr(getattr(err, "response", None), "status_code", None)
-        if isinstance(status, int):
-            return status >= 500 or status in (408, 429)
-        return type(err).__name__ in _TRANSIENT_NAMES or isinstance(err, (OSError, TimeoutError))
+        return error_map.is_transient(err, _rules(), _status(err))
+
+
+def _status(err: BaseException) -> int | None:
+    return getattr(getattr(err, "response", None), "status_code", None)
+
+
+NOT_FOUND = ("model or version not found on NGC", "check ORG/[TEAM/]NAME:VERSION")
+REFUSED = ("NGC refused the credentials", "set NGC_CLI_API_KEY or NGC_API_KEY")
+
+
+@error_map.lazy
+def _rules() -> tuple[error_map.Rule, ...]:
+    import aiohttp
+    import requests.exceptions as rq
+    from ngcbase import errors as ngc
+
+    # The SDK lists through requests and downloads through aiohttp.
+    return (
+        error_map.Rule((ngc.ResourceNotFoundException,), problem=NOT_FOUND[0], fix=NOT_FOUND[1]),
+        error_map.Rule((ngc.AuthenticationException, ngc.AccessDeniedException), problem=REFUSED[0], fix=REFUSED[1]),
+        error_map.Rule((rq.ConnectionError, rq.Timeout, rq.ChunkedEncodingError, aiohttp.ClientConnectionError,
+                        aiohttp.ClientPayloadError), transient=True),
+    )
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:
-    name = type(err).__name__
-    status = getattr(getattr(err, "response", None), "status_code", None)
-    if name == "ResourceNotFoundException" or status == 404:
-        raise MaterializeError(uri, "model or version not found on NGC", "check ORG/[TEAM/]NAME:VERSION") from None
-    if name in ("AuthenticationException", "AccessDeniedException") or status in (401, 403):
-        raise MaterializeError(uri, "NGC refused the credentials", "set NGC_CLI_API_KEY or NGC_API_KEY") from None
-    if name in ("InvalidArgumentError", "NgcException") and "is not reachable" not in str(err):
-        raise MaterializeError(uri, f"NGC: {str(err).splitlines()[0][:200] if str(err) else name}") from None
+    error_map.raise_permanent(uri, err, _rules())
+    status = _status(err)
+    if status == 404:
+        raise MaterializeError(uri, *NOT_FOUND) from None
+    if status in (401, 403):
+        raise MaterializeError(uri, *REFUSED) from None
+    from ngcbase import errors as ngc
+
+    # The SDK reports an unreachable endpoint as an argument error: that one is retried, the others are final.
+    if isinstance(err, (ngc.InvalidArgumentError, ngc.NgcException)) and "is not reachable" not in str(err):
+        raise MaterializeError(uri, f"NGC: {str(err).splitlines()[0][:200] if str(err) else type(err).__name__}") from None
 
 
 class NGCFetcher(CachedFetcher):

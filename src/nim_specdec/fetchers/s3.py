@@ -13,24 +13,11 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
-_TRANSIENT_NAMES = {
-    "EndpointConnectionError",
-    "ConnectionClosedError",
-    "ReadTimeoutError",
-    "ConnectTimeoutError",
-    "IncompleteReadError",
-    "ResponseStreamingError",
-    "RetriesExceededError",
-    "ProtocolError",
-    "timeout",
-    "TimeoutError",
-    "ConnectionError",
-    "ConnectionResetError",
-}
 
 
 def endpoint_url(env: Mapping[str, str]) -> str | None:
@@ -154,10 +141,22 @@ class S3Backend:
         return files
 
     def is_transient(self, err: BaseException) -> bool:
-        status = _status(err)
-        if status is not None:
-            return status >= 500 or status in (408, 429)
-        return type(err).__name__ in _TRANSIENT_NAMES or isinstance(err, (OSError, TimeoutError))
+        return error_map.is_transient(err, _rules(), _status(err))
+
+
+@error_map.lazy
+def _rules() -> tuple[error_map.Rule, ...]:
+    import boto3.exceptions
+    import botocore.exceptions as bc
+    import urllib3.exceptions
+
+    return (
+        error_map.Rule((bc.NoCredentialsError, bc.PartialCredentialsError), problem="no AWS credentials found",
+                       fix="set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or a role), or NIM_S3_ANONYMOUS=1 for a public bucket"),
+        # Connection, timeout and truncated-body failures of botocore's HTTP layer and of urllib3 below it.
+        error_map.Rule((bc.HTTPClientError, bc.ConnectionError, bc.IncompleteReadError, bc.ResponseStreamingError,
+                        boto3.exceptions.RetriesExceededError, urllib3.exceptions.ProtocolError), transient=True),
+    )
 
 
 def _status(err: BaseException) -> int | None:
@@ -168,16 +167,12 @@ def _status(err: BaseException) -> int | None:
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:
-    name = type(err).__name__
+    error_map.raise_permanent(uri, err, _rules())
     code = ""
     response = getattr(err, "response", None)
     if isinstance(response, dict):
         code = response.get("Error", {}).get("Code", "")
     status = _status(err)
-    if name in ("NoCredentialsError", "PartialCredentialsError"):
-        raise MaterializeError(
-            uri, "no AWS credentials found", "set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or a role), or NIM_S3_ANONYMOUS=1 for a public bucket"
-        ) from None
     if code == "NoSuchBucket":
         raise MaterializeError(uri, "the bucket does not exist", "check the bucket name and AWS_ENDPOINT_URL") from None
     if code in ("NoSuchKey", "404") or status == 404:
