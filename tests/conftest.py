@@ -9,6 +9,30 @@ from core_fixtures import make_models
 from vllm_runs import demo_model, eagle3_run, ngram_run, off_run, runs_dir  # noqa: F401
 
 
+@pytest.fixture(scope="session", autouse=True)
+def plans_match_the_published_schema():
+    """Every plan a test turns into JSON in this process is checked against `nim-specdec plan --schema`."""
+    import jsonschema
+
+    from nim_specdec.config import plan_model
+
+    made: list[dict] = []
+    original = plan_model._public
+
+    def recording(value):
+        out = original(value)
+        if isinstance(value, plan_model.Plan):
+            made.append(out)
+        return out
+
+    plan_model._public = recording
+    yield made
+    plan_model._public = original
+    validator = jsonschema.Draft202012Validator(plan_model.plan_schema())
+    bad = [(plan, error.message) for plan in made for error in validator.iter_errors(plan)]
+    assert not bad, f"{len(bad)} of {len(made)} plans do not match the schema, first: {bad[0]}"
+
+
 @pytest.fixture
 def models(tmp_path: Path) -> dict[str, Path]:
     return make_models(tmp_path)

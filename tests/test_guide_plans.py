@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import facts, make_models
-from nim_specdec.launch.resolve import public, resolve
+from dataclasses import replace
+
+from nim_specdec.config.plan_model import plan_json
+from nim_specdec.launch.resolve import resolve
 from nim_specdec.preflight import StaticProbe, run_preflight
 
 GOLDEN = Path(__file__).parent / "data" / "guide_plans.json"
@@ -47,25 +50,25 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
 }
 
 
-def plan_json(name: str, root: Path) -> dict:
+def printed_plan(name: str, root: Path) -> dict:
     """What `nim-specdec plan` prints for the case, with the temporary directory written as {ROOT}."""
     make_models(root)
     env_in, args = CASES[name]
     env = {"NIM_CACHE_PATH": f"{root}/cache", **{k: v.replace(ROOT, str(root)) for k, v in env_in.items()}}
     _, plan = resolve(env, args, facts())
-    plan["preflight"] = run_preflight(plan, env, StaticProbe(None), warn=lambda _: None)
-    return json.loads(json.dumps(public(plan)).replace(str(root), ROOT))
+    plan = replace(plan, preflight=run_preflight(plan_json(plan), env, StaticProbe(None), warn=lambda _: None))
+    return json.loads(json.dumps(plan_json(plan)).replace(str(root), ROOT))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_guide_example_plan_is_unchanged(name, tmp_path):
     saved = json.loads(GOLDEN.read_text())
-    assert plan_json(name, tmp_path) == saved[name]
+    assert printed_plan(name, tmp_path) == saved[name]
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        plans = {name: plan_json(name, Path(tmp) / name) for name in sorted(CASES)}
+        plans = {name: printed_plan(name, Path(tmp) / name) for name in sorted(CASES)}
     GOLDEN.write_text(json.dumps(plans, indent=1, sort_keys=True) + "\n")

@@ -104,8 +104,8 @@ def test_plan_shows_the_schedule(tmp_path):
     env = {"NIM_MODEL_PATH": str(write_model(tmp_path / "m", LLAMA)), "NIM_CACHE_PATH": str(tmp_path / "c"),
            "NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": '{"speculative_config": %s}' % (SPEC % "[[1, 2, 3], [3, 256, 0]]")}
     _, plan = resolve(env, [], facts())
-    assert plan["speculative"]["batch_size_schedule"] == [{"batch_sizes": "1-2", "k": 3}, {"batch_sizes": "3+", "k": 0}]
-    assert plan["speculative"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 2, 3], [3, 256, 0]]
+    assert plan.speculative.batch_size_schedule == [{"batch_sizes": "1-2", "k": 3}, {"batch_sizes": "3+", "k": 0}]
+    assert plan.speculative.config["num_speculative_tokens_per_batch_size"] == [[1, 2, 3], [3, 256, 0]]
 
 
 def test_plan_refuses_a_bad_schedule_naming_its_source(tmp_path):
@@ -125,5 +125,5 @@ def test_a_builtin_config_may_carry_a_schedule(tmp_path):
     validate_spec_config(entry.speculative_config, entry.file)
     env = {"NIM_MODEL_NAME": "org/Tiny", "NIM_CACHE_PATH": str(tmp_path / "c"), "NIM_SPECDEC_ENABLE": "1"}
     _, plan = resolve(env, [], Facts(registry=(entry,), flavor="vllm", python="python3"))
-    assert plan["speculative"]["batch_size_schedule"] == [{"batch_sizes": "1-8", "k": 3}, {"batch_sizes": "9+", "k": 0}]
-    assert plan["speculative"]["origin"]["num_speculative_tokens_per_batch_size"] == "builtin"
+    assert plan.speculative.batch_size_schedule == [{"batch_sizes": "1-8", "k": 3}, {"batch_sizes": "9+", "k": 0}]
+    assert plan.speculative.origin["num_speculative_tokens_per_batch_size"] == "builtin"

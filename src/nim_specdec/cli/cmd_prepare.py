@@ -13,15 +13,11 @@ import os
 import sys
 
 from nim_specdec.cli.cmd_serve import prepare
-from nim_specdec.launch.resolve import public
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all belong to vLLM
-    return None
+from nim_specdec.config.plan_model import plan_json
 
 
 def run(args: argparse.Namespace) -> int:
     plan, _ = prepare(args.vllm_args, dict(os.environ))
-    json.dump(public(plan), sys.stdout, indent=2)
+    json.dump(plan_json(plan), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

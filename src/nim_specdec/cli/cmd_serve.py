@@ -13,6 +13,7 @@ import os
 import shlex
 from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 from nim_specdec.server.capture.capture_config import parse_capture
 from nim_specdec.preflight.capture_path import check_writable
@@ -21,22 +22,19 @@ from nim_specdec.launch.facts import base_facts, fetch_context, read_config, vll
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
+from nim_specdec.config.plan_model import Plan, plan_json
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import resolve
-from nim_specdec.config.sources import parse_source
 from nim_specdec.config.target import TARGET_LINK
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all belong to vLLM
-    return None
-
-
-def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[dict, logging.Logger]:
-    """Resolve, check, download and link: everything serve does before it execs vLLM."""
+def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[Plan, logging.Logger]:
+    """Resolve, check, download, re-check and link: everything serve does before it execs vLLM.
+    Each step makes a new Plan; the sources travel typed from the resolution to the fetch."""
     facts = base_facts(env)
     settings, plan = resolve(env, vllm_args, facts)
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
-    for warning in plan["warnings"]:
+    for warning in plan.warnings:
         log.warning(warning)
     unwritable = check_writable(parse_capture(env))
     if unwritable:
@@ -44,37 +42,39 @@ def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[dict, logging.Lo
         env["NIM_CAPTURE_ENABLE"] = "0"  # the server inherits env: capture stays off there too
         settings, plan = resolve(env, vllm_args, facts)
     # What is already local is checked before any download; what is downloaded, after it.
-    plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+    plan = _checked(plan, env, log)
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
 
-    target = plan["target"]
-    if "://" in target["source"]:
-        ref = parse_source(target["source"], target["chosen_by"])
+    ref = plan.target.ref
+    if ref is not None and not ref.is_local:
         local = fetch(ref, ctx)
         link(local, workspace / TARGET_LINK, ctx.cache_dir)
         downloaded = True
-        if target["local_dir"] is None:
+        if plan.target.local_dir is None:
             # Now the target's config.json is known: an auto choice may change (MTP heads).
-            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, target["chosen_by"]))}
+            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by))}
             settings, plan = resolve(env, vllm_args, replace(facts, sources=known))
-        plan["target"]["local_dir"] = str(local)
+        plan = plan.with_local_dirs(target_dir=str(local))
 
-    log.info("speculative decoding: %s", plan["speculative"]["reason"])
-    draft = plan["draft"]
+    log.info("speculative decoding: %s", plan.speculative.reason)
+    draft = plan.draft
     if draft is not None:
-        ref = parse_source(draft["source"], draft["chosen_by"])
-        local = fetch(ref, ctx)
-        downloaded = downloaded or not ref.is_local
-        draft["local_dir"] = str(local)
-        if draft["name"] is not None:
-            link(local, workspace / draft["name"], ctx.cache_dir)
-            log.info("draft %s materialized at %s", draft["source"], draft["path"])
+        local = fetch(draft.ref, ctx)
+        downloaded = downloaded or not draft.ref.is_local
+        plan = plan.with_local_dirs(draft_dir=str(local))
+        if draft.name is not None:
+            link(local, workspace / draft.name, ctx.cache_dir)
+            log.info("draft %s materialized at %s", draft.source, draft.path)
 
     if downloaded:
-        plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+        plan = _checked(plan, env, log)
     return plan, log
+
+
+def _checked(plan: Plan, env: Mapping[str, str], log: logging.Logger) -> Plan:
+    return replace(plan, preflight=run_preflight(plan_json(plan), env, warn=log.warning))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if vllm_flavor() is None:  # before any download: nothing could run what it fetched
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     plan, log = prepare(args.vllm_args, env)
-    argv = plan["_argv_exec"]
-    log.info("exec: %s", shlex.join(plan["argv"]))
+    argv = list(plan.argv_exec)
+    log.info("exec: %s", shlex.join(plan.argv))
     os.execvpe(argv[0], argv, env)
     return 0  # not reached: exec replaced this process

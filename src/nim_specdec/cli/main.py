@@ -14,7 +14,8 @@ from typing import Sequence
 
 from nim_specdec.errors import EXIT_INTERNAL, LauncherError
 
-# (name, module, one-line help). The module defines add_arguments(parser) and run(args) -> int.
+# (name, module, one-line help). The module defines run(args) -> int, and add_arguments(parser) unless
+# its arguments all go to vLLM (PASSTHROUGH).
 SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cli.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
     ("plan", "nim_specdec.cli.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),

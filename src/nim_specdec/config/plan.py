@@ -1,8 +1,8 @@
 """The plan: everything `serve` will do, decided from plain data before anything is touched.
 
-build_plan is pure. The shell calls it once with what it knows, gathers facts about the
-sources the plan names (local directories, their config.json), and calls it again; both
-calls take microseconds.
+build_plan is pure and returns an immutable Plan (config.plan_model). The shell calls it once with
+what it knows, gathers facts about the sources the plan names (local directories, their config.json),
+and calls it again; both calls take microseconds.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, pr
 from nim_specdec.config.draft import resolve_draft
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
+from nim_specdec.config.plan_model import DraftPlan, Plan, SpeculativePlan, TargetPlan
 from nim_specdec.config.method_choice import choose
 from nim_specdec.launch.redact import MASK, is_secret_name, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
@@ -114,7 +115,7 @@ def _schedule_view(config: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
 
 
-def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> dict[str, Any]:
+def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> Plan:
     warnings: list[str] = []
     cli = parse_vllm_args(list(cli_tokens), "argument")
     pt = parse_vllm_args(list(settings.passthrough_args), "NIM_PASSTHROUGH_ARGS")
@@ -163,31 +164,35 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
                       config if enabled else None, middlewares)
     target_facts = facts.sources.get(target.source.uri) if target.source else None
     draft_facts = facts.sources.get(draft.source.uri) if draft else None
-    return {
-        "mode": target.mode,
-        "target": {
-            "model": model,
-            "source": target.source.uri if target.source else target.model_arg,
-            "chosen_by": target.where,
-            "builtin": target.builtin.model_id if target.builtin else None,
-            "served_model_name": name,
-            "local_dir": target_facts.local_dir if target_facts else None,
-        },
-        "speculative": {
-            "enabled": enabled,
-            "method": config.get("method") if enabled else None,
-            "reason": _reason(enabled, config, origin, base, base_reason),
-            "config": config if enabled else None,
-            "origin": origin if enabled else {},
-            "batch_size_schedule": _schedule_view(config) if enabled else None,
-        },
-        "draft": None if draft is None else {**draft.as_dict(), "local_dir": draft_facts.local_dir if draft_facts else None},
-        "engine_args": {k: (MASK if is_secret_name(k) else v) for k, v in _engine_view(lower, [*pt.options, *cli.options]).items()},
-        "engine_origin": engine_origin,
-        "workspace": settings.workspace,
-        "cache_path": settings.cache_path,
-        "argv": redact_argv(argv),
-        "env": redact_env(env),
-        "warnings": warnings,
-        "_argv_exec": argv,
-    }
+    return Plan(
+        mode=target.mode,
+        target=TargetPlan(
+            model=model,
+            source=target.source.uri if target.source else target.model_arg,
+            chosen_by=target.where,
+            builtin=target.builtin.model_id if target.builtin else None,
+            served_model_name=name,
+            local_dir=target_facts.local_dir if target_facts else None,
+            ref=target.source,
+        ),
+        speculative=SpeculativePlan(
+            enabled=enabled,
+            method=config.get("method") if enabled else None,
+            reason=_reason(enabled, config, origin, base, base_reason),
+            config=config if enabled else None,
+            origin=origin if enabled else {},
+            batch_size_schedule=_schedule_view(config) if enabled else None,
+        ),
+        draft=None if draft is None else DraftPlan(
+            name=draft.name, source=draft.source.uri, path=draft.path, chosen_by=draft.chosen_by,
+            local_dir=draft_facts.local_dir if draft_facts else None, ref=draft.source,
+        ),
+        engine_args={k: (MASK if is_secret_name(k) else v) for k, v in _engine_view(lower, [*pt.options, *cli.options]).items()},
+        engine_origin=engine_origin,
+        workspace=settings.workspace,
+        cache_path=settings.cache_path,
+        argv=tuple(redact_argv(argv)),
+        env=redact_env(env),
+        warnings=tuple(warnings),
+        argv_exec=tuple(argv),
+    )

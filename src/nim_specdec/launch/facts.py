@@ -14,6 +14,7 @@ from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.plan import Facts, SourceFacts
+from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 
@@ -72,17 +73,15 @@ def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warni
     return facts
 
 
-def plan_sources(plan: Mapping[str, Any], settings: Settings) -> list[tuple[SourceRef, str]]:
-    from nim_specdec.config.sources import parse_source
-
+def plan_sources(plan: Plan, settings: Settings) -> list[tuple[SourceRef, str]]:
+    """The sources the plan names, typed, with where each was named."""
     refs: list[tuple[SourceRef, str]] = []
-    target = plan["target"]
-    if "://" in target["source"] or target["source"].startswith("/"):
-        refs.append((parse_source(target["source"], target["chosen_by"]), target["chosen_by"]))
-    if settings.draft_source is not None and plan["speculative"]["enabled"]:
+    if plan.target.ref is not None:
+        refs.append((plan.target.ref, plan.target.chosen_by))
+    if settings.draft_source is not None and plan.speculative.enabled:
         refs.append((settings.draft_source, "NIM_DRAFT_MODEL_PATH"))
-    if plan["draft"]:
-        refs.append((parse_source(plan["draft"]["source"], plan["draft"]["chosen_by"]), plan["draft"]["chosen_by"]))
+    if plan.draft is not None:
+        refs.append((plan.draft.ref, plan.draft.chosen_by))
     return refs
 
 

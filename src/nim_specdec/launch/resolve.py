@@ -1,4 +1,7 @@
-"""The resolution shared by `plan` and `serve`: environment + arguments -> plan, no downloads."""
+"""The resolution shared by `plan`, `prepare` and `serve`: environment + arguments -> Plan, no downloads.
+
+The one place of the fixed point "facts about the sources -> plan": each pass looks up what the plan's
+typed sources hold locally (or in the cache) and builds the plan again with those facts."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any, Mapping, Sequence
 from nim_specdec.server.capture.capture_config import capture_middleware_args, parse_capture
 from nim_specdec.launch.facts import base_facts, fetch_context, plan_sources, source_facts
 from nim_specdec.config.plan import Facts, build_plan
+from nim_specdec.config.plan_model import CapturePlan, Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.fetchers.trust import refuse_system_dir
 
@@ -16,7 +20,7 @@ from nim_specdec.fetchers.trust import refuse_system_dir
 MAX_PASSES = 3
 
 
-def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | None = None) -> tuple[Settings, dict[str, Any]]:
+def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | None = None) -> tuple[Settings, Plan]:
     settings = parse_settings(env)
     refuse_system_dir(settings.cache_path, "NIM_CACHE_PATH")
     refuse_system_dir(settings.workspace, "NIM_WORKSPACE")
@@ -33,13 +37,13 @@ def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | No
             break
         facts = replace(facts, sources={**facts.sources, **source_facts(missing, ctx, warnings)})
         plan = build_plan(settings, env, cli_tokens, facts)
-    plan["warnings"] = plan["warnings"] + warnings
-    plan["capture"] = None if capture is None else {
-        "path": capture.path, "format": capture.format, "endpoint_pattern": capture.endpoint_pattern,
-    }
-    return settings, plan
+    return settings, replace(
+        plan,
+        warnings=plan.warnings + tuple(warnings),
+        capture=None if capture is None else CapturePlan(capture.path, capture.format, capture.endpoint_pattern),
+    )
 
 
-def public(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan as shown to people: internal keys (the unredacted argv) left out."""
-    return {k: v for k, v in plan.items() if not k.startswith("_")}
+def public(plan: Plan) -> dict[str, Any]:
+    """The plan as shown to people: plan_json, the one function that makes the public JSON."""
+    return plan_json(plan)

@@ -1,0 +1,111 @@
+"""The plan as an immutable, typed value, and the one function that turns it into public JSON.
+
+build_plan makes a Plan; later steps (resolution passes, downloads, pre-flight) make a new value with
+dataclasses.replace instead of editing it. The sources stay typed (SourceRef) for the steps that fetch
+them, and the unredacted command stays out of the JSON: plan_json shows only the public fields, in the
+order `nim-specdec plan` has always printed them. `nim-specdec plan --schema` prints plan_schema().
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from nim_specdec.config.sources import SourceRef
+
+# Marks a field that never reaches the JSON.
+_INTERNAL = {"internal": True}
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    model: str  # what vLLM is given
+    source: str  # the URI or directory, or the hub id vLLM resolves itself
+    chosen_by: str
+    builtin: str | None
+    served_model_name: str | None
+    local_dir: str | None  # where the files are, once known
+    ref: SourceRef | None = field(default=None, metadata=_INTERNAL)  # None: a hub id vLLM resolves itself
+
+
+@dataclass(frozen=True)
+class SpeculativePlan:
+    enabled: bool
+    method: str | None
+    reason: str
+    config: dict[str, Any] | None
+    origin: dict[str, str]
+    batch_size_schedule: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class DraftPlan:
+    name: str | None  # workspace subdirectory; None when an absolute path is used as it is
+    source: str
+    path: str  # what vLLM is given
+    chosen_by: str
+    local_dir: str | None
+    ref: SourceRef | None = field(default=None, metadata=_INTERNAL)
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    path: str
+    format: str
+    endpoint_pattern: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str
+    target: TargetPlan
+    speculative: SpeculativePlan
+    draft: DraftPlan | None
+    engine_args: dict[str, Any]
+    engine_origin: dict[str, str]
+    workspace: str
+    cache_path: str
+    argv: tuple[str, ...]  # secrets masked
+    env: dict[str, str]  # secrets masked
+    warnings: tuple[str, ...]
+    capture: CapturePlan | None = None
+    preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
+    argv_exec: tuple[str, ...] = field(default=(), metadata=_INTERNAL, repr=False)  # unredacted: exec only
+
+    def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None) -> Plan:
+        target = replace(self.target, local_dir=target_dir) if target_dir is not None else self.target
+        draft = replace(self.draft, local_dir=draft_dir) if draft_dir is not None and self.draft else self.draft
+        return replace(self, target=target, draft=draft)
+
+
+def _public(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, SourceRef):
+        return {f.name: _public(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
+    if isinstance(value, (list, tuple)):
+        return [_public(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items()}
+    return value
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """The plan as people and tools see it (`nim-specdec plan`, `prepare`, the pre-flight checks)."""
+    return _public(plan)
+
+
+def plan_schema() -> dict[str, Any]:
+    """JSON Schema of plan_json's output, derived from the types above (pydantic is imported only here)."""
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(Plan).json_schema()
+    defs = schema.get("$defs", {})
+    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan):
+        where = schema if cls is Plan else defs[cls.__name__]
+        hidden = {f.name for f in fields(cls) if f.metadata.get("internal")}
+        where["properties"] = {k: v for k, v in where["properties"].items() if k not in hidden}
+        # Every public key is always present in the JSON (None where it does not apply).
+        where["required"] = list(where["properties"])
+        where["additionalProperties"] = False
+    defs.pop("SourceRef", None)
+    return {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "nim-specdec plan",
+            "description": "The output of `nim-specdec plan` and `nim-specdec prepare`."}
