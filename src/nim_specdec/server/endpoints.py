@@ -14,13 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any
 
-Scope = dict
-Message = dict
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
 
 _log = logging.getLogger(__name__)
 

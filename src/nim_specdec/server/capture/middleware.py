@@ -26,23 +26,17 @@ import logging
 import os
 import re
 import time
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Mapping
 
 from nim_specdec.server.capture.capture_config import CaptureConfig, parse_capture
 from nim_specdec.server.capture.formats import FORMATS
 from nim_specdec.server.capture.counters import capture_counters
 from nim_specdec.server.capture.writer import CaptureWriter, open_capture_file
 from nim_specdec.errors import LauncherError
+from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send
 
 # A child of the "vllm" logger, so that the messages come out through the server's own log handler.
 log = logging.getLogger("vllm.nim_specdec.server.capture")
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 
 class _Clock:
     """Milliseconds since the first matching request of this process (see formats.py for why)."""
