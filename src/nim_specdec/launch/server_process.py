@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -133,6 +134,12 @@ def _die_with_parent() -> None:
         pass  # not Linux: stop() and the context manager still clean up
 
 
+def _tie_to_parent() -> bool:
+    # The kernel ties the child to the *thread* that started it: from a worker thread that ends early, the
+    # server would be killed with it, so only a start from the main thread is tied.
+    return sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+
+
 def _command(spec: ServerSpec) -> list[str]:
     host = [] if "--host" in spec.args else ["--host", "127.0.0.1"]
     return [spec.python, "-m", "nim_specdec", "serve", *host, *spec.args]
@@ -151,7 +158,7 @@ def start_server(spec: ServerSpec) -> RunningServer:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(_command(spec), env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                                preexec_fn=_die_with_parent if _tie_to_parent() else None)
     server = RunningServer(proc, port, log_path)
     started = time.monotonic()
     try:
