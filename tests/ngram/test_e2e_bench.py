@@ -17,8 +17,9 @@ pytestmark = pytest.mark.e2e
 
 
 def _bench(url: str, mode: str, record, workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    capture = workdir / "bench-traffic.jsonl"
+    capture = workdir / "bench-trace" / "traffic.jsonl"  # the file's stem names the report's category
     if not capture.exists():
+        capture.parent.mkdir(exist_ok=True)
         write_capture(capture)
         # AIPerf replays payloads verbatim: keep the chat ones (one endpoint per trace), made greedy so
         # that acceptance does not depend on sampling luck.
