@@ -119,3 +119,23 @@ def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_exp
             [sys.executable, "-m", "nim_specdec.observe.smoke", base, "--deadline", "60", *flags],
             capture_output=True, text=True, timeout=300,
         )
+
+
+def run_to_model_length(base: str, record: RunRecord) -> None:
+    """One greedy completion that runs until the model length (no max_tokens, ignore_eos): near the end
+    vLLM schedules drafts of zeros instead of the proposer's. Token ids and counter growth go to extra."""
+    status, body = http_get(base + "/v1/models")
+    assert status == 200, f"GET /v1/models answered {status}"
+    max_model_len = int(json.loads(body)["data"][0]["max_model_len"])
+    before = scrape(base)
+    payload = {"model": record.model, "prompt": PROMPTS[2], "temperature": 0, "ignore_eos": True, "return_token_ids": True}
+    status, answer = post_json(base + "/v1/completions", payload, timeout=600)
+    assert status == 200, f"POST /v1/completions answered {status}: {answer}"
+    choice = answer["choices"][0]
+    growth = scrape(base).get(record.model, SpecCounters()).minus(before.get(record.model, SpecCounters()))
+    record.extra["to_model_length"] = {
+        "max_model_len": max_model_len,
+        "prompt": list(choice.get("prompt_token_ids") or []),
+        "output": list(choice["token_ids"]),
+        "growth": growth,
+    }

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, rank
     from nim_specdec.tools.ngram.tune_report import recommendation, summary, table
     from nim_specdec.tools.ngram.output_files import write_atomically
-    from nim_specdec.tools.ngram.simulator import simulate
+    from nim_specdec.tools.ngram.simulator import requests_near_model_length, simulate
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if verify_cost < 0:
@@ -105,6 +105,12 @@ def run(args: argparse.Namespace) -> int:
     corpus = build_corpus(records, max_ngram=max(p.max_n for p in grid), pad=max(p.k for p in grid) + 1)
     results = [simulate(corpus, p, max_model_len or (1 << 40)) for p in grid]
     ranked = rank(results, verify_cost)
+    near_end = requests_near_model_length(records, max(p.k for p in grid), max_model_len) if max_model_len else 0
+    if near_end:
+        notes.append(
+            f"{near_end} of {corpus.num_requests} requests run within k tokens of max_model_len {max_model_len}: "
+            "vLLM drafts zeros there for the whole batch, so above concurrency 1 the prediction is optimistic"
+        )
 
     for note in notes:
         print(f"nim-specdec: note: {note}", file=sys.stderr)
@@ -121,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             "output_tokens": corpus.output_tokens,
             "max_model_len": max_model_len,
             "verify_cost": verify_cost,
+            "requests_near_model_length": near_end,
         }
         write_atomically(args.json_out, json.dumps(summary(ranked, meta), indent=2) + "\n", "--json")
     return 0
