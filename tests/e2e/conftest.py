@@ -82,7 +82,7 @@ def ngram_run(demo_model, e2e_dir) -> RunRecord:
 
     def probe(server: LauncherServer, record: RunRecord) -> None:
         exercise(server, record, e2e_dir, smoke_expect_spec=True)
-        run_to_model_length(server.base, record)
+        run_to_model_length(server.base, record, k=3, min_n=1, max_n=4)
 
     return launch("ngram", env, [], e2e_dir, probe=probe)
 
