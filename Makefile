@@ -57,6 +57,7 @@ bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
 	$(PY) bench/bench_ngram_sim.py
+	$(PY) bench/bench_suffix_sim.py
 	$(PY) bench/bench_capture.py
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 

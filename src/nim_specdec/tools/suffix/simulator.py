@@ -69,7 +69,7 @@ def new_cache(params: SuffixParams):
     return SuffixDecodingCache(max_tree_depth=params.max_tree_depth, max_cached_requests=params.max_cached_requests)
 
 
-def _one_request(cache, req_id: int, rec: RecordedRequest, params: SuffixParams, max_model_len: int, out: np.ndarray, per_pos: np.ndarray) -> int:
+def _one_request(cache, req_id: object, rec: RecordedRequest, params: SuffixParams, max_model_len: int, out: np.ndarray, per_pos: np.ndarray) -> int:
     """Run one request through `cache`; fill `out` = (drafts, draft_tokens, accepted); return its decode steps."""
     tokens = rec.prompt + rec.output + rec.tail
     stream = np.asarray(tokens, dtype=np.int32)  # what the cache reads: vLLM hands it int32 rows
@@ -123,10 +123,24 @@ def _one_request(cache, req_id: int, rec: RecordedRequest, params: SuffixParams,
     return steps
 
 
-def simulate_suffix(records: Sequence[RecordedRequest], params: SuffixParams, max_model_len: int | None = None) -> SimResult:
-    """Predicted spec-decode counters of a fresh server for `params` over `records`, sent one at a time in order."""
+def simulate_suffix(
+    records: Sequence[RecordedRequest],
+    params: SuffixParams,
+    max_model_len: int | None = None,
+    history: Sequence[RecordedRequest] = (),
+) -> SimResult:
+    """Predicted spec-decode counters of a fresh server for `params` over `records`, sent one at a time in order.
+
+    `history`: requests the server answered before the traffic, which are in its global tree but
+    not in the prediction; e.g. the one-token completion of the launcher's readiness probe
+    (/v1/health/ready) on a server that a Kubernetes probe or a test checked before the traffic.
+    """
     m = max_model_len if max_model_len else 1 << 40
     cache = new_cache(params)
+    scratch, no_pos = np.zeros(3, dtype=np.int64), np.zeros(params.k, dtype=np.int64)
+    for i, rec in enumerate(history):
+        if rec.output:
+            _one_request(cache, f"history-{i}", rec, params, m, scratch, no_pos)
     per_request = np.zeros((len(records), 3), dtype=np.int64)
     per_pos = np.zeros(params.k, dtype=np.int64)
     steps = 0
