@@ -3,6 +3,7 @@ flavour, and the local state of each source (no network: remote sources only fro
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +27,37 @@ def vllm_flavor() -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+# Methods whose vLLM proposer imports an optional package that vLLM does not depend on:
+# method -> (module the proposer imports, how to install it). vLLM would fail on it only after
+# loading the model, with an install hint for an older version.
+METHOD_PACKAGES = {
+    "suffix": (
+        "arctic_inference.suffix_decoding",
+        "install it with: pip install nanobind==2.9.2 && pip install --no-build-isolation arctic-inference==0.3.0",
+    ),
+}
+
+
+def importable(module: str) -> bool:
+    """Whether `module` imports here; its compiled parts included (a broken build counts as missing)."""
+    try:
+        __import__(module)
+    except Exception:  # noqa: BLE001 - any failure to import means vLLM's import fails too
+        return False
+    return True
+
+
+def require_method_package(method: str | None, can_import=importable) -> None:
+    """Raise MaterializeError (exit 3) when `method` needs a package this Python cannot import."""
+    need = METHOD_PACKAGES.get(method or "")
+    if need is None:
+        return
+    module, fix = need
+    if not can_import(module):
+        package = module.split(".", 1)[0].replace("_", "-")
+        raise MaterializeError("speculative_config.method", f"method {method!r} needs the {package} package, which is not installed", fix)
 
 
 def fetch_context(settings: Settings, env: Mapping[str, str], log=lambda msg: None) -> FetchContext:
