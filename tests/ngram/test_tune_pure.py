@@ -129,7 +129,7 @@ def test_cli_from_saved_records(tmp_path):
     data = json.loads(report.read_text())
     assert data["output_tokens"] == 9 and len(data["grid"]) == 6 and data["max_model_len"] is None
     best = data["grid"][0]
-    assert best["accepted"] > 0 and best["speedup"] > 1
+    assert best["accepted_tokens"] > 0 and best["speedup"] > 1
 
     # A model length saved with the records is simulated: here it leaves room for no draft.
     records.write_text(json.dumps({**row, "max_model_len": 8}) + "\n")

@@ -10,7 +10,7 @@ token or per step. `reference.py` holds the literal specification this must agre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -32,7 +32,9 @@ class NgramParams:
 
 @dataclass(frozen=True)
 class SimResult:
-    params: NgramParams
+    """Predicted counters of one setting; the suffix simulator returns the same type."""
+
+    params: Any  # NgramParams, or SuffixParams for method "suffix"
     drafts: int
     draft_tokens: int
     accepted: int
