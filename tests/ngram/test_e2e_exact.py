@@ -28,10 +28,8 @@ pytestmark = pytest.mark.e2e
 # The guide's setting (3, 1, 4) is checked the same way on the demo model in tests/e2e/test_ngram.py;
 # each setting here costs a server start, so these two cover the rest: k above max, and the smallest.
 # The demo model's greedy output cycles, so the request that runs to the model length reaches the last
-# k + 1 positions with drafts to make, where vLLM drafts zeros instead of n-grams; the simulator learns
-# that rule in issue #18 (strict: this fails as soon as the prediction is right, to drop the mark).
-ZERO_DRAFTS = pytest.mark.xfail(strict=True, reason="vLLM's zero drafts near max_model_len are not simulated yet (#18)")
-SETTINGS = [pytest.param(NgramParams(5, 2, 3), marks=ZERO_DRAFTS), NgramParams(1, 1, 1)]
+# k + 1 positions with drafts to make, where vLLM drafts zeros instead of n-grams: k=5 checks that rule.
+SETTINGS = [NgramParams(5, 2, 3), NgramParams(1, 1, 1)]
 K_MAX = 5  # the largest k of SETTINGS
 
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from nim_specdec.config.plan_model import plan_json
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.preflight import run_preflight
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import public, resolve
 
 SCHEMA_FLAG = "--schema"
 
@@ -32,6 +32,6 @@ def run(args: argparse.Namespace) -> int:
     for warning in plan.warnings:
         log.warning(warning)
     plan = replace(plan, preflight=run_preflight(plan_json(plan), env, warn=log.warning))
-    json.dump(plan_json(plan), sys.stdout, indent=2)
+    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

@@ -13,11 +13,12 @@ import os
 import sys
 
 from nim_specdec.cli.cmd_serve import prepare
-from nim_specdec.config.plan_model import plan_json
+from nim_specdec.launch.resolve import public
 
 
 def run(args: argparse.Namespace) -> int:
-    plan, _ = prepare(args.vllm_args, dict(os.environ))
-    json.dump(plan_json(plan), sys.stdout, indent=2)
+    env = dict(os.environ)
+    plan, _ = prepare(args.vllm_args, env)
+    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

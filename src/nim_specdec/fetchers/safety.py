@@ -1,13 +1,11 @@
-"""Guards shared by every fetcher: names that would escape the destination, and secrets in messages."""
+"""Guards shared by every fetcher: names that would escape the destination."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.launch.redact import secret_values  # noqa: F401 - the one secret-name rule, for the fetchers
 
 
 def relative_name(uri: str, name: str) -> str:
@@ -52,9 +50,3 @@ def check_tree(uri: str, dest: Path) -> None:
                 if os.path.commonpath([root, target]) != root:
                     rel = os.path.relpath(path, dest)
                     raise MaterializeError(uri, f"refusing link {rel!r}: it points outside the download directory")
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for value in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text

@@ -14,6 +14,7 @@ from nim_specdec.config.plan import Facts, build_plan
 from nim_specdec.config.plan_model import CapturePlan, Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.fetchers.trust import refuse_system_dir
+from nim_specdec.launch.redact import redact_tree, secret_values
 
 # Facts can change the plan (an auto choice reads the target's config.json, which may bring a
 # draft); each pass can only add sources, so this settles in at most three.
@@ -44,6 +45,7 @@ def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | No
     )
 
 
-def public(plan: Plan) -> dict[str, Any]:
-    """The plan as shown to people: plan_json, the one function that makes the public JSON."""
-    return plan_json(plan)
+def public(plan: Plan, env: Mapping[str, str]) -> dict[str, Any]:
+    """The plan as printed: plan_json (the one public view), with every secret masked (by key at any depth,
+    by the value of any secret variable, and inside URIs)."""
+    return redact_tree(plan_json(plan), secret_values(env))
