@@ -137,6 +137,13 @@ def test_cli_from_saved_records(tmp_path):
     data = json.loads(report.read_text())
     assert proc.returncode == 0 and data["max_model_len"] == 8
     assert all(r["drafts"] == 0 for r in data["grid"]) and "keep speculation off" in proc.stdout
+    assert data["requests_near_model_length"] == 1 and "prediction is optimistic" in proc.stderr
+
+    # Far from the model length: no such note.
+    records.write_text(json.dumps({**row, "max_model_len": 64}) + "\n")
+    proc = _cli("--records", str(records), "--k", "1-3", "--min", "1", "--max", "1-2", "--json", str(report))
+    assert proc.returncode == 0 and json.loads(report.read_text())["requests_near_model_length"] == 0
+    assert "optimistic" not in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -160,7 +167,7 @@ def test_cli_unreachable_server_is_one_line(tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}\n')
     proc = _cli("--trace", str(trace), "--url", "http://127.0.0.1:9")
-    assert proc.returncode == 2 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 4 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("params", [NgramParams(3, 1, 4), NgramParams(8, 2, 5)])

@@ -156,7 +156,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     from nim_specdec.tools.ngram.corpus import build_corpus
     from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, rank
     from nim_specdec.tools.ngram.output_files import write_atomically
-    from nim_specdec.tools.ngram.simulator import simulate
+    from nim_specdec.tools.ngram.simulator import requests_near_model_length, simulate
     from nim_specdec.tools.sim_report import recommendation_line, overall, summary, table
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
@@ -173,6 +173,13 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     records, max_model_len, record_notes = load_records(args, max(p.k for g in grids.values() for p in g), command)
     notes = record_notes + notes
     length = max_model_len or (1 << 40)
+    k_max = max(p.k for g in grids.values() for p in g)
+    near_end = requests_near_model_length(records, k_max, max_model_len) if max_model_len else 0
+    if near_end:
+        notes.append(
+            f"{near_end} of {len(records)} requests run within k tokens of max_model_len {max_model_len}: "
+            "vLLM drafts zeros there for the whole batch, so above concurrency 1 the prediction is optimistic"
+        )
 
     by_method = {}
     if "ngram" in grids:
@@ -203,7 +210,8 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         print(recommendation_line(f"overall ({speculative_config_method(best)})", best))
     if args.json_out:
         meta = {"requests": len(records), "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
-                "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method)}
+                "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method),
+                "requests_near_model_length": near_end}
         write_atomically(args.json_out, json.dumps(summary(by_method, meta), indent=2) + "\n", "--json")
     return 0
 

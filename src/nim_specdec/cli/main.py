@@ -93,12 +93,20 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return importlib.import_module(args._module).run(args)
     except LauncherError as err:
-        print(f"nim-specdec: error: {err.one_line()}", file=sys.stderr)
+        _error_line(f"nim-specdec: error: {err.one_line()}")
         return err.exit_code
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - last line of defence: never a traceback
-        print(f"nim-specdec: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        _error_line(f"nim-specdec: internal error: {type(err).__name__}: {' '.join(str(err).split())[:500]}")
         return EXIT_INTERNAL
+
+
+def _error_line(text: str) -> None:
+    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
+    from nim_specdec.errors import printable
+    from nim_specdec.launch.redact import redact_text, secret_values
+
+    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)

@@ -4,7 +4,6 @@ flavour, and the local state of each source (no network: remote sources only fro
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -17,6 +16,7 @@ from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.plan import Facts, SourceFacts
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
+from nim_specdec.preflight.config_file import read_model_config
 
 
 def vllm_flavor() -> str | None:
@@ -65,16 +65,7 @@ def fetch_context(settings: Settings, env: Mapping[str, str], log=lambda msg: No
 
 
 def read_config(directory: Path, where: str) -> dict[str, Any]:
-    config = directory / "config.json"
-    if not config.is_file():
-        raise MaterializeError(where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)")
-    try:
-        data = json.loads(config.read_text())
-    except (OSError, ValueError) as err:
-        raise MaterializeError(where, f"{config} cannot be read as JSON ({err})", "check the file") from None
-    if not isinstance(data, dict):
-        raise MaterializeError(where, f"{config} is not a JSON object", "check the file")
-    return data
+    return read_model_config(directory, where)
 
 
 def local_facts(ref: SourceRef, where: str) -> SourceFacts:
