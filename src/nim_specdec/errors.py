@@ -2,7 +2,8 @@
 
     LauncherError            exit 1   anything the launcher itself reports
     ├── ConfigError          exit 2   a variable, argument or file is misconfigured
-    └── MaterializeError     exit 3   a model or draft cannot be made available locally
+    ├── MaterializeError     exit 3   a model or draft cannot be made available locally
+    └── UnreachableError     exit 4   a server or network endpoint cannot be reached or answers wrongly
 
 Every error is reported as one line on stderr: what is wrong (the variable or argument,
 the offending value with secrets masked) and how to fix it. No traceback reaches the user.
@@ -14,6 +15,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_CONFIG = 2
 EXIT_MATERIALIZE = 3
+EXIT_UNREACHABLE = 4
 
 
 class LauncherError(Exception):
@@ -39,3 +41,7 @@ class ConfigError(LauncherError):
 
 class MaterializeError(LauncherError):
     exit_code = EXIT_MATERIALIZE
+
+
+class UnreachableError(LauncherError):
+    exit_code = EXIT_UNREACHABLE
