@@ -39,5 +39,5 @@ def test_closed_loop_replay_measures_streaming_and_server_counts(demo_target, ai
     assert got.server_spec_config["speculative_config"]["num_speculative_tokens"] == 3
     sent = [json.loads(line)["payload"] for line in (tmp_path / "run" / "replay_trace.jsonl").read_text().splitlines()]
     assert all(b["stream"] and b["temperature"] == 0 and b["max_tokens"] == 24 and b["model"] == "tiny" for b in sent)
-    assert lines[0].startswith("replay: 6 requests") and lines[-1].startswith("replay: done")
+    assert lines[0].startswith("replay: warming up") and lines[1].startswith("replay: 6 requests") and lines[-1].startswith("replay: done")
     assert json.loads((tmp_path / "run" / "measurement.json").read_text())["ok_count"] == 6

@@ -23,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--concurrency", type=int, default=4, help="requests in flight during the replay (default 4)")
     source.add_argument("--records", help="simulate token ids saved earlier with --save-records, without a server")
     source.add_argument("--save-records", help="write the recorded token ids to this JSONL file")
+    source.add_argument(
+        "--current",
+        help="the n-gram setting in use now, shown beside the grid: a speculative_config object or a NIM_SPECDEC_ARGS "
+        "value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)",
+    )
     grid = parser.add_argument_group("grid and cost model")
     grid.add_argument("--k", default="1-6,8", help="num_speculative_tokens values (default 1-6,8)")
     grid.add_argument("--min", dest="mins", default="1-4", help="prompt_lookup_min values (default 1-4)")
@@ -39,6 +44,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--json", dest="json_out", help="also write the full grid and recommendation as JSON here")
 
 
+def _current(args: argparse.Namespace):
+    """The setting in use now (NgramParams), or None when there is none or it is not n-gram."""
+    import os
+
+    from nim_specdec.config.specargs import parse_specdec_args
+    from nim_specdec.tools.ngram.grid import ngram_params
+
+    text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
+    where = "--current" if args.current else "NIM_SPECDEC_ARGS"
+    if text:
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            raise ConfigError(where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}') from None
+        config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
+        params = ngram_params(config)
+        if params is None and args.current:
+            raise ConfigError("--current", "is not an n-gram speculative_config", "give method ngram with num_speculative_tokens")
+        return params
+    if args.url:
+        from nim_specdec.observe.smoke import http_get
+
+        status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
+        if status == 200:
+            try:
+                return ngram_params(json.loads(body).get("speculative_config"))
+            except (ValueError, AttributeError):
+                return None
+    return None
+
+
 def _grid(args: argparse.Namespace):
     from nim_specdec.tools.ngram.grid import make_grid, parse_int_set
 
@@ -51,7 +87,7 @@ def _grid(args: argparse.Namespace):
     grid = make_grid(sets["--k"], sets["--min"], sets["--max"])
     if not grid:
         raise ConfigError("--min/--max", "no pair with min <= max", "widen --max or lower --min")
-    return grid
+    return grid, sets
 
 
 def _records(args: argparse.Namespace, k_max: int):
@@ -92,7 +128,7 @@ def _records(args: argparse.Namespace, k_max: int):
 
 def run(args: argparse.Namespace) -> int:
     from nim_specdec.tools.ngram.corpus import build_corpus
-    from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, rank
+    from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, Scored, edge_notes, predicted_speedup, rank
     from nim_specdec.tools.ngram.tune_report import recommendation, summary, table
     from nim_specdec.tools.ngram.output_files import write_atomically
     from nim_specdec.tools.ngram.simulator import simulate
@@ -100,11 +136,19 @@ def run(args: argparse.Namespace) -> int:
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if verify_cost < 0:
         raise ConfigError("--verify-cost", f"{verify_cost} is negative", "use a value >= 0, e.g. 0.1")
-    grid = _grid(args)
-    records, max_model_len, notes = _records(args, max(p.k for p in grid))
-    corpus = build_corpus(records, max_ngram=max(p.max_n for p in grid), pad=max(p.k for p in grid) + 1)
+    grid, sets = _grid(args)
+    current_params = _current(args)
+    widest = grid + ([current_params] if current_params else [])
+    records, max_model_len, notes = _records(args, max(p.k for p in widest))
+    corpus = build_corpus(records, max_ngram=max(p.max_n for p in widest), pad=max(p.k for p in widest) + 1)
     results = [simulate(corpus, p, max_model_len or (1 << 40)) for p in grid]
     ranked = rank(results, verify_cost)
+    current = None
+    if current_params is not None:
+        result = next((s.result for s in ranked if s.result.params == current_params), None)
+        result = result or simulate(corpus, current_params, max_model_len or (1 << 40))
+        current = Scored(result, predicted_speedup(result, verify_cost))
+    edges = edge_notes(ranked[0].result.params, sets["--k"], sets["--min"], sets["--max"])
 
     for note in notes:
         print(f"nim-specdec: note: {note}", file=sys.stderr)
@@ -112,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
         f"{corpus.num_requests} requests, {corpus.prompt_tokens} prompt + {corpus.output_tokens} output tokens; "
         f"{len(grid)} settings; verify cost {verify_cost} per draft token"
     )
-    print(table(ranked, None if args.top == 0 else args.top))
-    print(recommendation(ranked))
+    print(table(ranked, None if args.top == 0 else args.top, current))
+    print(recommendation(ranked, edges))
     if args.json_out:
         meta = {
             "requests": corpus.num_requests,
@@ -122,5 +166,5 @@ def run(args: argparse.Namespace) -> int:
             "max_model_len": max_model_len,
             "verify_cost": verify_cost,
         }
-        write_atomically(args.json_out, json.dumps(summary(ranked, meta), indent=2) + "\n", "--json")
+        write_atomically(args.json_out, json.dumps(summary(ranked, meta, current, edges), indent=2) + "\n", "--json")
     return 0
