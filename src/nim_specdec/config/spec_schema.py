@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Mapping
 
+from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
 from nim_specdec.errors import ConfigError
 
 VLLM_VERSION = "0.32.0"
@@ -134,3 +135,9 @@ def validate_complete(config: Mapping[str, Any], where: str) -> None:
     if method in NGRAM_METHODS and config.get("num_speculative_tokens") is None:
         # Without a draft checkpoint vLLM has nowhere to read a default from.
         raise ConfigError(where, f"method {method!r} needs num_speculative_tokens", 'add "num_speculative_tokens": 3')
+    schedule = config.get(SCHEDULE_KEY)
+    if schedule is not None:
+        largest = config.get("num_speculative_tokens")
+        if largest is None and method == "suffix":
+            largest = config.get("suffix_decoding_max_tree_depth") or 24  # vLLM's default for suffix
+        validate_batch_size_schedule(schedule, largest, where)
