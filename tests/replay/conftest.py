@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-# The n-gram suite's server starter (`nim-specdec serve` on a free loopback port, always stopped).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ngram"))
+sys.path.insert(0, str(Path(__file__).parent))  # bench_servers.py
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import pytest
 
 from nim_specdec.tools.ngram.simulator import NgramParams
 from nim_specdec.tools.replay import ReplaySpec, run_replay
-from ngram_vllm_server import vllm_server
+from bench_servers import SERVED_NAME, demo_server
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.e2e
 PROMPTS = tuple(f"say {w} {w} {w} again and again" for w in ("cat", "dog", "sun", "tree", "sea", "sky"))
 SPREAD_MS = 4000
 MAX_TOKENS = 48
-SERVER_ARGS = ["--max-model-len", "512"]
 
 
 def _capture(path):
@@ -36,7 +35,7 @@ def _capture(path):
 
 
 def _closed_loop(url, target, aiperf, out, lines):
-    spec = ReplaySpec(url=url, model="tiny", requests=tuple({"messages": [{"role": "user", "content": p}]} for p in PROMPTS),
+    spec = ReplaySpec(url=url, model=SERVED_NAME, requests=tuple({"messages": [{"role": "user", "content": p}]} for p in PROMPTS),
                       concurrency=1, greedy=True, max_tokens=MAX_TOKENS, ignore_eos=True, tokenizer=str(target))
     return run_replay(spec, out, aiperf, progress=lines.append)
 
@@ -54,10 +53,11 @@ def test_bench_speedup_matches_a_closed_loop_measurement(demo_target, aiperf_bin
     capture = _capture(tmp_path / "traffic.jsonl")
     out = tmp_path / "bench"
     lines: list[str] = []
-    with vllm_server(demo_target, SERVER_ARGS, tmp_path / "off.log") as url:
+    with demo_server(demo_target, tmp_path / "off.log") as url:
         off = _closed_loop(url, demo_target, aiperf_bin, tmp_path / "direct-off", lines)
         bench_off = _bench(url, "off", capture, demo_target, aiperf_bin, out)
-    with vllm_server(demo_target, SERVER_ARGS, tmp_path / "on.log", ngram=NgramParams(3, 1, 4)) as url:
+    # Capture on too: the launcher's endpoints and capture reach vLLM as one --middleware.
+    with demo_server(demo_target, tmp_path / "on.log", ngram=NgramParams(3, 1, 4), capture=tmp_path / "captured.jsonl") as url:
         on = _closed_loop(url, demo_target, aiperf_bin, tmp_path / "direct-on", lines)
         bench_on = _bench(url, "on", capture, demo_target, aiperf_bin, out)
 
@@ -87,5 +87,7 @@ def test_bench_speedup_matches_a_closed_loop_measurement(demo_target, aiperf_bin
         assert heading in md
     assert md in bench_on.stdout and "closed loop, 1 in flight" in md
     assert "nim-specdec bench: replay: done" in bench_off.stderr and "nim-specdec bench: report:" in bench_on.stderr
+    assert "Found duplicate keys" not in (tmp_path / "on.log").read_text()
+    assert len((tmp_path / "captured.jsonl").read_text().splitlines()) >= 2 * len(PROMPTS)
     for png in ("throughput_on_off.png", "latency_on_off.png", "acceptance_by_position.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
