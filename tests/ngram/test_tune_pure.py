@@ -204,7 +204,7 @@ def test_cli_unreachable_server_is_one_line(tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}\n')
     proc = _cli("--trace", str(trace), "--url", "http://127.0.0.1:9")
-    assert proc.returncode == 2 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 4 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("params", [NgramParams(3, 1, 4), NgramParams(8, 2, 5)])

@@ -4,6 +4,8 @@ and the `--extra` spellings."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -99,3 +101,21 @@ def test_capture_keeps_timestamps_and_speed_bench_takes_first_turns():
 )
 def test_extra_takes_both_spellings(argv, expected):
     assert rewrite_argv(argv) == expected
+
+
+@pytest.mark.parametrize(
+    "args, code, needle",
+    [
+        (["--aiperf", "/nonexistent/aiperf"], 2, "make aiperf-venv"),
+        (["--aiperf", sys.executable], 4, "cannot list the models at http://127.0.0.1:9/v1/models"),
+        (["--aiperf", sys.executable, "--schedule", "timestamps", "--request-count", "3"], 2, "--request-count: only the closed loop"),
+        (["--aiperf", sys.executable, "--extra", "--no-fixed-schedule", "--schedule", "timestamps"], 4, "cannot list the models"),
+    ],
+)
+def test_cli_errors_are_one_line(tmp_path, args, code, needle):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "bench", "--url", "http://127.0.0.1:9", "--mode", "off",
+                           "--trace", str(trace), "--out", str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code and needle in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

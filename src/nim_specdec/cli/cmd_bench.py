@@ -97,8 +97,10 @@ def _say(line: str) -> None:
 def _measure(args: argparse.Namespace, out: Path) -> None:
     from nim_specdec.tools.ngram.replay import server_model
     from nim_specdec.tools.replay import ReplaySpec, run_replay
+    from nim_specdec.tools.replay.aiperf_run import find_aiperf
 
     workloads = _workloads(args)
+    aiperf = find_aiperf(args.aiperf)  # before anything is sent
     if args.schedule == "timestamps":
         missing = [w.category for w in workloads if w.timestamps_ms is None]
         if missing:
@@ -116,7 +118,7 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
             max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, tokenizer=args.tokenizer, metrics_path=args.metrics_path,
             warmup=args.warmup, aiperf_extra=tuple(args.extra),
         )
-        run_replay(spec, out / "runs" / args.mode / workload.category, Path(args.aiperf) if args.aiperf else None, _say)
+        run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
 
 
 def build_report(out: Path) -> Path:

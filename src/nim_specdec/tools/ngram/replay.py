@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.ngram.output_files import write_atomically
 from nim_specdec.tools.ngram.trace import CapturedRequest, greedy_payload, tail_payload, token_ids
@@ -36,7 +36,7 @@ def server_model(base_url: str) -> tuple[str, int | None]:
         models = http_json(base_url.rstrip("/") + "/v1/models", timeout=30)["data"]
         first = models[0]
     except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as err:
-        raise ConfigError("--url", f"cannot list the models at {base_url}/v1/models ({err})", "point --url at a running OpenAI-compatible server") from None
+        raise UnreachableError("--url", f"cannot list the models at {base_url}/v1/models ({err})", "point --url at a running OpenAI-compatible server") from None
     return str(first["id"]), first.get("max_model_len")
 
 

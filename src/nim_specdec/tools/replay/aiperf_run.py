@@ -15,8 +15,8 @@ AIPERF_VERSION = "0.13.0"
 # `make aiperf-venv` puts AIPerf here; it cannot share vLLM's virtualenv (their pins conflict).
 REPO_VENV = Path(".venv-aiperf") / "bin" / "aiperf"
 _INSTALL_HINT = (
-    f"run `make aiperf-venv` (AIPerf {AIPERF_VERSION} in its own virtualenv, .venv-aiperf/) and pass "
-    "--aiperf .venv-aiperf/bin/aiperf or set AIPERF_BIN"
+    f"run `make aiperf-venv` (AIPerf {AIPERF_VERSION} in its own virtualenv, ./.venv-aiperf, where it is found "
+    "by default), or pass --aiperf PATH or set AIPERF_BIN"
 )
 
 
