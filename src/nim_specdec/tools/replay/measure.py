@@ -112,6 +112,8 @@ def run_replay(spec: ReplaySpec, out_dir: Path, aiperf_bin: Path | None = None,
     metrics_url = base + spec.metrics_path
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        # A run that fails half-way must not leave the previous run's figures looking current.
+        (out_dir / MEASUREMENT_JSON).unlink(missing_ok=True)
         if (out_dir / ARTIFACTS).exists():
             shutil.rmtree(out_dir / ARTIFACTS)
     except OSError as err:
@@ -129,11 +131,14 @@ def run_replay(spec: ReplaySpec, out_dir: Path, aiperf_bin: Path | None = None,
 
     def tick(elapsed: float) -> None:
         status, text = http_get(metrics_url, timeout=5)
-        done = f"{counter_growth(before, text, REQUEST_SUCCESS):.0f}/{total} answered" if status == 200 else "server metrics unreadable"
+        try:
+            done = f"{counter_growth(before, text, REQUEST_SUCCESS):.0f}/{total} answered" if status == 200 else "metrics unreadable"
+        except ValueError:
+            done = "metrics unreadable"
         say(f"replay: {elapsed:.0f} s, {done}")
 
     started = time.monotonic()
-    run_aiperf(argv, out_dir / "aiperf.log", tick)
+    run_aiperf(argv, out_dir / "aiperf.log", tick, tick_every_s=10.0)
     after = _settled_scrape(metrics_url)
     try:
         profile = json.loads((out_dir / ARTIFACTS / PROFILE_JSON).read_text())
