@@ -66,46 +66,16 @@ def rank(results: Sequence[SimResult], verify_cost: float) -> list[Scored]:
     return sorted(scored, key=lambda s: (-round(s.speedup, 9), s.result.draft_tokens, s.result.params.k))
 
 
-def speculative_config(params: NgramParams) -> dict[str, object]:
-    """The speculative_config object for `params`."""
-    return {
+def specdec_args_of(config: dict) -> str:
+    """The NIM_SPECDEC_ARGS value for a speculative_config, in the guide's form (a JSON string inside JSON)."""
+    return json.dumps({"speculative_config": json.dumps(config)})
+
+
+def specdec_args(params: NgramParams) -> str:
+    """The NIM_SPECDEC_ARGS value for an n-gram setting."""
+    return specdec_args_of({
         "method": "ngram",
         "num_speculative_tokens": params.k,
         "prompt_lookup_max": params.max_n,
         "prompt_lookup_min": params.min_n,
-    }
-
-
-def specdec_args(params: NgramParams) -> str:
-    """The NIM_SPECDEC_ARGS value for `params`; speculative_config as an object (no JSON inside JSON)."""
-    return json.dumps({"speculative_config": speculative_config(params)})
-
-
-def speculative_config_arg(params: NgramParams) -> str:
-    """The same setting as vLLM's --speculative-config value (model-free deployments)."""
-    return json.dumps(speculative_config(params))
-
-
-def ngram_params(config: dict[str, object] | None) -> NgramParams | None:
-    """The n-gram setting a speculative_config describes, with vLLM's defaults; None for another method."""
-    if not isinstance(config, dict) or config.get("method") != "ngram":
-        return None
-    k = config.get("num_speculative_tokens")
-    lo, hi = config.get("prompt_lookup_min"), config.get("prompt_lookup_max")
-    if lo is None and hi is None:
-        lo = hi = 5  # vLLM's choice when neither is given
-    lo = hi if lo is None else lo
-    hi = lo if hi is None else hi
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (k, lo, hi)) or lo > hi:
-        return None
-    return NgramParams(int(k), int(lo), int(hi))
-
-
-def edge_notes(best: NgramParams, ks: Sequence[int], mins: Sequence[int], maxes: Sequence[int]) -> list[str]:
-    """Where the recommendation sits on the upper edge of the grid: a wider grid may do better."""
-    notes = []
-    for value, tried, name, flag in ((best.k, ks, "num_speculative_tokens", "--k"), (best.min_n, mins, "prompt_lookup_min", "--min"),
-                                     (best.max_n, maxes, "prompt_lookup_max", "--max")):
-        if len(tried) > 1 and value == max(tried):
-            notes.append(f"{name}={value} is the largest value tried: widen {flag} (e.g. {flag} {min(tried)}-{2 * value}) to see if more helps")
-    return notes
+    })
