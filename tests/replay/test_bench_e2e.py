@@ -55,13 +55,17 @@ def test_bench_speedup_matches_a_closed_loop_measurement(demo_target, aiperf_bin
     capture = _capture(tmp_path / "traffic.jsonl")
     out = tmp_path / "bench"
     lines: list[str] = []
+    # Each bench run sits between two closed-loop measurements of the same server: their mean is the
+    # reference, so that a machine getting busier or quieter during the phase does not bias it.
     with demo_server(demo_target, tmp_path / "off.log") as url:
         off = _closed_loop(url, demo_target, aiperf_bin, tmp_path / "direct-off", lines)
         bench_off = _bench(url, "off", capture, demo_target, aiperf_bin, out)
+        off_after = _closed_loop(url, demo_target, aiperf_bin, tmp_path / "direct-off-after", [])
     # Capture on too: the launcher's endpoints and capture reach vLLM as one --middleware.
     with demo_server(demo_target, tmp_path / "on.log", ngram=NgramParams(3, 1, 4), capture=tmp_path / "captured.jsonl") as url:
         on = _closed_loop(url, demo_target, aiperf_bin, tmp_path / "direct-on", lines)
         bench_on = _bench(url, "on", capture, demo_target, aiperf_bin, out)
+        on_after = _closed_loop(url, demo_target, aiperf_bin, tmp_path / "direct-on-after", [])
 
     # The engine: streamed, tokens as the server counted them, the server's own counters and config.
     for got in (off, on):
@@ -76,12 +80,12 @@ def test_bench_speedup_matches_a_closed_loop_measurement(demo_target, aiperf_bin
     assert lines[0].startswith("replay: warming up") and lines[-1].startswith("replay: done")
 
     # bench: closed loop by default, so its speedup is the server's, not the capture's arrival rate.
-    closed_speedup = on.output_tokens_per_s / off.output_tokens_per_s
+    closed_speedup = (on.output_tokens_per_s + on_after.output_tokens_per_s) / (off.output_tokens_per_s + off_after.output_tokens_per_s)
     report = json.loads((out / "report.json").read_text())
     (row,) = report["rows"]
     assert row["category"] == "traffic" and row["on"]["schedule"] == "closed" and row["off"]["request_count"] == len(PROMPTS)
     figures = {"bench": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
-               "closed loop": (off.output_tokens_per_s, on.output_tokens_per_s)}
+               "closed loop": (off.output_tokens_per_s, off_after.output_tokens_per_s, on.output_tokens_per_s, on_after.output_tokens_per_s)}
     assert row["speedup"] == pytest.approx(closed_speedup, rel=0.25), (row["speedup"], closed_speedup, figures)
     assert row["on"]["acceptance"]["acceptance_length"] > 1 and len(row["on"]["acceptance"]["per_position_rate"]) == 3
     assert row["off"]["server_spec_config"]["speculative_config"] is None
