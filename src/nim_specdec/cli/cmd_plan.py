@@ -12,6 +12,8 @@ import sys
 from dataclasses import replace
 
 from nim_specdec.config.plan_model import plan_json
+from nim_specdec.errors import MaterializeError
+from nim_specdec.launch.facts import require_method_package
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import public, resolve
@@ -28,6 +30,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     env = dict(os.environ)
     settings, plan = resolve(env, args.vllm_args)
+    if plan.speculative.enabled:
+        try:
+            require_method_package(plan.speculative.method)
+        except MaterializeError as err:  # serve would stop here; the plan says so
+            plan = replace(plan, warnings=(*plan.warnings, f"serve would stop (exit 3): {err.one_line()}"))
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan.warnings:
         log.warning(warning)

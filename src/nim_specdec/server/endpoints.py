@@ -2,6 +2,7 @@
 
     GET /v1/metrics        the same Prometheus text as /metrics (the request is re-routed to it)
     GET /v1/health/live    200 while the process serves
+    GET /v1/specdec/config the speculative config on this server's command line (null when off)
     GET /v1/health/ready   200 once the model has answered a one-token completion and /health is 200; else 503
 
 vLLM starts listening only after the engine has loaded the model, so before that ready is refused; between
@@ -14,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from typing import Any
 
 from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
+from nim_specdec.server.spec_info import spec_config_document
 
 _log = logging.getLogger(__name__)
 
 LIVE = "/v1/health/live"
+SPEC_CONFIG = "/v1/specdec/config"
 READY = "/v1/health/ready"
 METRICS_ALIAS = {"/v1/metrics": "/metrics", "/v1/metrics/": "/metrics"}
 
@@ -88,6 +92,8 @@ class NimEndpointsMiddleware:
             await self.app(scope, receive, send)
         elif path == LIVE:
             await _respond(send, 200, {"status": "live"})
+        elif path == SPEC_CONFIG:
+            await _respond(send, 200, spec_config_document(sys.argv))
         elif path == READY:
             ready, detail = await self._ready(scope)
             await _respond(send, 200 if ready else 503, {"status": "ready" if ready else "not ready", **detail})
