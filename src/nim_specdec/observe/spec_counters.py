@@ -96,6 +96,19 @@ def parse_prometheus(text: str) -> dict[str, SpecCounters]:
     return {model: b.build() for model, b in builders.items()}
 
 
+def counter_totals(text: str, families: tuple[str, ...]) -> dict[str, float]:
+    """Each named counter family (e.g. "vllm:generation_tokens") summed over all its label sets; absent reads 0."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    totals = {name: 0.0 for name in families}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name[: -len("_total")] if sample.name.endswith("_total") else None
+            if name in totals:
+                totals[name] += float(sample.value)
+    return totals
+
+
 def parse_aiperf_export(data: dict) -> dict[str, SpecCounters]:
     """Counter growth during an AIPerf run, from its server_metrics_export.json (already decoded)."""
     builders: dict[str, _Builder] = {}
