@@ -24,6 +24,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache: `cache ls`"),
     ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "predict n-gram speculation on captured traffic and recommend a setting"),
     ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
+    ("tune", "nim_specdec.cli.cmd_tune", "measure, model and choose speculation per batch size on your traffic and hardware"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
