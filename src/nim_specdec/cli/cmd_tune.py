@@ -89,6 +89,12 @@ def run(args: argparse.Namespace) -> int:
     vllm_args = list(args.vllm_args or [])
     if vllm_args and vllm_args[0] == "--":
         vllm_args = vllm_args[1:]
+    for token in vllm_args:
+        flag = token.split("=", 1)[0]
+        if flag in ("--port", "--host", "--uds"):
+            # tune serves on a free loopback port of its own and measures there; another address would
+            # leave it waiting for a server it cannot reach.
+            raise ConfigError("tune", f"{flag} is chosen by tune (a free loopback port)", f"drop {flag} from the vLLM arguments")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -79,14 +79,16 @@ def served_model(url: str) -> tuple[str, int | None]:
         raise UnreachableError(url, f"/v1/models gave no model ({detail})", "see the server's log") from None
 
 
-def measure(server: Any, name: str, model: str, bodies: Sequence[Mapping[str, Any]], out: Path,
+def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
             settings: RunSettings, say: Say) -> dict[int, ReplayMeasurement]:
-    """One closed-loop replay per concurrency, greedy, on the running server."""
+    """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
+    model's own tokenizer from disk (it would otherwise download one)."""
     results = {}
     for concurrency in settings.concurrencies:
         spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
                           schedule="closed", request_count=run_count(settings, len(bodies), concurrency),
-                          greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos)
+                          greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
+                          tokenizer=tokenizer)
         result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
         if result.ok_count < result.request_count:
             raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
@@ -124,6 +126,15 @@ def record_token_ids(url: str, captured: Sequence[CapturedRequest], model: str, 
     if failed:
         say(f"tune: note: {len(failed)} of {len(forced)} requests failed and are left out of the simulation")
     return records
+
+
+def local_model_dir(env: Mapping[str, str], args: Sequence[str]) -> str | None:
+    """The target's local directory once a server has materialized it (its tokenizer is there)."""
+    from nim_specdec.launch.resolve import public, resolve  # noqa: PLC0415
+
+    target = public(resolve(env, list(args))[1])["target"]
+    local = target.get("local_dir") or target.get("model")
+    return local if local and Path(local).is_dir() else None
 
 
 def read_trace(path: Path) -> list[CapturedRequest]:

@@ -20,7 +20,7 @@ from nim_specdec.tools.tune.choice import DEFAULT_MARGIN, choose, static_predict
 from nim_specdec.tools.tune.cost_model import Observation, fit
 from nim_specdec.tools.tune.report import OFF, RECOMMENDED, STATIC, ConfigRow, build_result, render_markdown
 from nim_specdec.tools.tune.runner import (
-    RunSettings, Say, ServerLog, measure, read_trace, record_token_ids, served, served_model,
+    RunSettings, Say, ServerLog, local_model_dir, measure, read_trace, record_token_ids, served, served_model,
 )
 
 
@@ -93,14 +93,15 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
 
     with served("off", cand.server_env(env, engine, None), args, out, run, servers, say) as server:
         model, max_len = served_model(server.url)
+        tokenizer = local_model_dir(env, options.vllm_args)
         records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
-        measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, bodies, out, run, say)}
+        measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say)}
     model_free, curves = _model_free(records, options, configured, max_len)
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
         name = f"{candidate.method}-k{candidate.kmax}"
         with served(name, cand.server_env(env, engine, candidate.config), args, out, run, servers, say) as server:
-            measured[candidate.method] = measure(server, name, model, bodies, out, run, say)
+            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say)
         if not candidate.simulated:
             try:
                 curves[candidate.method] = _counter_curve(measured[candidate.method])
@@ -121,7 +122,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         measured["recommended"] = measured[reused]
     else:
         with served("recommended", cand.server_env(env, engine, rec_config), args, out, run, servers, say) as server:
-            measured["recommended"] = measure(server, "recommended", model, bodies, out, run, say)
+            measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say)
 
     rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
     chosen_json = None
