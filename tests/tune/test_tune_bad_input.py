@@ -53,7 +53,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case_id,args,trace,env,message", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_refused_before_any_server_starts(tmp_path, case_id, args, trace, message):
+def test_bad_input_is_refused_before_any_server_starts(tmp_path, case_id, args, trace, env, message):
     proc = _tune(tmp_path, *args, trace=trace, **env)
     assert proc.returncode == 2, proc.stderr
     assert message in _one_error(proc)
