@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -80,6 +81,10 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not positive", "give seconds, e.g. 900")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     from nim_specdec.tools.tune.choice import DEFAULT_MARGIN  # noqa: PLC0415
     from nim_specdec.tools.tune.runner import RunSettings  # noqa: PLC0415
@@ -107,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
                         max_tokens=args.max_tokens, ignore_eos=args.ignore_eos,
                         aiperf_bin=Path(args.aiperf) if args.aiperf else None, ready_timeout_s=args.ready_timeout),
     )
+    # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C so that the server running now
+    # is stopped by its context manager instead of outliving tune.
+    signal.signal(signal.SIGTERM, _interrupt)
     result = tune(dict(os.environ), options, lambda line: print(line, file=sys.stderr, flush=True))
     for key, value in result["recommended"].items():
         print(f"{key}={value}")
