@@ -30,7 +30,7 @@ class RunSettings:
     """How each measurement is made; the same for every server so that they compare."""
 
     concurrencies: tuple[int, ...]
-    requests_per_run: int | None  # None: max(len(trace), 4 * concurrency)
+    requests_per_run: int | None  # None: max(len(trace), 8 * concurrency)
     max_tokens: int | None
     ignore_eos: bool
     aiperf_bin: Path | None
@@ -47,7 +47,7 @@ class ServerLog:
 def run_count(settings: RunSettings, trace_len: int, concurrency: int) -> int:
     if settings.requests_per_run is not None:
         return settings.requests_per_run
-    return max(trace_len, 4 * concurrency)
+    return max(trace_len, 8 * concurrency)
 
 
 @contextmanager
@@ -97,13 +97,15 @@ def _aiperf_reads_local_tokenizer(tokenizer: str | None) -> Iterator[None]:
 def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
             settings: RunSettings, say: Say) -> dict[int, ReplayMeasurement]:
     """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
-    model's own tokenizer from disk (it would otherwise download one)."""
+    model's own tokenizer from disk (it would otherwise download one). Each run is preceded by
+    `concurrency` unmeasured requests in flight together: the first steps at a new batch shape (and,
+    with speculation, a new number of tokens per request) are slow on a fresh server."""
     results = {}
     for concurrency in settings.concurrencies:
         spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
                           schedule="closed", request_count=run_count(settings, len(bodies), concurrency),
                           greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
-                          tokenizer=tokenizer)
+                          tokenizer=tokenizer, warmup=concurrency)
         with _aiperf_reads_local_tokenizer(tokenizer):
             result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
         if result.ok_count < result.request_count:
