@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-k", type=int, default=4,
                         help="largest K tried for the model-free methods (default 4); a configured draft keeps its own")
     parser.add_argument("--methods", default="ngram",
-                        help="model-free methods to try besides the configured one, comma-separated (default ngram; "
+                        help="model-free methods to try besides the configured one (default ngram, the one with an exact simulator; "
                              "'none' for none)")
     parser.add_argument("--requests-per-run", type=int, default=None,
                         help="requests per measurement (default: the larger of the trace's size and 8 x concurrency)")
