@@ -9,6 +9,7 @@ import pytest
 from nim_specdec.config.specargs import parse_specdec_args
 from nim_specdec.tools.tune.candidates import (
     Candidate, candidate_list, configured_candidate, ngram_config, scheduled_config, server_env, strip_spec_args,
+    suffix_config,
 )
 
 STRIP = [
@@ -53,10 +54,11 @@ def test_configured_candidate_off_and_default_k():
 
 def test_candidate_list_measures_a_configured_model_free_method_in_the_users_form():
     mine = Candidate("ngram", ngram_config(5, 2, 3), configured=True)
-    free = [Candidate("ngram", ngram_config(4, 1, 4), False)]
-    assert [c.config for c in candidate_list(mine, free)] == [mine.config]
+    free = [Candidate("ngram", ngram_config(4, 1, 4), False), Candidate("suffix", suffix_config(4), False)]
+    assert [c.config for c in candidate_list(mine, free)] == [mine.config, free[1].config]
+    assert all(c.simulated for c in free)
     eagle = Candidate("eagle3", {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, configured=True)
-    assert [c.method for c in candidate_list(eagle, free)] == ["eagle3", "ngram"]
+    assert [c.method for c in candidate_list(eagle, free)] == ["eagle3", "ngram", "suffix"]
     assert candidate_list(None, free) == free
 
 

@@ -29,3 +29,20 @@ def test_the_curve_is_the_simulator_at_every_k():
 def test_lookup_lengths_come_from_the_grid():
     lo, hi = pick_ngram_lookup(RECORDS, kmax=3, max_model_len=None)
     assert 1 <= lo <= hi <= 5
+
+
+def test_suffix_curve_assumes_the_replay_has_answered_each_request_before():
+    from nim_specdec.tools.ngram.corpus import RecordedRequest as R  # noqa: PLC0415
+    from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415
+    from nim_specdec.tools.tune.simulated import suffix_curve  # noqa: PLC0415
+
+    config = {"method": "suffix", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 16}
+    curve = suffix_curve(RECORDS, config, None)
+    total = sum(len(r.output) for r in RECORDS)
+    for k in (1, 2, 3):
+        warm = simulate_suffix(RECORDS, SuffixParams(k=k, max_tree_depth=16), None, history=RECORDS)
+        assert curve.at(k).tokens_per_slot == slot_figures(total, warm.accepted, warm.draft_tokens)[0]
+    # A server that has seen the answers accepts more than a fresh one would.
+    cold = simulate_suffix(RECORDS, SuffixParams(k=3, max_tree_depth=16), None)
+    assert curve.at(3).tokens_per_slot > slot_figures(total, cold.accepted, cold.draft_tokens)[0]
+    assert isinstance(RECORDS[0], R)

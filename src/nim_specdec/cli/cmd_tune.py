@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="tune-out", help="directory for tune.json, tune.md, plots, logs (default tune-out)")
     parser.add_argument("--max-k", type=int, default=4,
                         help="largest K tried for the model-free methods (default 4); a configured draft keeps its own")
-    parser.add_argument("--methods", default="ngram",
-                        help="model-free methods to try besides the configured one (default ngram, the one with an exact simulator; "
-                             "'none' for none)")
+    parser.add_argument("--methods", default=None,
+                        help="model-free methods to try besides the configured one, comma-separated (default ngram, "
+                             "and suffix where arctic-inference is installed; 'none' for none)")
     parser.add_argument("--requests-per-run", type=int, default=None,
                         help="requests per measurement (default: the larger of the trace's size and 8 x concurrency)")
     parser.add_argument("--max-tokens", type=int, default=None, help="force max_tokens in every request (default: the capture's)")
@@ -58,15 +58,20 @@ def parse_concurrencies(text: str) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
-def _methods(text: str) -> tuple[str, ...]:
+def _methods(text: str | None) -> tuple[str, ...]:
+    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415
     from nim_specdec.tools.tune.candidates import MODEL_FREE  # noqa: PLC0415
 
+    if text is None:
+        return ("ngram", "suffix") if importable("arctic_inference.suffix_decoding") else ("ngram",)
     names = tuple(m.strip() for m in text.split(",") if m.strip())
     if names == ("none",):
         return ()
     for name in names:
         if name not in MODEL_FREE:
             raise ConfigError("--methods", f"{name!r} is not a model-free method", f"use some of {', '.join(MODEL_FREE)} or none")
+    if "suffix" in names:
+        require_method_package("suffix")  # the simulator needs the package as much as the server does
     return names
 
 

@@ -18,9 +18,8 @@ from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.config.specargs import SPEC_KEY, parse_specdec_args
 from nim_specdec.config.vllm_argv import SPEC_OPTION, split_options
 
-# Model-free methods tune adds, each with an exact simulator of its acceptance. A method without one
-# (suffix, when configured) takes its acceptance from the server's per-position counters instead.
-MODEL_FREE = ("ngram",)
+# Model-free methods tune adds, each with an exact simulator of its acceptance.
+MODEL_FREE = ("ngram", "suffix")
 SIMULATED = frozenset(MODEL_FREE)
 
 
@@ -42,6 +41,10 @@ class Candidate:
 def ngram_config(k: int, lookup_min: int, lookup_max: int) -> dict[str, Any]:
     return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": lookup_min,
             "prompt_lookup_max": lookup_max}
+
+
+def suffix_config(k: int) -> dict[str, Any]:
+    return {"method": "suffix", "num_speculative_tokens": k}
 
 
 def configured_candidate(speculative: Mapping[str, Any], draft: Mapping[str, Any] | None, kmax: int) -> Candidate | None:

@@ -56,7 +56,7 @@ def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve:
 
 def _model_free(records: list, options: TuneOptions, configured: cand.Candidate | None, max_len: int | None):
     """Model-free candidates and their simulated acceptance curves."""
-    from nim_specdec.tools.tune.simulated import ngram_curve, pick_ngram_lookup  # noqa: PLC0415
+    from nim_specdec.tools.tune.simulated import ngram_curve, pick_ngram_lookup, suffix_curve  # noqa: PLC0415
 
     found, curves = [], {}
     if "ngram" in options.methods:
@@ -68,6 +68,11 @@ def _model_free(records: list, options: TuneOptions, configured: cand.Candidate 
         found.append(ngram)
         curves["ngram"] = ngram_curve(records, ngram.kmax, int(ngram.config.get("prompt_lookup_min") or 1),
                                       int(ngram.config["prompt_lookup_max"]), max_len)
+    if "suffix" in options.methods:
+        suffix = configured if configured is not None and configured.method == "suffix" else cand.Candidate(
+            "suffix", cand.suffix_config(options.max_k), configured=False)
+        found.append(suffix)
+        curves["suffix"] = suffix_curve(records, suffix.config, max_len)
     return found, curves
 
 
