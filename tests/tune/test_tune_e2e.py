@@ -49,7 +49,7 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     out = tmp_path / "out"
     env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", "1,4",
-               "--max-k", "3", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
+               "--max-k", "3", "--methods", "ngram", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
                "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
