@@ -41,3 +41,21 @@ def test_markdown_holds_the_variables_and_every_table():
     assert "| 8 | 410.0 | off 400.0 | 1.025 | -2.4% |" in text
     assert "3 server starts; tune took 321 s." in text and "- a note" in text
     assert result["configurations"][0]["measured_tokens_per_s"] == {"1": 100.0, "8": 400.0}
+
+
+def _rows(rec: dict, ngram: dict) -> list[ConfigRow]:
+    return [ConfigRow("off", OFF, None, {}, {1: 100.0, 8: 400.0}),
+            ConfigRow("ngram K=3", STATIC, {"method": "ngram"}, {}, ngram),
+            ConfigRow("recommended", RECOMMENDED, {"method": "ngram"}, {}, rec)]
+
+
+@pytest.mark.parametrize("case_id,rec,ngram,kept", [
+    ("schedule-verified", {1: 128.0, 8: 395.0}, {1: 130.0, 8: 300.0}, "recommended"),
+    ("schedule-loses-at-8", {1: 128.0, 8: 250.0}, {1: 130.0, 8: 380.0}, "ngram K=3"),
+    ("everything-loses-to-off", {1: 90.0, 8: 300.0}, {1: 95.0, 8: 200.0}, "off"),
+    ("tie-keeps-the-recommendation", {1: 100.0, 8: 400.0}, {1: 50.0, 8: 100.0}, "recommended"),
+])
+def test_measurements_have_the_last_word(case_id, rec, ngram, kept):
+    from nim_specdec.tools.tune.report import keep_or_fall_back  # noqa: PLC0415
+
+    assert keep_or_fall_back(_rows(rec, ngram), [1, 8]).name == kept

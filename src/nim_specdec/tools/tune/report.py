@@ -18,6 +18,25 @@ class ConfigRow:
     measured: Mapping[int, float] = field(default_factory=dict)  # empty when it was only predicted
 
 
+def worst_ratio(row: ConfigRow, rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -> float:
+    """The row's lowest measured tokens/s relative to the best measured row, over the concurrencies."""
+    ratios = []
+    for c in concurrencies:
+        best = max((r.measured[c] for r in rows if c in r.measured), default=0.0)
+        ratios.append(row.measured.get(c, 0.0) / best if best else 0.0)
+    return min(ratios) if ratios else 0.0
+
+
+def keep_or_fall_back(rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -> ConfigRow:
+    """The measured row to recommend: the verified recommendation unless another measured configuration
+    (off or a static candidate) keeps closer to the best at every concurrency. The prediction chose the
+    recommendation; the measurements have the last word, so what tune recommends never measured worse
+    than something it could have recommended instead. Ties keep the recommendation, then off."""
+    measured = [r for r in rows if r.measured]
+    order = {RECOMMENDED: 0, OFF: 1, STATIC: 2}
+    return max(measured, key=lambda r: (round(worst_ratio(r, measured, concurrencies), 6), -order[r.kind]))
+
+
 def verification(rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -> list[dict[str, Any]]:
     """Per concurrency: the recommendation measured, the best measured alternative (off or a static
     candidate), their ratio, and how far the prediction was from the measurement."""

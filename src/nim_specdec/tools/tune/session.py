@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -18,7 +18,9 @@ from nim_specdec.tools.tune import candidates as cand
 from nim_specdec.tools.tune.acceptance import AcceptanceCurve, curve_from_positions
 from nim_specdec.tools.tune.choice import DEFAULT_MARGIN, choose, static_prediction
 from nim_specdec.tools.tune.cost_model import Observation, fit
-from nim_specdec.tools.tune.report import OFF, RECOMMENDED, STATIC, ConfigRow, build_result, render_markdown
+from nim_specdec.tools.tune.report import (
+    OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
+)
 from nim_specdec.tools.tune.runner import (
     RunSettings, Say, ServerLog, local_model_dir, measure, read_trace, record_token_ids, served, served_model,
 )
@@ -130,13 +132,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say)
 
     rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
-    chosen_json = None
-    if choice.chosen is not None:
-        from nim_specdec.config.spec_schedule import describe_schedule  # noqa: PLC0415
-
-        chosen_json = {"method": choice.chosen.method, "speculative_config": rec_config,
-                       "schedule": describe_schedule(choice.chosen.ranges()),
-                       "predicted_speedup_mean": round(choice.chosen.score, 3)}
+    predicted_config = rec_config
+    rows, rec_config = _last_word(rows, run.concurrencies, notes)
+    score = choice.chosen.score if choice.chosen and rec_config == predicted_config else None
+    chosen_json = _chosen_json(rec_config, score)
     result = build_result(
         recommended_env=cand.spec_env(engine, rec_config), chosen=chosen_json, rows=rows,
         concurrencies=run.concurrencies, cost_model=model_fit.to_json(),
@@ -150,6 +149,30 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     )
     _write(out, result, say)
     return result
+
+
+def _last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[str]) -> tuple[list[ConfigRow], Any]:
+    """The verified recommendation, or the measured configuration that kept closer to the best everywhere."""
+    kept = keep_or_fall_back(rows, concurrencies)
+    if kept.kind == RECOMMENDED:
+        return rows, kept.config
+    verified = next(r for r in rows if r.kind == RECOMMENDED)
+    notes.append(f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
+                 f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
+                 "recommended instead")
+    rows = [replace(r, name="predicted choice (not kept)", kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
+    return rows + [ConfigRow("recommended", RECOMMENDED, kept.config, kept.predicted, kept.measured)], kept.config
+
+
+def _chosen_json(config: Mapping[str, Any] | None, score: float | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    from nim_specdec.config.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
+
+    ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
+    return {"method": config["method"], "speculative_config": dict(config),
+            "schedule": describe_schedule(validate_batch_size_schedule(ranges, None, "schedule")),
+            "predicted_speedup_mean": None if score is None else round(score, 3)}
 
 
 def _already_measured(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate]) -> str | None:
