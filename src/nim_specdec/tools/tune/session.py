@@ -86,7 +86,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     bodies = [c.payload for c in captured]
     _, plan = resolve(env, list(options.vllm_args))  # a bad configuration stops here, exit 2
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
-    shown = public(plan)
+    shown = public(plan, env)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
     engine = cand.engine_keys(env)
     args = cand.strip_spec_args(options.vllm_args)
