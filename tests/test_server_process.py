@@ -105,9 +105,9 @@ def test_not_ready_in_time_leaves_nothing_running(tmp_path):
 
 def test_stop_kills_a_server_that_ignores_sigterm(tmp_path):
     # Started by hand, not through start_server, which would refuse a server that never gets ready.
-    proc = subprocess.Popen([script(tmp_path, HANGS)], start_new_session=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([script(tmp_path, HANGS)], start_new_session=True, stdout=subprocess.PIPE, text=True)
     server = RunningServer(proc, 1, tmp_path / "none.log")
-    time.sleep(0.5)
+    assert proc.stdout.readline().strip() == "loading forever"  # its SIGTERM handler is in place
     assert server.stop(timeout_s=1) == -9
     assert server.killed and not alive(proc.pid)
 
