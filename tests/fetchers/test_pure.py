@@ -10,7 +10,8 @@ import pytest
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.fetchers.cache import entry_name, marker_document, normalized_uri
 from nim_specdec.fetchers.progress import Progress, format_line, progress_fields
-from nim_specdec.fetchers.safety import redact, relative_name, secret_values
+from nim_specdec.fetchers.safety import relative_name
+from nim_specdec.launch.redact import redact_text as redact, secret_values
 from nim_specdec.fetchers.tuning import download_settings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 from nim_specdec.config.sources import parse_source
@@ -206,3 +207,20 @@ def test_s5cmd_failures_worth_a_retry(message, transient):
     from nim_specdec.fetchers.s5cmd import failure
 
     assert failure(message).transient is transient
+
+
+def test_a_listing_without_end_is_cut_by_count_and_by_time():
+    import time
+
+    from nim_specdec.fetchers.safety import MAX_LISTED, ListingBudget
+
+    budget = ListingBudget("s3://b/p", timeout=30.0)
+    for _ in range(MAX_LISTED):
+        budget.step()
+    with pytest.raises(MaterializeError, match="more than 100000"):
+        budget.step()
+    late = ListingBudget("s3://b/p", timeout=30.0)
+    assert late.seconds == 600.0
+    late.deadline = time.monotonic() - 1  # as if the store had kept paging for ten minutes
+    with pytest.raises(MaterializeError, match="took more than 600 s"):
+        late.step()

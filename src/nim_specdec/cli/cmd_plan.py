@@ -23,6 +23,6 @@ def run(args: argparse.Namespace) -> int:
     for warning in plan["warnings"]:
         log.warning(warning)
     plan["preflight"] = run_preflight(plan, env, warn=log.warning)
-    json.dump(public(plan), sys.stdout, indent=2)
+    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -22,7 +23,8 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("report", "nim_specdec.cli.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cli.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
     ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache: `cache ls`"),
-    ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "predict n-gram speculation on captured traffic and recommend a setting"),
+    ("simulate", "nim_specdec.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
+    ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
     ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
 )
 
@@ -45,14 +47,50 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_HELP_FLAGS = ("-h", "--help")
+
+_PASSTHROUGH_HELP = """usage: nim-specdec {name} [VLLM ARGS...]
+
+{help}.
+
+Configured by NIM_* variables (NIM_MODEL_PATH or NIM_MODEL_NAME, NIM_SPECDEC_ENABLE, NIM_SPECDEC_ARGS,
+NIM_DRAFT_MODEL_PATH, NIM_CACHE_PATH, ...; see the README). Every argument after `{name}` is a vLLM
+engine argument and wins over the variables; `nim-specdec plan ARGS` shows the resolved command.
+vLLM's own options: `vllm serve --help` (or `python -m vllm.entrypoints.openai.api_server --help`).
+"""
+
+
+def _passthrough_help(name: str) -> str:
+    return _PASSTHROUGH_HELP.format(name=name, help=dict((n, h) for n, _, h in SUBCOMMANDS)[name])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`nim-specdec plan | head`): stop quietly, as Unix tools do. Python would
+        # report the failed flush of stdout at exit, so stdout is pointed at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE: what a shell reports for a tool a closed pipe stopped
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASSTHROUGH and argv[1:2] and argv[1] in _HELP_FLAGS:
+        sys.stdout.write(_passthrough_help(argv[0]))
+        return 0
     if argv and argv[0] in PASSTHROUGH:
         # argparse would try to read vLLM's options as ours; hand them over verbatim instead. Building
         # the full parser would also import every other subcommand: start-up time that serve never needs.
         module = dict((n, m) for n, m, _ in SUBCOMMANDS)[argv[0]]
         args = argparse.Namespace(command=argv[0], _module=module, vllm_args=argv[1:])
     else:
+        modules = {name: module for name, module, _ in SUBCOMMANDS}
+        if argv and argv[0] in modules:
+            # A subcommand may normalise its own arguments first (bench: `--extra --flag`).
+            rewrite = getattr(importlib.import_module(modules[argv[0]]), "rewrite_argv", None)
+            argv = [argv[0], *rewrite(argv[1:])] if rewrite else argv
         args = _parser().parse_args(argv)
     if not getattr(args, "_module", None):
         _parser().print_help()
@@ -60,10 +98,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return importlib.import_module(args._module).run(args)
     except LauncherError as err:
-        print(f"nim-specdec: error: {err.one_line()}", file=sys.stderr)
+        _error_line(f"nim-specdec: error: {err.one_line()}")
         return err.exit_code
+    except BrokenPipeError:
+        raise
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - last line of defence: never a traceback
-        print(f"nim-specdec: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        _error_line(f"nim-specdec: internal error: {type(err).__name__}: {' '.join(str(err).split())[:500]}")
         return EXIT_INTERNAL
+
+
+def _error_line(text: str) -> None:
+    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
+    from nim_specdec.errors import printable
+    from nim_specdec.launch.redact import redact_text, secret_values
+
+    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)

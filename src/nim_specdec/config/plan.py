@@ -13,13 +13,15 @@ from typing import Any, Mapping, Sequence
 from nim_specdec.config.builtin import BuiltinEntry
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
+from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
 from nim_specdec.config.method_choice import choose
-from nim_specdec.launch.redact import MASK, is_secret_name, redact_argv, redact_env
+from nim_specdec.launch.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
 from nim_specdec.config.spec_schema import validate_complete, validate_fields
+from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
 
@@ -106,6 +108,13 @@ def _engine_view(lower: dict, options: Sequence) -> dict[str, Any]:
     return view
 
 
+def _schedule_view(config: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """K per batch size when the config has a schedule (already validated), else None."""
+    if config.get(SCHEDULE_KEY) is None:
+        return None
+    return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
+
+
 def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> dict[str, Any]:
     warnings: list[str] = []
     cli = parse_vllm_args(list(cli_tokens), "argument")
@@ -149,6 +158,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         engine_origin[option.name] = "cli"
     engine_origin.pop("_positional", None)
 
+    view = _engine_view(lower, [*pt.options, *cli.options])
+    validate_engine_numbers(view, engine_origin)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
     argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
@@ -171,9 +182,10 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             "reason": _reason(enabled, config, origin, base, base_reason),
             "config": config if enabled else None,
             "origin": origin if enabled else {},
+            "batch_size_schedule": _schedule_view(config) if enabled else None,
         },
         "draft": None if draft is None else {**draft.as_dict(), "local_dir": draft_facts.local_dir if draft_facts else None},
-        "engine_args": {k: (MASK if is_secret_name(k) else v) for k, v in _engine_view(lower, [*pt.options, *cli.options]).items()},
+        "engine_args": {k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
         "engine_origin": engine_origin,
         "workspace": settings.workspace,
         "cache_path": settings.cache_path,

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.launch.redact import mask_uri_credentials
 
 REMOTE_SCHEMES = ("ngc", "hf", "s3", "gs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
@@ -60,6 +61,9 @@ def parse_source(text: str, variable: str) -> SourceRef:
                 f"relative path {value!r} is not allowed",
                 "use an absolute directory (the path inside the container) or an ngc://, hf://, s3:// or gs:// URI",
             )
+        problem = path_problem(value)
+        if problem:
+            raise ConfigError(variable, f"path {value[:80]!r}... {problem}", "use an existing absolute directory")
         return SourceRef("local", _normalize_local(value))
     scheme, rest = match.group(1).lower(), match.group(2).strip("/")
     if scheme == "file":
@@ -70,12 +74,39 @@ def parse_source(text: str, variable: str) -> SourceRef:
             f"unsupported scheme {scheme!r} in {value!r}",
             "use ngc://, hf://, s3://, gs:// or an absolute directory",
         )
+    if "@" in rest.split("/", 1)[0] or any(c in rest for c in "?#"):
+        # user:password@ or ?token=... would be copied into the plan, log lines and cache names.
+        raise ConfigError(
+            variable,
+            f"refusing {scheme}:// URI with credentials or a query ({mask_uri_credentials(value)!r})",
+            "give credentials through the environment (HF_TOKEN, NGC_API_KEY, AWS_*, GOOGLE_APPLICATION_CREDENTIALS)",
+        )
     location, revision = _split_revision(scheme, rest)
     if not location or any(part in ("", ".", "..") for part in location.split("/")):
         raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])
     if scheme in ("hf", "ngc") and location.count("/") < 1:
         raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])
     return SourceRef(scheme, location, revision)
+
+
+# Linux's limits: longer paths fail in every system call with an error that names no variable.
+PATH_MAX = 4096
+NAME_MAX = 255
+
+
+def path_problem(path: str) -> str | None:
+    """Why `path` cannot be a file system path here (too long, a NUL), or None."""
+    try:
+        encoded = path.encode("utf-8", "surrogateescape")
+    except UnicodeError:
+        return "is not valid text"
+    if b"\x00" in encoded:
+        return "contains a NUL character"
+    if len(encoded) >= PATH_MAX:
+        return f"is longer than {PATH_MAX - 1} bytes"
+    if any(len(part) > NAME_MAX for part in encoded.split(b"/")):
+        return f"has a component longer than {NAME_MAX} bytes"
+    return None
 
 
 def _normalize_local(path: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Mapping
 
+from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
 from nim_specdec.errors import ConfigError
 
 VLLM_VERSION = "0.32.0"
@@ -66,6 +67,13 @@ FIELDS: Mapping[str, Any] = {
     "draft_sample_method": ("greedy", "probabilistic"),
     "dspark_draft_topk": "pos_int",
 }
+# Inclusive bounds vLLM's SpeculativeConfig enforces (None: unbounded on that side).
+RANGES: Mapping[str, tuple[float | None, float | None]] = {
+    "suffix_decoding_max_tree_depth": (1, None),
+    "suffix_decoding_max_cached_requests": (0, None),
+    "suffix_decoding_max_spec_factor": (0, None),
+    "suffix_decoding_min_token_prob": (0, 1),
+}
 # Fields vLLM fills in itself from the engine configuration; a user never sets them.
 INTERNAL_FIELDS = frozenset(
     {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
@@ -113,6 +121,16 @@ def validate_fields(config: Mapping[str, Any], where: str) -> None:
             raise ConfigError(where, problem, f"set {key} to {_describe(kind)}")
         if kind == "pos_int" and value is not None and value < 1:
             raise ConfigError(where, f"speculative_config.{key} = {value} must be >= 1", f"set {key} to 1 or more")
+        if key in RANGES and value is not None:
+            _check_range(key, value, RANGES[key], where)
+
+
+def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
+    lo, hi = bounds
+    if (lo is None or value >= lo) and (hi is None or value <= hi):
+        return
+    wanted = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+    raise ConfigError(where, f"speculative_config.{key} = {value} must be {wanted}", f"set {key} to a value {wanted}")
 
 
 def validate_complete(config: Mapping[str, Any], where: str) -> None:
@@ -134,3 +152,9 @@ def validate_complete(config: Mapping[str, Any], where: str) -> None:
     if method in NGRAM_METHODS and config.get("num_speculative_tokens") is None:
         # Without a draft checkpoint vLLM has nowhere to read a default from.
         raise ConfigError(where, f"method {method!r} needs num_speculative_tokens", 'add "num_speculative_tokens": 3')
+    schedule = config.get(SCHEDULE_KEY)
+    if schedule is not None:
+        largest = config.get("num_speculative_tokens")
+        if largest is None and method == "suffix":
+            largest = config.get("suffix_decoding_max_tree_depth") or 24  # vLLM's default for suffix
+        validate_batch_size_schedule(schedule, largest, where)

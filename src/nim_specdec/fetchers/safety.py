@@ -1,15 +1,12 @@
-"""Guards shared by every fetcher: names that would escape the destination, and secrets in messages."""
+"""Guards shared by every fetcher: names that would escape the destination, and listings without end."""
 
 from __future__ import annotations
 
 import os
-import re
+import time
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from nim_specdec.errors import MaterializeError
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 
 
 def relative_name(uri: str, name: str) -> str:
@@ -56,11 +53,25 @@ def check_tree(uri: str, dest: Path) -> None:
                     raise MaterializeError(uri, f"refusing link {rel!r}: it points outside the download directory")
 
 
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    return [v for k, v in env.items() if _SECRET_NAME.search(k) and v and len(v) >= 4]
+# A model is a few hundred files at most; a store that lists more, or keeps paging, is not serving one.
+MAX_LISTED = 100_000
+# The listing's overall deadline, in units of NIM_DOWNLOAD_TIMEOUT (which bounds each request).
+LISTING_TIMEOUTS = 20
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for value in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text
+class ListingBudget:
+    """Bounds a store's listing (files and pages) in count and in time; `step` is called once per item or page."""
+
+    def __init__(self, uri: str, timeout: float) -> None:
+        self.uri, self.count = uri, 0
+        self.seconds = max(60.0, LISTING_TIMEOUTS * timeout)
+        self.deadline = time.monotonic() + self.seconds
+
+    def step(self) -> None:
+        self.count += 1
+        if self.count > MAX_LISTED:
+            raise MaterializeError(self.uri, f"the store lists more than {MAX_LISTED} files or pages",
+                                   "point at the model's own folder")
+        if time.monotonic() > self.deadline:
+            raise MaterializeError(self.uri, f"listing the files took more than {self.seconds:.0f} s",
+                                   "check the endpoint; NIM_DOWNLOAD_TIMEOUT scales this limit")

@@ -66,17 +66,32 @@ def rank(results: Sequence[SimResult], verify_cost: float) -> list[Scored]:
     return sorted(scored, key=lambda s: (-round(s.speedup, 9), s.result.draft_tokens, s.result.params.k))
 
 
+def specdec_args_of(config: dict) -> str:
+    """The NIM_SPECDEC_ARGS value for a speculative_config, the config as an object (the launcher also
+    takes the guide's JSON string, but an object is not escaped twice inside a JSON report)."""
+    return json.dumps({"speculative_config": config})
+
+
 def specdec_args(params: NgramParams) -> str:
-    """The NIM_SPECDEC_ARGS value for `params`, in the guide's form (a JSON string inside JSON)."""
-    inner = {
+    """The NIM_SPECDEC_ARGS value for an n-gram setting."""
+    return specdec_args_of({
         "method": "ngram",
         "num_speculative_tokens": params.k,
         "prompt_lookup_max": params.max_n,
         "prompt_lookup_min": params.min_n,
-    }
-    return json.dumps({"speculative_config": json.dumps(inner)})
+    })
 
 
-def speculative_config_arg(params: NgramParams) -> str:
-    """The same setting as vLLM's --speculative-config value (model-free deployments)."""
-    return json.loads(specdec_args(params))["speculative_config"]
+def ngram_params(config: object) -> NgramParams | None:
+    """The n-gram setting a speculative_config describes, with vLLM's defaults; None for another method."""
+    if not isinstance(config, dict) or config.get("method") != "ngram":
+        return None
+    k = config.get("num_speculative_tokens")
+    lo, hi = config.get("prompt_lookup_min"), config.get("prompt_lookup_max")
+    if lo is None and hi is None:
+        lo = hi = 5  # vLLM's choice when neither is given
+    lo = hi if lo is None else lo
+    hi = lo if hi is None else hi
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (k, lo, hi)) or lo > hi:
+        return None
+    return NgramParams(int(k), int(lo), int(hi))
