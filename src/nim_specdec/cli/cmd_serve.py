@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     plan, log = prepare(args.vllm_args, env, for_serve=True)
     env.update(claim(plan["compile_cache"], warn=log.warning, info=log.info))  # vLLM keeps the writer lock
+    if plan["cpu_preload"]["LD_PRELOAD"]:
+        env["LD_PRELOAD"] = plan["cpu_preload"]["LD_PRELOAD"]
     argv = plan["_argv_exec"]
     log.info("exec: %s", shlex.join(plan["argv"]))
     os.execvpe(argv[0], argv, env)

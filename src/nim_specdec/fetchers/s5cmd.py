@@ -27,7 +27,8 @@ from typing import Mapping
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.safety import redact, secret_values, target_path
+from nim_specdec.fetchers.safety import target_path
+from nim_specdec.launch.redact import redact_text, secret_values
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
 _PASS = ("PATH", "HOME", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
@@ -112,7 +113,7 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
             raise S5cmdFailed(f"no data for {job.settings.timeout:g}s (NIM_DOWNLOAD_TIMEOUT); transfer stopped", True)
         if proc.returncode != 0:
             last = (errors.read_text(errors="replace").strip().splitlines() or ["no message"])[-1]
-            raise failure(redact(f"s5cmd exit {proc.returncode}: {last[:300]}", secret_values(job.env)))
+            raise failure(redact_text(f"s5cmd exit {proc.returncode}: {last[:300]}", secret_values(job.env)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

