@@ -131,3 +131,22 @@ def test_drop_torn_keeps_what_parses(tmp_path):
     (good / "vllm_compile_cache.py").write_text("{}")
     (bad / "vllm_compile_cache.py").write_text("{(")
     assert drop_torn(tmp_path) == [bad] and good.exists()
+
+
+@pytest.mark.parametrize("kind", ["world-writable", "link"])
+def test_a_compile_dir_others_may_write_is_not_used(tmp_path, kind):
+    entry = compile_cache_plan(str(tmp_path), "k", {})
+    base = Path(entry["dir"]).parent
+    if kind == "link":
+        elsewhere = tmp_path / "elsewhere"
+        (elsewhere / "k" / "vllm").mkdir(parents=True)
+        base.symlink_to(elsewhere)
+    else:
+        (base / "k" / "vllm").mkdir(parents=True)
+        os.chmod(base, 0o777)
+    (base / "k" / "vllm" / "planted.so").write_bytes(b"not ours")
+    warnings, infos, log = collect()
+    env = claim(entry, **log)
+    assert len(warnings) == 1 and str(base) in warnings[0]
+    local = Path(env["VLLM_CACHE_ROOT"])
+    assert local.is_dir() and not str(local).startswith(str(tmp_path)) and not list(local.iterdir())

@@ -7,6 +7,10 @@ server holds it for its whole life and is the only writer there. A launcher that
 taken, or the volume read-only, copies what is there into a local directory (dropping any file
 caught half-written) and points the server at the copy: it still starts warm, and writes only its
 own copy.
+
+Compiled artefacts are code the server loads, so <NIM_CACHE_PATH>/compile is used only when it is a
+real directory owned by this user (or root) that no one else may write; otherwise the server
+compiles into an empty local directory (the same rule as the download cache's sources/).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -31,6 +36,12 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
     if not entry["env"]:
         return {}
     root = Path(entry["dir"])
+    problem = _untrusted(root.parent)
+    if problem:
+        local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-"))
+        warn(f"compile cache: {root.parent} {problem}; compiling into {local} for this start "
+             "(make it owned by this user and writable by it only)")
+        return _made(relocate(entry, str(local)))
     try:
         for path in entry["env"].values():
             Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -52,6 +63,31 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
     os.set_inheritable(fd, True)  # held by the server after exec, released when it exits
     info(f"compile cache: {root}")
     return dict(entry["env"])
+
+
+def _untrusted(base: Path) -> str:
+    """Why `base` may not hold code the server will load ("" when it may)."""
+    try:
+        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        pass  # a read-only volume: judged as it is, and used read-only
+    try:
+        info = os.lstat(base)
+    except OSError:
+        return ""  # absent and not creatable: nothing there to trust or distrust
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return "is a link or not a directory"
+    if info.st_uid not in (os.geteuid(), 0):
+        return f"belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid not in os.getgroups()):
+        return "may be written by other users"
+    return ""
+
+
+def _made(env: dict[str, str]) -> dict[str, str]:
+    for path in env.values():
+        Path(path).mkdir(parents=True, exist_ok=True)
+    return env
 
 
 def _local_copy(root: Path, entry: Mapping[str, Any]) -> Path:
