@@ -136,7 +136,8 @@ class S3Backend:
             binary = s5cmd.find_s5cmd(job.env)
             if binary is None and job.settings.s5cmd == "on":
                 raise s5cmd.require_s5cmd(job.uri)
-            if binary is not None and all(s5cmd.scriptable(f.name) for f in files):
+            names = [job.ref.location, str(job.dest), *(f.name for f in files)]
+            if binary is not None and all(s5cmd.scriptable(n) for n in names):
                 s5cmd.download_with_s5cmd(job, binary, files)
                 return files
         bucket, _ = split_location(job.ref.location)

@@ -106,7 +106,12 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
             proc = subprocess.Popen(cmd + ["run", str(script)], env=env, stdout=out_fh, stderr=err_fh,
                                     preexec_fn=_die_with_parent)
             follower = _ReportFollower(report, by_dest, job)
-            stalled = _wait_or_stall(proc, watch, job.settings.timeout, follower.poll)
+            try:
+                stalled = _wait_or_stall(proc, watch, job.settings.timeout, follower.poll)
+            except BaseException:  # interrupted: no transfer may outlive its download directory
+                proc.kill()
+                proc.wait()
+                raise
             follower.poll()  # the lines written last
             follower.close()
         if stalled:
