@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("simulate", "nim_specdec.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
     ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
     ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
+    ("tune", "nim_specdec.cli.cmd_tune", "measure, model and choose speculation per batch size on your traffic and hardware"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
