@@ -52,7 +52,7 @@ SCENARIOS = {
 }
 
 
-def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str) -> dict:
+def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None) -> dict:
     spec = SCENARIOS[name]
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
@@ -62,6 +62,7 @@ def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: st
     out = work / name
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
                "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out),
+               *(["--methods", methods] if methods else []),
                "--", "--max-model-len", "1024", "--seed", "0"]
     print(f"[{name}] {' '.join(command[1:])}", flush=True)
     started = time.monotonic()
@@ -106,6 +107,7 @@ def main() -> int:
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
+    parser.add_argument("--methods", help="tune's --methods (default: tune's own: ngram, and suffix where installed)")
     parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "src"))
@@ -117,7 +119,7 @@ def main() -> int:
     verdicts = []
     for name in (SCENARIOS if args.scenario == "all" else [args.scenario]):
         verdicts += [(f"[{name}] {text}", ok) for text, ok in report(name, run_scenario(
-            name, work / "demo", work, args.concurrency, args.aiperf))]
+            name, work / "demo", work, args.concurrency, args.aiperf, args.methods))]
     print()
     for text, ok in verdicts:
         print(f"{'MET ' if ok else 'MISS'} {text}")

@@ -84,9 +84,14 @@ def test_bench_speedup_matches_a_closed_loop_measurement(demo_target, aiperf_bin
     report = json.loads((out / "report.json").read_text())
     (row,) = report["rows"]
     assert row["category"] == "traffic" and row["on"]["schedule"] == "closed" and row["off"]["request_count"] == len(PROMPTS)
-    figures = {"bench": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
-               "closed loop": (off.output_tokens_per_s, off_after.output_tokens_per_s, on.output_tokens_per_s, on_after.output_tokens_per_s)}
-    assert row["speedup"] == pytest.approx(closed_speedup, rel=0.25), (row["speedup"], closed_speedup, figures)
+    # Within 25%; on a machine busy enough that the two closed-loop estimates (before and after the bench
+    # runs) differ by more than that, within their own spread: a check cannot be finer than the noise.
+    before, after = on.output_tokens_per_s / off.output_tokens_per_s, on_after.output_tokens_per_s / off_after.output_tokens_per_s
+    tolerance = max(0.25, abs(before - after) / ((before + after) / 2))
+    figures = {"bench off/on": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
+               "closed loop off/off-after/on/on-after": (off.output_tokens_per_s, off_after.output_tokens_per_s,
+                                                          on.output_tokens_per_s, on_after.output_tokens_per_s)}
+    assert row["speedup"] == pytest.approx(closed_speedup, rel=tolerance), (row["speedup"], closed_speedup, tolerance, figures)
     assert row["on"]["acceptance"]["acceptance_length"] > 1 and len(row["on"]["acceptance"]["per_position_rate"]) == 3
     assert row["off"]["server_spec_config"]["speculative_config"] is None
     assert row["on"]["server_spec_config"]["speculative_config"]["method"] == "ngram"

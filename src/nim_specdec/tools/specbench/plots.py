@@ -72,6 +72,7 @@ def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_title(title)
         ax.set_ylabel("ms")
     _legend_outside(axes[-1])
+    fig.subplots_adjust(wspace=0.4)  # room for each panel's own y label
     fig.suptitle("Latency off vs on (p50; whisker to p90)", y=1.03)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
