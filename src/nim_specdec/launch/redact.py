@@ -12,8 +12,12 @@ SHOWN_PREFIXES = ("NIM_", "VLLM_", "HF_", "HUGGING", "NGC_", "AWS_", "GOOGLE_", 
 
 
 def is_secret_name(name: str) -> bool:
+    """A name with a secret word as one of its parts (HF_TOKEN, --api-key, NGC_API_KEY): a count such as
+    --max-num-batched-tokens is not a secret, and masking it would print a command that is not the one run."""
     upper = name.upper().replace("-", "_")
-    return any(word in upper for word in _SECRET_WORDS)
+    parts = [p for p in upper.split("_") if p]
+    return any(part == word or part == word + "S" and word == "CREDENTIAL" or (part.endswith(word) and part != word + "S")
+               for part in parts for word in _SECRET_WORDS)
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
