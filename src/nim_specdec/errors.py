@@ -15,6 +15,14 @@ EXIT_INTERNAL = 1
 EXIT_CONFIG = 2
 EXIT_MATERIALIZE = 3
 
+# C0 and C1 control characters and DEL: a value printed raw could forge log lines or drive the terminal.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character written as an escape (\\x1b, \\x0a): one line, inert."""
+    return text.translate(_CONTROL)
+
 
 class LauncherError(Exception):
     exit_code = EXIT_INTERNAL
@@ -29,8 +37,9 @@ class LauncherError(Exception):
         text = f"{self.where}: {self.problem}" if self.where else self.problem
         if self.fix:
             text += f"; {self.fix}"
-        # A message must stay on one line whatever the offending value contained.
-        return " ".join(text.split())
+        # A message must stay on one line whatever the offending value contained; any control
+        # character that is not white space becomes an escape.
+        return printable(" ".join(text.split()))
 
 
 class ConfigError(LauncherError):

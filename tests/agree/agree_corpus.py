@@ -117,7 +117,7 @@ def payloads(m: dict[str, Path]) -> Iterator[tuple[str, Any]]:
     for label, schedule in (("ok", [[1, 4, 3], [5, 256, 1]]), ("strings", [["1", "4", "3"]]), ("gap", [[1, 4, 3], [8, 16, 1]]),
                             ("not-from-1", [[2, 4, 3]]), ("overlap", [[1, 4, 3], [3, 8, 1]]), ("two-items", [[1, 4]]),
                             ("empty", []), ("neg-k", [[1, 4, -1]]), ("reversed", [[4, 1, 3]]), ("not-list", 3),
-                            ("zero-k", [[1, 2, 3], [3, 256, 0]]), ("flat", [1, 4, 3]), ("tuples-str", "[[1,4,3]]")):
+                            ("zero-k", [[1, 2, 3], [3, 256, 0]]), ("k-above", [[1, 4, 5]]), ("flat", [1, 4, 3]), ("tuples-str", "[[1,4,3]]")):
         yield f"schedule-{label}", {**ngram, "num_speculative_tokens_per_batch_size": schedule}
 
 

@@ -29,6 +29,8 @@ LEFT_TO_VLLM = {
 DELIBERATE = {
     "internal-keys": r"vLLM sets it itself",
     "specdec-args-string-null": r"^NIM_SPECDEC_ARGS \(speculative_config string\): expected a JSON object",
+    "schedule-k-above-max": r"num_speculative_tokens_per_batch_size entry .* > num_speculative_tokens",
+    "schedule-empty": r"num_speculative_tokens_per_batch_size = \[\] is not a non-empty list",
 }
 
 

@@ -7,6 +7,7 @@ import json
 import os
 from dataclasses import asdict
 
+from nim_specdec.errors import printable
 from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.fetchers.context import cache_dir
 from nim_specdec.fetchers.progress import human_bytes
@@ -21,10 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def format_table(entries: list[EntryInfo]) -> str:
     rows = [("URI", "SIZE", "FILES", "COMPLETED AT", "ENTRY")]
     for e in entries:
-        if e.completed_at:
-            rows.append((e.uri, human_bytes(e.size), str(e.files), e.completed_at, e.name))
+        if e.untrusted:
+            rows.append((f"(not trusted, never served: {printable(e.untrusted)})", "-", "-", "-", printable(e.name)))
+        elif e.completed_at:
+            rows.append((printable(e.uri), human_bytes(e.size), str(e.files), printable(e.completed_at), printable(e.name)))
         else:
-            rows.append(("(incomplete: unused, removed by the next download)", "-", "-", "-", e.name))
+            rows.append(("(incomplete: unused, removed by the next download)", "-", "-", "-", printable(e.name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
 
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         for e in entries:
             print(json.dumps(asdict(e)))
     elif not entries:
-        print(f"no cached sources under {root}")
+        print(f"no cached sources under {printable(str(root))}")
     else:
         print(format_table(entries))
     return 0

@@ -57,7 +57,7 @@ def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[dict, logging.Lo
     if "://" in target["source"]:
         ref = parse_source(target["source"], target["chosen_by"])
         local = fetch(ref, ctx)
-        link(local, workspace / TARGET_LINK)
+        link(local, workspace / TARGET_LINK, ctx.cache_dir)
         downloaded = True
         if target["local_dir"] is None:
             # Now the target's config.json is known: an auto choice may change (MTP heads).
@@ -73,7 +73,7 @@ def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[dict, logging.Lo
         downloaded = downloaded or not ref.is_local
         draft["local_dir"] = str(local)
         if draft["name"] is not None:
-            link(local, workspace / draft["name"])
+            link(local, workspace / draft["name"], ctx.cache_dir)
             log.info("draft %s materialized at %s", draft["source"], draft["path"])
 
     if downloaded:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -45,8 +46,39 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_HELP_FLAGS = ("-h", "--help")
+
+_PASSTHROUGH_HELP = """usage: nim-specdec {name} [VLLM ARGS...]
+
+{help}.
+
+Configured by NIM_* variables (NIM_MODEL_PATH or NIM_MODEL_NAME, NIM_SPECDEC_ENABLE, NIM_SPECDEC_ARGS,
+NIM_DRAFT_MODEL_PATH, NIM_CACHE_PATH, ...; see the README). Every argument after `{name}` is a vLLM
+engine argument and wins over the variables; `nim-specdec plan ARGS` shows the resolved command.
+vLLM's own options: `vllm serve --help` (or `python -m vllm.entrypoints.openai.api_server --help`).
+"""
+
+
+def _passthrough_help(name: str) -> str:
+    return _PASSTHROUGH_HELP.format(name=name, help=dict((n, h) for n, _, h in SUBCOMMANDS)[name])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`nim-specdec plan | head`): stop quietly, as Unix tools do. Python would
+        # report the failed flush of stdout at exit, so stdout is pointed at /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE: what a shell reports for a tool a closed pipe stopped
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASSTHROUGH and argv[1:2] and argv[1] in _HELP_FLAGS:
+        sys.stdout.write(_passthrough_help(argv[0]))
+        return 0
     if argv and argv[0] in PASSTHROUGH:
         # argparse would try to read vLLM's options as ours; hand them over verbatim instead. Building
         # the full parser would also import every other subcommand: start-up time that serve never needs.
@@ -62,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LauncherError as err:
         print(f"nim-specdec: error: {err.one_line()}", file=sys.stderr)
         return err.exit_code
+    except BrokenPipeError:
+        raise
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - last line of defence: never a traceback

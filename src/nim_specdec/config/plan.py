@@ -21,6 +21,7 @@ from nim_specdec.launch.redact import MASK, is_secret_name, redact_argv, redact_
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
+from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
 
@@ -152,6 +153,13 @@ def _engine_view(lower: dict, options: Sequence) -> dict[str, Any]:
     return view
 
 
+def _schedule_view(config: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """K per batch size when the config has a schedule (already validated), else None."""
+    if config.get(SCHEDULE_KEY) is None:
+        return None
+    return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
+
+
 def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> dict[str, Any]:
     warnings: list[str] = []
     cli = parse_vllm_args(list(cli_tokens), "argument")
@@ -223,6 +231,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             "reason": _reason(enabled, config, origin, base, base_reason),
             "config": config if enabled else None,
             "origin": origin if enabled else {},
+            "batch_size_schedule": _schedule_view(config) if enabled else None,
         },
         "draft": None if draft is None else {**draft.as_dict(), "local_dir": draft_facts.local_dir if draft_facts else None},
         "engine_args": {k: (MASK if is_secret_name(k) else v) for k, v in _engine_view(lower, [*pt.options, *cli.options]).items()},

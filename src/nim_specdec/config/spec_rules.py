@@ -1,7 +1,7 @@
 """vLLM's cross-field rules for the speculative config, mirrored from vllm/config/speculative.py and
 vllm/v1/spec_decode/dynamic/utils.py so that `plan` refuses what vLLM would refuse at start.
 
-Rules that need the draft's weights or the platform (vocabulary sizes, max_model_len against the draft,
+The batch-size schedule has its own module (spec_schedule.py). Rules that need the draft's weights or the platform (vocabulary sizes, max_model_len against the draft,
 supported architectures, Arctic Inference) are left to the vLLM check that `serve` runs (README).
 Pure: (coerced values, target tensor parallel size, draft config.json) -> (problem, fix) or None.
 """
@@ -77,24 +77,6 @@ def _synthetic(values: Mapping[str, Any], k: int | None) -> Problem:
     return None
 
 
-def _schedule(values: Mapping[str, Any]) -> Problem:
-    schedule = values.get("num_speculative_tokens_per_batch_size")
-    if not schedule:
-        return None  # vLLM's scheduler skips an empty schedule
-    fix = "use sorted [first, last, k] ranges from batch size 1, e.g. [[1, 8, 3], [9, 256, 1]]"
-    for start, end, k in schedule:
-        if start <= 0 or end <= 0 or start > end or k < 0:
-            return f"num_speculative_tokens_per_batch_size entry {[start, end, k]} is not a valid range", fix
-    previous = 0
-    for start, end, _ in sorted(schedule):
-        if start <= previous:
-            return "num_speculative_tokens_per_batch_size ranges overlap", fix
-        previous = end
-    if min(start for start, _, _ in schedule) != 1:
-        return "num_speculative_tokens_per_batch_size must start at batch size 1", fix
-    return None
-
-
 def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int) -> Problem:
     if values.get("use_heterogeneous_vocab"):
         if method != "draft_model":
@@ -134,4 +116,4 @@ def _suffix(values: Mapping[str, Any], method: str | None) -> Problem:
 def check_rules(values: Mapping[str, Any], target_tp: int = 1, draft: Mapping[str, Any] | None = None) -> Problem:
     method = effective_method(values, draft)
     return (_tokens(values, method, draft) or _ngram(values, method) or _synthetic(values, _k(values, method, draft))
-            or _schedule(values) or _exclusive(values, method, target_tp) or _suffix(values, method))
+            or _exclusive(values, method, target_tp) or _suffix(values, method))

@@ -12,6 +12,7 @@ import difflib
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Mapping
 
+from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
 from nim_specdec.config.vllm_schema import schema
 from nim_specdec.errors import ConfigError
 
@@ -168,3 +169,9 @@ def validate_complete(config: Mapping[str, Any], where: str, target_tp: int = 1,
     problem = check_rules(values, target_tp, draft_config)
     if problem:
         raise ConfigError(where, problem[0], problem[1])
+    schedule = config.get(SCHEDULE_KEY)
+    if schedule is not None:
+        largest = values.get("num_speculative_tokens")
+        if largest is None and values.get("method") == "suffix":
+            largest = values.get("suffix_decoding_max_tree_depth") or 24  # vLLM's default for suffix
+        validate_batch_size_schedule(schedule, largest, where)

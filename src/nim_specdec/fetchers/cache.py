@@ -9,7 +9,7 @@
 
 <name> is readable (scheme and location) and ends with a hash of the normalized URI and revision,
 so two sources never share an entry. The marker holds the URI, file list, sizes and time; never
-credentials.
+credentials. An entry is used only when everything in it passes the trust rule (fetchers/trust.py).
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nim_specdec.config.sources import SourceRef
+from nim_specdec.fetchers import trust
 
 MARKER = "complete.json"
 FILES = "files"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # A ref without a revision means the source's default one; name it so that equal sources share an entry.
 _DEFAULT_REVISION = {"hf": "main"}
+# A marker lists one line per file: far below this even for sharded checkpoints.
+MARKER_LIMIT = 4 * 1024 * 1024
 
 
 def normalized_uri(ref: SourceRef) -> str:
@@ -75,19 +78,55 @@ class CacheLayout:
 
 
 def read_marker(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    """The marker's document if it is ours and well formed; anything else counts as no marker."""
+    raw = trust.read_own_file(path, MARKER_LIMIT)
+    if raw is None:
         return None
-    return data if isinstance(data, dict) and data.get("complete") is True else None
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return None
+    return data if _is_marker(data) else None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_marker(data) -> bool:
+    if not isinstance(data, dict) or data.get("complete") is not True:
+        return False
+    files = data.get("files")
+    return (
+        isinstance(data.get("uri"), str) and isinstance(data.get("completed_at"), str)
+        and type(data.get("size")) is int and data["size"] >= 0 and isinstance(files, list)
+        and all(isinstance(f, dict) and isinstance(f.get("path"), str) and type(f.get("size")) is int for f in files)
+    )
+
+
+def untrusted_reason(layout: CacheLayout, name: str) -> str | None:
+    """Why the entry on disk cannot be served (another UID could have written it), or None.
+    None also when there is no entry at all."""
+    for directory in (layout.root, layout.root / "entries"):
+        reason = trust.path_foreign_reason(directory)
+        if reason == "does not exist":
+            return None
+        if reason:
+            return f"{directory} {reason}"
+    entry = layout.entry(name)
+    if not os.path.lexists(entry):
+        return None
+    return trust.tree_foreign_reason(entry)
 
 
 def complete_files(layout: CacheLayout, name: str) -> Path | None:
-    """The entry's files if its marker is there and valid. Disk only, no lock, no network."""
+    """The entry's files if its marker is there and valid and the whole entry is ours. Disk only, no lock."""
+    if untrusted_reason(layout, name) is not None:
+        return None
     if read_marker(layout.marker(name)) is None:
         return None
     files = layout.files(name)
-    return files if files.is_dir() else None
+    return files if trust.path_foreign_reason(files) is None else None
 
 
 def marker_document(uri: str, files: list[tuple[str, int]], now: float | None = None) -> dict:
@@ -101,13 +140,7 @@ def marker_document(uri: str, files: list[tuple[str, int]], now: float | None = 
 
 
 def write_marker(path: Path, document: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(document, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    trust.write_replacing(path, json.dumps(document, indent=1, allow_nan=False).encode())
     fsync_dir(path.parent)
 
 
@@ -126,6 +159,7 @@ class EntryInfo:
     size: int
     files: int
     completed_at: str  # "" while incomplete
+    untrusted: str = ""  # why the entry is never served (another UID could have written it)
 
 
 def list_entries(layout: CacheLayout) -> list[EntryInfo]:
@@ -134,11 +168,12 @@ def list_entries(layout: CacheLayout) -> list[EntryInfo]:
         return []
     found = []
     for entry in sorted(entries_dir.iterdir()):
+        reason = untrusted_reason(layout, entry.name) or ""
         marker = read_marker(entry / MARKER)
         if marker is None:
-            found.append(EntryInfo(entry.name, "", 0, 0, ""))
+            found.append(EntryInfo(entry.name, "", 0, 0, "", reason))
         else:
-            found.append(
-                EntryInfo(entry.name, marker["uri"], int(marker["size"]), len(marker["files"]), marker["completed_at"])
-            )
+            found.append(EntryInfo(
+                entry.name, marker["uri"], marker["size"], len(marker["files"]), marker["completed_at"], reason
+            ))
     return found

@@ -5,6 +5,7 @@ Every remote scheme goes through `materialize`; a backend only lists and transfe
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shutil
@@ -18,9 +19,10 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers import cache
+from nim_specdec.fetchers import cache, trust
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
+from nim_specdec.errors import printable
 from nim_specdec.fetchers.safety import check_tree, redact, secret_values
 from nim_specdec.fetchers.tuning import DownloadSettings, download_settings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
@@ -52,17 +54,29 @@ class Backend(Protocol):
 
 
 def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
+    if trust.system_dir_problem(str(ctx.cache_dir)):
+        return None
     layout = cache.CacheLayout.under(ctx.cache_dir)
     return cache.complete_files(layout, cache.entry_name(ref))
 
 
 def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend) -> Path:
     uri = cache.normalized_uri(ref)
+    trust.refuse_system_dir(ctx.cache_dir, "NIM_CACHE_PATH")
     layout = cache.CacheLayout.under(ctx.cache_dir)
     name = cache.entry_name(ref)
     hit = cache.complete_files(layout, name)
     if hit is not None:
         return hit
+    foreign = cache.untrusted_reason(layout, name)
+    if foreign and ctx.offline:
+        raise MaterializeError(
+            uri,
+            f"the cache entry is not used because another user could have written it ({foreign}) and downloads are disabled",
+            f"remove {layout.entry(name)} and allow downloads, or pre-fetch it as uid {os.geteuid()}",
+        )
+    if foreign:
+        ctx.log(f"{uri}: ignoring the cache entry another user could have written ({foreign}); downloading afresh")
     if ctx.offline:
         raise MaterializeError(
             uri,
@@ -139,9 +153,9 @@ def _owner_only(root: Path) -> None:
 
 def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
     try:
-        for d in (layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(layout.root, 0o700)
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
+            trust.ensure_own_dir(d, "NIM_CACHE_PATH")
     except OSError as err:
         raise MaterializeError(
             "NIM_CACHE_PATH", f"cannot write the cache at {cache_dir}: {err.strerror}", "mount a writable volume there"
@@ -149,63 +163,71 @@ def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
 
 
 def _clean_leftovers(layout: cache.CacheLayout, name: str) -> None:
-    """Called with the entry's lock held: anything partial for this entry belongs to a dead download."""
-    shutil.rmtree(layout.entry(name), ignore_errors=True)
+    """Called with the entry's lock held: anything partial (or foreign) for this entry belongs to no live
+    download. It is renamed aside first, which needs no write access inside it, then removed."""
+    entry = layout.entry(name)
+    if os.path.islink(entry) or (os.path.lexists(entry) and not entry.is_dir()):
+        os.unlink(entry)
+    elif os.path.lexists(entry):
+        aside = Path(tempfile.mkdtemp(prefix=layout.tmp_prefix(name), dir=layout.tmp_dir()))
+        os.rename(entry, aside / "old")
     for leftover in layout.tmp_dir().glob(layout.tmp_prefix(name) + "*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+        if os.path.islink(leftover) or not leftover.is_dir():
+            os.unlink(leftover)
+        else:
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 @contextmanager
 def _entry_lock(layout: cache.CacheLayout, name: str, uri: str, settings: DownloadSettings, log) -> Iterator[None]:
     """One downloader per entry across processes and hosts sharing the volume.
 
-    The lock is an OS file lock (flock/fcntl): the kernel drops it when its holder dies, even by
-    SIGKILL, so a killed launcher never blocks the others. NIM_CACHE_LOCK_TIMEOUT bounds the wait
-    for a live but stuck holder.
+    The lock is an OS file lock (flock): the kernel drops it when its holder dies, even by SIGKILL, so
+    a killed launcher never blocks the others. NIM_CACHE_LOCK_TIMEOUT bounds the wait for a live but
+    stuck holder. The lock file is opened without following links and must be ours.
     """
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(layout.lock(name)), mode=0o600)
-    started = time.monotonic()
+    fd = trust.open_lock(layout.lock(name))
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        while True:
+        started = time.monotonic()
+        next_message = 0.0
+        while not _try_lock(fd):
             waited = time.monotonic() - started
             holder = _read_owner(layout.owner(name))
-            log(f"{uri}: waiting for another launcher ({holder}) that is downloading it into the cache ({waited:.0f}s)")
             if settings.lock_timeout and waited >= settings.lock_timeout:
                 raise MaterializeError(
                     uri,
                     f"gave up after waiting {waited:.0f}s for the download held by {holder}",
                     f"remove {layout.lock(name)} if that process is gone, or raise NIM_CACHE_LOCK_TIMEOUT",
                 ) from None
-            step = 5.0 if not settings.lock_timeout else max(0.1, min(5.0, settings.lock_timeout - waited))
-            try:
-                lock.acquire(timeout=step)
-                break
-            except Timeout:
-                continue
-    try:
+            if waited >= next_message:
+                log(f"{uri}: waiting for another launcher ({holder}) that is downloading it into the cache ({waited:.0f}s)")
+                next_message = waited + 5.0
+            time.sleep(0.05 if waited < 1 else 0.25)
         _write_owner(layout.owner(name))
         yield
     finally:
-        lock.release()
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def _write_owner(path: Path) -> None:
     try:
-        path.write_text(f"pid {os.getpid()} on {socket.gethostname()}")
-        os.chmod(path, 0o600)
+        trust.write_replacing(path, f"pid {os.getpid()} on {socket.gethostname()}".encode())
     except OSError:
         pass  # informational only
 
 
 def _read_owner(path: Path) -> str:
-    try:
-        return path.read_text().strip() or "unknown"
-    except OSError:
-        return "unknown"
+    raw = trust.read_own_file(path, 256)
+    text = (raw or b"").decode("utf-8", "replace").strip()
+    return printable(text) or "unknown"
 
 
 class CachedFetcher:

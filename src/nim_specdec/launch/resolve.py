@@ -9,6 +9,7 @@ from nim_specdec.server.capture.capture_config import capture_middleware_args, p
 from nim_specdec.launch.facts import base_facts, fetch_context, plan_sources, source_facts
 from nim_specdec.config.plan import Facts, build_plan
 from nim_specdec.config.settings import Settings, parse_settings
+from nim_specdec.fetchers.trust import refuse_system_dir
 
 # Facts can change the plan (an auto choice reads the target's config.json, which may bring a
 # draft); each pass can only add sources, so this settles in at most three.
@@ -17,6 +18,8 @@ MAX_PASSES = 3
 
 def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | None = None) -> tuple[Settings, dict[str, Any]]:
     settings = parse_settings(env)
+    refuse_system_dir(settings.cache_path, "NIM_CACHE_PATH")
+    refuse_system_dir(settings.workspace, "NIM_WORKSPACE")
     capture = parse_capture(env)
     facts = facts or base_facts(env)
     facts = replace(facts, extra_middlewares=tuple(capture_middleware_args(capture)[1::2]))

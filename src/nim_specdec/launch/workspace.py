@@ -1,14 +1,22 @@
 """Making the target and the draft available where the plan says: fetch, then link into the
-workspace. A link is replaced atomically, so a concurrent launcher never sees a missing path."""
+workspace. A link is replaced atomically, so a concurrent launcher never sees a missing path.
+
+The workspace may sit on a volume others can write, so an existing link is replaced only when it is
+ours: made by this UID and pointing into our cache (or already where we want it). Anything else
+there is left alone and reported.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.fetchers.trust import refuse_system_dir
 from nim_specdec.config.sources import SourceRef
 
 
@@ -16,17 +24,37 @@ def fetch(ref: SourceRef, ctx: FetchContext) -> Path:
     return Path(get_fetcher(ref.scheme).fetch(ref, ctx))
 
 
-def link(source_dir: Path, link_path: Path) -> None:
-    if link_path.exists() and not link_path.is_symlink():
-        raise MaterializeError(
-            str(link_path), "exists in the workspace and is not a link", "remove it or choose another bare draft name"
-        )
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def foreign_link_reason(link_path: Path, target: str, cache_dir: Path) -> str | None:
+    """Why the thing at `link_path` must not be replaced, or None (absent, or a link of ours)."""
     try:
-        link_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = link_path.with_name(f".{link_path.name}.{os.getpid()}.tmp")
-        if tmp.is_symlink():
-            tmp.unlink()
-        tmp.symlink_to(source_dir.resolve(), target_is_directory=True)
+        st = os.lstat(link_path)
+    except FileNotFoundError:
+        return None
+    if not os.path.islink(link_path):
+        return "exists in the workspace and is not a link"
+    if st.st_uid != os.geteuid():
+        return f"is a link made by uid {st.st_uid}, not by this launcher's uid {os.geteuid()}"
+    current = os.path.realpath(link_path)
+    entries = os.path.realpath(CacheLayout.under(cache_dir).root / "entries")
+    if current == target or _inside(current, entries):
+        return None
+    return f"is a link to {current}, which is not in this launcher's cache"
+
+
+def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
+    refuse_system_dir(link_path.parent, "NIM_WORKSPACE")
+    target = os.path.realpath(source_dir)
+    reason = foreign_link_reason(link_path, target, cache_dir)
+    if reason:
+        raise MaterializeError(str(link_path), reason, "remove it, or choose another workspace or bare draft name")
+    try:
+        link_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = link_path.with_name(f".{link_path.name}.{secrets.token_hex(6)}.tmp")
+        os.symlink(target, tmp, target_is_directory=True)  # fails rather than reuse anything already there
         os.replace(tmp, link_path)
     except OSError as err:
         raise MaterializeError(

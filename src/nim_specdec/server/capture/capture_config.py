@@ -15,6 +15,7 @@ again inside the vLLM API server process (which inherits the launcher's environm
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -68,6 +69,14 @@ def _string(args: dict, key: str, default: str) -> str:
     return value
 
 
+def _usable_path(path: str) -> bool:
+    try:
+        encoded = os.fsencode(path)
+    except UnicodeError:
+        return False
+    return b"\x00" not in encoded and len(encoded) <= 4096
+
+
 def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
     """The capture configuration, or None when capture is off. Raises ConfigError on bad values."""
     if not parse_bool(env, ENABLE_VAR):
@@ -88,6 +97,9 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
         raise ConfigError(f"{ARGS_VAR}.endpoint_pattern", f"{pattern!r} is not a valid regular expression ({err})",
                           "use a Python regular expression such as ^/v1/chat/completions$") from None
     path = _string(args, "path", default_path(env))
+    if not _usable_path(path):
+        raise ConfigError(f"{ARGS_VAR}.path", f"{path[:80]!r} is not a usable file path (NUL or over 4096 bytes)",
+                          "use an absolute file path such as /opt/nim/.cache/captures/payloads.jsonl")
     if not path.startswith("/"):
         # The server may run from another working directory than the one the value was written for.
         raise ConfigError(f"{ARGS_VAR}.path", f"relative path {path!r} is not allowed", "use an absolute file path")

@@ -9,7 +9,8 @@ prometheus_client picks its file-backed value class at import, so every API serv
 its counts to the shared directory and /metrics reports the sum over processes.
 
     nim_capture_records_written_total             lines appended to the capture file
-    nim_capture_records_dropped_total{reason}     queue_full | not_json | write_error
+    nim_capture_records_dropped_total{reason}     queue_full | not_json | too_deep | encode_error |
+                                                  write_error | writer_stopped
     nim_capture_bytes_written_total               bytes appended to the capture file
 """
 
@@ -21,7 +22,7 @@ from functools import lru_cache
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
-DROP_REASONS = ("queue_full", "not_json", "write_error")
+DROP_REASONS = ("queue_full", "not_json", "too_deep", "encode_error", "write_error", "writer_stopped")
 
 
 @dataclass

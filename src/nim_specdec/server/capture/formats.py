@@ -41,13 +41,25 @@ from typing import Callable
 Encoder = Callable[[float, bytes], bytes]
 
 
+class TooDeep(ValueError):
+    """A body nested deeper than the parser can follow."""
+
+
+def _no_constant(name: str):
+    # NaN and Infinity are not JSON: AIPerf's loader (orjson) would refuse the whole file at replay.
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
 def _check(body: bytes) -> bytes:
     """The body as one line of UTF-8 JSON (the client's own bytes when they already are); ValueError if
     it is not a non-empty JSON object."""
     try:
-        obj = json.loads(body.decode("utf-8"))
+        obj = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ValueError("body is not JSON") from None
+    except RecursionError:
+        # Deep nesting is valid JSON that the parser cannot hold; it is dropped, never fatal.
+        raise TooDeep("body is nested too deeply") from None
     if not isinstance(obj, dict) or not obj:
         raise ValueError("body is not a non-empty JSON object")
     line = body.strip()

@@ -13,13 +13,17 @@ by truncating back to the size seen under the lock, so a full disk never leaves 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
 import queue
+import stat
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from nim_specdec.server.capture.formats import TooDeep
 
 if TYPE_CHECKING:  # prometheus_client stays out of the launcher, which only calls open_capture_file
     from nim_specdec.server.capture.formats import Encoder
@@ -32,14 +36,37 @@ BATCH_MAX = 512
 _STOP = object()
 
 
+def _make_parents(path: Path) -> None:
+    """Create each missing folder owner-only (mkdir(parents=True) gives the upper ones the umask's mode)."""
+    missing = []
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            break
+        missing.append(parent)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+
+
 def open_capture_file(path: str) -> int:
-    """Open (creating it owner-only, with its folder) the capture file for appending; raises OSError."""
-    Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """Open (creating it owner-only, with its folders) the capture file for appending; raises OSError.
+
+    A link at the path is never followed (it could point at any file the server may write), and an
+    existing file must be a regular file of ours: its mode is then reset, since captured prompts must
+    stay owner-only.
+    """
+    _make_parents(Path(path))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     try:
-        # An existing file keeps its mode under O_CREAT; captured prompts must stay owner-only.
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, 0o600)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if st.st_uid != os.geteuid():
+            raise OSError(errno.EPERM, f"owned by uid {st.st_uid}, not by this server's uid {os.geteuid()}")
+        os.fchmod(fd, 0o600)
+        os.set_blocking(fd, True)
     except OSError:
         os.close(fd)
         raise
@@ -60,6 +87,9 @@ class CaptureWriter:
 
     def submit(self, timestamp_ms: float, body: bytes) -> bool:
         """Queue one record without blocking; False (and counted) when it was dropped."""
+        if not self._thread.is_alive():
+            self.counters.add_dropped("writer_stopped")
+            return False
         try:
             self._queue.put_nowait((timestamp_ms, body))
         except queue.Full:
@@ -74,8 +104,11 @@ class CaptureWriter:
                 return
             self._closed = True
         try:
-            self._queue.put(_STOP, timeout=timeout)
-            self._thread.join(timeout)
+            if self._thread.is_alive():
+                self._queue.put(_STOP, timeout=timeout)
+                self._thread.join(timeout)
+        except queue.Full:
+            pass  # reported below: the thread did not drain in time
         finally:
             if self._thread.is_alive():
                 log.warning("capture: writer did not finish within %.0f s; some records may be lost", timeout)
@@ -83,6 +116,13 @@ class CaptureWriter:
                 os.close(self._fd)
 
     def _run(self) -> None:
+        try:
+            self._drain()
+        except BaseException as err:  # noqa: BLE001 - never end silently: say so, and submit counts the rest
+            log.error("capture: the writer stopped (%s); later records are dropped and counted as writer_stopped",
+                      type(err).__name__)
+
+    def _drain(self) -> None:
         stop = False
         while not stop:
             batch = [self._queue.get()]
@@ -95,15 +135,24 @@ class CaptureWriter:
                 stop = True
                 batch = [item for item in batch if item is not _STOP]
             if batch:
-                self._write_batch(batch)
+                try:
+                    self._write_batch(batch)
+                except Exception:  # noqa: BLE001 - the writer must outlive any one batch
+                    log.exception("capture: %d record(s) dropped by an unexpected error", len(batch))
+                    self.counters.add_dropped("encode_error", len(batch))
 
     def _write_batch(self, batch: list[tuple[float, bytes]]) -> None:
         lines = []
         for timestamp_ms, body in batch:
             try:
                 lines.append(self._encode(timestamp_ms, body))
+            except TooDeep:
+                self.counters.add_dropped("too_deep")
             except ValueError:
                 self.counters.add_dropped("not_json")
+            except Exception as err:  # noqa: BLE001 - one odd body must not stop the capture
+                log.warning("capture: a record could not be encoded (%s); dropped", type(err).__name__)
+                self.counters.add_dropped("encode_error")
         if not lines:
             return
         blob = b"".join(lines)

@@ -1,0 +1,179 @@
+"""Who may have written what on the cache volume, and file operations that never follow a planted link.
+
+The cache volume may be writable by others: the guide mounts a host directory that users make
+world-writable so that the container's user can write it. What the launcher keeps there lives
+under `sources/`, which it creates owner-only; everything it reads back must be owned by its own
+UID and writable by nobody outside that UID (and its own groups, which is what a Kubernetes
+`fsGroup` adds). Anything else is "foreign": never served, and never written through.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from nim_specdec.errors import MaterializeError
+
+# Directories whose contents the system or other software owns: a cache or a workspace there would
+# let the launcher replace or re-mode files it does not own. Exact paths; everything under the
+# pseudo file systems too.
+_SYSTEM_DIRS = frozenset({
+    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt",
+    "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin", "/usr/lib",
+    "/usr/lib64", "/usr/local", "/usr/local/bin", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/tmp",
+    "/var/run", "/var/log",
+})
+_PSEUDO_PREFIXES = ("/proc/", "/sys/", "/dev/")
+
+
+def system_dir_problem(path: str) -> str | None:
+    """Why `path` (as given, and as it resolves through links) cannot hold the launcher's files, or None."""
+    for candidate in (os.path.normpath(path), os.path.realpath(path)):
+        if candidate in _SYSTEM_DIRS:
+            return f"{candidate} is the root or a system directory"
+        if candidate.startswith(_PSEUDO_PREFIXES):
+            return f"{candidate} is inside a kernel file system"
+    return None
+
+
+def refuse_system_dir(path: str | os.PathLike, variable: str) -> None:
+    problem = system_dir_problem(str(path))
+    if problem:
+        raise MaterializeError(
+            variable, f"refusing {path}: {problem}", f"set {variable} to a directory of its own, e.g. /opt/nim/.cache"
+        )
+
+
+def _our_groups() -> frozenset[int]:
+    return frozenset({os.getegid(), *os.getgroups()})
+
+
+def foreign_reason(st: os.stat_result, kind: str = "dir") -> str | None:
+    """Why an lstat result is not something this process alone could have written, or None if it is ours."""
+    uid = os.geteuid()
+    if stat.S_ISLNK(st.st_mode):
+        return "is a link"
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if kind == "file" and not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_uid != uid:
+        return f"is owned by uid {st.st_uid}, not by this launcher's uid {uid}"
+    if st.st_mode & stat.S_IWOTH:
+        return "is writable by every user"
+    if st.st_mode & stat.S_IWGRP and st.st_gid not in _our_groups():
+        return f"is writable by group {st.st_gid}, which this launcher is not in"
+    return None
+
+
+def path_foreign_reason(path: Path, kind: str = "dir") -> str | None:
+    try:
+        return foreign_reason(os.lstat(path), kind)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+
+
+def tree_foreign_reason(root: Path) -> str | None:
+    """The first thing under `root` that another UID could have written, or None. Links are checked as
+    links (their targets were checked at download time and must stay inside the tree)."""
+    reason = path_foreign_reason(root)
+    if reason:
+        return f"{root} {reason}"
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                if st.st_uid != os.geteuid():
+                    return f"{path} is a link owned by uid {st.st_uid}"
+                continue
+            reason = foreign_reason(st, "dir" if stat.S_ISDIR(st.st_mode) else "file")
+            if reason:
+                return f"{path} {reason}"
+    return None
+
+
+def ensure_own_dir(path: Path, what: str) -> None:
+    """Create `path` owner-only, or check that the one there is ours (and make it owner-only again:
+    a kubelet applying fsGroup may have opened it to the group)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    reason = path_foreign_reason(path)
+    if reason:
+        raise MaterializeError(
+            what,
+            f"refusing {path}: it {reason}, so another user could have placed or could replace what the launcher reads there",
+            f"remove {path} (it is recreated owner-only), or run every launcher sharing the volume as uid {os.geteuid()}",
+        )
+    if stat.S_IMODE(os.lstat(path).st_mode) != 0o700:
+        os.chmod(path, 0o700)
+
+
+def create_exclusive(directory: Path, prefix: str, mode: int = 0o600) -> tuple[int, Path]:
+    """A new file under `directory` with a random name: O_EXCL|O_NOFOLLOW, so a planted link is never opened."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(16):
+        path = directory / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            return os.open(path, flags, mode), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name under {directory}")
+
+
+def write_replacing(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write `path` whole: a fresh exclusive temporary file renamed over it (a rename replaces a link
+    at `path` rather than following it)."""
+    fd, tmp = create_exclusive(path.parent, f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def open_lock(path: Path) -> int:
+    """The lock file's descriptor: created owner-only or reused if ours; a link or a foreign file is refused."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as err:
+        raise MaterializeError(
+            str(path), f"cannot open the lock file ({err.strerror}); a link there is never followed",
+            f"remove {path}",
+        ) from None
+    reason = foreign_reason(os.fstat(fd), "file")
+    if reason:
+        os.close(fd)
+        raise MaterializeError(str(path), f"refusing the lock file: it {reason}", f"remove {path}")
+    return fd
+
+
+def read_own_file(path: Path, limit: int) -> bytes | None:
+    """The file's bytes if it is a regular file of ours no larger than `limit`; None otherwise (never a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if foreign_reason(st, "file") or st.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)[:limit]
+    finally:
+        os.close(fd)

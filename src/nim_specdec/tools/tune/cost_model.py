@@ -1,0 +1,135 @@
+"""A cost model of one engine step on this hardware, fitted on closed-loop measurements.
+
+    step_s(b, K) = base_s + per_seq_s * b                                  (speculation off, or K = 0)
+                 + per_k_s * K + per_draft_token_s * b * L(K)              (speculating at K)
+
+b is the batch size (in a closed loop at concurrency c, b = c), L(K) the draft tokens verified per request
+per step (acceptance.py). per_k_s is what grows with K whatever the batch: a draft model's K sequential
+forward passes. per_draft_token_s is what grows with the tokens verified: the target's extra work plus a
+proposer's per-token cost. Tokens/s at b is then b * tokens_per_slot(K) / step_s(b, K).
+
+A run measured at concurrency c gives one observed step time: c * tokens_per_slot / tokens_per_s. The two
+base terms are fitted on speculation off, then each method's two terms on what is left of its runs.
+Least squares on relative errors (a 10 ms miss matters more at 20 ms than at 200 ms), coefficients >= 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from nim_specdec.tools.tune.acceptance import AcceptanceCurve, slot_figures
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One closed-loop run: what the replay measured and the server's counters grew by."""
+
+    concurrency: int
+    tokens_per_s: float
+    output_tokens: float
+    k: int = 0
+    accepted: float = 0.0
+    draft_tokens: float = 0.0
+
+    def step_s(self) -> float:
+        tokens_per_slot, _ = slot_figures(self.output_tokens, self.accepted, self.draft_tokens)
+        return self.concurrency * tokens_per_slot / self.tokens_per_s
+
+    def draft_tokens_per_slot(self) -> float:
+        return slot_figures(self.output_tokens, self.accepted, self.draft_tokens)[1]
+
+
+@dataclass(frozen=True)
+class MethodCost:
+    per_k_s: float
+    per_draft_token_s: float
+
+
+@dataclass(frozen=True)
+class CostModel:
+    base_s: float
+    per_seq_s: float
+    methods: Mapping[str, MethodCost] = field(default_factory=dict)
+
+    def step_s(self, batch: int, method: str | None, k: int, draft_tokens_per_slot: float) -> float:
+        seconds = self.base_s + self.per_seq_s * batch
+        if method is not None and k > 0:
+            cost = self.methods[method]
+            seconds += cost.per_k_s * k + cost.per_draft_token_s * batch * draft_tokens_per_slot
+        return seconds
+
+    def tokens_per_s(self, batch: int, method: str | None, curve: AcceptanceCurve | None, k: int) -> float:
+        point = curve.at(k) if curve is not None and k > 0 else None
+        if point is None:
+            return batch / self.step_s(batch, None, 0, 0.0)
+        return batch * point.tokens_per_slot / self.step_s(batch, method, k, point.draft_tokens_per_slot)
+
+    def to_json(self) -> dict:
+        return {
+            "formula": "step_s = base_s + per_seq_s*b + [K>0] * (per_k_s*K + per_draft_token_s*b*L(K)); "
+                       "tokens_per_s = b * tokens_per_slot(K) / step_s",
+            "base_s": self.base_s,
+            "per_seq_s": self.per_seq_s,
+            "methods": {name: {"per_k_s": c.per_k_s, "per_draft_token_s": c.per_draft_token_s}
+                        for name, c in self.methods.items()},
+        }
+
+
+def _nonneg_relative_lstsq(columns: np.ndarray, target: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """min sum(((columns @ x - target) / scale)^2) with x >= 0, by trying every subset of free
+    coefficients (two here, so four tries) and keeping the best feasible one."""
+    weights = 1.0 / np.maximum(np.abs(scale), 1e-12)
+    a, y = columns * weights[:, None], target * weights
+    n = columns.shape[1]
+    best, best_err = np.zeros(n), float(np.sum(y**2))
+    for mask in range(1, 1 << n):
+        free = [i for i in range(n) if mask >> i & 1]
+        solution, *_ = np.linalg.lstsq(a[:, free], y, rcond=None)
+        if np.any(solution < 0):
+            continue
+        x = np.zeros(n)
+        x[free] = solution
+        err = float(np.sum((a @ x - y) ** 2))
+        if err < best_err - 1e-15:
+            best, best_err = x, err
+    return best
+
+
+def fit_base(off: Sequence[Observation]) -> tuple[float, float]:
+    """(base_s, per_seq_s) from speculation-off runs at one or more concurrencies."""
+    if not off:
+        raise ValueError("no speculation-off measurement to fit")
+    c = np.array([o.concurrency for o in off], dtype=float)
+    s = np.array([o.step_s() for o in off])
+    if len(set(c)) == 1:  # one batch size cannot separate the two terms: a flat cost per step
+        return float(np.mean(s)), 0.0
+    base, per_seq = _nonneg_relative_lstsq(np.stack([np.ones_like(c), c], axis=1), s, s)
+    return float(base), float(per_seq)
+
+
+def fit_method(base_s: float, per_seq_s: float, runs: Sequence[Observation]) -> MethodCost:
+    """One method's cost terms from its runs (all at its largest K)."""
+    if not runs:
+        raise ValueError("no measurement of the method to fit")
+    c = np.array([r.concurrency for r in runs], dtype=float)
+    k = np.array([r.k for r in runs], dtype=float)
+    verified = c * np.array([r.draft_tokens_per_slot() for r in runs])
+    s = np.array([r.step_s() for r in runs])
+    extra = np.maximum(s - (base_s + per_seq_s * c), 0.0)
+    if len(set(c)) == 1 or not np.any(verified > 0):
+        # One batch size: the extra cost cannot be split; put it where it applies to every batch size
+        # (per verified token when there is one, since that is the term K = 0 removes in full).
+        total = float(np.mean(extra))
+        if np.any(verified > 0):
+            return MethodCost(0.0, total / float(np.mean(verified)))
+        return MethodCost(total / float(max(np.mean(k), 1.0)), 0.0)
+    per_k, per_token = _nonneg_relative_lstsq(np.stack([k, verified], axis=1), s - (base_s + per_seq_s * c), s)
+    return MethodCost(float(per_k), float(per_token))
+
+
+def fit(off: Sequence[Observation], methods: Mapping[str, Sequence[Observation]]) -> CostModel:
+    base_s, per_seq_s = fit_base(off)
+    return CostModel(base_s, per_seq_s, {name: fit_method(base_s, per_seq_s, runs) for name, runs in methods.items()})

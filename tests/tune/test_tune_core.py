@@ -1,0 +1,142 @@
+"""The tuner's pure core: acceptance curves, the fitted step-cost model and the choice, table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from nim_specdec.tools.tune.acceptance import curve_from_positions, curve_from_simulation, slot_figures
+from nim_specdec.tools.tune.choice import choose, plan_method, to_ranges
+from nim_specdec.tools.tune.cost_model import CostModel, MethodCost, Observation, fit
+
+CONCURRENCIES = (1, 2, 4, 8)
+
+
+def test_slot_figures_count_prefill_and_decode_slots():
+    # 100 output tokens, 20 of them accepted drafts: 80 slots, 30 draft tokens verified in them.
+    assert slot_figures(100, 20, 30) == (1.25, 0.375)
+    assert slot_figures(0, 0, 0) == (1.0, 0.0)
+
+
+def test_curve_from_positions_keeps_the_first_k_positions():
+    # 10 drafting steps (+ 2 prefills = 12 slots when 8 + 4 = 12 were accepted of 24 output tokens).
+    curve = curve_from_positions([8, 4], drafts=10, output_tokens=24, accepted=12)
+    share = 10 / 12
+    assert curve.kmax == 2
+    assert curve.at(0).tokens_per_slot == 1.0 and curve.at(0).draft_tokens_per_slot == 0.0
+    assert curve.at(1).tokens_per_slot == pytest.approx(1 + share * 0.8)
+    assert curve.at(2).tokens_per_slot == pytest.approx(1 + share * 1.2)
+    assert curve.at(2).draft_tokens_per_slot == pytest.approx(2 * share)
+    # At the largest K the curve reproduces the measured run itself.
+    assert curve.at(2).tokens_per_slot == pytest.approx(slot_figures(24, 12, 20)[0])
+
+
+def test_curve_from_positions_refuses_a_run_without_drafts():
+    with pytest.raises(ValueError, match="drafted nothing"):
+        curve_from_positions([0, 0], drafts=0, output_tokens=10, accepted=0)
+
+
+def test_curve_from_simulation_orders_k_and_needs_all_of_them():
+    curve = curve_from_simulation([(2, 100, 30, 50), (1, 100, 20, 25)])
+    assert [p.k for p in curve.points] == [0, 1, 2]
+    assert curve.at(1).tokens_per_slot == pytest.approx(100 / 80)
+    with pytest.raises(ValueError):
+        curve_from_simulation([(1, 100, 20, 25), (3, 100, 20, 25)])
+
+
+TRUE = CostModel(base_s=0.010, per_seq_s=0.002,
+                 methods={"ngram": MethodCost(per_k_s=0.0005, per_draft_token_s=0.0015),
+                          "draft_model": MethodCost(per_k_s=0.006, per_draft_token_s=0.0002)})
+CURVES = {
+    "ngram": curve_from_simulation([(1, 1000, 150, 400), (2, 1000, 220, 700), (3, 1000, 260, 950)]),
+    "draft_model": curve_from_positions([5, 1, 0], drafts=900, output_tokens=1000, accepted=6),
+}
+
+
+def _observations(model: CostModel, method: str | None, k: int, curve=None) -> list[Observation]:
+    """Runs a server obeying `model` would produce: 1000 output tokens per run."""
+    out = []
+    for c in CONCURRENCIES:
+        tps = model.tokens_per_s(c, method, curve, k)
+        if method is None:
+            out.append(Observation(c, tps, 1000.0))
+        else:
+            point = curve.at(k)
+            slots = 1000.0 / point.tokens_per_slot
+            out.append(Observation(c, tps, 1000.0, k, 1000.0 - slots, point.draft_tokens_per_slot * slots))
+    return out
+
+
+def test_fit_recovers_the_model_that_produced_the_runs():
+    fitted = fit(_observations(TRUE, None, 0),
+                 {m: _observations(TRUE, m, CURVES[m].kmax, CURVES[m]) for m in TRUE.methods})
+    assert fitted.base_s == pytest.approx(TRUE.base_s, rel=1e-6)
+    assert fitted.per_seq_s == pytest.approx(TRUE.per_seq_s, rel=1e-6)
+    for method, cost in TRUE.methods.items():
+        assert fitted.methods[method].per_k_s == pytest.approx(cost.per_k_s, rel=1e-6, abs=1e-12)
+        assert fitted.methods[method].per_draft_token_s == pytest.approx(cost.per_draft_token_s, rel=1e-6, abs=1e-12)
+
+
+def test_fit_keeps_costs_non_negative_when_speculation_looks_free():
+    off = _observations(TRUE, None, 0)
+    # Runs slightly faster than even a free speculation would allow: noise, not a negative cost.
+    fast = [Observation(o.concurrency, o.tokens_per_s * 1.5, 1000.0, 3, 300.0, 600.0) for o in off]
+    cost = fit(off, {"ngram": fast}).methods["ngram"]
+    assert cost.per_k_s == 0.0 and cost.per_draft_token_s == 0.0
+
+
+def test_fit_with_one_concurrency_is_flat():
+    off = [Observation(4, 400.0, 1000.0)]
+    fitted = fit(off, {"ngram": [Observation(4, 300.0, 1000.0, 3, 200.0, 500.0)]})
+    assert fitted.per_seq_s == 0.0 and fitted.base_s == pytest.approx(0.01)
+    # Whatever was fitted reproduces the one measurement it came from.
+    curve = curve_from_simulation([(1, 1000, 100, 200), (2, 1000, 150, 350), (3, 1000, 200, 500)])
+    assert fitted.tokens_per_s(4, "ngram", curve, 3) == pytest.approx(300.0)
+
+
+@pytest.mark.parametrize("ks,ranges", [
+    ((3, 3, 0, 0), ((1, 2, 3), (3, 4, 0))),
+    ((2,), ((1, 1, 2),)),
+    ((0, 0, 0), ((1, 3, 0),)),
+    ((3, 1, 1, 0, 1), ((1, 1, 3), (2, 3, 1), (4, 4, 0), (5, 5, 1))),
+])
+def test_to_ranges(ks, ranges):
+    assert to_ranges(ks) == ranges
+
+
+# (id, cost of the ngram method, acceptance, expected K at batch sizes 1 and 8)
+CHOICES = [
+    ("cheap-drafts-pay-everywhere", MethodCost(0.0, 0.0001), CURVES["ngram"], (3, 3)),
+    ("costly-verification-pays-only-small", MethodCost(0.0, 0.0030), CURVES["ngram"], ("k>0", 0)),
+    ("never-accepted-never-speculates", MethodCost(0.0, 0.0001),
+     curve_from_simulation([(1, 1000, 0, 300), (2, 1000, 0, 600), (3, 1000, 0, 900)]), (0, 0)),
+]
+
+
+@pytest.mark.parametrize("case_id,cost,curve,expected", CHOICES, ids=[c[0] for c in CHOICES])
+def test_schedule_per_batch_size(case_id, cost, curve, expected):
+    model = CostModel(0.010, 0.002, {"ngram": cost})
+    plan = plan_method(model, "ngram", curve, CONCURRENCIES)
+    at1, at8 = plan.k_by_batch[0], plan.k_by_batch[7]
+    assert (at1 > 0 if expected[0] == "k>0" else at1 == expected[0]) and at8 == expected[1]
+    for c in CONCURRENCIES:  # the schedule is never predicted slower than off
+        assert plan.predicted[c] >= model.tokens_per_s(c, None, None, 0) - 1e-9
+
+
+def test_a_disagreeing_draft_is_never_chosen():
+    choice = choose(TRUE, {"draft_model": CURVES["draft_model"]}, CONCURRENCIES)
+    assert choice.chosen is None
+    assert not choice.plans[0].speculates
+
+
+def test_the_best_method_wins_and_a_loser_keeps_k_zero():
+    choice = choose(TRUE, CURVES, CONCURRENCIES)
+    assert choice.chosen is not None and choice.chosen.method == "ngram"
+    assert [p.method for p in choice.plans] == ["ngram", "draft_model"]
+    assert choice.chosen.score > 1.0
+
+
+def test_margin_keeps_k_zero_where_the_gain_is_small():
+    model = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0030)})
+    loose = plan_method(model, "ngram", CURVES["ngram"], CONCURRENCIES, margin=0.0)
+    strict = plan_method(model, "ngram", CURVES["ngram"], CONCURRENCIES, margin=0.5)
+    assert sum(strict.k_by_batch) < sum(loose.k_by_batch)
