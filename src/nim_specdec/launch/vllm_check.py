@@ -16,6 +16,7 @@ import io
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -164,6 +165,8 @@ def judge(args: Sequence[str]) -> Verdict:
         resolved = None if spec is None else (
             ("method", spec.method), ("model", spec.model), ("num_speculative_tokens", spec.num_speculative_tokens))
         return Verdict(True, spec=resolved)
+    except ImportError as err:  # a package this machine lacks (Ray for multi-node): not the configuration's fault
+        return Verdict(True, f"not conclusive on this machine: {' '.join(str(err).split())}", "inconclusive")
     except SystemExit as err:  # argparse's own --help/--version paths
         return Verdict(False, f"vLLM's argument parser exited ({err.code})", "parser")
     except Exception as err:  # noqa: BLE001 - any exception is vLLM refusing the configuration
@@ -183,24 +186,29 @@ def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
     spec_origin: Mapping[str, str] = plan.get("speculative", {}).get("origin", {}) or {}
     engine_origin: Mapping[str, str] = plan.get("engine_origin", {}) or {}
     text = verdict.reason.replace("-", "_")
+
+    def named(key: str) -> bool:
+        return key in verdict.keys or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text) is not None
+
     if verdict.stage in ("speculative", "scheduler"):
         for key in [*verdict.keys, *sorted(spec_origin, key=len, reverse=True)]:
-            if key in spec_origin and (key in verdict.keys or key in text):
+            if key in spec_origin and named(key):
                 return f"speculative_config.{key} (from {spec_origin[key]})"
         sources = ", ".join(sorted(set(spec_origin.values()))) or "the command line"
         return f"speculative_config (from {sources})"
     for key in sorted(engine_origin, key=len, reverse=True):
-        if key in text or key in verdict.keys:
+        if named(key):
             return f"--{key.replace('_', '-')} (from {engine_origin[key]})"
     return "vLLM arguments"
 
 
-def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mapping[str, str]) -> None:
-    """Raise ConfigError (exit 2) naming the origin and vLLM's reason when vLLM would refuse to start."""
+def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mapping[str, str]) -> str | None:
+    """Raise ConfigError (exit 2) naming the origin and vLLM's reason when vLLM would refuse to start;
+    return a note when the check could not conclude on this machine."""
     args = substitute_paths(serve_args(plan["_argv_exec"]), path_map)
     verdict = judge(args)
     if verdict.ok:
-        return
+        return redact_text(verdict.reason, _secrets(args, env)) or None
     reason = verdict.reason
     for original, stand_in in path_map.items():
         reason = reason.replace(stand_in, original)

@@ -17,5 +17,7 @@ def run_check(plan: Mapping[str, Any], env: Mapping[str, str], warn: Callable[[s
         warn(f"vLLM check skipped: {missing}")
         return {"ran": False, "seconds": 0.0, "skipped": missing}
     start = time.monotonic()
-    check_plan(plan, env, paths)
-    return {"ran": True, "seconds": round(time.monotonic() - start, 2), "skipped": None}
+    note = check_plan(plan, env, paths)
+    if note:
+        warn(f"vLLM check: {note}")
+    return {"ran": True, "seconds": round(time.monotonic() - start, 2), "skipped": note}

@@ -57,9 +57,12 @@ def _spec_field(dest: str) -> str | None:
     """The speculative_config key an option such as --spec-method fills, found by asking vLLM to fold it."""
     from vllm.engine.arg_utils import EngineArgs
 
-    args = EngineArgs(model="unused")
-    if not dest.startswith("spec_") or not hasattr(args, dest):
+    if not dest.startswith("spec_") or dest not in EngineArgs.__dataclass_fields__:
         return None
+    args = object.__new__(EngineArgs)  # no __post_init__: it would resolve a model
+    for name in EngineArgs.__dataclass_fields__:
+        if name.startswith("spec_") or name == "speculative_config":
+            setattr(args, name, None)
     setattr(args, dest, "probe")
     try:
         args.create_speculative_config(None, None)  # folds, then fails without a target: expected
