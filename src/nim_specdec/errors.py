@@ -1,8 +1,11 @@
-"""The launcher's exception tree and exit codes.
+"""The launcher's exception tree and its one exit-code table (README's table is this one).
 
-    LauncherError            exit 1   anything the launcher itself reports
-    ├── ConfigError          exit 2   a variable, argument or file is misconfigured
-    └── MaterializeError     exit 3   a model or draft cannot be made available locally
+    exit 0   ok
+    exit 1   LauncherError        internal error: a bug, never bad input
+    exit 2   ConfigError          a variable, argument or file is misconfigured
+    exit 3   MaterializeError     a model or draft cannot be made available locally
+             └── ServerStartError a server the launcher starts does not come up
+    exit 4   UnreachableError     a server or network endpoint cannot be reached or answers wrongly
 
 Every error is reported as one line on stderr: what is wrong (the variable or argument,
 the offending value with secrets masked) and how to fix it. No traceback reaches the user.
@@ -14,6 +17,16 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_CONFIG = 2
 EXIT_MATERIALIZE = 3
+EXIT_UNREACHABLE = 4
+
+# (code, meaning) in the order README and `--help` texts show them.
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "ok"),
+    (EXIT_INTERNAL, "internal error (a bug, never bad input)"),
+    (EXIT_CONFIG, "configuration: a variable, argument or file is wrong"),
+    (EXIT_MATERIALIZE, "a model or draft cannot be materialized, or a server we start does not come up"),
+    (EXIT_UNREACHABLE, "a server or network endpoint cannot be reached or answers wrongly"),
+)
 
 # C0 and C1 control characters and DEL: a value printed raw could forge log lines or drive the terminal.
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
@@ -48,3 +61,11 @@ class ConfigError(LauncherError):
 
 class MaterializeError(LauncherError):
     exit_code = EXIT_MATERIALIZE
+
+
+class ServerStartError(MaterializeError):
+    """A server the launcher started exited or was not ready in time; the message ends with its last log line."""
+
+
+class UnreachableError(LauncherError):
+    exit_code = EXIT_UNREACHABLE
