@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -25,6 +26,7 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.launch.redact import MASK, is_secret_name, redact_text
 
 SERVE_MODULE_FLAG = "-m"
+_MISSING_PACKAGE = re.compile(r"Failed to import|No module named")
 
 
 @dataclass(frozen=True)
@@ -138,15 +140,21 @@ def _make_parser():
 
 
 def judge(args: Sequence[str]) -> Verdict:
-    """vLLM's verdict on serve arguments (without the program and module). Imports vLLM."""
+    """vLLM's verdict on serve arguments (without the program and module). Imports vLLM, with its
+    output kept off stdout (`prepare` prints the plan there)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return _judge(args)
+
+
+def _judge(args: Sequence[str]) -> Verdict:
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
     from vllm.usage.usage_lib import UsageContext
     from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 
-    vllm_logger = logging.getLogger("vllm")
-    level = vllm_logger.level
-    vllm_logger.setLevel(logging.ERROR)  # vLLM logs its config again when it starts
+    # vLLM logs its config again when it starts; here its INFO lines would also break `prepare`'s JSON
+    # on stdout, and some of its loggers set their own levels, so logging is muted below ERROR meanwhile.
+    logging.disable(logging.WARNING)
     stage = "parser"
     try:
         with contextlib.redirect_stderr(io.StringIO()):
@@ -170,6 +178,8 @@ def judge(args: Sequence[str]) -> Verdict:
     except SystemExit as err:  # argparse's own --help/--version paths
         return Verdict(False, f"vLLM's argument parser exited ({err.code})", "parser")
     except Exception as err:  # noqa: BLE001 - any exception is vLLM refusing the configuration
+        if _MISSING_PACKAGE.search(str(err)):  # e.g. Ray for multi-node, raised as ValueError
+            return Verdict(True, f"not conclusive on this machine: {' '.join(str(err).split())}", "inconclusive")
         found = _pydantic_reason(err)
         reason, keys = found if found else (" ".join(str(err).split()) or type(err).__name__, ())
         if stage == "engine":
@@ -178,7 +188,7 @@ def judge(args: Sequence[str]) -> Verdict:
             keys = ("num_speculative_tokens_per_batch_size",)
         return Verdict(False, reason, stage, keys)
     finally:
-        vllm_logger.setLevel(level)
+        logging.disable(logging.NOTSET)
 
 
 def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
