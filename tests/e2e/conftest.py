@@ -16,7 +16,7 @@ import pytest
 from nim_specdec.tools.demo_model import make_demo_model
 
 from .launcher_proc import LauncherServer
-from .workload import RunRecord, exercise
+from .workload import RunRecord, exercise, run_to_model_length
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +79,12 @@ def ngram_run(demo_model, e2e_dir) -> RunRecord:
         NIM_SPECDEC_ARGS=GUIDE_NGRAM_ARGS,
         NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
     )
-    return launch("ngram", env, [], e2e_dir, smoke=True)
+
+    def probe(server: LauncherServer, record: RunRecord) -> None:
+        exercise(server, record, e2e_dir, smoke_expect_spec=True)
+        run_to_model_length(server.base, record, k=3, min_n=1, max_n=4)
+
+    return launch("ngram", env, [], e2e_dir, probe=probe)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec.tools.ngram.reference import simulate_request
 from nim_specdec.tools.ngram.simulator import NgramParams, simulate
 from .workload import MAX_TOKENS, PROMPTS
 
@@ -78,3 +79,19 @@ def test_counters_match_the_ngram_rules_exactly(ngram_run):
     growth = ngram_run.completions_growth
     assert (growth.drafts, growth.draft_tokens, growth.accepted) == (result.drafts, result.draft_tokens,
                                                                      result.accepted), ngram_run.context()
+
+
+def test_zero_drafts_at_the_model_length_are_predicted(ngram_run):
+    # A request that runs to the model length: once the longest sequence plus k passes it, vLLM drafts
+    # zeros instead of n-grams. The demo model's output cycles by construction (never through token 0),
+    # so n-gram drafts there would be accepted and zero drafts are not: the two rules cannot agree by chance.
+    run = ngram_run.extra["to_model_length"]
+    prompt, output, limit = run["prompt"], run["output"], run["max_model_len"]
+    assert len(prompt) + len(output) == limit, ngram_run.context()
+    params = NgramParams(k=3, min_n=1, max_n=4)
+    reference = simulate_request(prompt, output, [], params.k, params.min_n, params.max_n, limit)
+    assert reference.zero_drafts > 0, "the request should reach the zero-draft regime"
+    result = simulate(build_corpus([RecordedRequest.of(prompt, output)], max_ngram=4), params, limit)
+    growth = run["growth"]
+    assert (growth.drafts, growth.draft_tokens, growth.accepted) == tuple(int(x) for x in result.per_request[0])
+    assert (reference.drafts, reference.draft_tokens, reference.accepted) == tuple(int(x) for x in result.per_request[0])

@@ -119,3 +119,62 @@ def exercise(server: LauncherServer, record: RunRecord, workdir: Path, smoke_exp
             [sys.executable, "-m", "nim_specdec.observe.smoke", base, "--deadline", "60", *flags],
             capture_output=True, text=True, timeout=300,
         )
+
+
+
+def _demo_cycles() -> list[list[int]]:
+    from nim_specdec.tools.demo_model import SPECIAL_TOKENS, TARGET, successor_map
+
+    successor, seen, cycles = successor_map(TARGET.seed), set(), []
+    for start in range(len(SPECIAL_TOKENS), len(successor)):
+        if start not in seen:
+            cycle = [start]
+            while successor[cycle[-1]] != start:
+                cycle.append(successor[cycle[-1]])
+            seen.update(cycle)
+            cycles.append(cycle)
+    return cycles
+
+
+def zero_draft_prompt(max_model_len: int, k: int, min_n: int, max_n: int) -> list[int]:
+    """Prompt token ids whose greedy continuation on the demo model meets vLLM's zero drafts.
+
+    The demo model's greedy output follows a fixed cycle of tokens. The prompt holds the cycle's first
+    four tokens followed by other tokens, so each pass through the cycle gets one rejected n-gram draft;
+    a rejection close enough to the model length is what makes vLLM draft zeros. The padding that puts
+    a rejection there is found with the reference simulation.
+    """
+    from nim_specdec.tools.ngram.reference import simulate_request
+
+    cycles = _demo_cycles()
+    main = next(c for c in cycles if len(c) == max(map(len, cycles)))
+    other = next(c for c in cycles if c is not main)
+    for pad in range(4 * len(main)):
+        prompt = [other[0]] * pad + main[:4] + other[1:] + [other[0], main[0]]
+        output = (main[1:] + main[:1]) * (max_model_len // len(main) + 1)
+        output = output[: max_model_len - len(prompt)]
+        if simulate_request(prompt, output, [], k, min_n, max_n, max_model_len).zero_drafts:
+            return prompt
+    raise AssertionError("no padding of the prompt reaches the zero-draft regime")
+
+
+def run_to_model_length(base: str, record: RunRecord, k: int, min_n: int, max_n: int) -> None:
+    """One greedy completion that runs until the model length (ignore_eos, all the room as max_tokens): near the end
+    vLLM schedules drafts of zeros instead of the proposer's. Token ids and counter growth go to extra."""
+    status, body = http_get(base + "/v1/models")
+    assert status == 200, f"GET /v1/models answered {status}"
+    max_model_len = int(json.loads(body)["data"][0]["max_model_len"])
+    prompt_ids = zero_draft_prompt(max_model_len, k, min_n, max_n)
+    before = scrape(base)
+    payload = {"model": record.model, "prompt": prompt_ids, "temperature": 0, "ignore_eos": True,
+               "max_tokens": max_model_len - len(prompt_ids), "return_token_ids": True}
+    status, answer = post_json(base + "/v1/completions", payload, timeout=600)
+    assert status == 200, f"POST /v1/completions answered {status}: {answer}"
+    choice = answer["choices"][0]
+    growth = scrape(base).get(record.model, SpecCounters()).minus(before.get(record.model, SpecCounters()))
+    record.extra["to_model_length"] = {
+        "max_model_len": max_model_len,
+        "prompt": list(choice.get("prompt_token_ids") or prompt_ids),
+        "output": list(choice["token_ids"]),
+        "growth": growth,
+    }

@@ -129,7 +129,7 @@ def test_cli_from_saved_records(tmp_path):
     data = json.loads(report.read_text())
     assert data["output_tokens"] == 9 and len(data["grid"]) == 6 and data["max_model_len"] is None
     best = data["grid"][0]
-    assert best["accepted"] > 0 and best["speedup"] > 1
+    assert best["accepted_tokens"] > 0 and best["speedup"] > 1
 
     # A model length saved with the records is simulated: here it leaves room for no draft.
     records.write_text(json.dumps({**row, "max_model_len": 8}) + "\n")
@@ -137,6 +137,13 @@ def test_cli_from_saved_records(tmp_path):
     data = json.loads(report.read_text())
     assert proc.returncode == 0 and data["max_model_len"] == 8
     assert all(r["drafts"] == 0 for r in data["grid"]) and "keep speculation off" in proc.stdout
+    assert data["requests_near_model_length"] == 1 and "prediction is optimistic" in proc.stderr
+
+    # Far from the model length: no such note.
+    records.write_text(json.dumps({**row, "max_model_len": 64}) + "\n")
+    proc = _cli("--records", str(records), "--k", "1-3", "--min", "1", "--max", "1-2", "--json", str(report))
+    assert proc.returncode == 0 and json.loads(report.read_text())["requests_near_model_length"] == 0
+    assert "optimistic" not in proc.stderr
 
 
 @pytest.mark.parametrize(

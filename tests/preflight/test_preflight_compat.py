@@ -103,6 +103,7 @@ CASES = [
     ("kimi-k2-zero-mtp-layers", "mtp", KIMI, None, None, {}, {"compatibility.mtp_heads": "fail"}, NO_MTP),
     ("llama-has-no-mtp", "mtp", L8B, None, None, {}, {"compatibility.mtp_heads": "fail"}, NO_MTP),
     ("ngram", "ngram", QWEN25, None, None, {"num_speculative_tokens": 3}, {"compatibility.ngram": "pass"}, None),
+    ("suffix", "suffix", QWEN25, None, None, {"num_speculative_tokens": 8}, {"compatibility.suffix": "pass"}, None),
     ("unknown-method", "medusa", L8B, None, None, {}, {"compatibility.method": "skipped"}, None),
 ]
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from preflight_data import eagle3_tensors, load_config, model_dir  # noqa: F401 - model_dir is a fixture
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.preflight import StaticProbe, run_preflight
 
 L8B = "meta-llama--Llama-3.1-8B-Instruct"
@@ -130,7 +130,7 @@ def test_a_corrupt_draft_header_stops_the_launch(model_dir):
     target = model_dir("target", load_config(L8B))
     draft = model_dir("draft", load_config(EAGLE3_8B))
     (draft / "model.safetensors").write_bytes(b"\xff" * 16)
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(MaterializeError) as err:  # a file from the store: exit 3, whatever the pre-flight mode
         run_preflight(_plan("eagle3", target, draft), {}, NO_GPU)
     assert err.value.one_line() == (
         f"draft model: {draft / 'model.safetensors'}: declares a 18446744073709551615-byte header, not a safetensors "

@@ -36,6 +36,6 @@ def run(args: argparse.Namespace) -> int:
         from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
 
         plan["vllm_check"] = run_check(plan, env, warn=log.warning)
-    json.dump(public(plan), sys.stdout, indent=2)
+    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

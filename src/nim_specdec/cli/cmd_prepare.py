@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all bel
 
 
 def run(args: argparse.Namespace) -> int:
-    plan, _ = prepare(args.vllm_args, dict(os.environ))
-    json.dump(public(plan), sys.stdout, indent=2)
+    env = dict(os.environ)
+    plan, _ = prepare(args.vllm_args, env)
+    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

@@ -17,7 +17,7 @@ from pathlib import Path
 from nim_specdec.server.capture.capture_config import parse_capture
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.errors import MaterializeError
-from nim_specdec.launch.facts import base_facts, fetch_context, read_config, vllm_flavor
+from nim_specdec.launch.facts import base_facts, fetch_context, read_config, require_method_package, vllm_flavor
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
@@ -32,10 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all bel
     return None
 
 
-def prepare(vllm_args: list[str], env: dict[str, str]) -> tuple[dict, logging.Logger]:
-    """Resolve, check, download and link: everything serve does before it execs vLLM."""
+def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = False) -> tuple[dict, logging.Logger]:
+    """Resolve, check, download and link: everything serve does before it execs vLLM.
+
+    `for_serve`: vLLM will run in this Python, so the method's optional package must import here.
+    """
     facts = base_facts(env)
     settings, plan = resolve(env, vllm_args, facts)
+    if for_serve and plan["speculative"]["enabled"]:
+        require_method_package(plan["speculative"]["method"])
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan["warnings"]:
         log.warning(warning)
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     if vllm_flavor() is None:  # before any download: nothing could run what it fetched
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
-    plan, log = prepare(args.vllm_args, env)
+    plan, log = prepare(args.vllm_args, env, for_serve=True)
     argv = plan["_argv_exec"]
     log.info("exec: %s", shlex.join(plan["argv"]))
     os.execvpe(argv[0], argv, env)

@@ -23,7 +23,8 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("report", "nim_specdec.cli.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cli.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
     ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache: `cache ls`"),
-    ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "predict n-gram speculation on captured traffic and recommend a setting"),
+    ("simulate", "nim_specdec.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
+    ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
     ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
 )
 
@@ -92,12 +93,20 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return importlib.import_module(args._module).run(args)
     except LauncherError as err:
-        print(f"nim-specdec: error: {err.one_line()}", file=sys.stderr)
+        _error_line(f"nim-specdec: error: {err.one_line()}")
         return err.exit_code
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - last line of defence: never a traceback
-        print(f"nim-specdec: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        _error_line(f"nim-specdec: internal error: {type(err).__name__}: {' '.join(str(err).split())[:500]}")
         return EXIT_INTERNAL
+
+
+def _error_line(text: str) -> None:
+    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
+    from nim_specdec.errors import printable
+    from nim_specdec.launch.redact import redact_text, secret_values
+
+    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)

@@ -13,11 +13,12 @@ from typing import Any, Mapping, Sequence
 from nim_specdec.config.builtin import BuiltinEntry
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
+from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
 from nim_specdec.config.method_infer import effective_method, infer_method
 from nim_specdec.config.method_choice import choose
-from nim_specdec.launch.redact import MASK, is_secret_name, redact_argv, redact_env
+from nim_specdec.launch.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
@@ -209,6 +210,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         engine_origin[option.name] = "cli"
     engine_origin.pop("_positional", None)
 
+    view = _engine_view(lower, [*pt.options, *cli.options])
+    validate_engine_numbers(view, engine_origin)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
     argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
@@ -234,7 +237,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             "batch_size_schedule": _schedule_view(config) if enabled else None,
         },
         "draft": None if draft is None else {**draft.as_dict(), "local_dir": draft_facts.local_dir if draft_facts else None},
-        "engine_args": {k: (MASK if is_secret_name(k) else v) for k, v in _engine_view(lower, [*pt.options, *cli.options]).items()},
+        "engine_args": {k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
         "engine_origin": engine_origin,
         "workspace": settings.workspace,
         "cache_path": settings.cache_path,

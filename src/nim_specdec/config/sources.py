@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.launch.redact import mask_uri_credentials
 
 REMOTE_SCHEMES = ("ngc", "hf", "s3", "gs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
@@ -69,6 +70,13 @@ def parse_source(text: str, variable: str) -> SourceRef:
             variable,
             f"unsupported scheme {scheme!r} in {value!r}",
             "use ngc://, hf://, s3://, gs:// or an absolute directory",
+        )
+    if "@" in rest.split("/", 1)[0] or any(c in rest for c in "?#"):
+        # user:password@ or ?token=... would be copied into the plan, log lines and cache names.
+        raise ConfigError(
+            variable,
+            f"refusing {scheme}:// URI with credentials or a query ({mask_uri_credentials(value)!r})",
+            "give credentials through the environment (HF_TOKEN, NGC_API_KEY, AWS_*, GOOGLE_APPLICATION_CREDENTIALS)",
         )
     location, revision = _split_revision(scheme, rest)
     if not location or any(part in ("", ".", "..") for part in location.split("/")):

@@ -69,6 +69,13 @@ FIELDS: Mapping[str, Any] = {
     "draft_sample_method": ("greedy", "probabilistic"),
     "dspark_draft_topk": "pos_int",
 }
+# Inclusive bounds vLLM's SpeculativeConfig enforces (None: unbounded on that side).
+RANGES: Mapping[str, tuple[float | None, float | None]] = {
+    "suffix_decoding_max_tree_depth": (1, None),
+    "suffix_decoding_max_cached_requests": (0, None),
+    "suffix_decoding_max_spec_factor": (0, None),
+    "suffix_decoding_min_token_prob": (0, 1),
+}
 # Fields vLLM fills in itself from the engine configuration; a user never sets them.
 INTERNAL_FIELDS = frozenset(
     {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
@@ -154,10 +161,20 @@ def validate_fields(config: Mapping[str, Any], where: str) -> None:
             raise ConfigError(where, "speculative_config.tensor_parallel_size is not accepted by vLLM",
                               "use draft_tensor_parallel_size (1 or the target's tensor parallel size)")
         try:
-            coerce(key, value)
+            coerced = coerce(key, value)
         except ValueError as err:
             problem = f"speculative_config.{key} = {value!r} is not {_describe(key)} ({err})"
             raise ConfigError(where, problem, f"set {key} to {_describe(key)}") from None
+        if key in RANGES and coerced is not None:
+            _check_range(key, coerced, RANGES[key], where)
+
+
+def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
+    lo, hi = bounds
+    if (lo is None or value >= lo) and (hi is None or value <= hi):
+        return
+    wanted = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+    raise ConfigError(where, f"speculative_config.{key} = {value} must be {wanted}", f"set {key} to a value {wanted}")
 
 
 def validate_complete(config: Mapping[str, Any], where: str, target_tp: int = 1,

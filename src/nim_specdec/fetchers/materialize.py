@@ -23,7 +23,8 @@ from nim_specdec.fetchers import cache, trust
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.errors import printable
-from nim_specdec.fetchers.safety import check_tree, redact, secret_values
+from nim_specdec.fetchers.safety import check_tree
+from nim_specdec.launch.redact import redact_text, secret_values
 from nim_specdec.fetchers.tuning import DownloadSettings, download_settings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 
@@ -119,7 +120,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
             raise
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
             shutil.rmtree(tmp, ignore_errors=True)
-            detail = redact(_first_line(err), secrets)
+            detail = redact_text(_first_line(err), secrets)
             if not backend.is_transient(err):
                 raise MaterializeError(uri, f"download failed: {detail}") from None
             if attempt == settings.retries:

@@ -1,15 +1,11 @@
-"""Guards shared by every fetcher: names that would escape the destination, and secrets in messages."""
+"""Guards shared by every fetcher: names that would escape the destination."""
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from nim_specdec.errors import MaterializeError
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 
 
 def relative_name(uri: str, name: str) -> str:
@@ -54,13 +50,3 @@ def check_tree(uri: str, dest: Path) -> None:
                 if os.path.commonpath([root, target]) != root:
                     rel = os.path.relpath(path, dest)
                     raise MaterializeError(uri, f"refusing link {rel!r}: it points outside the download directory")
-
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    return [v for k, v in env.items() if _SECRET_NAME.search(k) and v and len(v) >= 4]
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for value in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text

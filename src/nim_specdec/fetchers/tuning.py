@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -38,31 +39,45 @@ class DownloadSettings:
     use_s5cmd: bool = False
 
 
-def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
+def _number(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
     raw = env.get(name, "").strip()
     if not raw:
         return default
+    fix = f"set a number from {minimum:g} to {maximum:g}"
     try:
-        value = float(raw)
+        value = float(raw) if len(raw) <= 32 else math.nan
     except ValueError:
-        raise ConfigError(name, f"{raw!r} is not a number", f"set a number >= {minimum:g}") from None
-    if value < minimum:
-        raise ConfigError(name, f"{raw!r} is below {minimum:g}", f"set a number >= {minimum:g}")
+        raise ConfigError(name, f"{raw[:40]!r} is not a number", fix) from None
+    if not math.isfinite(value):
+        raise ConfigError(name, f"{raw[:40]!r} is not a finite number", fix)
+    if not minimum <= value <= maximum:
+        raise ConfigError(name, f"{raw!r} is out of range", fix)
     return value
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int) -> int:
+    value = _number(env, name, default, minimum, maximum)
+    if not float(value).is_integer():
+        raise ConfigError(name, f"{env.get(name, '').strip()!r} is not a whole number", f"set an integer from {minimum} to {maximum}")
+    return int(value)
 
 
 def download_settings(env: Mapping[str, str]) -> DownloadSettings:
     verify = env.get("NIM_DOWNLOAD_VERIFY", "checksum").strip().lower() or "checksum"
     if verify not in ("checksum", "size"):
-        raise ConfigError("NIM_DOWNLOAD_VERIFY", f"{verify!r} is not supported", "use 'checksum' or 'size'")
+        raise ConfigError("NIM_DOWNLOAD_VERIFY", f"{verify[:40]!r} is not supported", "use 'checksum' or 'size'")
+    for name in ("NIM_S3_ANONYMOUS", "NIM_S5CMD"):
+        value = (env.get(name) or "").strip().lower()
+        if value not in _TRUE and value not in ("", "0", "false", "no", "off"):
+            raise ConfigError(name, f"invalid value {value[:40]!r}", "use 1 or 0 (also true/false, yes/no, on/off)")
     return DownloadSettings(
-        timeout=_number(env, "NIM_DOWNLOAD_TIMEOUT", 30.0, 0.1),
-        retries=int(_number(env, "NIM_DOWNLOAD_RETRIES", 3, 0)),
-        concurrency=int(_number(env, "NIM_DOWNLOAD_CONCURRENCY", 10, 1)),
-        chunk_bytes=int(_number(env, "NIM_DOWNLOAD_CHUNK_MB", 8, 1) * 1024 * 1024),
+        timeout=_number(env, "NIM_DOWNLOAD_TIMEOUT", 30.0, 0.1, 86400),
+        retries=_whole(env, "NIM_DOWNLOAD_RETRIES", 3, 0, 100),
+        concurrency=_whole(env, "NIM_DOWNLOAD_CONCURRENCY", 10, 1, 256),
+        chunk_bytes=_whole(env, "NIM_DOWNLOAD_CHUNK_MB", 8, 1, 4096) * 1024 * 1024,
         verify_checksums=verify == "checksum",
-        lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0),
-        progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1),
+        lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0, 7 * 86400),
+        progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1, 86400),
         s3_anonymous=truthy(env.get("NIM_S3_ANONYMOUS")),
         use_s5cmd=truthy(env.get("NIM_S5CMD")),
     )

@@ -3,7 +3,7 @@ flavour, and the local state of each source (no network: remote sources only fro
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -16,6 +16,7 @@ from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.plan import Facts, SourceFacts
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
+from nim_specdec.preflight.config_file import read_model_config
 
 
 def vllm_flavor() -> str | None:
@@ -28,21 +29,43 @@ def vllm_flavor() -> str | None:
     return None
 
 
+# Methods whose vLLM proposer imports an optional package that vLLM does not depend on:
+# method -> (module the proposer imports, how to install it). vLLM would fail on it only after
+# loading the model, with an install hint for an older version.
+METHOD_PACKAGES = {
+    "suffix": (
+        "arctic_inference.suffix_decoding",
+        "install it with: pip install nanobind==2.9.2 && pip install --no-build-isolation arctic-inference==0.3.0",
+    ),
+}
+
+
+def importable(module: str) -> bool:
+    """Whether `module` imports here; its compiled parts included (a broken build counts as missing)."""
+    try:
+        __import__(module)
+    except Exception:  # noqa: BLE001 - any failure to import means vLLM's import fails too
+        return False
+    return True
+
+
+def require_method_package(method: str | None, can_import=importable) -> None:
+    """Raise MaterializeError (exit 3) when `method` needs a package this Python cannot import."""
+    need = METHOD_PACKAGES.get(method or "")
+    if need is None:
+        return
+    module, fix = need
+    if not can_import(module):
+        package = module.split(".", 1)[0].replace("_", "-")
+        raise MaterializeError("speculative_config.method", f"method {method!r} needs the {package} package, which is not installed", fix)
+
+
 def fetch_context(settings: Settings, env: Mapping[str, str], log=lambda msg: None) -> FetchContext:
     return FetchContext(env=env, cache_dir=Path(settings.cache_path), offline=settings.disable_download, log=log)
 
 
 def read_config(directory: Path, where: str) -> dict[str, Any]:
-    config = directory / "config.json"
-    if not config.is_file():
-        raise MaterializeError(where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)")
-    try:
-        data = json.loads(config.read_text())
-    except (OSError, ValueError) as err:
-        raise MaterializeError(where, f"{config} cannot be read as JSON ({err})", "check the file") from None
-    if not isinstance(data, dict):
-        raise MaterializeError(where, f"{config} is not a JSON object", "check the file")
-    return data
+    return read_model_config(directory, where)
 
 
 def local_facts(ref: SourceRef, where: str) -> SourceFacts:

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Mapping
 
+from nim_specdec.errors import printable
 from nim_specdec.launch.redact import redact_text, secret_values
 
 LOGGER = "nim_specdec"
@@ -19,7 +20,7 @@ class _Redact(logging.Filter):
         self.secrets = secrets
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact_text(record.getMessage(), self.secrets)
+        record.msg = printable(redact_text(record.getMessage(), self.secrets))
         record.args = ()
         return True
 

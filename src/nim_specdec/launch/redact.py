@@ -1,47 +1,99 @@
-"""Masking secrets in anything the launcher prints: env, argv, messages."""
+"""Masking secrets in anything the launcher prints: env, argv, JSON values, URIs, messages.
+
+A name is secret-like when one of its words (split at `_`, `-`, `.` and camelCase) is SECRET, PASSWORD,
+PASSWD or CREDENTIAL(S), or when its last word is, or ends in, KEY or TOKEN (`HF_TOKEN`, `apiKey`,
+`AWS_SECRET_ACCESS_KEY`). `--max-num-batched-tokens` or `--tokenizer` are not: masking them would hide
+the very settings a plan is read for. vLLM's parser also accepts any unambiguous prefix of an option
+(`--api-k`) and underscores for dashes, so those spellings of its secret options count too.
+"""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import json
+import re
+import shlex
+from typing import Any, Iterable, Mapping
 
 MASK = "***"
-_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 # Variables shown in the plan: the launcher's own and those of the libraries it drives.
 SHOWN_PREFIXES = ("NIM_", "VLLM_", "HF_", "HUGGING", "NGC_", "AWS_", "GOOGLE_", "GCS_", "STORAGE_EMULATOR",
                   "CUDA_", "NVIDIA_", "TRANSFORMERS_", "TOKENIZERS_")
+# The options of the pinned vLLM release whose value is a secret (checked against the installed parser
+# by tests/test_redaction.py).
+SECRET_OPTIONS = ("--api-key", "--hf-token")
+_ANYWHERE = {"SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "CREDENTIAL", "CREDENTIALS"}
+_LAST_SUFFIXES = ("KEY", "KEYS", "TOKEN")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+# user:password@ in a URI, and query parameters whose name is secret-like (token=, X-Amz-Signature=, ...).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s?#]*@")
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;][^=&\s#]*(?:token|key|sig|signature|secret|password|passwd|credential|auth)[^=&\s#]*=)[^&\s#;]+"
+)
+# A short secret is masked only as a whole token, so that HF_TOKEN=test does not turn "testing" into
+# "***ing"; a long one wherever it appears (an accidental match is then practically impossible).
+_LONG_SECRET = 12
+_MIN_SECRET = 4
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(_CAMEL.sub(r"\1_\2", name).upper()) if w]
 
 
 def is_secret_name(name: str) -> bool:
-    """A name with a secret word as one of its parts (HF_TOKEN, --api-key, NGC_API_KEY): a count such as
-    --max-num-batched-tokens is not a secret, and masking it would print a command that is not the one run."""
-    upper = name.upper().replace("-", "_")
-    parts = [p for p in upper.split("_") if p]
-    return any(part == word or part == word + "S" and word == "CREDENTIAL" or (part.endswith(word) and part != word + "S")
-               for part in parts for word in _SECRET_WORDS)
+    words = _words(name)
+    if not words:
+        return False
+    return any(w in _ANYWHERE for w in words) or words[-1].endswith(_LAST_SUFFIXES)
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {
-        k: (MASK if is_secret_name(k) else v)
-        for k, v in sorted(env.items())
-        if k.upper().startswith(SHOWN_PREFIXES)
-    }
+def is_secret_option(flag: str) -> bool:
+    """A command-line option (with or without `=value`) whose value is a secret, in any spelling vLLM accepts."""
+    bare = flag.split("=", 1)[0]
+    if is_secret_name(bare):
+        return True
+    if not bare.startswith("--") or len(bare) < 3:
+        return False
+    dashed = bare.replace("_", "-").lower()
+    return any(option.startswith(dashed) for option in SECRET_OPTIONS)
 
 
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values to scrub from free text, longest first so that overlapping secrets are fully masked."""
-    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= 4}
-    return sorted(values, key=len, reverse=True)
+def is_secret_key(key: str) -> bool:
+    """A JSON key (snake, kebab or camel case) that names a secret, including prefixes of vLLM's secret options."""
+    return is_secret_name(key) or is_secret_option("--" + key.strip().lstrip("-"))
 
 
-def redact_text(text: str, secrets: Iterable[str]) -> str:
-    for value in secrets:
-        text = text.replace(value, MASK)
-    return text
+def mask_uri_credentials(text: str) -> str:
+    return _QUERY_SECRET.sub(rf"\1{MASK}", _USERINFO.sub(rf"\1{MASK}@", text))
+
+
+def mask_json(value: Any) -> Any:
+    """`value` with every value under a secret-like key masked, at any depth."""
+    if isinstance(value, dict):
+        return {k: (MASK if isinstance(k, str) and is_secret_key(k) and value[k] is not None else mask_json(value[k]))
+                for k in value}
+    if isinstance(value, list):
+        return [mask_json(v) for v in value]
+    if isinstance(value, str):
+        return mask_uri_credentials(value)
+    return value
+
+
+def _mask_json_text(text: str) -> str:
+    """A JSON object or array given as text, re-dumped with its secrets masked; other text as it was."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return mask_uri_credentials(text)
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return mask_uri_credentials(text)
+    masked = mask_json(value)
+    return text if masked == value else json.dumps(masked)
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
-    """Mask the value after (or inside) an option such as --api-key or --hf-token."""
+    """Mask the value after (or inside) a secret option, secret keys inside JSON values, URI credentials."""
     out: list[str] = []
     mask_next = False
     for token in argv:
@@ -50,12 +102,58 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
             mask_next = False
             continue
         mask_next = False
-        if token.startswith("--") and is_secret_name(token.split("=", 1)[0]):
+        if token.startswith("--") and is_secret_option(token):
             if "=" in token:
                 out.append(token.split("=", 1)[0] + "=" + MASK)
             else:
                 out.append(token)
                 mask_next = True
             continue
-        out.append(token)
+        if token.startswith("--") and "=" in token:
+            flag, value = token.split("=", 1)
+            out.append(f"{flag}={_mask_json_text(value)}")
+            continue
+        out.append(_mask_json_text(token))
     return out
+
+
+def redact_env_value(name: str, value: str) -> str:
+    if is_secret_name(name):
+        return MASK
+    if name == "NIM_PASSTHROUGH_ARGS":
+        try:
+            return shlex.join(redact_argv(shlex.split(value)))
+        except ValueError:
+            return MASK  # unbalanced quotes: the value cannot be split, so nothing in it can be told apart
+    return _mask_json_text(value)
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: redact_env_value(k, v) for k, v in sorted(env.items()) if k.upper().startswith(SHOWN_PREFIXES)}
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """Values to scrub from free text, longest first so that overlapping secrets are fully masked."""
+    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_SECRET}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_text(text: str, secrets: Iterable[str]) -> str:
+    for value in secrets:
+        if len(value) >= _LONG_SECRET:
+            text = text.replace(value, MASK)
+        elif len(value) >= _MIN_SECRET and value in text:
+            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", MASK, text)
+    return mask_uri_credentials(text)
+
+
+def redact_tree(value: Any, secrets: list[str]) -> Any:
+    """A JSON-like document (the plan) with secrets masked by key, by value and in URIs, at any depth."""
+    if isinstance(value, dict):
+        return {k: (MASK if isinstance(k, str) and is_secret_key(k) and isinstance(value[k], (str, int, float))
+                    and not isinstance(value[k], bool) else redact_tree(value[k], secrets)) for k in value}
+    if isinstance(value, list):
+        return [redact_tree(v, secrets) for v in value]
+    if isinstance(value, str):
+        return redact_text(value, secrets)
+    return value

@@ -10,6 +10,8 @@ from nim_specdec.launch.facts import base_facts, fetch_context, plan_sources, so
 from nim_specdec.config.plan import Facts, build_plan
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.fetchers.trust import refuse_system_dir
+from nim_specdec.fetchers.tuning import download_settings
+from nim_specdec.launch.redact import redact_tree, secret_values
 
 # Facts can change the plan (an auto choice reads the target's config.json, which may bring a
 # draft); each pass can only add sources, so this settles in at most three.
@@ -20,6 +22,7 @@ def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | No
     settings = parse_settings(env)
     refuse_system_dir(settings.cache_path, "NIM_CACHE_PATH")
     refuse_system_dir(settings.workspace, "NIM_WORKSPACE")
+    download_settings(env)  # refused here, before anything is downloaded, as every other variable is
     capture = parse_capture(env)
     facts = facts or base_facts(env)
     facts = replace(facts, extra_middlewares=tuple(capture_middleware_args(capture)[1::2]))
@@ -40,6 +43,7 @@ def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | No
     return settings, plan
 
 
-def public(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan as shown to people: internal keys (the unredacted argv) left out."""
-    return {k: v for k, v in plan.items() if not k.startswith("_")}
+def public(plan: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The plan as shown to people: internal keys (the unredacted argv) left out, and every secret masked
+    (by key at any depth, by the value of any secret variable, and inside URIs)."""
+    return redact_tree({k: v for k, v in plan.items() if not k.startswith("_")}, secret_values(env))

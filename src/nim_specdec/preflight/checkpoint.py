@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nim_specdec.preflight.safetensors_header import INDEX_NAME, TensorInfo, read_header, shards_from_index
+from nim_specdec.preflight.config_file import index_shards
+from nim_specdec.preflight.safetensors_header import INDEX_NAME, TensorInfo, read_header
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,10 @@ class Checkpoint:
         return None
 
 
-def read_checkpoint(directory: Path) -> Checkpoint | None:
+def read_checkpoint(directory: Path, where: str = "model weights") -> Checkpoint | None:
     """All tensors a model directory's weights declare; None when it holds no weight files."""
     if (directory / INDEX_NAME).is_file():
-        files = shards_from_index(directory)
+        files, _ = index_shards(directory, where)
     else:
         files = sorted(directory.glob("*.safetensors"))
     if files:

@@ -111,12 +111,18 @@ def _ngram(inputs: CompatInputs) -> list[Check]:
     return [passed("compatibility.ngram", "model-free: nothing to check beyond the config")]
 
 
+def _suffix(inputs: CompatInputs) -> list[Check]:
+    # Its one requirement, the arctic-inference package, is a fact of the serving Python: serve checks it.
+    return [passed("compatibility.suffix", "model-free: nothing to check beyond the config")]
+
+
 CHECKS_BY_METHOD: dict[str, Callable[[CompatInputs], list[Check]]] = {
     "eagle3": _eagle,
     "eagle": _eagle,
     "draft_model": _draft_model,
     "mtp": _mtp,
     "ngram": _ngram,
+    "suffix": _suffix,
 }
 
 

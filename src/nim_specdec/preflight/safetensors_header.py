@@ -5,19 +5,24 @@ name every tensor with its dtype, shape and byte range. Reading that header cost
 small read per file whatever the size of the weights, which is what lets the pre-flight
 checks run in milliseconds before vLLM loads anything. No torch, no safetensors library.
 
-A sharded checkpoint's `model.safetensors.index.json` names its shards in its weight map.
+A sharded checkpoint's `model.safetensors.index.json` names its shards in its weight map (read by
+preflight/config_file.py, which keeps every shard inside the model folder).
 """
 
 from __future__ import annotations
 
-import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
+from nim_specdec.errors import MaterializeError
+
 INDEX_NAME = "model.safetensors.index.json"
 # A header is metadata; anything this large is a corrupt or hostile file, not a checkpoint.
 MAX_HEADER_BYTES = 100 * 1024 * 1024
+MAX_DIM = 2**48
+MAX_OFFSET = 2**60
 
 
 class HeaderError(ValueError):
@@ -31,11 +36,17 @@ class TensorInfo:
     nbytes: int
 
 
+def _bounded(value: object, limit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise ValueError(f"{value!r} is not a whole number from 0 to {limit}")
+    return value
+
+
 def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
     """Turn a header's JSON bytes into tensor infos (pure; `where` names the file in errors)."""
     try:
-        doc = json.loads(raw)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        doc = loads(raw, where, MaterializeError, FILE_INT_DIGITS)
+    except MaterializeError:
         raise HeaderError(f"{where}: the safetensors header is not valid JSON") from None
     if not isinstance(doc, dict):
         raise HeaderError(f"{where}: the safetensors header is not a JSON object")
@@ -45,9 +56,13 @@ def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
             continue
         try:
             start, end = entry["data_offsets"]
-            tensors[name] = TensorInfo(str(entry["dtype"]), tuple(int(d) for d in entry["shape"]), int(end) - int(start))
+            shape = tuple(_bounded(d, MAX_DIM) for d in entry["shape"])
+            start, end = _bounded(start, MAX_OFFSET), _bounded(end, MAX_OFFSET)
+            if end < start or not isinstance(entry["dtype"], str):
+                raise ValueError("bad range or dtype")
+            tensors[name] = TensorInfo(entry["dtype"], shape, end - start)
         except (KeyError, TypeError, ValueError):
-            raise HeaderError(f"{where}: tensor {name!r} has no valid dtype, shape and data_offsets") from None
+            raise HeaderError(f"{where}: tensor {name[:200]!r} has no valid dtype, shape and data_offsets") from None
     return tensors
 
 
@@ -67,13 +82,3 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
     if len(raw) < length:
         raise HeaderError(f"{path}: truncated safetensors header")
     return parse_header(raw, str(path))
-
-
-def shards_from_index(directory: Path) -> list[Path]:
-    index = directory / INDEX_NAME
-    try:
-        weight_map = json.loads(index.read_text())["weight_map"]
-        names = sorted(set(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise HeaderError(f"{index}: not a valid safetensors index (no weight_map)") from None
-    return [directory / name for name in names]

@@ -8,12 +8,12 @@ section. A failure in a category whose mode is `error` becomes a ConfigError (ex
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, MaterializeError
+from nim_specdec.preflight.config_file import index_shards, read_model_config
 from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
@@ -28,51 +28,34 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise HeaderError(f"{path}: not readable as JSON ({type(err).__name__})") from None
-    if not isinstance(doc, dict):
-        raise HeaderError(f"{path}: not a JSON object")
-    return doc
-
-
-def _config(local_dir: str | None, who: str, problems: list[Check]) -> dict[str, Any] | None:
+def _config(local_dir: str | None, who: str) -> dict[str, Any] | None:
+    """The model's config.json; a bad one stops the launch (exit 3, naming the file): vLLM could not load it."""
     if not local_dir or not (Path(local_dir) / "config.json").is_file():
         return None
-    try:
-        return _read_json(Path(local_dir) / "config.json")
-    except HeaderError as err:
-        problems.append(Check(f"{COMPATIBILITY}.{who}_config", FAIL, str(err), _REDOWNLOAD, f"{who} model"))
-        return None
+    return read_model_config(Path(local_dir), f"{who} model")
 
 
-def _weights(local_dir: str | None, who: str, problems: list[Check]) -> Checkpoint | None:
+def _weights(local_dir: str | None, who: str) -> Checkpoint | None:
     if not local_dir:
         return None
     try:
-        return read_checkpoint(Path(local_dir))
+        return read_checkpoint(Path(local_dir), f"{who} model")
     except HeaderError as err:
-        problems.append(Check(f"{COMPATIBILITY}.{who}_weights", FAIL, str(err), _REDOWNLOAD, f"{who} model"))
-        return None
+        raise MaterializeError(f"{who} model", str(err), _REDOWNLOAD) from None
 
 
 def _target_weight_bytes(local_dir: str | None) -> int | None:
     """The target's size; a sharded checkpoint's index states it, which saves reading every shard."""
     if not local_dir:
         return None
-    index = Path(local_dir) / INDEX_NAME
-    try:
-        total = _read_json(index).get("metadata", {}).get("total_size") if index.is_file() else None
-        if isinstance(total, int) and total > 0:
+    if (Path(local_dir) / INDEX_NAME).is_file():
+        try:
+            _, total = index_shards(Path(local_dir), "target model")
+        except HeaderError as err:
+            raise MaterializeError("target model", str(err), _REDOWNLOAD) from None
+        if total:
             return total
-    except (HeaderError, AttributeError):
-        pass  # an index without a usable total: sum the headers instead
-    try:
-        ckpt = read_checkpoint(Path(local_dir))
-    except HeaderError:
-        return None
+    ckpt = _weights(local_dir, "target")
     return ckpt.total_bytes if ckpt else None
 
 
@@ -99,13 +82,12 @@ def run_preflight(
     draft_dir = draft_info.get("local_dir")
     where = f"draft {draft_info.get('source') or draft_info.get('name') or spec_config.get('model')}"
 
-    problems: list[Check] = []  # unreadable files: compatibility failures in their own right
-    target = _config(target_dir, "target", problems)
-    draft = _config(draft_dir, "draft", problems)
-    draft_weights = _weights(draft_dir, "draft", problems)
+    target = _config(target_dir, "target")
+    draft = _config(draft_dir, "draft")
+    draft_weights = _weights(draft_dir, "draft")
     checks: list[Check] = []
     if modes[COMPATIBILITY] != "off":
-        checks = problems + compatibility_checks(CompatInputs(method, spec_config, target, draft, draft_weights, where))
+        checks = compatibility_checks(CompatInputs(method, spec_config, target, draft, draft_weights, where))
     if modes[MEMORY] != "off":
         readings = (gpu or NvmlProbe(env)).read()
         heads = mtp_declaration(target) if method == "mtp" and target else None

@@ -66,17 +66,16 @@ def rank(results: Sequence[SimResult], verify_cost: float) -> list[Scored]:
     return sorted(scored, key=lambda s: (-round(s.speedup, 9), s.result.draft_tokens, s.result.params.k))
 
 
+def specdec_args_of(config: dict) -> str:
+    """The NIM_SPECDEC_ARGS value for a speculative_config, in the guide's form (a JSON string inside JSON)."""
+    return json.dumps({"speculative_config": json.dumps(config)})
+
+
 def specdec_args(params: NgramParams) -> str:
-    """The NIM_SPECDEC_ARGS value for `params`, in the guide's form (a JSON string inside JSON)."""
-    inner = {
+    """The NIM_SPECDEC_ARGS value for an n-gram setting."""
+    return specdec_args_of({
         "method": "ngram",
         "num_speculative_tokens": params.k,
         "prompt_lookup_max": params.max_n,
         "prompt_lookup_min": params.min_n,
-    }
-    return json.dumps({"speculative_config": json.dumps(inner)})
-
-
-def speculative_config_arg(params: NgramParams) -> str:
-    """The same setting as vLLM's --speculative-config value (model-free deployments)."""
-    return json.loads(specdec_args(params))["speculative_config"]
+    })

@@ -15,7 +15,13 @@ scheduler's accounting of draft and accepted tokens:
 - under greedy decoding a draft token is accepted while it equals the target's own next
   token; the step then emits accepted + 1 tokens. A step with no draft emits one token
   and counts nothing. Accepted tokens past the request's end (max_tokens or a stop) are
-  still counted, so the "true continuation" extends past the returned output.
+  still counted, so the "true continuation" extends past the returned output;
+- near the model length the drafter does not run at all: after a forward pass whose longest
+  sequence (context + scheduled draft tokens; the prompt after the prefill) plus k exceeds
+  `max_model_len`, the model runner fills the next draft with k zeros (token id 0) instead,
+  and the scheduler trims and counts those like any draft (`_input_fits_in_drafter` in
+  vLLM's model runner). vLLM takes that maximum over the whole batch; one request at a time,
+  it is the request's own.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ def propose(context: Sequence[int], min_n: int, max_n: int, k: int, max_model_le
     return []
 
 
+def drafter_runs_after(seq_len: int, k: int, max_model_len: int) -> bool:
+    """Whether the drafter runs after a forward pass whose longest sequence is `seq_len` tokens."""
+    return seq_len + k <= max_model_len
+
+
 @dataclass(frozen=True)
 class RequestCounts:
     drafts: int
@@ -50,6 +61,7 @@ class RequestCounts:
     accepted: int
     accepted_per_pos: tuple[int, ...]
     steps: int  # forward passes after the prefill, drafting or not
+    zero_drafts: int = 0  # drafts of zeros scheduled because the drafter did not run
 
 
 def simulate_request(
@@ -64,14 +76,18 @@ def simulate_request(
     """Replay one greedy request through the proposer; `tail` continues `output` past its end."""
     full = list(prompt) + list(output) + list(tail)
     p_len, o_len = len(prompt), len(output)
-    drafts = draft_tokens = accepted = steps = 0
+    drafts = draft_tokens = accepted = steps = zero_drafts = 0
     per_pos = [0] * k
     produced = 1  # the prefill step samples the first output token
+    drafter_runs = drafter_runs_after(p_len, k, max_model_len)  # decided after the prefill pass
     while produced < o_len:
         total = p_len + produced
-        draft = propose(full[:total], min_n, max_n, k, max_model_len)
+        draft = propose(full[:total], min_n, max_n, k, max_model_len) if drafter_runs else [0] * k
         draft = draft[: max(0, max_model_len - total - 1)]
         steps += 1
+        zero_drafts += bool(draft) and not drafter_runs
+        # This pass computes the context and the draft: its sequence length decides the next draft.
+        drafter_runs = drafter_runs_after(total + len(draft), k, max_model_len)
         if not draft:
             produced += 1
             continue
@@ -84,4 +100,4 @@ def simulate_request(
         for pos in range(hits):
             per_pos[pos] += 1
         produced += hits + 1
-    return RequestCounts(drafts, draft_tokens, accepted, tuple(per_pos), steps)
+    return RequestCounts(drafts, draft_tokens, accepted, tuple(per_pos), steps, zero_drafts)

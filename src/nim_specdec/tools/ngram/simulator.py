@@ -10,10 +10,11 @@ token or per step. `reference.py` holds the literal specification this must agre
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
-from nim_specdec.tools.ngram.corpus import Corpus
+from nim_specdec.tools.ngram.corpus import Corpus, RecordedRequest
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class NgramParams:
 
 @dataclass(frozen=True)
 class SimResult:
-    params: NgramParams
+    """Predicted counters of one setting; the suffix simulator returns the same type."""
+
+    params: Any  # NgramParams, or SuffixParams for method "suffix"
     drafts: int
     draft_tokens: int
     accepted: int
@@ -89,23 +92,61 @@ def _chain_members(nxt: np.ndarray, heads: np.ndarray, terminal: int) -> np.ndar
     return members
 
 
+def requests_near_model_length(requests: Sequence[RecordedRequest], k: int, max_model_len: int) -> int:
+    """How many requests come within k tokens of the model length, where vLLM drafts zeros.
+
+    One request at a time the simulation is exact there. With several in flight vLLM decides by
+    the longest sequence of the whole batch, so such a request also turns the other requests'
+    drafts into zeros for those steps: the prediction is then optimistic.
+    """
+    return sum(len(r.prompt) + len(r.output) + k > max_model_len for r in requests)
+
+
+def _zero_drafts(corpus: Corpus, params: NgramParams, max_model_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Draft length and hits at every step position if the drafter did not run: k zeros, trimmed."""
+    pos, ctx = corpus.query_pos, corpus.query_ctx_len
+    length = np.clip(np.minimum(params.k, max_model_len - ctx - 1), 0, None)
+    hits = np.zeros_like(length)
+    alive = length > 0
+    tokens = corpus.tokens
+    for i in range(params.k):
+        alive &= (i < length) & (pos + i < corpus.query_stream_end) & (tokens[pos + i] == 0)
+        hits += alive
+    return length, hits
+
+
 def simulate(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 40) -> SimResult:
-    """Predicted counters of the server for `params` over all recorded requests."""
-    length, hits = _draft_lengths_and_hits(corpus, params, max_model_len)
+    """Predicted counters of the server for `params` over all recorded requests.
+
+    A step is a node (position, whether the drafter ran before it): nodes 0..q-1 carry n-gram
+    drafts, nodes q..2q-1 the zero drafts vLLM schedules near the model length (see reference.py).
+    Which kind the next step is follows from this step's sequence length, so it is part of the jump.
+    """
+    q = corpus.num_queries
+    ngram_len, ngram_hits = _draft_lengths_and_hits(corpus, params, max_model_len)
+    zero_len, zero_hits = _zero_drafts(corpus, params, max_model_len)
+    length = np.concatenate((ngram_len, zero_len))
+    hits = np.concatenate((ngram_hits, zero_hits))
     drafted = length > 0
     advance = np.where(drafted, hits + 1, 1)
-    q = corpus.num_queries
-    nxt = np.arange(q, dtype=np.int64) + advance
-    terminal = q
-    nxt = np.append(np.where(nxt < corpus.query_next_limit, nxt, terminal), terminal)
-    visited = _chain_members(nxt, corpus.first_queries.astype(np.int64), terminal)
+    ctx = np.concatenate((corpus.query_ctx_len, corpus.query_ctx_len))
+    limit = np.concatenate((corpus.query_next_limit, corpus.query_next_limit))
+    position = np.concatenate((np.arange(q, dtype=np.int64), np.arange(q, dtype=np.int64))) + advance
+    next_is_zero = ctx + length + params.k > max_model_len
+    terminal = 2 * q
+    nxt = np.where(position < limit, position + np.where(next_is_zero, q, 0), terminal)
+    nxt = np.append(nxt, terminal)
+    heads = corpus.first_queries.astype(np.int64)
+    # After the prefill the sequence is the prompt: context of the first step minus one.
+    heads = heads + np.where(corpus.query_ctx_len[heads] - 1 + params.k > max_model_len, q, 0)
+    visited = _chain_members(nxt, heads, terminal)
 
     v_drafted = drafted[visited]
     v_len = length[visited]
     v_hits = hits[visited]
     per_pos = np.bincount(v_hits[v_hits > 0] - 1, minlength=params.k)[: params.k]
     per_pos = np.cumsum(per_pos[::-1])[::-1]
-    req = corpus.query_request[visited]
+    req = np.concatenate((corpus.query_request, corpus.query_request))[visited]
     per_request = np.stack(
         [
             np.bincount(req, weights=v_drafted, minlength=corpus.num_requests),

@@ -1,0 +1,226 @@
+"""simulate: predict every model-free speculation method on captured traffic, and recommend one.
+
+Token ids come from a greedy replay of a mooncake_payload capture against a server running
+WITHOUT speculation (--trace and --url), or from records saved earlier (--records). Each
+method's grid is then simulated exactly, without a GPU: n-gram through the vectorized
+simulator, suffix decoding through arctic-inference's own suffix trees, as vLLM drives them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from nim_specdec.errors import ConfigError
+
+METHODS = ("ngram", "suffix")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("token ids (a capture plus a server, or saved records)")
+    source.add_argument("--trace", help="mooncake_payload capture (JSONL of {timestamp, payload})")
+    source.add_argument("--url", help="base URL of the server with speculation off, e.g. http://localhost:8000")
+    source.add_argument("--model", help="model name to send (default: the server's first model)")
+    source.add_argument("--concurrency", type=int, default=4, help="requests in flight during the replay (default 4)")
+    source.add_argument("--records", help="simulate token ids saved earlier with --save-records, without a server")
+    source.add_argument("--save-records", help="write the recorded token ids to this JSONL file")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    grid = parser.add_argument_group("cost model and output")
+    grid.add_argument("--max-model-len", type=int, help="model length to simulate (default: what the server reports)")
+    grid.add_argument("--verify-cost", type=float, default=None,
+                      help="cost of verifying one draft token relative to a decode step (default 0.1)")
+    grid.add_argument("--top", type=int, default=15, help="rows of each method's table to print (default 15; 0 = all)")
+    grid.add_argument("--json", dest="json_out", help="also write every row and the recommendations as JSON here")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from nim_specdec.tools.suffix import grid as sg
+
+    parser.add_argument("--method", help="comma-separated methods to simulate: ngram, suffix (default both; suffix only where "
+                        "arctic-inference is installed)")
+    add_source_arguments(parser)
+    ngram = parser.add_argument_group("n-gram grid")
+    ngram.add_argument("--ngram-k", dest="ngram_k", default="1-6,8", help="num_speculative_tokens values (default 1-6,8)")
+    ngram.add_argument("--ngram-min", dest="ngram_min", default="1-4", help="prompt_lookup_min values (default 1-4)")
+    ngram.add_argument("--ngram-max", dest="ngram_max", default="1-5", help="prompt_lookup_max values (default 1-5)")
+    suffix = parser.add_argument_group("suffix grid (a point per combination)")
+    suffix.add_argument("--suffix-k", default=sg.DEFAULT_K, help=f"num_speculative_tokens values (default {sg.DEFAULT_K})")
+    suffix.add_argument("--suffix-depth", default=sg.DEFAULT_DEPTH, help=f"suffix_decoding_max_tree_depth values (default {sg.DEFAULT_DEPTH})")
+    suffix.add_argument("--suffix-cached", default=sg.DEFAULT_CACHED,
+                        help=f"suffix_decoding_max_cached_requests values, 0 = no global tree (default {sg.DEFAULT_CACHED})")
+    suffix.add_argument("--suffix-factor", default=sg.DEFAULT_FACTOR, help=f"suffix_decoding_max_spec_factor values (default {sg.DEFAULT_FACTOR})")
+    suffix.add_argument("--suffix-min-prob", default=sg.DEFAULT_MIN_PROB,
+                        help=f"suffix_decoding_min_token_prob values (default {sg.DEFAULT_MIN_PROB})")
+    add_output_arguments(parser)
+    parser.set_defaults(_flags={"ngram_k": "--ngram-k", "ngram_min": "--ngram-min", "ngram_max": "--ngram-max"})
+
+
+def _methods(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown or not chosen:
+        raise ConfigError("--method", f"unknown method {unknown[0] if unknown else text!r}", "use ngram, suffix or ngram,suffix")
+    return chosen
+
+
+def _ngram_grid(args: argparse.Namespace):
+    from nim_specdec.tools.ngram.grid import make_grid, parse_int_set
+
+    flags = args._flags
+    sets = {}
+    for dest in ("ngram_k", "ngram_min", "ngram_max"):
+        try:
+            sets[dest] = parse_int_set(getattr(args, dest))
+        except ValueError as err:
+            raise ConfigError(flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6") from None
+    grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
+    if not grid:
+        raise ConfigError(f"{flags['ngram_min']}/{flags['ngram_max']}", "no pair with min <= max", "widen the max values or lower the min values")
+    return grid
+
+
+def _suffix_grid(args: argparse.Namespace):
+    from nim_specdec.tools.suffix import grid as sg
+
+    specs = (
+        ("--suffix-k", args.suffix_k, int, 1, None, "positive integers, e.g. 8,16"),
+        ("--suffix-depth", args.suffix_depth, int, 1, None, "positive integers, e.g. 24,32"),
+        ("--suffix-cached", args.suffix_cached, int, 0, None, "integers >= 0, e.g. 0,10000"),
+        ("--suffix-factor", args.suffix_factor, float, 0, None, "numbers >= 0, e.g. 1.0,2.0"),
+        ("--suffix-min-prob", args.suffix_min_prob, float, 0, 1, "numbers in [0, 1], e.g. 0.1"),
+    )
+    values = []
+    for flag, text, kind, low, high, fix in specs:
+        try:
+            values.append(sg.parse_values(text, kind, low, high))
+        except ValueError as err:
+            raise ConfigError(flag, f"bad value list {text!r} ({err})", f"use {fix}") from None
+    return sg.make_grid(*values)
+
+
+def load_records(args: argparse.Namespace, k_max: int, command: str):
+    """(records, model length, notes) from saved records or from a replay."""
+    from nim_specdec.tools.ngram import replay
+    from nim_specdec.tools.ngram.trace import parse_capture
+
+    if args.records:
+        if args.trace or args.url:
+            raise ConfigError("--records", "given together with --trace/--url", "use either saved records or a replay")
+        records, saved_len = replay.load_records(args.records)
+        if not any(r.output for r in records):
+            raise ConfigError("--records", f"{args.records} holds no request with output tokens", "use a file written by --save-records")
+        return records, args.max_model_len or saved_len, []
+    if not (args.trace and args.url):
+        raise ConfigError(command, "needs --trace and --url (or --records)", f"see nim-specdec {command} --help")
+    try:
+        with open(args.trace, encoding="utf-8") as src:
+            captured = parse_capture(src)
+    except OSError as err:
+        raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
+    model, server_len = replay.server_model(args.url)
+    # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
+    max_model_len = args.max_model_len or server_len
+    replayed = replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
+    failed = [r for r in replayed if r.request is None]
+    notes = [f"line {r.line}: {r.error}" for r in failed[:3]]
+    if failed:
+        notes.insert(0, f"{len(failed)} of {len(replayed)} requests failed and were left out")
+    mismatched = sum(r.tail_mismatch for r in replayed)
+    if mismatched:
+        notes.append(f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted")
+    records = [r.request for r in replayed if r.request is not None]
+    if not records:
+        raise ConfigError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
+    if args.save_records:
+        replay.save_records(args.save_records, records, max_model_len)
+    return records, max_model_len, notes
+
+
+def _suffix_available(explicit: bool, notes: list[str]) -> bool:
+    from nim_specdec.launch.facts import importable, require_method_package
+
+    if explicit:
+        require_method_package("suffix")  # exit 3 with the install line
+        return True
+    if importable("arctic_inference.suffix_decoding"):
+        return True
+    notes.append("suffix decoding left out: the arctic-inference package is not installed (pip install nanobind==2.9.2 "
+                 "&& pip install --no-build-isolation arctic-inference==0.3.0)")
+    return False
+
+
+def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
+    from nim_specdec.tools.ngram.corpus import build_corpus
+    from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, rank
+    from nim_specdec.tools.ngram.output_files import write_atomically
+    from nim_specdec.tools.ngram.simulator import requests_near_model_length, simulate
+    from nim_specdec.tools.sim_report import recommendation_line, overall, summary, table
+
+    verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
+    if not verify_cost >= 0:
+        raise ConfigError("--verify-cost", f"{verify_cost} is not a number >= 0", "use a value >= 0, e.g. 0.1")
+    notes: list[str] = []
+    grids = {}
+    if "ngram" in methods:
+        grids["ngram"] = _ngram_grid(args)
+    if "suffix" in methods:
+        suffix_grid = _suffix_grid(args)
+        if _suffix_available(explicit, notes):
+            grids["suffix"] = suffix_grid
+    records, max_model_len, record_notes = load_records(args, max(p.k for g in grids.values() for p in g), command)
+    notes = record_notes + notes
+    length = max_model_len or (1 << 40)
+    k_max = max(p.k for g in grids.values() for p in g)
+    near_end = requests_near_model_length(records, k_max, max_model_len) if max_model_len else 0
+    if near_end:
+        notes.append(
+            f"{near_end} of {len(records)} requests run within k tokens of max_model_len {max_model_len}: "
+            "vLLM drafts zeros there for the whole batch, so above concurrency 1 the prediction is optimistic"
+        )
+
+    by_method = {}
+    if "ngram" in grids:
+        grid = grids["ngram"]
+        corpus = build_corpus(records, max_ngram=max(p.max_n for p in grid), pad=max(p.k for p in grid) + 1)
+        by_method["ngram"] = rank([simulate(corpus, p, length) for p in grid], verify_cost)
+    if "suffix" in grids:
+        from nim_specdec.tools.suffix.simulator import simulate_suffix
+
+        by_method["suffix"] = rank([simulate_suffix(records, p, length) for p in grids["suffix"]], verify_cost)
+
+    for note in notes:
+        print(f"nim-specdec: note: {note}", file=sys.stderr)
+    prompt_tokens = sum(len(r.prompt) for r in records)
+    output_tokens = sum(len(r.output) for r in records)
+    points = sum(len(g) for g in grids.values())
+    print(f"{len(records)} requests, {prompt_tokens} prompt + {output_tokens} output tokens; "
+          f"{points} settings; verify cost {verify_cost} per draft token")
+    limit = None if args.top == 0 else args.top
+    for method, ranked in by_method.items():
+        print(f"\n{method} ({len(ranked)} settings, best first)")
+        print(table(ranked, limit))
+    print()
+    for method, ranked in by_method.items():
+        print(recommendation_line(method, ranked[0]))
+    if len(by_method) > 1:
+        best = overall(by_method)
+        print(recommendation_line(f"overall ({speculative_config_method(best)})", best))
+    if args.json_out:
+        meta = {"requests": len(records), "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
+                "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method),
+                "requests_near_model_length": near_end}
+        write_atomically(args.json_out, json.dumps(summary(by_method, meta), indent=2) + "\n", "--json")
+    return 0
+
+
+def speculative_config_method(scored) -> str:
+    from nim_specdec.tools.sim_report import speculative_config
+
+    return speculative_config(scored.result.params)["method"]
+
+
+def run(args: argparse.Namespace) -> int:
+    return simulate_methods(args, _methods(args.method or ",".join(METHODS)), "simulate", explicit=args.method is not None)

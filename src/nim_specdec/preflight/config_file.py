@@ -1,0 +1,112 @@
+"""Reading a model's `config.json` and `model.safetensors.index.json` as files from a store: bounded in size,
+strict JSON, and the figures the launcher computes with checked, so that a bad file is one line (exit 3)
+naming it instead of a crash somewhere in the arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
+from nim_specdec.errors import MaterializeError
+from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
+
+# A config.json is a few KB; an index lists one line per tensor. Anything far larger is not one.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+_FIX = "replace the file (re-download the model, or remove its cache entry)"
+# Sizes and counts the pre-flight checks compute with: whole numbers, and far below 2**48.
+_COUNTS = (
+    "hidden_size", "d_model", "n_embd", "vocab_size", "padded_vocab_size", "num_hidden_layers", "n_layer", "num_layers",
+    "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "kv_lora_rank",
+    "qk_rope_head_dim", "intermediate_size", "full_attention_interval", "draft_vocab_size", "target_hidden_size",
+    "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules", "num_mtp_layers", "n_predict",
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
+    "max_sequence_length", "max_seq_length", "seq_len",
+)
+_NESTED = ("text_config", "transformer_layer_config", "mtp_config")
+MAX_COUNT = 2**48
+
+
+def read_bounded(path: Path, limit: int, where: str) -> bytes:
+    """The file's bytes; a link is read where it points (model folders use them), but never a non-file."""
+    try:
+        with open(path, "rb") as fh:
+            if not os.path.isfile(path):
+                raise MaterializeError(where, f"{path} is not a regular file", _FIX)
+            data = fh.read(limit + 1)
+    except OSError as err:
+        raise MaterializeError(where, f"{path} cannot be read ({err.strerror})", "check the file and its permissions") from None
+    if len(data) > limit:
+        raise MaterializeError(where, f"{path} is larger than {limit // (1024 * 1024)} MiB, not a model's metadata", _FIX)
+    return data
+
+
+def count_problem(cfg: Mapping[str, Any]) -> str | None:
+    """Why the figures of a config (and of its nested configs) cannot be computed with, or None."""
+    for section_name, section in [("", cfg), *((k, cfg.get(k)) for k in _NESTED if k in cfg)]:
+        prefix = f"{section_name}." if section_name else ""
+        if section is None:
+            continue
+        if not isinstance(section, Mapping):
+            return f"{prefix.rstrip('.')} is not a JSON object"
+        for key in _COUNTS:
+            value = section.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value != int(value) or not 0 <= value <= MAX_COUNT:
+                return f"{prefix}{key} is {str(value)[:40]!r}, not a whole number from 0 to 2**48"
+        rope = section.get("rope_scaling")
+        if rope is not None and not isinstance(rope, Mapping):
+            return f"{prefix}rope_scaling is not a JSON object"
+        factor = rope.get("factor") if isinstance(rope, Mapping) else None
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1e6):
+            return f"{prefix}rope_scaling.factor is {str(factor)[:40]!r}, not a positive number"
+        for key in ("architectures", "layer_types"):
+            if section.get(key) is not None and not isinstance(section.get(key), list):
+                return f"{prefix}{key} is not a JSON list"
+    return None
+
+
+def read_model_config(directory: Path, where: str) -> dict[str, Any]:
+    """`directory/config.json` as a dict; MaterializeError (exit 3) naming the file when it is not a usable one."""
+    path = Path(directory) / "config.json"
+    if not path.is_file():
+        raise MaterializeError(where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)")
+    data = loads(read_bounded(path, MAX_CONFIG_BYTES, where), str(path), MaterializeError, FILE_INT_DIGITS)
+    if not isinstance(data, dict):
+        raise MaterializeError(where, f"{path} is not a JSON object", _FIX)
+    problem = count_problem(data)
+    if problem:
+        raise MaterializeError(where, f"{path}: {problem}", _FIX)
+    return data
+
+
+def index_shards(directory: Path, where: str) -> tuple[list[Path], int | None]:
+    """The shard files a safetensors index names, each inside `directory`, and its stated total size.
+    A bad index is a HeaderError naming it, as a bad weights file is."""
+    path = Path(directory) / INDEX_NAME
+    try:
+        doc = loads(read_bounded(path, MAX_INDEX_BYTES, where), str(path), MaterializeError, FILE_INT_DIGITS)
+    except MaterializeError as err:
+        raise HeaderError(f"{path}: not a valid safetensors index ({err.problem})") from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise HeaderError(f"{path}: not a valid safetensors index (no weight_map)")
+    root = os.path.realpath(directory)
+    shards = []
+    for name in sorted({v if isinstance(v, str) else "" for v in weight_map.values()}):
+        shard = Path(directory) / name
+        parts = name.replace("\\", "/").split("/")
+        if not name or name.startswith("/") or ".." in parts or "\x00" in name \
+                or os.path.commonpath([root, os.path.realpath(shard)]) != root:
+            raise HeaderError(f"{path}: names a weight file outside the model folder: {name[:200]!r}")
+        shards.append(shard)
+    metadata = doc.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    ok = isinstance(total, int) and not isinstance(total, bool) and 0 < total <= 2**60
+    return shards, (total if ok else None)

@@ -1,0 +1,1 @@
+"""Suffix decoding (vLLM method "suffix"): the exact offline simulator and its grid."""

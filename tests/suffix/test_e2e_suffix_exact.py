@@ -1,0 +1,160 @@
+"""Suffix decoding served by `nim-specdec serve` on a real vLLM server, against speculation off.
+
+One server without speculation replays the capture through `nim-specdec simulate --save-records`
+(the user's path); then one server per suffix configuration gets the same requests one at a
+time, with /metrics read around each. Greedy outputs must equal speculation off, the counters
+must grow, and the simulator on the records from the server without speculation must predict
+the drafts, draft tokens and accepted tokens of every request and their totals.
+
+The defaults server is started the way Kubernetes checks it: its readiness is polled on
+/v1/health/ready, whose first success sends a one-token completion ("ready?") that the global
+suffix tree keeps. The prediction models it as history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from nim_specdec.launch.server_process import ServerSpec, running_server
+from nim_specdec.tools.demo_model import make_demo_model
+from nim_specdec.tools.ngram.corpus import RecordedRequest
+from nim_specdec.tools.ngram.replay import http_json, load_records
+from nim_specdec.tools.ngram.server_counters import delta, spec_counters
+from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
+from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("arctic_inference.suffix_decoding", reason="method suffix needs arctic-inference (make install builds it)")
+
+MAX_MODEL_LEN = 256
+SERVER_ARGS = ("--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", "4", "--seed", "0")
+# (id, NIM_SPECDEC_ARGS speculative_config, the same as simulator parameters, readiness path)
+CONFIGS = [
+    ("no-global-tree", {"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_cached_requests": 0},
+     SuffixParams(8, max_cached_requests=0), "/health"),
+    # vLLM's defaults: num_speculative_tokens becomes the tree depth, 24; 10000 cached responses.
+    ("defaults", {"method": "suffix"}, SuffixParams(24), "/v1/health/ready"),
+]
+WORDS = "the fox jumps over a lazy dog while drafts verify tokens in one pass".split()
+
+
+def _payloads() -> list[dict]:
+    """12 requests: chat and completions, repeats of earlier prompts and of earlier answers' words."""
+    out = []
+    for i in range(10):
+        words = " ".join(WORDS[(i * 3 + j) % len(WORDS)] for j in range(6 + i % 4))
+        if i % 3 == 0:
+            out.append({"model": "demo", "prompt": words, "max_tokens": 24 + 4 * i})
+        else:
+            out.append({"model": "demo", "max_tokens": 20 + 3 * i, "messages": [{"role": "user", "content": words}]})
+    out.append(dict(out[1]))  # the same request again: its own earlier answer is in the global tree
+    # Runs to the model length: drafts there are cut, then replaced by zeros.
+    out.append({"model": "demo", "ignore_eos": True, "prompt": "a lazy dog while the fox jumps " * 4})
+    return out
+
+
+def _metrics(base: str) -> dict[str, float]:
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as resp:
+        return spec_counters(resp.read().decode())
+
+
+def _env(model_dir: Path, cache: Path, spec: dict | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("NIM_")}
+    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_MODEL_PATH=str(model_dir),
+               NIM_SERVED_MODEL_NAME="demo", NIM_CACHE_PATH=str(cache), NIM_SPECDEC_ENABLE="1" if spec else "0")
+    if spec:
+        env["NIM_SPECDEC_ARGS"] = json.dumps({"speculative_config": json.dumps(spec)})
+    return env
+
+
+@pytest.fixture(scope="module")
+def demo_target(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("suffix-demo")
+    make_demo_model(root)
+    return root / "target"
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("suffix-capture") / "traffic.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": 500 * i, "payload": p}) + "\n" for i, p in enumerate(_payloads())))
+    return path
+
+
+@pytest.fixture(scope="module")
+def off_run(demo_target, capture, tmp_path_factory):
+    """`simulate` against the server without speculation: records, report; and the readiness probe's ids."""
+    out = tmp_path_factory.mktemp("suffix-off")
+    spec = ServerSpec(env=_env(demo_target, out / "cache", None), args=SERVER_ARGS, log_path=out / "vllm.log", ready_timeout_s=600)
+    with running_server(spec) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", "simulate", "--trace", str(capture), "--url", server.url,
+             "--method", "suffix", "--suffix-k", "8,24", "--suffix-cached", "0,10000", "--concurrency", "1",
+             "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json")],
+            capture_output=True, text=True, timeout=900,
+        )
+        # The launcher's readiness probe, as it sends it (nim_specdec.server.endpoints), with ids returned.
+        probe_prompt, probe_output, _ = token_ids(http_json(server.url + "/v1/completions", {
+            "model": "demo", "prompt": "ready?", "max_tokens": 1, "temperature": 0, "return_token_ids": True}))
+    assert proc.returncode == 0, proc.stderr
+    records, saved_len = load_records(str(out / "records.jsonl"))
+    assert saved_len == MAX_MODEL_LEN and len(records) == len(_payloads())
+    return records, json.loads((out / "report.json").read_text()), RecordedRequest.of(probe_prompt, probe_output)
+
+
+@pytest.fixture(scope="module", params=CONFIGS, ids=[c[0] for c in CONFIGS])
+def suffix_run(request, demo_target, capture, tmp_path_factory):
+    """One server per configuration; every request sent alone, /metrics read before and after it."""
+    name, config, params, ready_path = request.param
+    out = tmp_path_factory.mktemp(f"suffix-{name}")
+    spec = ServerSpec(env=_env(demo_target, out / "cache", config), args=SERVER_ARGS, log_path=out / "vllm.log",
+                      ready_timeout_s=600, ready_path=ready_path)
+    observed, outputs = [], []
+    with running_server(spec) as server:
+        for captured in parse_capture(capture.read_text().splitlines()):
+            before = _metrics(server.url)
+            prompt, output, _ = token_ids(http_json(server.url + captured.path, greedy_payload(captured.payload, "demo")))
+            observed.append(delta(before, _metrics(server.url)))
+            outputs.append((prompt, output))
+    return name, params, ready_path, observed, outputs
+
+
+def test_greedy_outputs_equal_speculation_off(off_run, suffix_run):
+    records, _, _ = off_run
+    _, _, _, _, outputs = suffix_run
+    assert [(list(r.prompt), list(r.output)) for r in records] == outputs
+
+
+def test_counters_grow(suffix_run):
+    _, params, _, observed, _ = suffix_run
+    assert sum(d["drafts"] for d in observed) > 0
+    assert sum(d["accepted"] for d in observed) > 0
+    assert max(d["draft_tokens"] - params.k * d["drafts"] for d in observed) <= 0
+
+
+def test_prediction_equals_server_counters_per_request_and_in_total(off_run, suffix_run):
+    records, report, probe = off_run
+    name, params, ready_path, observed, _ = suffix_run
+    history = [probe] if ready_path == "/v1/health/ready" else []
+    result = simulate_suffix(records, params, MAX_MODEL_LEN, history=history)
+    predicted = [dict(zip(("drafts", "draft_tokens", "accepted"), map(int, row))) for row in result.per_request]
+    served = [{key: d[key] for key in ("drafts", "draft_tokens", "accepted")} for d in observed]
+    print(f"\n{name}: per request (predicted == served): {served}")
+    print(f"{name}: total drafts {result.drafts}, draft tokens {result.draft_tokens}, accepted {result.accepted}")
+    assert predicted == served
+    totals = {key: sum(d[key] for d in served) for key in ("drafts", "draft_tokens", "accepted")}
+    assert (result.drafts, result.draft_tokens, result.accepted) == (totals["drafts"], totals["draft_tokens"], totals["accepted"])
+    positions = tuple(sum(d.get(f"pos{i}", 0) for d in observed) for i in range(params.k))
+    assert result.accepted_per_pos == positions
+    # `simulate`'s row for this configuration (a fresh server, no probe) is the same simulation.
+    row = next(r for r in report["grid"] if r["num_speculative_tokens"] == params.k
+               and r["suffix_decoding_max_cached_requests"] == params.max_cached_requests)
+    plain = simulate_suffix(records, params, MAX_MODEL_LEN)
+    assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == (plain.drafts, plain.draft_tokens, plain.accepted)
