@@ -62,7 +62,8 @@ GOOD = {"max_num_seqs": ["4", "8"], "gpu_memory_utilization": ["0.5", "0.9"], "m
         "tensor_parallel_size": ["1"], "max_num_batched_tokens": ["512"], "swap_space": ["0", "4"], "dtype": ['"auto"'],
         "kv_cache_dtype": ['"auto"', '"fp8"'], "block_size": ["16"], "seed": ["0"], "num_speculative_tokens": ["1", "3"],
         "prompt_lookup_max": ["4"], "prompt_lookup_min": ["1"], "draft_tensor_parallel_size": ["1"],
-        "method": ['"ngram"', '"eagle3"', '"draft_model"'], "model": ['"{dir}/draft"', '"draft"']}
+        "method": ['"ngram"', '"eagle3"', '"draft_model"'],
+        "model": ['"{dir}/draft"', '"draft"', '"' + "d" * 300 + '"', '"/' + "d" * 300 + '"', '"../x"']}
 # How often a drawn value is a hostile one rather than a plausible one: low enough that most cases get
 # through the configuration and reach the model files and the pre-flight checks.
 HOSTILE = 0.25
@@ -140,7 +141,8 @@ def random_case(rnd: random.Random) -> Case:
         case.files["draft/model.safetensors.index.json"] = _index(rnd)
     env = case.env
     env["NIM_MODEL_PATH"] = rnd.choice(["{dir}/target"] * 30 + ["{dir}/missing", "relative", "hf://org/name",
-                                                                "s3://b/p?token=zzzsecret", "{dir}/target/config.json"])
+                                                                "s3://b/p?token=zzzsecret", "{dir}/target/config.json",
+                                                                "/" + "a" * 300, "{dir}/" + "a/" * 3000])
     if rnd.random() < 0.9:
         env["NIM_SPECDEC_ENABLE"] = rnd.choice(["1"] * 8 + ["0", "yes", "maybe", ""])
     if rnd.random() < 0.6:

@@ -107,3 +107,24 @@ def test_other_scopes_pass_through():
 
     asyncio.run(NimEndpointsMiddleware(inner)({"type": "lifespan"}, None, None))
     assert seen == ["lifespan"]
+
+
+def test_spec_config_is_read_from_the_server_command_line(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["api_server", "--model", "m", "--speculative-config", '{"method":"ngram","num_speculative_tokens":2}'])
+    status, body = get(NimEndpointsMiddleware(FakeVllm()), "/v1/specdec/config")
+    assert status == 200
+    assert json.loads(body) == {"speculative_config": {"method": "ngram", "num_speculative_tokens": 2}, "source": "server command line"}
+    monkeypatch.setattr(sys, "argv", ["api_server", "--model", "m"])
+    assert json.loads(get(NimEndpointsMiddleware(FakeVllm()), "/v1/specdec/config")[1])["speculative_config"] is None
+
+
+def test_one_middleware_stacks_capture_on_the_endpoints(monkeypatch):
+    from nim_specdec.server.stack import NimCaptureAndEndpoints
+
+    monkeypatch.delenv("NIM_CAPTURE_ENABLE", raising=False)
+    inner = FakeVllm()
+    app = NimCaptureAndEndpoints(inner)
+    assert get(app, "/v1/health/live") == (200, b'{"status": "live"}')
+    assert get(app, "/v1/metrics")[1].endswith(b"x_total 1.0\n") and inner.paths == ["/metrics"]

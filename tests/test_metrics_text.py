@@ -154,8 +154,8 @@ def test_cli_reads_aiperf_export(tmp_path):
     "args, code, words",
     [
         (["--aiperf-export", "/nonexistent/export.json"], 2, "cannot read"),
-        (["--url", "http://127.0.0.1:9/v1/metrics"], 2, "cannot read http://127.0.0.1:9/v1/metrics"),
-        (["--url", "not a url"], 2, "cannot read"),
+        (["--url", "http://127.0.0.1:9/v1/metrics"], 4, "cannot read http://127.0.0.1:9/v1/metrics"),
+        (["--url", "not a url"], 2, "is not an http:// or https:// URL"),
     ],
 )
 def test_cli_bad_input_is_one_line(args, code, words):
@@ -169,7 +169,7 @@ def test_cli_bad_json_export(tmp_path):
     path = tmp_path / "x.json"
     path.write_text("{not json")
     done = run_cli("--aiperf-export", str(path))
-    assert done.returncode == 2 and "is not JSON" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "invalid JSON" in done.stderr and "Traceback" not in done.stderr
 
 
 VLLM_STYLE = """\

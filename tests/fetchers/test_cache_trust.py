@@ -280,3 +280,16 @@ def test_cache_ls_marks_untrusted_entries_and_escapes_control_characters(volume,
     table = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "ls"], env=env, capture_output=True,
                            text=True, timeout=60)
     assert "not trusted" in table.stdout and "config.json" in table.stdout
+
+
+def test_plan_warns_about_an_entry_it_will_not_use(volume, store, models):
+    files = get(volume, store)
+    make_foreign(files / "config.json")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC), "NIM_CACHE_PATH": str(volume),
+           "NIM_MODEL_PATH": str(models["target"]), "NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": URI,
+           "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {"method": "eagle3", "num_speculative_tokens": 2}})}
+    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    warnings = json.loads(proc.stdout)["warnings"]
+    assert any("another user could have written it" in w and "config.json" in w for w in warnings), warnings

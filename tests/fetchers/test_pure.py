@@ -180,3 +180,20 @@ def test_size_mode_never_hashes(tmp_path):
     dest = _tree(tmp_path, {"a": b"12"})
     with Hasher(dest, enabled=False) as hasher:
         verify("s3://b/p", dest, [RemoteFile("a", 2, md5="0" * 32)], hasher)
+
+
+def test_a_listing_without_end_is_cut_by_count_and_by_time():
+    import time
+
+    from nim_specdec.fetchers.safety import MAX_LISTED, ListingBudget
+
+    budget = ListingBudget("s3://b/p", timeout=30.0)
+    for _ in range(MAX_LISTED):
+        budget.step()
+    with pytest.raises(MaterializeError, match="more than 100000"):
+        budget.step()
+    late = ListingBudget("s3://b/p", timeout=30.0)
+    assert late.seconds == 600.0
+    late.deadline = time.monotonic() - 1  # as if the store had kept paging for ten minutes
+    with pytest.raises(MaterializeError, match="took more than 600 s"):
+        late.step()

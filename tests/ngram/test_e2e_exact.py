@@ -73,7 +73,7 @@ def test_tune_ngram_reports_a_ready_setting(plain_run):
     assert len(records) == 5 and all(len(r.output) > 0 for r in records)
     assert report["max_model_len"] == MAX_MODEL_LEN
     assert len(report["grid"]) == 5 * (4 + 3)  # k 1-5 x (min, max) pairs with min <= max
-    inner = json.loads(json.loads(report["recommended"]["NIM_SPECDEC_ARGS"])["speculative_config"])
+    inner = json.loads(report["recommended"]["NIM_SPECDEC_ARGS"])["speculative_config"]
     assert inner["method"] == "ngram" and 1 <= inner["prompt_lookup_min"] <= inner["prompt_lookup_max"] <= 4
     assert ("NIM_SPECDEC_ARGS=" in stdout) or ("keep speculation off" in stdout)
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.tools.ngram.grid import make_grid, parse_int_set, predicted_speedup, rank, specdec_args
+from nim_specdec.tools.ngram.grid import ngram_params, make_grid, parse_int_set, predicted_speedup, rank, specdec_args
 from nim_specdec.tools.ngram.server_counters import delta, spec_counters
 from nim_specdec.tools.ngram.simulator import NgramParams, SimResult
 from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, tail_payload, token_ids
@@ -34,11 +34,47 @@ def test_grid_keeps_min_at_most_max():
     assert [(p.min_n, p.max_n) for p in grid] == [(1, 2), (1, 3), (3, 3)]
 
 
-def test_specdec_args_is_the_guides_form():
-    assert specdec_args(NgramParams(3, 1, 4)) == (
-        '{"speculative_config": "{\\"method\\": \\"ngram\\", \\"num_speculative_tokens\\": 3, '
-        '\\"prompt_lookup_max\\": 4, \\"prompt_lookup_min\\": 1}"}'
-    )
+def test_specdec_args_holds_an_object():
+    assert json.loads(specdec_args(NgramParams(3, 1, 4))) == {
+        "speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+    }
+
+
+def test_cli_flags_the_grid_edge_and_shows_the_current_setting(tmp_path):
+    records = tmp_path / "records.jsonl"
+    row = {"prompt_token_ids": [1, 2, 3, 4, 1, 2], "output_token_ids": [3, 4, 1, 2] * 6, "tail_token_ids": [3, 4, 1, 2]}
+    records.write_text(json.dumps(row) + "\n")
+    report = tmp_path / "report.json"
+    current = '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 1, "prompt_lookup_min": 2}}'
+    proc = _cli("--records", str(records), "--k", "1-3", "--min", "1", "--max", "1-2", "--top", "1", "--current", current,
+                "--json", str(report))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(report.read_text())
+    # Output that repeats its prompt: the longest draft tried wins, which may not be the best there is.
+    best = data["recommended"]
+    assert best["num_speculative_tokens"] == 3 and best["speculative_config"]["num_speculative_tokens"] == 3
+    assert json.loads(best["NIM_SPECDEC_ARGS"])["speculative_config"] == best["speculative_config"]  # an object, once escaped
+    assert "note: ngram: num_speculative_tokens=3 is the largest value tried; widen --k" in proc.stdout
+    assert {"method": "ngram", "key": "num_speculative_tokens", "value": 3} in data["edge_of_grid"]
+    cur = data["current"]
+    assert (cur["num_speculative_tokens"], cur["prompt_lookup_min"], cur["prompt_lookup_max"]) == (1, 2, 2)
+    marked = [line for line in proc.stdout.splitlines() if line.endswith("<- current")]
+    assert len(marked) == 1 and marked[0].split()[:3] == ["1", "2", "2"]
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        ({"method": "ngram", "num_speculative_tokens": 3}, NgramParams(3, 5, 5)),
+        ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}, NgramParams(3, 4, 4)),
+        ({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 1, "prompt_lookup_max": 3}, NgramParams(2, 1, 3)),
+        ({"method": "suffix", "num_speculative_tokens": 3}, None),
+        ({"method": "ngram"}, None),
+        (None, None),
+    ],
+)
+def test_ngram_params_from_a_config(config, expected):
+    assert ngram_params(config) == expected
 
 
 def _result(k, steps, draft_tokens, baseline=100):
@@ -155,6 +191,8 @@ def test_cli_from_saved_records(tmp_path):
         (("--records", "x", "--k", "0"), "--k: bad range"),
         (("--records", "x", "--min", "4", "--max", "1-3"), "no pair with min <= max"),
         (("--trace", "/nonexistent.jsonl", "--url", "http://127.0.0.1:1"), "cannot read"),
+        (("--records", "x", "--current", "{"), "--current: is not JSON"),
+        (("--records", "x", "--current", '{"method": "suffix"}'), "not an n-gram"),
     ],
 )
 def test_cli_errors_are_one_line(args, message):
@@ -167,7 +205,7 @@ def test_cli_unreachable_server_is_one_line(tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}\n')
     proc = _cli("--trace", str(trace), "--url", "http://127.0.0.1:9")
-    assert proc.returncode == 2 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 4 and "cannot list the models" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("params", [NgramParams(3, 1, 4), NgramParams(8, 2, 5)])

@@ -31,7 +31,6 @@ from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_i
 from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
 
 pytestmark = pytest.mark.e2e
-pytest.importorskip("arctic_inference.suffix_decoding", reason="method suffix needs arctic-inference (make install builds it)")
 
 MAX_MODEL_LEN = 256
 SERVER_ARGS = ("--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", "4", "--seed", "0")
@@ -55,8 +54,9 @@ def _payloads() -> list[dict]:
         else:
             out.append({"model": "demo", "max_tokens": 20 + 3 * i, "messages": [{"role": "user", "content": words}]})
     out.append(dict(out[1]))  # the same request again: its own earlier answer is in the global tree
-    # Runs to the model length: drafts there are cut, then replaced by zeros.
-    out.append({"model": "demo", "ignore_eos": True, "prompt": "a lazy dog while the fox jumps " * 4})
+    # Runs to the model length (a chat request without max_tokens may): drafts there are cut, then
+    # replaced by zeros.
+    out.append({"model": "demo", "ignore_eos": True, "messages": [{"role": "user", "content": "a lazy dog while the fox jumps " * 4}]})
     return out
 
 
@@ -106,6 +106,7 @@ def off_run(demo_target, capture, tmp_path_factory):
     assert proc.returncode == 0, proc.stderr
     records, saved_len = load_records(str(out / "records.jsonl"))
     assert saved_len == MAX_MODEL_LEN and len(records) == len(_payloads())
+    assert len(records[-1].prompt) + len(records[-1].output) == MAX_MODEL_LEN, "the last request should reach the model length"
     return records, json.loads((out / "report.json").read_text()), RecordedRequest.of(probe_prompt, probe_output)
 
 

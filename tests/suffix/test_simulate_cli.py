@@ -14,7 +14,6 @@ from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.ngram.replay import save_records
 from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
 
-pytest.importorskip("arctic_inference.suffix_decoding", reason="method suffix needs arctic-inference (make install builds it)")
 
 NGRAM_KEYS = {"num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"}
 SUFFIX_KEYS = {"num_speculative_tokens", "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",

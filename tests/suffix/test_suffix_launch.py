@@ -139,3 +139,23 @@ def test_serve_without_arctic_inference_exits_3_before_vllm(models, tmp_path):
     assert len(lines) == 1, proc.stderr
     assert "arctic-inference" in lines[0] and "pip install" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_plan_warns_that_serve_would_stop(models, tmp_path):
+    shadow = tmp_path / "shadow" / "arctic_inference"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    env = {**os.environ, **_env(models), "PYTHONPATH": f"{tmp_path / 'shadow'}{os.pathsep}{SRC}"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan", "--speculative-config", json.dumps(SUFFIX)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    warnings = json.loads(proc.stdout)["warnings"]
+    assert any("serve would stop (exit 3)" in w and "arctic-inference" in w for w in warnings)
+    # Where the package imports (make install builds it), the plan has no such warning.
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan", "--speculative-config", json.dumps(SUFFIX)],
+        env={**env, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0 and not any("arctic" in w for w in json.loads(proc.stdout)["warnings"])

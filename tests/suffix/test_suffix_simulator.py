@@ -8,7 +8,6 @@ from hypothesis import given, settings, strategies as st
 from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
 
-pytest.importorskip("arctic_inference.suffix_decoding", reason="method suffix needs arctic-inference (make install builds it)")
 
 tokens = st.lists(st.integers(1, 6), min_size=1, max_size=40)
 request = st.builds(lambda p, o, t: RecordedRequest.of(p, o, t), tokens, tokens, st.lists(st.integers(1, 6), max_size=9))

@@ -56,6 +56,9 @@ def test_candidate_list_measures_a_configured_model_free_method_in_the_users_for
     mine = Candidate("ngram", ngram_config(5, 2, 3), configured=True)
     free = [Candidate("ngram", ngram_config(4, 1, 4), False), Candidate("suffix", suffix_config(4), False)]
     assert [c.config for c in candidate_list(mine, free)] == [mine.config, free[1].config]
+    assert all(c.simulated for c in free)
+    eagle = Candidate("eagle3", {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, configured=True)
+    assert [c.method for c in candidate_list(eagle, free)] == ["eagle3", "ngram", "suffix"]
     assert candidate_list(None, free) == free
 
 

@@ -1,62 +1,82 @@
 """bench: measure speculative decoding on vs off over the same traffic, with AIPerf.
 
-Run it once against the server with speculation off (`--mode off`) and once against the
-same model with speculation on (`--mode on`), into the same `--out` directory; one server
-at a time is enough. Each run adds its AIPerf artifacts under OUT/runs/MODE/CATEGORY and
-rebuilds the comparison: OUT/report.md, OUT/report.json and two PNG plots.
+Run it once against the server with speculation off (`--mode off`) and once against the same model with
+speculation on (`--mode on`), into the same `--out` directory; one server at a time is enough. Each run
+keeps its artifacts under OUT/runs/MODE/CATEGORY and rebuilds the comparison: OUT/report.md,
+OUT/report.json and three PNG plots.
 
-AIPerf drives the load because it is the client the speculative-decoding guide documents:
-it replays mooncake_payload captures verbatim, reads SPEED-Bench's per-category files, and
-records the growth of the server's spec-decode counters during the run.
+By default the requests run as a closed loop (`--concurrency` in flight, the next sent as soon as one
+finishes), so that output tokens/s measures the server. `--schedule timestamps` replays a capture at its
+recorded arrival times instead; throughput then reflects the arrival rate, and the report says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
+import sys
 from pathlib import Path
+from typing import Sequence
 
 from nim_specdec.errors import ConfigError
 
-SPEED_BENCH_CATEGORIES = (
-    "coding humanities math multilingual qa rag reasoning roleplay stem summarization writing".split()
-)
+EXTRA = "--extra"
+
+
+def rewrite_argv(argv: Sequence[str]) -> list[str]:
+    """`--extra --flag` as `--extra=--flag`: argparse refuses a value that starts with a dash."""
+    out, i = [], 0
+    argv = list(argv)
+    while i < len(argv):
+        if argv[i] == EXTRA and i + 1 < len(argv):
+            out.append(f"{EXTRA}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from nim_specdec.tools.specbench.inputs import SPEED_BENCH_CATEGORIES
+
     parser.add_argument("--url", help="base URL of the server under test, e.g. http://localhost:8000")
     parser.add_argument("--mode", choices=("on", "off"), help="whether that server speculates")
     data = parser.add_mutually_exclusive_group()
     data.add_argument("--trace", help="mooncake_payload capture to replay (category: the file's stem)")
     data.add_argument("--speed-bench", help="directory prepared by SPEED-Bench's prepare.py (qualitative.jsonl)")
     parser.add_argument("--categories", default=",".join(SPEED_BENCH_CATEGORIES), help="SPEED-Bench categories (comma-separated)")
+    parser.add_argument("--schedule", choices=("closed", "timestamps"), default="closed",
+                        help="closed: --concurrency requests in flight (default); timestamps: at the capture's arrival times")
+    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight in the closed loop (default 1)")
+    parser.add_argument("--request-count", type=int, help="requests to send in the closed loop (default: each request once)")
+    parser.add_argument("--max-tokens", type=int, help="set max_tokens in every request (default: each request's own)")
+    parser.add_argument("--greedy", action="store_true", help="send every request with temperature 0")
+    parser.add_argument("--ignore-eos", action="store_true", help="generate up to max_tokens whatever the model emits")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests sent first (default 1)")
     parser.add_argument("--model", help="served model name (default: the server's first model)")
-    parser.add_argument("--tokenizer", default="builtin", help="tokenizer for AIPerf's token counts: a local directory or 'builtin'")
-    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight (default 1)")
-    parser.add_argument("--metrics-path", default="/metrics", help="the server's Prometheus path (NIM: /v1/metrics)")
-    parser.add_argument("--aiperf", default="aiperf", help="the aiperf executable (default: aiperf on PATH)")
-    parser.add_argument("--extra", action="append", default=[], metavar="ARG", help="extra argument for aiperf profile (repeatable)")
+    parser.add_argument("--tokenizer", default="builtin", help="tokenizer AIPerf loads: a local directory or 'builtin' (token counts come from the server)")
+    parser.add_argument("--metrics-path", default="/metrics", help="the server's Prometheus path (default /metrics; NIM: /v1/metrics)")
+    parser.add_argument("--aiperf", help="the aiperf executable (default: $AIPERF_BIN, ./.venv-aiperf/bin/aiperf, aiperf on PATH)")
+    parser.add_argument(EXTRA, action="append", default=[], metavar="ARG",
+                        help="one more argument for aiperf profile (repeatable; --extra=--flag or --extra --flag)")
     parser.add_argument("--out", default="specbench", help="output directory (default ./specbench)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT")
 
 
-def _datasets(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """(category, aiperf dataset arguments) for each category to run."""
-    if args.trace:
-        from nim_specdec.tools.ngram.trace import CHAT_PATH, parse_capture
+def _read_lines(path: Path, option: str, fix: str) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(option, f"cannot read {path} ({getattr(err, 'strerror', None) or err})", fix) from None
 
-        try:
-            with open(args.trace, encoding="utf-8") as src:
-                paths = {c.path for c in parse_capture(src)}
-        except OSError as err:
-            raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
-        if len(paths) != 1:
-            raise ConfigError("--trace", "mixes chat and completion payloads", "capture one endpoint per trace")
-        endpoint = "chat" if paths == {CHAT_PATH} else "completions"
-        dataset = ["--endpoint-type", endpoint, "--custom-dataset-type", "mooncake_trace", "--input-file", str(Path(args.trace).resolve())]
-        return [(Path(args.trace).stem, dataset)]
+
+def _workloads(args: argparse.Namespace):
+    from nim_specdec.tools.specbench.inputs import SPEED_BENCH_CATEGORIES, from_capture, from_speed_bench
+
+    if args.trace:
+        path = Path(args.trace)
+        return [from_capture(path.stem, _read_lines(path, "--trace", "check the path"))]
     if args.speed_bench:
         source = Path(args.speed_bench) / "qualitative.jsonl"
         if not source.is_file():
@@ -65,58 +85,64 @@ def _datasets(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         unknown = sorted(set(categories) - set(SPEED_BENCH_CATEGORIES))
         if unknown or not categories:
             raise ConfigError("--categories", f"unknown categories {unknown}", f"choose from {', '.join(SPEED_BENCH_CATEGORIES)}")
-        return [
-            (c, ["--endpoint-type", "chat", "--custom-dataset-type", f"speed_bench_{c}", "--input-file", str(source.resolve())])
-            for c in categories
-        ]
+        lines = _read_lines(source, "--speed-bench", "run SPEED-Bench's prepare.py again")
+        return [from_speed_bench(c, lines) for c in categories]
     raise ConfigError("bench", "needs --trace or --speed-bench", "see nim-specdec bench --help")
 
 
-def _run_aiperf(args: argparse.Namespace, model: str, category: str, dataset: list[str], out: Path) -> None:
-    if shutil.which(args.aiperf) is None:
-        raise ConfigError("--aiperf", f"{args.aiperf} is not an executable", "install aiperf==0.13.0 or pass its path")
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    base = args.url.rstrip("/")
-    cmd = [
-        args.aiperf, "profile", "--model", model, "--streaming", "--url", base, *dataset,
-        "--tokenizer", args.tokenizer, "--server-metrics", base + args.metrics_path,
-        "--concurrency", str(args.concurrency), "--output-artifact-dir", str(out.resolve()), "--ui-type", "none",
-        *args.extra,
-    ]
-    with open(out / "aiperf.log", "wb") as log:
-        code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-    if code != 0:
-        raise ConfigError("bench", f"aiperf failed for {category} (exit {code})", f"see {out / 'aiperf.log'}")
+def _say(line: str) -> None:
+    print(f"nim-specdec bench: {line}", file=sys.stderr, flush=True)
 
 
-def _load(run_dir: Path):
-    from nim_specdec.tools.specbench.aiperf_results import PROFILE_JSON, SERVER_METRICS_JSON, parse_run
+def _measure(args: argparse.Namespace, out: Path) -> None:
+    from nim_specdec.tools.ngram.replay import server_model
+    from nim_specdec.tools.replay import ReplaySpec, run_replay
+    from nim_specdec.tools.replay.aiperf_run import find_aiperf
 
-    profile = json.loads((run_dir / PROFILE_JSON).read_text())
-    metrics_file = run_dir / SERVER_METRICS_JSON
-    return parse_run(profile, json.loads(metrics_file.read_text()) if metrics_file.is_file() else None)
+    workloads = _workloads(args)
+    aiperf = find_aiperf(args.aiperf)  # before anything is sent
+    if args.schedule == "timestamps":
+        missing = [w.category for w in workloads if w.timestamps_ms is None]
+        if missing:
+            raise ConfigError("--schedule", f"timestamps needs a capture with a timestamp on every line ({', '.join(missing)} has none)",
+                              "use --schedule closed")
+        if args.request_count is not None:
+            raise ConfigError("--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps")
+    model = args.model or server_model(args.url)[0]
+    for number, workload in enumerate(workloads, start=1):
+        _say(f"[{number}/{len(workloads)}] {workload.category}, speculation {args.mode}: {len(workload.requests)} requests"
+             + (f" ({workload.note})" if workload.note else ""))
+        spec = ReplaySpec(
+            url=args.url, model=model, requests=workload.requests, concurrency=args.concurrency, schedule=args.schedule,
+            timestamps_ms=workload.timestamps_ms, request_count=args.request_count, greedy=args.greedy,
+            max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, tokenizer=args.tokenizer, metrics_path=args.metrics_path,
+            warmup=args.warmup, aiperf_extra=tuple(args.extra),
+        )
+        run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
 
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
     from nim_specdec.tools.ngram.output_files import write_atomically
+    from nim_specdec.tools.replay.measure import MEASUREMENT_JSON
+    from nim_specdec.tools.replay.spec import ReplayMeasurement
+    from nim_specdec.tools.specbench.compare import MODES, compare
     from nim_specdec.tools.specbench.plots import write_plots
-    from nim_specdec.tools.specbench.aiperf_results import PROFILE_JSON
-    from nim_specdec.tools.specbench.table import markdown, rows
+    from nim_specdec.tools.specbench.report_md import markdown
 
-    found = {mode: {} for mode in ("on", "off")}
-    for mode in found:
-        for run_dir in sorted((out / "runs" / mode).glob("*")):
-            if (run_dir / PROFILE_JSON).is_file():
-                found[mode][run_dir.name] = _load(run_dir)
-    if not (found["on"] or found["off"]):
+    found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
+    for mode in MODES:
+        for path in sorted((out / "runs" / mode).glob(f"*/{MEASUREMENT_JSON}")):
+            try:
+                found[mode][path.parent.name] = ReplayMeasurement.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise ConfigError("--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again") from None
+    if not any(found.values()):
         raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
-    table = rows(found["on"], found["off"])
-    write_atomically(str(out / "report.json"), json.dumps({"rows": table}, indent=2) + "\n", "--out")
-    write_atomically(str(out / "report.md"), markdown(table), "--out")
-    write_plots(table, out)
+    report = compare(found)
+    write_atomically(str(out / "report.json"), json.dumps(report, indent=2) + "\n", "--out")
+    write_atomically(str(out / "report.md"), markdown(report), "--out")
+    write_plots(report, out)
     return out / "report.md"
 
 
@@ -125,11 +151,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.report_only:
         if not (args.url and args.mode):
             raise ConfigError("bench", "needs --url and --mode (or --report-only)", "see nim-specdec bench --help")
-        datasets = _datasets(args)
-        from nim_specdec.tools.ngram.replay import server_model
-
-        model = args.model or server_model(args.url)[0]
-        for category, dataset in datasets:
-            _run_aiperf(args, model, category, dataset, out / "runs" / args.mode / category)
-    print(build_report(out).read_text(), end="")
+        _measure(args, out)
+    report = build_report(out)
+    _say(f"report: {report}, {out / 'report.json'}, plots: {', '.join(p.name for p in sorted(out.glob('*.png')))}")
+    print(report.read_text(), end="")
     return 0

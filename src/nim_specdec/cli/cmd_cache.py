@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from nim_specdec.errors import printable
 from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.fetchers.context import cache_dir
 from nim_specdec.fetchers.progress import human_bytes
+from nim_specdec.launch.redact import redact_text, secret_values
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +35,9 @@ def format_table(entries: list[EntryInfo]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     root = cache_dir(os.environ)
-    entries = list_entries(CacheLayout.under(root))
+    secrets = secret_values(os.environ)
+    # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
+    entries = [replace(e, uri=redact_text(e.uri, secrets)) for e in list_entries(CacheLayout.under(root))]
     if args.json:
         for e in entries:
             print(json.dumps(asdict(e)))

@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+from nim_specdec.errors import MaterializeError
+from nim_specdec.launch.facts import require_method_package
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import public, resolve
@@ -28,6 +30,11 @@ def run(args: argparse.Namespace) -> int:
     if check:
         vllm_args = vllm_args[1:]
     settings, plan = resolve(env, vllm_args)
+    if plan["speculative"]["enabled"]:
+        try:
+            require_method_package(plan["speculative"]["method"])
+        except MaterializeError as err:  # serve would stop here; the plan says so
+            plan["warnings"].append(f"serve would stop (exit 3): {err.one_line()}")
     log = setup_logging(settings.log_level, settings.jsonl_logging, env)
     for warning in plan["warnings"]:
         log.warning(warning)

@@ -12,15 +12,15 @@ import argparse
 import json
 import os
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.config.jsonvalue import loads
+from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
+from nim_specdec.observe.http_client import request
 from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
 
-EXIT_UNREACHABLE = 4
-SCRAPE_TIMEOUT_S = 10.0
+SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
+SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,14 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> str:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.read().decode("utf-8", errors="replace")
-    except urllib.error.HTTPError as err:
-        raise ConfigError("--url", f"{url} answered HTTP {err.code}", "point at the server's /v1/metrics") from None
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        reason = getattr(err, "reason", err)
-        raise ConfigError("--url", f"cannot read {url} ({reason})", "check that the server is up and the URL") from None
+    answer = request(url, where="--url", deadline=timeout, max_bytes=SCRAPE_MAX_BYTES)
+    if answer.status != 200:
+        raise UnreachableError("--url", f"{url} answered HTTP {answer.status}", "point at the server's /v1/metrics")
+    return answer.text()
 
 
 def _read_text(path: str, option: str) -> str:
@@ -50,21 +46,24 @@ def _read_text(path: str, option: str) -> str:
         raise ConfigError(option, f"cannot read {path} ({err.strerror or err})", "give an existing file") from None
 
 
-def _parse_prometheus(text: str, where: str) -> dict:
+def _parse_prometheus(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
     try:
         return parse_prometheus(text)
-    except ValueError as err:
-        raise ConfigError(where, f"not Prometheus text ({err})", "give a /metrics scrape saved with --save") from None
+    except (ValueError, TypeError, AttributeError) as err:
+        detail = printable(" ".join(str(err).split())[:200])
+        raise error(where, f"not Prometheus text ({detail})", "give a /metrics scrape saved with --save") from None
 
 
 def _load_aiperf(path: str) -> dict:
-    try:
-        data = json.loads(_read_text(path, "--aiperf-export"))
-    except json.JSONDecodeError as err:
-        raise ConfigError("--aiperf-export", f"{path} is not JSON ({err.msg})", "give server_metrics_export.json") from None
+    data = loads(_read_text(path, "--aiperf-export"), f"--aiperf-export {path}")
     if not isinstance(data, dict):
         raise ConfigError("--aiperf-export", f"{path} holds no metrics object", "give server_metrics_export.json")
-    return parse_aiperf_export(data)
+    try:
+        return parse_aiperf_export(data)
+    except (ValueError, TypeError, AttributeError) as err:
+        detail = printable(" ".join(str(err).split())[:200])
+        raise ConfigError("--aiperf-export", f"{path} is not an AIPerf metrics export ({detail})",
+                          "give server_metrics_export.json") from None
 
 
 def _save(path: str, text: str) -> None:
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         counters = _load_aiperf(args.aiperf_export)
     else:
         text = scrape(args.url)
-        counters = _parse_prometheus(text, "--url")
+        counters = _parse_prometheus(text, "--url", UnreachableError)
         if args.since:
             counters = difference(counters, _parse_prometheus(_read_text(args.since, "--since"), "--since"))
         if args.save:

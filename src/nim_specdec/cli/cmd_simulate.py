@@ -34,6 +34,8 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                       help="cost of verifying one draft token relative to a decode step (default 0.1)")
     grid.add_argument("--top", type=int, default=15, help="rows of each method's table to print (default 15; 0 = all)")
     grid.add_argument("--json", dest="json_out", help="also write every row and the recommendations as JSON here")
+    grid.add_argument("--current", help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
+                      "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +141,47 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
     return records, max_model_len, notes
 
 
+def current_setting(args: argparse.Namespace):
+    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method."""
+    import os
+
+    from nim_specdec.config.specargs import parse_specdec_args
+    from nim_specdec.tools.ngram.grid import ngram_params
+
+    text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
+    if text:
+        where = "--current" if args.current else "NIM_SPECDEC_ARGS"
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            raise ConfigError(where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}') from None
+        config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
+        params = ngram_params(config)
+        if params is None and args.current:
+            raise ConfigError("--current", "is not an n-gram speculative_config", "give method ngram with num_speculative_tokens")
+        return params
+    if args.url:
+        from nim_specdec.observe.smoke import http_get
+
+        # The launcher's endpoint: what the server at --url runs (usually nothing: it should not speculate).
+        status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
+        if status == 200:
+            try:
+                return ngram_params(json.loads(body).get("speculative_config"))
+            except (ValueError, AttributeError):
+                return None
+    return None
+
+
+def _edge_flags(args: argparse.Namespace, method: str) -> dict[str, str]:
+    if method == "ngram":
+        flags = args._flags
+        return {"num_speculative_tokens": flags["ngram_k"], "prompt_lookup_min": flags["ngram_min"],
+                "prompt_lookup_max": flags["ngram_max"]}
+    return {"num_speculative_tokens": "--suffix-k", "suffix_decoding_max_tree_depth": "--suffix-depth",
+            "suffix_decoding_max_spec_factor": "--suffix-factor"}
+
+
 def _suffix_available(explicit: bool, notes: list[str]) -> bool:
     from nim_specdec.launch.facts import importable, require_method_package
 
@@ -154,10 +197,10 @@ def _suffix_available(explicit: bool, notes: list[str]) -> bool:
 
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
     from nim_specdec.tools.ngram.corpus import build_corpus
-    from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, rank
+    from nim_specdec.tools.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank
     from nim_specdec.tools.ngram.output_files import write_atomically
     from nim_specdec.tools.ngram.simulator import requests_near_model_length, simulate
-    from nim_specdec.tools.sim_report import recommendation_line, overall, summary, table
+    from nim_specdec.tools.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if not verify_cost >= 0:
@@ -170,7 +213,9 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         suffix_grid = _suffix_grid(args)
         if _suffix_available(explicit, notes):
             grids["suffix"] = suffix_grid
-    records, max_model_len, record_notes = load_records(args, max(p.k for g in grids.values() for p in g), command)
+    current_params = current_setting(args) if "ngram" in grids else None
+    k_needed = max([p.k for g in grids.values() for p in g] + ([current_params.k] if current_params else []))
+    records, max_model_len, record_notes = load_records(args, k_needed, command)
     notes = record_notes + notes
     length = max_model_len or (1 << 40)
     k_max = max(p.k for g in grids.values() for p in g)
@@ -182,10 +227,16 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         )
 
     by_method = {}
+    current = None
     if "ngram" in grids:
         grid = grids["ngram"]
-        corpus = build_corpus(records, max_ngram=max(p.max_n for p in grid), pad=max(p.k for p in grid) + 1)
+        widest = grid + ([current_params] if current_params else [])
+        corpus = build_corpus(records, max_ngram=max(p.max_n for p in widest), pad=max(p.k for p in widest) + 1)
         by_method["ngram"] = rank([simulate(corpus, p, length) for p in grid], verify_cost)
+        if current_params is not None:
+            result = next((s.result for s in by_method["ngram"] if s.result.params == current_params), None)
+            result = result or simulate(corpus, current_params, length)
+            current = Scored(result, predicted_speedup(result, verify_cost))
     if "suffix" in grids:
         from nim_specdec.tools.suffix.simulator import simulate_suffix
 
@@ -201,10 +252,13 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     limit = None if args.top == 0 else args.top
     for method, ranked in by_method.items():
         print(f"\n{method} ({len(ranked)} settings, best first)")
-        print(table(ranked, limit))
+        print(table(ranked, limit, current if method == "ngram" else None))
     print()
+    edges = [note for method, ranked in by_method.items() for note in edge_notes(method, ranked)]
     for method, ranked in by_method.items():
         print(recommendation_line(method, ranked[0]))
+    for note in edges:
+        print(f"note: {edge_line(note, _edge_flags(args, note['method']))}")
     if len(by_method) > 1:
         best = overall(by_method)
         print(recommendation_line(f"overall ({speculative_config_method(best)})", best))
@@ -212,7 +266,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         meta = {"requests": len(records), "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
                 "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method),
                 "requests_near_model_length": near_end}
-        write_atomically(args.json_out, json.dumps(summary(by_method, meta), indent=2) + "\n", "--json")
+        write_atomically(args.json_out, json.dumps(summary(by_method, meta, current, edges), indent=2) + "\n", "--json")
     return 0
 
 

@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("simulate", "nim_specdec.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
     ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
     ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
+    ("tune", "nim_specdec.cli.cmd_tune", "measure, model and choose speculation per batch size on your traffic and hardware"),
 )
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
@@ -86,6 +87,11 @@ def _main(argv: Sequence[str] | None) -> int:
         module = dict((n, m) for n, m, _ in SUBCOMMANDS)[argv[0]]
         args = argparse.Namespace(command=argv[0], _module=module, vllm_args=argv[1:])
     else:
+        modules = {name: module for name, module, _ in SUBCOMMANDS}
+        if argv and argv[0] in modules:
+            # A subcommand may normalise its own arguments first (bench: `--extra --flag`).
+            rewrite = getattr(importlib.import_module(modules[argv[0]]), "rewrite_argv", None)
+            argv = [argv[0], *rewrite(argv[1:])] if rewrite else argv
         args = _parser().parse_args(argv)
     if not getattr(args, "_module", None):
         _parser().print_help()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.sources import SourceRef, parse_source
+from nim_specdec.config.sources import SourceRef, parse_source, path_problem
 
 DEFAULT_CACHE_PATH = "/opt/nim/.cache"
 DEFAULT_PORT = 8000
@@ -72,7 +72,10 @@ def _text(env: Mapping[str, str], name: str) -> str | None:
 def _abs_dir(env: Mapping[str, str], name: str, default: str) -> str:
     value = env.get(name, "").strip() or default
     if not value.startswith("/"):
-        raise ConfigError(name, f"relative path {value!r} is not allowed", "use an absolute directory")
+        raise ConfigError(name, f"relative path {value[:200]!r} is not allowed", "use an absolute directory")
+    problem = path_problem(value)
+    if problem:
+        raise ConfigError(name, f"path {value[:80]!r}... {problem}", "use a shorter absolute directory")
     return value.rstrip("/") or "/"
 
 

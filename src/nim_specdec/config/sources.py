@@ -61,6 +61,9 @@ def parse_source(text: str, variable: str) -> SourceRef:
                 f"relative path {value!r} is not allowed",
                 "use an absolute directory (the path inside the container) or an ngc://, hf://, s3:// or gs:// URI",
             )
+        problem = path_problem(value)
+        if problem:
+            raise ConfigError(variable, f"path {value[:80]!r}... {problem}", "use an existing absolute directory")
         return SourceRef("local", _normalize_local(value))
     scheme, rest = match.group(1).lower(), match.group(2).strip("/")
     if scheme == "file":
@@ -84,6 +87,26 @@ def parse_source(text: str, variable: str) -> SourceRef:
     if scheme in ("hf", "ngc") and location.count("/") < 1:
         raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])
     return SourceRef(scheme, location, revision)
+
+
+# Linux's limits: longer paths fail in every system call with an error that names no variable.
+PATH_MAX = 4096
+NAME_MAX = 255
+
+
+def path_problem(path: str) -> str | None:
+    """Why `path` cannot be a file system path here (too long, a NUL), or None."""
+    try:
+        encoded = path.encode("utf-8", "surrogateescape")
+    except UnicodeError:
+        return "is not valid text"
+    if b"\x00" in encoded:
+        return "contains a NUL character"
+    if len(encoded) >= PATH_MAX:
+        return f"is longer than {PATH_MAX - 1} bytes"
+    if any(len(part) > NAME_MAX for part in encoded.split(b"/")):
+        return f"has a component longer than {NAME_MAX} bytes"
+    return None
 
 
 def _normalize_local(path: str) -> str:

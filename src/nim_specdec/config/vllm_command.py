@@ -6,10 +6,19 @@ import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from nim_specdec.config.vllm_argv import Option, to_cli
+from nim_specdec.server.capture.capture_config import MIDDLEWARE as CAPTURE_MIDDLEWARE
 
 # Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
 ENDPOINTS_MIDDLEWARE = "nim_specdec.server.endpoints.NimEndpointsMiddleware"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# vLLM warns "Found duplicate keys --middleware" when the option repeats: these pairs go as one class.
+STACKED = {(ENDPOINTS_MIDDLEWARE, CAPTURE_MIDDLEWARE): "nim_specdec.server.stack.NimCaptureAndEndpoints"}
+
+
+def middleware_args(middlewares: Sequence[str]) -> list[str]:
+    names = tuple(middlewares)
+    names = (STACKED[names],) if names in STACKED else names
+    return [token for name in names for token in ("--middleware", name)]
 
 
 def program(flavor: str | None, python: str, model: str) -> list[str]:
@@ -45,6 +54,4 @@ def build_argv(
         argv += option.tokens
     if spec_config:
         argv += ["--speculative-config", json.dumps(dict(spec_config), separators=(",", ":"))]
-    for middleware in middlewares:
-        argv += ["--middleware", middleware]
-    return argv
+    return argv + middleware_args(middlewares)

@@ -119,6 +119,13 @@ def untrusted_reason(layout: CacheLayout, name: str) -> str | None:
     return trust.tree_foreign_reason(entry)
 
 
+def untrusted_entry(cache_dir: Path, ref: SourceRef) -> str | None:
+    """Why the cache entry of `ref` on disk cannot be served, or None (no entry, or a trusted one)."""
+    if trust.system_dir_problem(str(cache_dir)):
+        return None
+    return untrusted_reason(CacheLayout.under(cache_dir), entry_name(ref))
+
+
 def complete_files(layout: CacheLayout, name: str) -> Path | None:
     """The entry's files if its marker is there and valid and the whole entry is ours. Disk only, no lock."""
     if untrusted_reason(layout, name) is not None:

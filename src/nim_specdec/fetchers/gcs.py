@@ -12,7 +12,7 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers.safety import target_path
+from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.tuning import DownloadSettings
 
 _TRANSIENT_NAMES = {
@@ -66,7 +66,9 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
     blobs = client.list_blobs(
         bucket_name, prefix=f"{prefix}/" if prefix else None, timeout=job.settings.timeout, retry=_retry(job.settings)
     )
+    budget = ListingBudget(job.uri, job.settings.timeout)
     for blob in blobs:
+        budget.step()
         rel = blob.name[len(prefix) + 1 :] if prefix else blob.name
         if blob.name.endswith("/") and not blob.size:
             continue  # a "folder" placeholder

@@ -16,7 +16,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.safety import target_path
+from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.tuning import truthy
 from nim_specdec.config.sources import SourceRef
 
@@ -45,7 +45,14 @@ class HFBackend:
         revision = job.ref.revision or "main"
         try:
             sha = api.repo_info(job.ref.location, revision=revision, timeout=job.settings.timeout).sha
-            tree = [f for f in api.list_repo_tree(job.ref.location, recursive=True, revision=sha) if isinstance(f, RepoFile)]
+            budget = ListingBudget(job.uri, job.settings.timeout)
+            tree = []
+            for entry in api.list_repo_tree(job.ref.location, recursive=True, revision=sha):
+                budget.step()
+                if isinstance(entry, RepoFile):
+                    tree.append(entry)
+        except MaterializeError:
+            raise
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)
             raise

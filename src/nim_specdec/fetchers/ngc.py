@@ -13,7 +13,7 @@ import shutil
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.safety import target_path
+from nim_specdec.fetchers.safety import ListingBudget, target_path
 
 _TRANSIENT_NAMES = {"ConnectionError", "Timeout", "ReadTimeout", "ConnectTimeout", "ChunkedEncodingError",
                     "ClientConnectionError", "ServerDisconnectedError", "ClientPayloadError", "TimeoutError"}
@@ -68,7 +68,13 @@ class NGCBackend:
         try:
             # The team travels in the target; configuring it too would make the SDK list the org's teams first.
             client.configure(api_key=api_key(job.env), org_name=org)
-            listing = list(client.registry.model.list_files(target, org=org, team=team))
+            budget = ListingBudget(job.uri, job.settings.timeout)
+            listing = []
+            for item in client.registry.model.list_files(target, org=org, team=team):
+                budget.step()
+                listing.append(item)
+        except MaterializeError:
+            raise
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)
             raise

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers.safety import target_path
+from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.tuning import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
@@ -71,8 +71,11 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
     bucket, prefix = split_location(job.ref.location)
     listed: list[tuple[str, str, RemoteFile]] = []
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "")
+    budget = ListingBudget(job.uri, job.settings.timeout)
     for page in pages:
+        budget.step()
         for obj in page.get("Contents", []):
+            budget.step()
             key = obj["Key"]
             rel = key[len(prefix) + 1 :] if prefix else key
             if key.endswith("/") and obj["Size"] == 0:

@@ -1,8 +1,9 @@
-"""Guards shared by every fetcher: names that would escape the destination."""
+"""Guards shared by every fetcher: names that would escape the destination, and listings without end."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
@@ -50,3 +51,27 @@ def check_tree(uri: str, dest: Path) -> None:
                 if os.path.commonpath([root, target]) != root:
                     rel = os.path.relpath(path, dest)
                     raise MaterializeError(uri, f"refusing link {rel!r}: it points outside the download directory")
+
+
+# A model is a few hundred files at most; a store that lists more, or keeps paging, is not serving one.
+MAX_LISTED = 100_000
+# The listing's overall deadline, in units of NIM_DOWNLOAD_TIMEOUT (which bounds each request).
+LISTING_TIMEOUTS = 20
+
+
+class ListingBudget:
+    """Bounds a store's listing (files and pages) in count and in time; `step` is called once per item or page."""
+
+    def __init__(self, uri: str, timeout: float) -> None:
+        self.uri, self.count = uri, 0
+        self.seconds = max(60.0, LISTING_TIMEOUTS * timeout)
+        self.deadline = time.monotonic() + self.seconds
+
+    def step(self) -> None:
+        self.count += 1
+        if self.count > MAX_LISTED:
+            raise MaterializeError(self.uri, f"the store lists more than {MAX_LISTED} files or pages",
+                                   "point at the model's own folder")
+        if time.monotonic() > self.deadline:
+            raise MaterializeError(self.uri, f"listing the files took more than {self.seconds:.0f} s",
+                                   "check the endpoint; NIM_DOWNLOAD_TIMEOUT scales this limit")

@@ -17,6 +17,7 @@ from nim_specdec.config.plan import Facts, SourceFacts
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.preflight.config_file import read_model_config
+from nim_specdec.fetchers.cache import untrusted_entry
 
 
 def vllm_flavor() -> str | None:
@@ -91,6 +92,11 @@ def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warni
         except LauncherError as err:
             warnings.append(f"{where}: {err.one_line()}")
             cached = None
+        if cached is None and not ref.is_local:
+            foreign = untrusted_entry(ctx.cache_dir, ref)
+            if foreign:
+                warnings.append(f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
+                                f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled")
         facts[ref.uri] = SourceFacts(str(cached), read_config(cached, where)) if cached else SourceFacts()
     return facts
 

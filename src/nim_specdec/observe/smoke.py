@@ -12,36 +12,32 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import Any
+
+from nim_specdec.errors import LauncherError
+from nim_specdec.observe.http_client import request, request_json
 
 EXIT_OK, EXIT_FAILED, EXIT_NOT_READY = 0, 1, 4
 PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
+# Every request has an overall deadline (its timeout) and a size cap: a server that trickles or never
+# stops answering cannot hold the check forever.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 
 def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
-    """(status, body); status 0 when the connection is refused or times out."""
+    """(status, body); status 0 when the connection is refused, the answer is too large or not complete in time."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read().decode("utf-8", errors="replace")
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError):
+        answer = request(url, where=url, deadline=timeout, max_bytes=MAX_ANSWER_BYTES)
+    except LauncherError:
         return 0, ""
+    return answer.status, answer.text()
 
 
 def post_json(url: str, payload: dict, timeout: float = 120.0) -> tuple[int, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(payload).encode(), headers={"content-type": "application/json"}, method="POST"
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode("utf-8", errors="replace")
-    except (urllib.error.URLError, OSError) as err:
-        return 0, str(err)
+        return request_json(url, where=url, deadline=timeout, payload=payload, max_bytes=MAX_ANSWER_BYTES)
+    except LauncherError as err:
+        return 0, err.one_line()
 
 
 def wait_ready(base: str, deadline_s: float, poll_s: float = 1.0, alive=lambda: True) -> list[int]:
@@ -124,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args.url, args.expect_spec, args.deadline)
-    except (RuntimeError, ValueError, KeyError) as err:
-        print(f"smoke: {type(err).__name__}: {err}", file=sys.stderr)
+    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as err:
+        print(f"smoke: {type(err).__name__}: {' '.join(str(err).split())[:300]}", file=sys.stderr)
         return EXIT_FAILED
 
 

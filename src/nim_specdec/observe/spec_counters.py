@@ -9,7 +9,10 @@ Pure functions over strings and plain data. Counters are summed over engines and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+from nim_specdec.errors import printable
 
 DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
@@ -17,6 +20,8 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
 _FIELDS = {DRAFTS: "drafts", DRAFT_TOKENS: "draft_tokens", ACCEPTED: "accepted"}
 INACTIVE = "speculative decoding inactive"
+# Far above any num_speculative_tokens; a larger position label would make the report allocate without bound.
+MAX_POSITIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -64,10 +69,14 @@ class _Builder:
 
 
 def _accumulate(builders: dict[str, _Builder], family: str, labels: dict, value: float) -> None:
-    model = labels.get("model_name", "")
+    model = str(labels.get("model_name", ""))
+    if not math.isfinite(value):
+        raise ValueError(f"{family} has the value {value}, not a count")
     if family == PER_POS:
-        position = labels.get("position")
-        if position is not None and str(position).isdigit():
+        position = str(labels.get("position", ""))
+        if position.isascii() and position.isdigit():
+            if len(position) > 4 or int(position) >= MAX_POSITIONS:
+                raise ValueError(f"{family} has position {position[:20]!r}, beyond {MAX_POSITIONS}")
             builders.setdefault(model, _Builder()).add_position(int(position), value)
     elif family in _FIELDS:
         builders.setdefault(model, _Builder()).add(_FIELDS[family], value)
@@ -85,6 +94,19 @@ def parse_prometheus(text: str) -> dict[str, SpecCounters]:
             if sample.name.endswith("_total"):
                 _accumulate(builders, sample.name[: -len("_total")], sample.labels, float(sample.value))
     return {model: b.build() for model, b in builders.items()}
+
+
+def counter_totals(text: str, families: tuple[str, ...]) -> dict[str, float]:
+    """Each named counter family (e.g. "vllm:generation_tokens") summed over all its label sets; absent reads 0."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    totals = {name: 0.0 for name in families}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name[: -len("_total")] if sample.name.endswith("_total") else None
+            if name in totals:
+                totals[name] += float(sample.value)
+    return totals
 
 
 def parse_aiperf_export(data: dict) -> dict[str, SpecCounters]:
@@ -135,7 +157,7 @@ def render_text(result: dict[str, dict]) -> str:
         return INACTIVE + " (no drafts counted)\n"
     lines = []
     for model, entry in result.items():
-        lines.append(f"model {model or '(unnamed)'}")
+        lines.append(f"model {printable(model) or '(unnamed)'}")
         if entry["status"] == INACTIVE:
             lines.append(f"  {INACTIVE} (drafts {entry['drafts']:g}, draft tokens {entry['draft_tokens']:g})")
             continue

@@ -2,6 +2,7 @@
 
     GET /v1/metrics        the same Prometheus text as /metrics (the request is re-routed to it)
     GET /v1/health/live    200 while the process serves
+    GET /v1/specdec/config the speculative config on this server's command line (null when off)
     GET /v1/health/ready   200 once the model has answered a one-token completion and /health is 200; else 503
 
 vLLM starts listening only after the engine has loaded the model, so before that ready is refused; between
@@ -14,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from typing import Any, Awaitable, Callable
+
+from nim_specdec.server.spec_info import spec_config_document
 
 Scope = dict
 Message = dict
@@ -25,6 +29,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _log = logging.getLogger(__name__)
 
 LIVE = "/v1/health/live"
+SPEC_CONFIG = "/v1/specdec/config"
 READY = "/v1/health/ready"
 METRICS_ALIAS = {"/v1/metrics": "/metrics", "/v1/metrics/": "/metrics"}
 
@@ -92,6 +97,8 @@ class NimEndpointsMiddleware:
             await self.app(scope, receive, send)
         elif path == LIVE:
             await _respond(send, 200, {"status": "live"})
+        elif path == SPEC_CONFIG:
+            await _respond(send, 200, spec_config_document(sys.argv))
         elif path == READY:
             ready, detail = await self._ready(scope)
             await _respond(send, 200 if ready else 503, {"status": "ready" if ready else "not ready", **detail})

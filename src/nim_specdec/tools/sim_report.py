@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from nim_specdec.tools.ngram.grid import Scored, specdec_args_of as specdec_args
@@ -47,9 +46,16 @@ def row(scored: Scored) -> dict[str, Any]:
     }
 
 
-def table(ranked: Sequence[Scored], limit: int | None) -> str:
-    """One method's ranked rows as aligned text."""
-    rows = [row(s) for s in (ranked if limit is None else ranked[:limit])]
+def table(ranked: Sequence[Scored], limit: int | None, current: Scored | None = None) -> str:
+    """One method's ranked rows as aligned text; the current setting's row is added (marked) if not shown."""
+    shown = list(ranked if limit is None else ranked[:limit])
+    at = None
+    if current is not None:
+        at = next((i for i, s in enumerate(shown) if s.result.params == current.result.params), None)
+        if at is None:
+            shown.append(current)
+            at = len(shown) - 1
+    rows = [row(s) for s in shown]
     if not rows:
         return ""
     keys = [k for k in rows[0] if k not in ("method", "accepted_per_pos")]
@@ -57,13 +63,38 @@ def table(ranked: Sequence[Scored], limit: int | None) -> str:
     cells = [[str(r[k]) for k in keys] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(cell, widths)) for cell in cells]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(cell, widths)) + ("  <- current" if i == at else "")
+              for i, cell in enumerate(cells)]
     return "\n".join(lines)
+
+
+# Settings where more may help: a best value at the top of its grid is worth a wider grid.
+GROWABLE = ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "suffix_decoding_max_tree_depth",
+            "suffix_decoding_max_spec_factor")
+
+
+def edge_notes(method: str, ranked: Sequence[Scored]) -> list[dict[str, Any]]:
+    """The best setting's values that are the largest of their grid (with more than one value tried)."""
+    if not ranked:
+        return []
+    best = speculative_config(ranked[0].result.params)
+    notes = []
+    for key in GROWABLE:
+        tried = {speculative_config(s.result.params).get(key) for s in ranked} - {None}
+        if key in best and len(tried) > 1 and best[key] == max(tried):
+            notes.append({"method": method, "key": key, "value": best[key]})
+    return notes
+
+
+def edge_line(note: dict[str, Any], flags: dict[str, str]) -> str:
+    flag = flags.get(note["key"])
+    widen = f"widen {flag}" if flag else "widen the grid"
+    return f"{note['method']}: {note['key']}={note['value']} is the largest value tried; {widen} to see if more helps"
 
 
 def recommended(best: Scored) -> dict[str, Any]:
     config = speculative_config(best.result.params)
-    return {"NIM_SPECDEC_ARGS": specdec_args(config), "speculative_config": json.dumps(config), **row(best)}
+    return {"NIM_SPECDEC_ARGS": specdec_args(config), "speculative_config": config, **row(best)}
 
 
 def recommendation_line(label: str, best: Scored) -> str:
@@ -81,10 +112,13 @@ def overall(by_method: dict[str, Sequence[Scored]]) -> Scored:
     return max((ranked[0] for ranked in by_method.values()), key=lambda s: round(s.speedup, 9))
 
 
-def summary(by_method: dict[str, Sequence[Scored]], meta: dict[str, Any]) -> dict[str, Any]:
+def summary(by_method: dict[str, Sequence[Scored]], meta: dict[str, Any], current: Scored | None = None,
+            edges: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     return {
         **meta,
         "recommended": recommended(overall(by_method)),
         "recommended_per_method": {method: recommended(ranked[0]) for method, ranked in by_method.items()},
+        "edge_of_grid": list(edges),
+        "current": None if current is None else row(current),
         "grid": [row(s) for ranked in by_method.values() for s in ranked],
     }

@@ -67,8 +67,9 @@ def rank(results: Sequence[SimResult], verify_cost: float) -> list[Scored]:
 
 
 def specdec_args_of(config: dict) -> str:
-    """The NIM_SPECDEC_ARGS value for a speculative_config, in the guide's form (a JSON string inside JSON)."""
-    return json.dumps({"speculative_config": json.dumps(config)})
+    """The NIM_SPECDEC_ARGS value for a speculative_config, the config as an object (the launcher also
+    takes the guide's JSON string, but an object is not escaped twice inside a JSON report)."""
+    return json.dumps({"speculative_config": config})
 
 
 def specdec_args(params: NgramParams) -> str:
@@ -79,3 +80,18 @@ def specdec_args(params: NgramParams) -> str:
         "prompt_lookup_max": params.max_n,
         "prompt_lookup_min": params.min_n,
     })
+
+
+def ngram_params(config: object) -> NgramParams | None:
+    """The n-gram setting a speculative_config describes, with vLLM's defaults; None for another method."""
+    if not isinstance(config, dict) or config.get("method") != "ngram":
+        return None
+    k = config.get("num_speculative_tokens")
+    lo, hi = config.get("prompt_lookup_min"), config.get("prompt_lookup_max")
+    if lo is None and hi is None:
+        lo = hi = 5  # vLLM's choice when neither is given
+    lo = hi if lo is None else lo
+    hi = lo if hi is None else hi
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (k, lo, hi)) or lo > hi:
+        return None
+    return NgramParams(int(k), int(lo), int(hi))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
+from nim_specdec.observe.http_client import request_json
 from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.ngram.output_files import write_atomically
 from nim_specdec.tools.ngram.trace import CapturedRequest, greedy_payload, tail_payload, token_ids
@@ -23,28 +22,37 @@ class Replayed:
     tail_mismatch: bool = False
 
 
+# One replayed answer holds token ids and logprobs for at most a few thousand tokens.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+_ODD_ANSWER = (ValueError, KeyError, IndexError, TypeError, AttributeError)
+
+
 def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 600.0) -> dict[str, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        return json.loads(resp.read())
+    """The JSON object a 2xx answer holds; UnreachableError otherwise (deadline and size bounded)."""
+    status, answer = request_json(url, where=url, deadline=timeout, payload=body, max_bytes=MAX_ANSWER_BYTES)
+    if not 200 <= status < 300 or not isinstance(answer, dict):
+        detail = " ".join(str(answer).split())[:200]
+        raise UnreachableError(url, f"HTTP {status}: {detail}", "check the server's log")
+    return answer
 
 
 def server_model(base_url: str) -> tuple[str, int | None]:
     """The first served model's name and its max_model_len (None if the server does not say)."""
     try:
-        models = http_json(base_url.rstrip("/") + "/v1/models", timeout=30)["data"]
-        first = models[0]
-    except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as err:
-        raise ConfigError("--url", f"cannot list the models at {base_url}/v1/models ({err})", "point --url at a running OpenAI-compatible server") from None
-    return str(first["id"]), first.get("max_model_len")
+        first = http_json(base_url.rstrip("/") + "/v1/models", timeout=30)["data"][0]
+        name, length = str(first["id"]), first.get("max_model_len")
+    except (LauncherError, *_ODD_ANSWER) as err:
+        detail = err.problem if isinstance(err, LauncherError) else f"{type(err).__name__}: {err}"
+        raise UnreachableError("--url", f"cannot list the models at {base_url}/v1/models ({detail})",
+                               "point --url at a running OpenAI-compatible server") from None
+    return name, (length if isinstance(length, int) and not isinstance(length, bool) else None)
 
 
 def continuation(url: str, greedy: dict[str, Any], output: list[int], extra: int) -> list[int] | None:
     """The `extra` tokens the target would emit after `output`; None if they cannot be had."""
     try:
         _, longer, _ = token_ids(http_json(url, tail_payload(greedy, len(output), extra)))
-    except (urllib.error.URLError, OSError, ValueError):
+    except (LauncherError, *_ODD_ANSWER):
         return None
     # Numerics may make the second run diverge; then there is no continuation to trust.
     return longer[len(output) :] if longer[: len(output)] == output else None
@@ -55,11 +63,10 @@ def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int,
     greedy = greedy_payload(captured.payload, model)
     try:
         prompt, output, _ = token_ids(http_json(url, greedy))
-    except urllib.error.HTTPError as err:
-        detail = err.read()[:200].decode(errors="replace")
-        return Replayed(captured.line, None, f"HTTP {err.code}: {' '.join(detail.split())}")
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        return Replayed(captured.line, None, str(err))
+    except LauncherError as err:
+        return Replayed(captured.line, None, err.problem)
+    except _ODD_ANSWER as err:
+        return Replayed(captured.line, None, f"unexpected answer ({type(err).__name__}: {' '.join(str(err).split())[:200]})")
     room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
     continued = continuation(url, greedy, output, room) if room > 0 else []
     return Replayed(captured.line, RecordedRequest.of(prompt, output, continued or ()), tail_mismatch=continued is None)

@@ -23,6 +23,7 @@ class CapturedRequest:
     line: int  # 1-based line number in the capture, for messages
     path: str  # endpoint the payload belongs to
     payload: dict[str, Any]
+    timestamp_ms: float | None = None  # arrival time in the capture, when it recorded one
 
 
 def parse_capture(lines: Iterable[str], where: str = "--trace") -> list[CapturedRequest]:
@@ -48,7 +49,9 @@ def parse_capture(lines: Iterable[str], where: str = "--trace") -> list[Captured
             path = COMPLETIONS_PATH
         else:
             raise ConfigError(where, f"line {number}: payload has neither \"messages\" nor \"prompt\"", "capture chat or completion requests")
-        captured.append(CapturedRequest(number, path, payload))
+        stamp = record.get("timestamp")
+        timestamp = float(stamp) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None
+        captured.append(CapturedRequest(number, path, payload, timestamp))
     if not captured:
         raise ConfigError(where, "the capture holds no requests", "point --trace at a non-empty mooncake_payload capture")
     return captured

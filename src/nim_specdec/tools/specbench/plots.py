@@ -1,44 +1,113 @@
-"""PNG plots of a comparison: acceptance by draft position, and throughput on vs off per category."""
+"""PNG plots of a comparison: throughput off vs on (values and speedup written on the bars), latency off
+vs on, and acceptance by draft position. Legends sit outside the axes so that they never cover data."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+COLORS = {"off": "#8c8c8c", "on": "#2f7ed8"}
+LABELS = {"off": "speculation off", "on": "speculation on"}
 
-def write_plots(table: list[dict[str, Any]], directory: Path) -> list[Path]:
+
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a display
     import matplotlib.pyplot as plt
 
-    written = []
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for row in table:
-        per_pos, drafts = row["accepted_per_pos"], row["drafts"]
-        if per_pos and drafts:
-            ax.plot(range(len(per_pos)), [n / drafts for n in per_pos], marker="o", label=row["category"])
-    ax.set_xlabel("draft position")
-    ax.set_ylabel("acceptance (accepted / drafts)")
-    ax.set_ylim(0, 1.05)
-    ax.set_title("Acceptance by draft position")
-    if ax.lines:
-        ax.legend()
-    written.append(directory / "acceptance_by_position.png")
-    fig.savefig(written[-1], dpi=100, bbox_inches="tight")
+    return plt
+
+
+def _value(row: dict[str, Any], mode: str, *keys: str) -> float:
+    value: Any = row.get(mode)
+    for key in keys:
+        value = (value or {}).get(key) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _legend_outside(ax) -> None:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _throughput(plt, rows: list[dict[str, Any]], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(rows) + 3), 4.2))
+    xs = range(len(rows))
+    width = 0.38
+    top = 0.0
+    for offset, mode in ((-width / 2, "off"), (width / 2, "on")):
+        values = [_value(r, mode, "output_tokens_per_s") for r in rows]
+        top = max(top, *values, 0.0)
+        bars = ax.bar([x + offset for x in xs], values, width, label=LABELS[mode], color=COLORS[mode])
+        ax.bar_label(bars, labels=[f"{v:.0f}" if v else "" for v in values], padding=2, fontsize=8)
+    for x, row in zip(xs, rows):
+        if row.get("speedup") is not None:
+            ax.annotate(f"{row['speedup']:.2f}x", (x, top * 1.12), ha="center", fontsize=10, fontweight="bold")
+    ax.set_ylim(0, top * 1.25 or 1)
+    ax.set_xticks(list(xs), [r["category"] for r in rows])
+    ax.set_ylabel("output tokens/s (server-counted)")
+    ax.set_title("Throughput off vs on (bold: speedup on/off)")
+    _legend_outside(ax)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    names = [row["category"] for row in table]
-    xs = range(len(names))
-    width = 0.4
-    ax.bar([x - width / 2 for x in xs], [row["tok_s_off"] or 0 for row in table], width, label="speculation off")
-    ax.bar([x + width / 2 for x in xs], [row["tok_s_on"] or 0 for row in table], width, label="speculation on")
-    ax.set_xticks(list(xs), names)
-    ax.set_ylabel("output tokens/s")
-    ax.set_title("Throughput on vs off")
-    ax.legend()
-    written.append(directory / "throughput_on_off.png")
-    fig.savefig(written[-1], dpi=100, bbox_inches="tight")
+
+def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
+    panels = (("latency_s", "request latency"), ("ttft_s", "time to first token"), ("itl_s", "inter-token latency"))
+    fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 2.4 * len(rows) + 7), 4.0))
+    xs = range(len(rows))
+    width = 0.38
+    for ax, (key, title) in zip(axes, panels):
+        top = 0.0
+        for offset, mode in ((-width / 2, "off"), (width / 2, "on")):
+            p50 = [_value(r, mode, key, "p50") * 1000 for r in rows]
+            p90 = [_value(r, mode, key, "p90") * 1000 for r in rows]
+            top = max(top, *p90, *p50, 0.0)
+            bars = ax.bar([x + offset for x in xs], p50, width, label=f"{LABELS[mode]} (p50, bar to p90)", color=COLORS[mode],
+                          yerr=[[0] * len(p50), [max(0.0, b - a) for a, b in zip(p50, p90)]], capsize=3)
+            # Inside the bar: above it sits the p90 whisker.
+            ax.bar_label(bars, labels=[f"{v:.1f}" if v else "" for v in p50], label_type="center", fontsize=7, color="white")
+        ax.set_ylim(0, top * 1.2 or 1)
+        ax.set_xticks(list(xs), [r["category"] for r in rows])
+        ax.set_title(title)
+        ax.set_ylabel("ms")
+    _legend_outside(axes[-1])
+    fig.subplots_adjust(wspace=0.4)  # room for each panel's own y label
+    fig.suptitle("Latency off vs on (p50; whisker to p90)", y=1.03)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
-    return written
+
+
+def _acceptance(plt, rows: list[dict[str, Any]], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 1
+    for row in rows:
+        acc = (row.get("on") or {}).get("acceptance") or {}
+        rates = acc.get("per_position_rate") or []
+        if rates:
+            positions = list(range(1, len(rates) + 1))
+            width = max(width, len(rates))
+            ax.plot(positions, rates, marker="o", label=f"{row['category']} (AL {acc['acceptance_length']:.2f})")
+            for x, y in zip(positions, rates):
+                ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    ax.set_xticks(list(range(1, width + 1)))
+    ax.set_xlabel("draft position (1 = first drafted token)")
+    ax.set_ylabel("accepted / drafts")
+    ax.set_ylim(0, 1.12)
+    ax.set_title("Acceptance by draft position (speculation on)")
+    if ax.lines:
+        _legend_outside(ax)
+    else:
+        ax.text(0.5, 0.5, "no drafts counted", ha="center", va="center", transform=ax.transAxes)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
+def write_plots(report: dict[str, Any], directory: Path) -> list[Path]:
+    plt = _pyplot()
+    rows = report["rows"]
+    paths = [directory / "throughput_on_off.png", directory / "latency_on_off.png", directory / "acceptance_by_position.png"]
+    _throughput(plt, rows, paths[0])
+    _latency(plt, rows, paths[1])
+    _acceptance(plt, rows, paths[2])
+    return paths

@@ -18,6 +18,7 @@ from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.config.specargs import SPEC_KEY, parse_specdec_args
 from nim_specdec.config.vllm_argv import SPEC_OPTION, split_options
 
+# Model-free methods tune adds, each with an exact simulator of its acceptance.
 MODEL_FREE = ("ngram", "suffix")
 SIMULATED = frozenset(MODEL_FREE)
 

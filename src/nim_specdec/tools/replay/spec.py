@@ -1,0 +1,214 @@
+"""What a replay is (ReplaySpec), what it measured (ReplayMeasurement), and the pure steps in between:
+checking a spec, the request bodies sent on the wire, the AIPerf trace file and command line.
+
+The bodies go to AIPerf verbatim (mooncake_trace `payload` lines), so everything the measurement depends
+on is set here: the served model name, streaming with usage in the last chunk (time to first token and
+inter-token latency exist only for streamed responses; the usage block is the server's own token count),
+and, when asked, greedy sampling, a fixed max_tokens and ignore_eos.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from nim_specdec.errors import ConfigError
+from nim_specdec.observe.spec_counters import SpecCounters
+
+SCHEDULES = ("closed", "timestamps")
+CHAT, COMPLETIONS = "chat", "completions"
+PERCENTILES = ("p50", "p90", "p99")
+# Keys a capture may carry that would change what is measured; the replay owns them.
+_OWNED = ("model", "stream", "stream_options")
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    url: str
+    model: str
+    requests: tuple[Mapping[str, Any], ...]
+    concurrency: int = 1
+    schedule: str = "closed"
+    timestamps_ms: tuple[int, ...] | None = None
+    request_count: int | None = None
+    greedy: bool = False
+    max_tokens: int | None = None
+    ignore_eos: bool = False
+    tokenizer: str | None = None
+    metrics_path: str = "/metrics"
+    warmup: int = 1               # requests sent (not measured) before the run: a fresh server's first answers are slow
+    aiperf_extra: tuple[str, ...] = ()  # more `aiperf profile` arguments, last on its command line
+
+
+@dataclass(frozen=True)
+class ReplayMeasurement:
+    request_count: int
+    ok_count: int
+    concurrency: int
+    schedule: str
+    duration_s: float
+    output_tokens: int
+    output_tokens_per_s: float
+    latency_s: Mapping[str, float]
+    ttft_s: Mapping[str, float]
+    itl_s: Mapping[str, float]
+    spec: SpecCounters | None
+    server_spec_config: Mapping[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        spec = None
+        if self.spec is not None:
+            spec = {
+                "drafts": self.spec.drafts,
+                "draft_tokens": self.spec.draft_tokens,
+                "accepted": self.spec.accepted,
+                "per_position": list(self.spec.per_position),
+            }
+        return {
+            "request_count": self.request_count,
+            "ok_count": self.ok_count,
+            "concurrency": self.concurrency,
+            "schedule": self.schedule,
+            "duration_s": self.duration_s,
+            "output_tokens": self.output_tokens,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "latency_s": dict(self.latency_s),
+            "ttft_s": dict(self.ttft_s),
+            "itl_s": dict(self.itl_s),
+            "spec": spec,
+            "server_spec_config": None if self.server_spec_config is None else dict(self.server_spec_config),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ReplayMeasurement":
+        spec = data.get("spec")
+        counters = None
+        if isinstance(spec, Mapping):
+            counters = SpecCounters(
+                drafts=float(spec.get("drafts", 0)),
+                draft_tokens=float(spec.get("draft_tokens", 0)),
+                accepted=float(spec.get("accepted", 0)),
+                per_position=tuple(float(v) for v in spec.get("per_position", ())),
+            )
+        return cls(
+            request_count=int(data["request_count"]),
+            ok_count=int(data["ok_count"]),
+            concurrency=int(data["concurrency"]),
+            schedule=str(data["schedule"]),
+            duration_s=float(data["duration_s"]),
+            output_tokens=int(data["output_tokens"]),
+            output_tokens_per_s=float(data["output_tokens_per_s"]),
+            latency_s=dict(data.get("latency_s") or {}),
+            ttft_s=dict(data.get("ttft_s") or {}),
+            itl_s=dict(data.get("itl_s") or {}),
+            spec=counters,
+            server_spec_config=data.get("server_spec_config"),
+        )
+
+
+def endpoint_type(requests: Sequence[Mapping[str, Any]]) -> str:
+    """'chat' when every body has messages, 'completions' when every body has a prompt."""
+    kinds = {CHAT if "messages" in r else COMPLETIONS if "prompt" in r else None for r in requests}
+    if kinds == {CHAT} or kinds == {COMPLETIONS}:
+        return kinds.pop()
+    if None in kinds:
+        raise ConfigError("replay", "a request body has neither messages nor prompt", "replay chat or completion requests")
+    raise ConfigError("replay", "mixes chat and completion requests", "replay one endpoint at a time")
+
+
+def check(spec: ReplaySpec) -> str:
+    """Refuse a spec that cannot run; returns the endpoint type."""
+    if not spec.url.startswith(("http://", "https://")):
+        raise ConfigError("--url", f"{spec.url!r} is not an http(s) URL", "e.g. http://127.0.0.1:8000")
+    if not spec.model:
+        raise ConfigError("--model", "no served model name", "pass the name the server serves")
+    if not spec.requests:
+        raise ConfigError("replay", "no requests to send", "capture some traffic first")
+    if spec.concurrency < 1:
+        raise ConfigError("--concurrency", f"{spec.concurrency} is below 1", "use 1 or more requests in flight")
+    if spec.schedule not in SCHEDULES:
+        raise ConfigError("--schedule", f"{spec.schedule!r} is not a schedule", f"use one of {', '.join(SCHEDULES)}")
+    if spec.schedule == "timestamps":
+        if spec.timestamps_ms is None or len(spec.timestamps_ms) != len(spec.requests):
+            raise ConfigError("--schedule", "timestamps needs one timestamp per request", "replay a capture with timestamps or use --schedule closed")
+        if spec.request_count is not None and spec.request_count != len(spec.requests):
+            raise ConfigError("--request-count", "only a closed loop cycles the requests", "drop --request-count with --schedule timestamps")
+    if spec.request_count is not None and spec.request_count < 1:
+        raise ConfigError("--request-count", f"{spec.request_count} is below 1", "send 1 or more requests")
+    if spec.warmup < 0:
+        raise ConfigError("--warmup", f"{spec.warmup} is below 0", "use 0 or more requests")
+    if spec.max_tokens is not None and spec.max_tokens < 1:
+        raise ConfigError("--max-tokens", f"{spec.max_tokens} is below 1", "use 1 or more tokens")
+    return endpoint_type(spec.requests)
+
+
+def wire_body(body: Mapping[str, Any], spec: ReplaySpec) -> dict[str, Any]:
+    """The body as sent: the capture's own fields, with the ones the measurement depends on forced."""
+    out = {k: v for k, v in body.items() if k not in _OWNED}
+    out.update(model=spec.model, stream=True, stream_options={"include_usage": True})
+    if spec.greedy:
+        out["temperature"] = 0
+    if spec.max_tokens is not None:
+        # vLLM prefers max_completion_tokens over max_tokens: leave only the one we set.
+        out.pop("max_completion_tokens", None)
+        out["max_tokens"] = spec.max_tokens
+    if spec.ignore_eos:
+        out["ignore_eos"] = True
+    return out
+
+
+def trace_text(spec: ReplaySpec) -> str:
+    """AIPerf mooncake_trace lines; timestamps (relative to the first) only for the timestamps schedule."""
+    lines = []
+    first = min(spec.timestamps_ms) if spec.schedule == "timestamps" and spec.timestamps_ms else 0
+    for i, body in enumerate(spec.requests):
+        line: dict[str, Any] = {"payload": wire_body(body, spec)}
+        if spec.schedule == "timestamps" and spec.timestamps_ms is not None:
+            line = {"timestamp": int(spec.timestamps_ms[i]) - first, **line}
+        lines.append(json.dumps(line, separators=(",", ":")))
+    return "\n".join(lines) + "\n"
+
+
+def warmup_bodies(spec: ReplaySpec) -> list[dict[str, Any]]:
+    """The warm-up requests: the first bodies, answered whole (no stream) and short."""
+    bodies = []
+    for i in range(spec.warmup):
+        body = wire_body(spec.requests[i % len(spec.requests)], spec)
+        body.update(stream=False, max_tokens=min(int(body.get("max_tokens") or 16), 16))
+        body.pop("stream_options", None)
+        body.pop("max_completion_tokens", None)
+        bodies.append(body)
+    return bodies
+
+
+def sent_count(spec: ReplaySpec) -> int:
+    return spec.request_count if spec.schedule == "closed" and spec.request_count else len(spec.requests)
+
+
+def aiperf_argv(spec: ReplaySpec, aiperf: str, endpoint: str, trace_file: str, artifact_dir: str) -> list[str]:
+    base = spec.url.rstrip("/")
+    argv = [
+        aiperf, "profile", "--model", spec.model, "--url", base, "--endpoint-type", endpoint, "--streaming",
+        "--custom-dataset-type", "mooncake_trace", "--input-file", trace_file,
+        "--use-server-token-count", "--tokenizer", spec.tokenizer or "builtin",
+        "--server-metrics", base + spec.metrics_path,
+        "--output-artifact-dir", artifact_dir, "--ui-type", "none",
+    ]
+    if spec.schedule == "timestamps":
+        argv += ["--fixed-schedule", "--fixed-schedule-auto-offset"]
+    else:
+        argv += ["--no-fixed-schedule", "--concurrency", str(spec.concurrency), "--request-count", str(sent_count(spec)),
+                 "--dataset-sampling-strategy", "sequential"]
+    return argv + list(spec.aiperf_extra)
+
+
+def percentiles(metric: Mapping[str, Any] | None, scale: float) -> dict[str, float]:
+    """p50/p90/p99 of one AIPerf metric, times `scale` (AIPerf reports latencies in ms)."""
+    out = {}
+    for key in PERCENTILES:
+        value = (metric or {}).get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[key] = float(value) * scale
+    return out

@@ -1,0 +1,171 @@
+"""The shell of `nim-specdec tune`: servers, replays and files around the pure core.
+
+One server at a time, each started through `nim-specdec serve` (launch.server_process) with the user's
+environment and arguments and stopped before the next one starts, also on Ctrl-C or an error. Every
+measurement goes through the project's one replay engine (tools.replay, AIPerf).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from nim_specdec.errors import ConfigError, UnreachableError
+from nim_specdec.launch.server_process import ServerSpec, running_server
+from nim_specdec.observe.smoke import http_get
+from nim_specdec.tools.ngram.corpus import RecordedRequest
+from nim_specdec.tools.ngram.trace import CapturedRequest
+from nim_specdec.tools.replay import ReplayMeasurement, ReplaySpec, run_replay
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How each measurement is made; the same for every server so that they compare."""
+
+    concurrencies: tuple[int, ...]
+    requests_per_run: int | None  # None: max(len(trace), 8 * concurrency)
+    max_tokens: int | None
+    ignore_eos: bool
+    aiperf_bin: Path | None
+    ready_timeout_s: float
+
+
+@dataclass
+class ServerLog:
+    """What each server start cost, for the report."""
+
+    starts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_count(settings: RunSettings, trace_len: int, concurrency: int) -> int:
+    if settings.requests_per_run is not None:
+        return settings.requests_per_run
+    return max(trace_len, 8 * concurrency)
+
+
+@contextmanager
+def served(name: str, env: Mapping[str, str], args: Sequence[str], out: Path, settings: RunSettings,
+           log: ServerLog, say: Say) -> Iterator[Any]:
+    say(f"tune: starting server '{name}' (server {len(log.starts) + 1}; log {out / 'logs' / (name + '.log')})")
+    started = time.monotonic()
+    spec = ServerSpec(env=dict(env), args=tuple(args), ready_timeout_s=settings.ready_timeout_s,
+                      log_path=out / "logs" / f"{name}.log")
+    entry: dict[str, Any] = {"name": name}
+    log.starts.append(entry)
+    with running_server(spec) as server:
+        entry["ready_s"] = round(time.monotonic() - started, 1)
+        entry["port"] = server.port
+        say(f"tune: server '{name}' ready in {entry['ready_s']:.0f} s on port {server.port}")
+        try:
+            yield server
+        finally:
+            say(f"tune: stopping server '{name}'")
+    entry["total_s"] = round(time.monotonic() - started, 1)
+
+
+def served_model(url: str) -> tuple[str, int | None]:
+    """The served model's name and its max_model_len, from /v1/models."""
+    status, body = http_get(url + "/v1/models", timeout=30)
+    try:
+        first = json.loads(body)["data"][0]
+        return str(first["id"]), first.get("max_model_len")
+    except (ValueError, KeyError, IndexError, TypeError):
+        detail = "no answer" if status == 0 else f"HTTP {status}"
+        raise UnreachableError(url, f"/v1/models gave no model ({detail})", "see the server's log") from None
+
+
+@contextmanager
+def _aiperf_reads_local_tokenizer(tokenizer: str | None) -> Iterator[None]:
+    """AIPerf 0.13 in Hugging Face offline mode looks a tokenizer *directory* up in the hub cache and
+    fails; outside offline mode it reads the directory. The servers keep their own environment."""
+    hidden = {}
+    if tokenizer and Path(tokenizer).is_dir():
+        hidden = {k: os.environ.pop(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
+
+
+def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
+            settings: RunSettings, say: Say) -> dict[int, ReplayMeasurement]:
+    """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
+    model's own tokenizer from disk (it would otherwise download one). Each run is preceded by
+    `concurrency` unmeasured requests in flight together: the first steps at a new batch shape (and,
+    with speculation, a new number of tokens per request) are slow on a fresh server."""
+    results = {}
+    for concurrency in settings.concurrencies:
+        spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
+                          schedule="closed", request_count=run_count(settings, len(bodies), concurrency),
+                          greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
+                          tokenizer=tokenizer, warmup=concurrency)
+        with _aiperf_reads_local_tokenizer(tokenizer):
+            result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
+        if result.ok_count < result.request_count:
+            raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
+                                   f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
+                                   f"see {out / 'runs' / name / f'c{concurrency}' / 'aiperf.log'} and the server's log")
+        accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
+            result.spec and result.spec.draft_tokens) else ""
+        say(f"tune: {name} at concurrency {concurrency}: {result.output_tokens_per_s:.1f} output tokens/s{accepted}")
+        results[concurrency] = result
+    return results
+
+
+def record_token_ids(url: str, captured: Sequence[CapturedRequest], model: str, tail: int, concurrency: int,
+                     max_model_len: int | None, settings: RunSettings, say: Say) -> list[RecordedRequest]:
+    """Greedy prompt and output ids of every captured request (with the measured runs' max_tokens and
+    ignore_eos), for the exact simulators of the model-free methods."""
+    from nim_specdec.tools.ngram.replay import replay  # noqa: PLC0415 - the token-id replay over HTTP
+
+    forced = []
+    for item in captured:
+        payload = dict(item.payload)
+        if settings.max_tokens is not None:
+            payload.pop("max_completion_tokens", None)
+            payload["max_tokens"] = settings.max_tokens
+        if settings.ignore_eos:
+            payload["ignore_eos"] = True
+        forced.append(CapturedRequest(item.line, item.path, payload))
+    say(f"tune: recording greedy token ids of {len(forced)} requests for the simulators")
+    replayed = replay(url, forced, model, tail, concurrency, max_model_len)
+    records = [r.request for r in replayed if r.request is not None]
+    failed = [r for r in replayed if r.request is None]
+    if not records:
+        raise UnreachableError(url, f"answered none of the {len(forced)} captured requests "
+                               f"({failed[0].error if failed else 'no detail'})", "check the capture and the server's log")
+    if failed:
+        say(f"tune: note: {len(failed)} of {len(forced)} requests failed and are left out of the simulation")
+    return records
+
+
+def local_model_dir(env: Mapping[str, str], args: Sequence[str]) -> str | None:
+    """The target's local directory once a server has materialized it (its tokenizer is there)."""
+    from nim_specdec.launch.resolve import public, resolve  # noqa: PLC0415
+
+    target = public(resolve(env, list(args))[1], env)["target"]
+    local = target.get("local_dir") or target.get("model")
+    return local if local and Path(local).is_dir() else None
+
+
+def read_trace(path: Path) -> list[CapturedRequest]:
+    from nim_specdec.tools.ngram.trace import parse_capture  # noqa: PLC0415
+
+    try:
+        with open(path, encoding="utf-8") as src:
+            captured = parse_capture(src, "--trace")
+    except OSError as err:
+        raise ConfigError("--trace", f"cannot read {path} ({err.strerror})", "point --trace at a capture file") from None
+    except UnicodeDecodeError:
+        raise ConfigError("--trace", f"{path} is not UTF-8 text", "point --trace at a JSONL capture") from None
+    kinds = {c.path for c in captured}
+    if len(kinds) > 1:
+        raise ConfigError("--trace", "mixes chat and completion requests", "capture one endpoint, or split the capture")
+    return captured

@@ -1,0 +1,213 @@
+"""One `tune` session: measure off and every candidate, fit, choose, verify, write the files.
+
+Servers, in order: speculation off (also records the greedy token ids the simulators need), each
+candidate at its largest K, then the recommendation unless it is exactly something already measured.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from nim_specdec.launch.resolve import public, resolve
+from nim_specdec.tools.ngram.output_files import write_atomically
+from nim_specdec.tools.tune import candidates as cand
+from nim_specdec.tools.tune.acceptance import AcceptanceCurve, curve_from_positions
+from nim_specdec.tools.tune.choice import DEFAULT_MARGIN, choose, static_prediction
+from nim_specdec.tools.tune.cost_model import Observation, fit
+from nim_specdec.tools.tune.report import (
+    OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
+)
+from nim_specdec.tools.tune.runner import (
+    RunSettings, Say, ServerLog, local_model_dir, measure, read_trace, record_token_ids, served, served_model,
+)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    trace: Path
+    out: Path
+    run: RunSettings
+    vllm_args: tuple[str, ...] = ()
+    max_k: int = 4
+    margin: float = DEFAULT_MARGIN
+    methods: tuple[str, ...] = cand.MODEL_FREE
+
+
+def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
+    out = []
+    for c, r in sorted(runs.items()):
+        spec = r.spec
+        out.append(Observation(c, r.output_tokens_per_s, float(r.output_tokens), k if spec else 0,
+                               spec.accepted if spec else 0.0, spec.draft_tokens if spec else 0.0))
+    return out
+
+
+def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve:
+    """Per-position acceptance of a model draft, summed over every concurrency it ran at."""
+    specs = [r.spec for r in runs.values() if r.spec is not None]
+    width = max((len(s.per_position) for s in specs), default=0)
+    per_pos = [sum(s.per_position[i] for s in specs if i < len(s.per_position)) for i in range(width)]
+    return curve_from_positions(per_pos, sum(s.drafts for s in specs),
+                                sum(r.output_tokens for r in runs.values() if r.spec is not None),
+                                sum(s.accepted for s in specs))
+
+
+def _model_free(records: list, options: TuneOptions, configured: cand.Candidate | None, max_len: int | None):
+    """Model-free candidates and their simulated acceptance curves."""
+    from nim_specdec.tools.tune.simulated import ngram_curve, pick_ngram_lookup, suffix_curve  # noqa: PLC0415
+
+    found, curves = [], {}
+    if "ngram" in options.methods:
+        if configured is not None and configured.method == "ngram":
+            ngram = configured
+        else:
+            lo, hi = pick_ngram_lookup(records, options.max_k, max_len)
+            ngram = cand.Candidate("ngram", cand.ngram_config(options.max_k, lo, hi), configured=False)
+        found.append(ngram)
+        curves["ngram"] = ngram_curve(records, ngram.kmax, int(ngram.config.get("prompt_lookup_min") or 1),
+                                      int(ngram.config["prompt_lookup_max"]), max_len)
+    if "suffix" in options.methods:
+        suffix = configured if configured is not None and configured.method == "suffix" else cand.Candidate(
+            "suffix", cand.suffix_config(options.max_k), configured=False)
+        found.append(suffix)
+        curves["suffix"] = suffix_curve(records, suffix.config, max_len)
+    return found, curves
+
+
+def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:
+    started = time.monotonic()
+    from nim_specdec.tools.replay.aiperf_run import find_aiperf  # noqa: PLC0415
+
+    captured = read_trace(options.trace)
+    bodies = [c.payload for c in captured]
+    _, plan = resolve(env, list(options.vllm_args))  # a bad configuration stops here, exit 2
+    find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
+    shown = public(plan, env)
+    configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
+    engine = cand.engine_keys(env)
+    args = cand.strip_spec_args(options.vllm_args)
+    notes: list[str] = []
+    if cand.has_spec_args(options.vllm_args):
+        notes.append("the --speculative-config argument was replaced while tuning; remove it where you apply "
+                     "the recommended variables, or it will override them")
+    servers = ServerLog()
+    out, run = options.out, options.run
+    kmax_all = max([options.max_k] + ([configured.kmax] if configured else []))
+
+    with served("off", cand.server_env(env, engine, None), args, out, run, servers, say) as server:
+        model, max_len = served_model(server.url)
+        tokenizer = local_model_dir(env, options.vllm_args)
+        records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
+        measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say)}
+    model_free, curves = _model_free(records, options, configured, max_len)
+    candidates = cand.candidate_list(configured, model_free)
+    for candidate in candidates:
+        name = f"{candidate.method}-k{candidate.kmax}"
+        with served(name, cand.server_env(env, engine, candidate.config), args, out, run, servers, say) as server:
+            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say)
+        if not candidate.simulated:
+            try:
+                curves[candidate.method] = _counter_curve(measured[candidate.method])
+            except ValueError:
+                notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
+
+    by_method = {c.method: c for c in candidates if c.method in curves}
+    model_fit = fit(_observations(measured["off"], 0),
+                    {m: _observations(measured[m], by_method[m].kmax) for m in by_method})
+    choice = choose(model_fit, {m: curves[m] for m in by_method}, run.concurrencies, options.margin)
+    say("tune: cost model fitted; " + "; ".join(f"{p.method}: mean predicted speed-up {p.score:.2f}x"
+                                                for p in choice.plans))
+
+    rec_config = cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if choice.chosen else None
+    reused = _already_measured(rec_config, candidates)
+    if reused is not None:
+        notes.append(f"the recommendation is exactly the measured '{reused}' configuration; its runs verify it")
+        measured["recommended"] = measured[reused]
+    else:
+        with served("recommended", cand.server_env(env, engine, rec_config), args, out, run, servers, say) as server:
+            measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say)
+
+    rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
+    predicted_config = rec_config
+    rows, rec_config = _last_word(rows, run.concurrencies, notes)
+    score = choice.chosen.score if choice.chosen and rec_config == predicted_config else None
+    chosen_json = _chosen_json(rec_config, score)
+    result = build_result(
+        recommended_env=cand.spec_env(engine, rec_config), chosen=chosen_json, rows=rows,
+        concurrencies=run.concurrencies, cost_model=model_fit.to_json(),
+        acceptance={m: curves[m].to_json() for m in by_method},
+        methods=[{"method": p.method, "score": round(p.score, 4), "k_by_batch_size": list(p.k_by_batch),
+                  "predicted_by_k": _grid(model_fit, p.method, curves[p.method], max(run.concurrencies))}
+                 for p in choice.plans],
+        servers=servers.starts,
+        runs=[{"configuration": name, **r.to_json()} for name, runs in measured.items() for r in runs.values()],
+        notes=notes, duration_s=time.monotonic() - started,
+    )
+    _write(out, result, say)
+    return result
+
+
+def _last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[str]) -> tuple[list[ConfigRow], Any]:
+    """The verified recommendation, or the measured configuration that kept closer to the best everywhere."""
+    kept = keep_or_fall_back(rows, concurrencies)
+    if kept.kind == RECOMMENDED:
+        return rows, kept.config
+    verified = next(r for r in rows if r.kind == RECOMMENDED)
+    notes.append(f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
+                 f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
+                 "recommended instead")
+    rows = [replace(r, name="predicted choice (not kept)", kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
+    return rows + [ConfigRow("recommended", RECOMMENDED, kept.config, kept.predicted, kept.measured)], kept.config
+
+
+def _chosen_json(config: Mapping[str, Any] | None, score: float | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    from nim_specdec.config.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
+
+    ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
+    return {"method": config["method"], "speculative_config": dict(config),
+            "schedule": describe_schedule(validate_batch_size_schedule(ranges, None, "schedule")),
+            "predicted_speedup_mean": None if score is None else round(score, 3)}
+
+
+def _already_measured(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate]) -> str | None:
+    if config is None:
+        return "off"
+    for candidate in candidates:
+        if dict(candidate.config) == dict(config):
+            return candidate.method
+    return None
+
+
+def _grid(model_fit, method: str, curve: AcceptanceCurve, largest: int) -> dict[str, dict[str, float]]:
+    """Predicted tokens/s for every K at every batch size up to the largest concurrency."""
+    return {str(k): {str(b): round(model_fit.tokens_per_s(b, method, curve, k), 2) for b in range(1, largest + 1)}
+            for k in range(curve.kmax + 1)}
+
+
+def _rows(candidates, by_method, curves, model_fit, choice, measured, concurrencies, rec_config) -> list[ConfigRow]:
+    tps = lambda runs: {c: r.output_tokens_per_s for c, r in runs.items()}  # noqa: E731
+    rows = [ConfigRow("off", OFF, None, dict(choice.predicted_off), tps(measured["off"]))]
+    for candidate in candidates:
+        predicted = {}
+        if candidate.method in by_method:
+            predicted = static_prediction(model_fit, candidate.method, curves[candidate.method], candidate.kmax, concurrencies)
+        rows.append(ConfigRow(f"{candidate.method} K={candidate.kmax}", STATIC, candidate.config, predicted,
+                              tps(measured[candidate.method])))
+    predicted = dict(choice.chosen.predicted) if choice.chosen else dict(choice.predicted_off)
+    rows.append(ConfigRow("recommended", RECOMMENDED, rec_config, predicted, tps(measured["recommended"])))
+    return rows
+
+
+def _write(out: Path, result: Mapping[str, Any], say: Say) -> None:
+    from nim_specdec.tools.tune.plots import write_plots  # noqa: PLC0415
+
+    write_atomically(str(out / "tune.json"), json.dumps(result, indent=2) + "\n", "--out")
+    write_atomically(str(out / "tune.md"), render_markdown(result), "--out")
+    plots = write_plots(result, out)
+    say(f"tune: wrote {out / 'tune.json'}, {out / 'tune.md'}" + "".join(f", {p}" for p in plots))

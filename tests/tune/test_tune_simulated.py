@@ -1,0 +1,48 @@
+"""Acceptance curves of n-gram from recorded token ids: the exact simulator's counts at every K."""
+
+from __future__ import annotations
+
+from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec.tools.ngram.simulator import NgramParams, simulate
+from nim_specdec.tools.tune.acceptance import slot_figures
+from nim_specdec.tools.tune.simulated import ngram_curve, pick_ngram_lookup
+
+CYCLE = [7, 8, 9, 10]
+RECORDS = [
+    RecordedRequest.of([1, 2, 7, 8, 9], (CYCLE * 6)[:20], CYCLE[:4]),  # output repeats: n-gram accepts
+    RecordedRequest.of([3, 4, 5, 6], [11, 12, 13, 14, 15, 16, 17, 18], [19, 20, 21, 22]),  # never repeats
+]
+
+
+def test_the_curve_is_the_simulator_at_every_k():
+    curve = ngram_curve(RECORDS, kmax=3, lookup_min=1, lookup_max=3, max_model_len=None)
+    corpus = build_corpus(RECORDS, max_ngram=3, pad=4)
+    assert curve.kmax == 3 and curve.at(0).tokens_per_slot == 1.0
+    for k in (1, 2, 3):
+        sim = simulate(corpus, NgramParams(k, 1, 3))
+        expected = slot_figures(corpus.output_tokens, sim.accepted, sim.draft_tokens)
+        assert (curve.at(k).tokens_per_slot, curve.at(k).draft_tokens_per_slot) == expected
+    # A repeating output gains more tokens per step as K grows.
+    assert curve.at(1).tokens_per_slot < curve.at(3).tokens_per_slot
+
+
+def test_lookup_lengths_come_from_the_grid():
+    lo, hi = pick_ngram_lookup(RECORDS, kmax=3, max_model_len=None)
+    assert 1 <= lo <= hi <= 5
+
+
+def test_suffix_curve_assumes_the_replay_has_answered_each_request_before():
+    from nim_specdec.tools.ngram.corpus import RecordedRequest as R  # noqa: PLC0415
+    from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415
+    from nim_specdec.tools.tune.simulated import suffix_curve  # noqa: PLC0415
+
+    config = {"method": "suffix", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 16}
+    curve = suffix_curve(RECORDS, config, None)
+    total = sum(len(r.output) for r in RECORDS)
+    for k in (1, 2, 3):
+        warm = simulate_suffix(RECORDS, SuffixParams(k=k, max_tree_depth=16), None, history=RECORDS)
+        assert curve.at(k).tokens_per_slot == slot_figures(total, warm.accepted, warm.draft_tokens)[0]
+    # A server that has seen the answers accepts more than a fresh one would.
+    cold = simulate_suffix(RECORDS, SuffixParams(k=3, max_tree_depth=16), None)
+    assert curve.at(3).tokens_per_slot > slot_figures(total, cold.accepted, cold.draft_tokens)[0]
+    assert isinstance(RECORDS[0], R)
