@@ -1,12 +1,20 @@
 """Start-up overhead of the launcher, and tokens/s with speculation on and off, on the demo model.
 
     python bench/bench_startup.py [--rounds N] [--model-dir DIR] [--max-tokens N]
+    python bench/bench_startup.py --mode cold-warm [--rounds N]
+    python bench/bench_startup.py --mode preload [--rounds N]
 
 Each round starts `nim-specdec serve` and then the very vLLM command it execs (taken from
 `nim-specdec plan`), one after the other, and times process start to `GET /health` 200. The order
 alternates between rounds so that warm caches favour neither side. Printed: each time, the medians and
 their ratio (launcher / direct). Then greedy tokens/s with the n-gram config (from the launcher rounds) and
 with NIM_SPECDEC_ENABLE=0 (one more server). One server at a time; every wait is bounded.
+
+--mode cold-warm: each round starts the launcher on a fresh NIM_CACHE_PATH (cold: vLLM compiles), then
+again on the same one (warm: vLLM's caches are found under NIM_CACHE_PATH/compile); medians and ratio.
+--mode preload: greedy tokens/s with speculation on, the launcher's CPU preloads against vLLM's own
+default (LD_PRELOAD set to the torch libgomp vLLM would preload itself: a user's LD_PRELOAD wins),
+alternated.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -115,8 +124,61 @@ def direct_argv(env: dict) -> list[str]:
     return json.loads(done.stdout)["argv"]
 
 
+def start_ready(env: dict, log: Path, max_tokens: int | None = None) -> tuple[float, float | None]:
+    server = Server(launcher_argv(), env, int(env["NIM_SERVER_PORT"]), log)
+    try:
+        seconds = server.wait_health()
+        return seconds, (server.tokens_per_second(max_tokens) if max_tokens else None)
+    finally:
+        server.stop()
+
+
+def cold_warm(model_dir: Path, work: Path, rounds: int) -> None:
+    times: dict[str, list[float]] = {"cold": [], "warm": []}
+    for round_no in range(rounds):
+        cache = work / f"volume-{round_no}"  # a fresh volume for this round's cold start
+        for kind in ("cold", "warm"):
+            port = free_port()
+            env = launcher_env(model_dir, port, work, enable=True)
+            env["NIM_CACHE_PATH"] = str(cache)
+            seconds, _ = start_ready(env, work / f"{kind}-{round_no}.log")
+            times[kind].append(seconds)
+            print(f"round {round_no} {kind} start->ready {seconds:6.2f} s", flush=True)
+    cold, warm = statistics.median(times["cold"]), statistics.median(times["warm"])
+    print(f"median start->ready (launcher, n-gram on): cold {cold:.2f} s, warm {warm:.2f} s, ratio warm/cold {warm / cold:.3f}")
+
+
+def torch_libgomp() -> str:
+    import glob
+
+    import torch
+
+    root = Path(torch.__file__).parent
+    found = sorted(glob.glob(str(root.parent / "torch.libs" / "libgomp*.so*")) + glob.glob(str(root / "lib" / "libgomp*.so*")))
+    return found[0] if found else ""
+
+
+def preload(model_dir: Path, work: Path, rounds: int, max_tokens: int) -> None:
+    tps: dict[str, list[float]] = {"launcher preloads": [], "vLLM default": []}
+    for round_no in range(rounds):
+        order = list(tps) if round_no % 2 == 0 else list(reversed(tps))
+        for kind in order:
+            port = free_port()
+            env = launcher_env(model_dir, port, work, enable=True)
+            env.pop("LD_PRELOAD", None)
+            if kind == "vLLM default":
+                env["LD_PRELOAD"] = torch_libgomp()
+            _, rate = start_ready(env, work / f"preload-{round_no}-{kind[:6]}.log", max_tokens)
+            tps[kind].append(rate)
+            print(f"round {round_no} {kind:18s} {rate:8.1f} tokens/s", flush=True)
+    on, off = statistics.median(tps["launcher preloads"]), statistics.median(tps["vLLM default"])
+    print(f"greedy tokens/s, n-gram on (max_tokens {max_tokens}, {len(PROMPTS)} prompts): "
+          f"with the launcher's preloads {on:.1f}, vLLM's default {off:.1f}, ratio {on / off:.3f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("launcher-direct", "cold-warm", "preload"), default="launcher-direct")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model-dir", type=Path, help="demo model directory (made if absent; default: a temporary one)")
     parser.add_argument("--max-tokens", type=int, default=128)
@@ -127,6 +189,15 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model_dir = args.model_dir or work / "demo-model"
     make_demo_model(model_dir)
+    if args.mode != "launcher-direct":
+        try:
+            if args.mode == "cold-warm":
+                cold_warm(model_dir, work, args.rounds)
+            else:
+                preload(model_dir, work, args.rounds, args.max_tokens)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)  # compile caches and logs: nothing stays in /tmp
+        return 0
     times: dict[str, list[float]] = {"launcher": [], "direct": []}
     tps_on: list[float] = []
     for round_no in range(args.rounds):

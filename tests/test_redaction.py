@@ -58,7 +58,7 @@ def test_short_secrets_do_not_mangle_unrelated_text(models):
 
 @pytest.mark.parametrize("name,secret", [
     ("HF_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("NGC_CLI_API_KEY", True), ("apiKey", True),
-    ("DB_PASSWORD", True), ("GOOGLE_APPLICATION_CREDENTIALS", True), ("auth_token", True),
+    ("DB_PASSWORD", True), ("AWS_ACCESS_KEY_ID", True), ("GOOGLE_APPLICATION_CREDENTIALS", True), ("auth_token", True),
     ("max_num_batched_tokens", False), ("--tokenizer", False), ("--ssl-keyfile", False),
     ("num_speculative_tokens", False), ("--long-prefill-token-threshold", False), ("TOKENIZERS_PARALLELISM", False),
 ])

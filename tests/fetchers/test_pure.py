@@ -78,6 +78,10 @@ def test_redaction_masks_every_secret_variable():
         ({"NIM_DOWNLOAD_VERIFY": "size"}, "verify_checksums", False),
         ({"NIM_DOWNLOAD_CHUNK_MB": "8"}, "chunk_bytes", 8 * 1024 * 1024),
         ({"NIM_S3_ANONYMOUS": "true"}, "s3_anonymous", True),
+        ({}, "s5cmd", "auto"),
+        ({"NIM_S5CMD": "auto"}, "s5cmd", "auto"),
+        ({"NIM_S5CMD": "1"}, "s5cmd", "on"),
+        ({"NIM_S5CMD": "off"}, "s5cmd", "off"),
     ],
 )
 def test_settings(env, field, value):
@@ -86,7 +90,8 @@ def test_settings(env, field, value):
 
 @pytest.mark.parametrize(
     "env",
-    [{"NIM_DOWNLOAD_TIMEOUT": "soon"}, {"NIM_DOWNLOAD_RETRIES": "-1"}, {"NIM_DOWNLOAD_VERIFY": "md5"}],
+    [{"NIM_DOWNLOAD_TIMEOUT": "soon"}, {"NIM_DOWNLOAD_RETRIES": "-1"}, {"NIM_DOWNLOAD_VERIFY": "md5"},
+     {"NIM_S5CMD": "sometimes"}],
 )
 def test_bad_settings_are_config_errors(env):
     with pytest.raises(ConfigError) as err:
@@ -180,6 +185,28 @@ def test_size_mode_never_hashes(tmp_path):
     dest = _tree(tmp_path, {"a": b"12"})
     with Hasher(dest, enabled=False) as hasher:
         verify("s3://b/p", dest, [RemoteFile("a", 2, md5="0" * 32)], hasher)
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [("model-00001.safetensors", True), ("sub/shard-*.bin", True), ("it's.bin", True), ('a"b', False),
+     ("a$b", False), ("a`b", False), ("a\nb", False), ("a\tb", False)],
+)
+def test_names_the_s5cmd_command_file_can_carry(name, ok):
+    from nim_specdec.fetchers.s5cmd import scriptable
+
+    assert scriptable(name) is ok
+
+
+@pytest.mark.parametrize(
+    ("message", "transient"),
+    [("s5cmd exit 1: connection reset by peer", True), ("s5cmd exit 1: InternalError: status code: 500", True),
+     ("s5cmd exit 1: AccessDenied: status code: 403", False), ("s5cmd exit 1: NoSuchKey", False)],
+)
+def test_s5cmd_failures_worth_a_retry(message, transient):
+    from nim_specdec.fetchers.s5cmd import failure
+
+    assert failure(message).transient is transient
 
 
 def test_a_listing_without_end_is_cut_by_count_and_by_time():

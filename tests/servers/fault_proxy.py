@@ -35,6 +35,7 @@ class Record:
     path: str
     status: int = 0
     signed: bool = False  # carried an Authorization header
+    agent: str = ""  # User-Agent: which client made the request
 
 
 @dataclass
@@ -65,7 +66,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        record = Record(self.command, self.path, signed="Authorization" in self.headers)
+        record = Record(self.command, self.path, signed="Authorization" in self.headers,
+                        agent=self.headers.get("User-Agent", ""))
         with self.state.lock:
             self.state.records.append(record)
         fault = self.state.take_fault(self.command, self.path)

