@@ -1,4 +1,6 @@
-"""`nim-specdec plan [VLLM ARGS]`: print the resolved plan as JSON; nothing downloaded or started."""
+"""`nim-specdec plan [--check-vllm] [VLLM ARGS]`: print the resolved plan as JSON; nothing downloaded or
+started. With --check-vllm the final command line also goes through the installed vLLM's own validation
+(seconds: it imports vLLM), as `serve` does before it starts anything slow."""
 
 from __future__ import annotations
 
@@ -18,9 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:  # arguments all bel
     return None
 
 
+CHECK_FLAG = "--check-vllm"  # vLLM has no such option, so it can lead the vLLM arguments
+
+
 def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
-    settings, plan = resolve(env, args.vllm_args)
+    vllm_args = list(args.vllm_args)
+    check = vllm_args[:1] == [CHECK_FLAG]
+    if check:
+        vllm_args = vllm_args[1:]
+    settings, plan = resolve(env, vllm_args)
     if plan["speculative"]["enabled"]:
         try:
             require_method_package(plan["speculative"]["method"])
@@ -30,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     for warning in plan["warnings"]:
         log.warning(warning)
     plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+    if check:
+        from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
+
+        plan["vllm_check"] = run_check(plan, env, warn=log.warning)
     json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

@@ -24,6 +24,7 @@ from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.vllm_gate import run_check
 from nim_specdec.config.sources import parse_source
 from nim_specdec.config.target import TARGET_LINK
 
@@ -51,6 +52,9 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
         settings, plan = resolve(env, vllm_args, facts)
     # What is already local is checked before any download; what is downloaded, after it.
     plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+    # vLLM's own validation before anything slow: now when the target's and draft's files are here,
+    # else as soon as they are fetched, before vLLM starts.
+    plan["vllm_check"] = run_check(plan, env, warn=log.info)
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
@@ -80,6 +84,8 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
 
     if downloaded:
         plan["preflight"] = run_preflight(plan, env, warn=log.warning)
+    if not (plan.get("vllm_check") or {}).get("ran"):
+        plan["vllm_check"] = run_check(plan, env, warn=log.warning)
     return plan, log
 
 
