@@ -50,8 +50,8 @@ ARGV_CASES = [
 @pytest.mark.parametrize("case_id,tokens,spec,dotted,model,names", ARGV_CASES, ids=[c[0] for c in ARGV_CASES])
 def test_parse_vllm_args(case_id, tokens, spec, dotted, model, names):
     parsed = parse_vllm_args(tokens, "argument")
-    assert parsed.spec == spec
-    assert parsed.spec_dotted == dotted
+    assert parsed.spec == (spec if spec is not None else dotted or None)
+    assert parsed.spec_given == (spec is not None or bool(dotted))
     assert parsed.model == model
     assert [o.name for o in parsed.options] == names
 

@@ -39,3 +39,11 @@ def test_installed_vllm_version_is_the_pinned_one():
         except metadata.PackageNotFoundError:
             pass
     assert any(v.split("+")[0] == spec_schema.VLLM_VERSION for v in versions), versions
+
+
+def test_vllm_schema_json_matches_installed_vllm():
+    """Options, speculative spellings, enums and nullable keys the fast path reads without vLLM."""
+    from nim_specdec.config.vllm_schema import schema
+    from nim_specdec.tools.vllm_schema_gen import generate
+
+    assert generate() == schema()

@@ -47,9 +47,15 @@ def test_plan_points_every_cache_under_the_key_and_leaves_the_users_own():
     assert "TRITON_CACHE_DIR" not in mine["env"] and mine["user_set"] == ["TRITON_CACHE_DIR"]
 
 
-def collect():
+@pytest.fixture
+def scratch(tmp_path_factory) -> str:
+    """Where a local fallback goes: a temporary directory of its own, apart from the cache, removed by pytest."""
+    return str(tmp_path_factory.mktemp("scratch"))
+
+
+def collect(scratch: str | None = None):
     warnings, infos = [], []
-    return warnings, infos, dict(warn=warnings.append, info=infos.append)
+    return warnings, infos, dict(warn=warnings.append, info=infos.append, scratch=scratch)
 
 
 def test_first_server_is_the_writer_and_holds_the_lock_through_exec(tmp_path):
@@ -75,7 +81,7 @@ def test_first_server_is_the_writer_and_holds_the_lock_through_exec(tmp_path):
     os.close(fd)
 
 
-def test_second_server_starts_from_a_copy_and_never_writes_the_shared_one(tmp_path):
+def test_second_server_starts_from_a_copy_and_never_writes_the_shared_one(tmp_path, scratch):
     entry = compile_cache_plan(str(tmp_path), "k", {})
     root = Path(entry["dir"])
     artefact = root / "vllm" / "torch_compile_cache" / "abc" / "rank_0_0" / "backbone"
@@ -89,7 +95,7 @@ def test_second_server_starts_from_a_copy_and_never_writes_the_shared_one(tmp_pa
     fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)  # the first server, still running
     try:
-        warnings, infos, log = collect()
+        warnings, infos, log = collect(scratch)
         env = claim(entry, **log)
     finally:
         os.close(fd)
@@ -110,13 +116,13 @@ def make_read_only(path: str, on: bool) -> None:
         os.chmod(path, 0o500 if on else 0o700)
 
 
-def test_read_only_volume_falls_back_to_a_local_copy_with_a_warning(tmp_path):
+def test_read_only_volume_falls_back_to_a_local_copy_with_a_warning(tmp_path, scratch):
     entry = compile_cache_plan(str(tmp_path), "k", {})
     (Path(entry["dir"]) / "vllm").mkdir(parents=True)
     (Path(entry["dir"]) / "vllm" / "warm").write_text("artefact")
     make_read_only(entry["dir"], True)
     try:
-        warnings, infos, log = collect()
+        warnings, infos, log = collect(scratch)
         env = claim(entry, **log)
     finally:
         make_read_only(entry["dir"], False)
@@ -134,7 +140,7 @@ def test_drop_torn_keeps_what_parses(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["world-writable", "link"])
-def test_a_compile_dir_others_may_write_is_not_used(tmp_path, kind):
+def test_a_compile_dir_others_may_write_is_not_used(tmp_path, scratch, kind):
     entry = compile_cache_plan(str(tmp_path), "k", {})
     base = Path(entry["dir"]).parent
     if kind == "link":
@@ -145,7 +151,7 @@ def test_a_compile_dir_others_may_write_is_not_used(tmp_path, kind):
         (base / "k" / "vllm").mkdir(parents=True)
         os.chmod(base, 0o777)
     (base / "k" / "vllm" / "planted.so").write_bytes(b"not ours")
-    warnings, infos, log = collect()
+    warnings, infos, log = collect(scratch)
     env = claim(entry, **log)
     assert len(warnings) == 1 and str(base) in warnings[0]
     local = Path(env["VLLM_CACHE_ROOT"])

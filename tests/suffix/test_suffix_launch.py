@@ -48,7 +48,7 @@ RANGE_CASES = [
     ("suffix_decoding_min_token_prob", 1, True, None),
     ("suffix_decoding_min_token_prob", 1.5, False, "suffix_decoding_min_token_prob = 1.5 must be in [0, 1]"),
     ("suffix_decoding_min_token_prob", -0.1, False, "suffix_decoding_min_token_prob = -0.1 must be in [0, 1]"),
-    ("suffix_decoding_max_tree_depth", 2.0, False, "suffix_decoding_max_tree_depth = 2.0 is not an integer"),
+    ("suffix_decoding_max_tree_depth", 2.5, False, "suffix_decoding_max_tree_depth = 2.5 is not an integer"),
 ]
 
 

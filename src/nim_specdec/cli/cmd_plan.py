@@ -1,7 +1,7 @@
-"""`nim-specdec plan [VLLM ARGS]`: print the resolved plan as JSON; nothing downloaded or started.
-
-`nim-specdec plan --schema` prints the JSON Schema of that output instead.
-"""
+"""`nim-specdec plan [--check-vllm] [VLLM ARGS]`: print the resolved plan as JSON; nothing downloaded or
+started. With --check-vllm the final command line also goes through the installed vLLM's own validation
+(seconds: it imports vLLM), as `serve` does before it starts anything slow. `nim-specdec plan --schema`
+prints the JSON Schema of the plan instead."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import replace
 
-from nim_specdec.config.plan_model import plan_json
+from nim_specdec.config.plan_model import check_view, plan_json
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import require_method_package
 from nim_specdec.launch.logs import setup_logging
@@ -19,6 +19,9 @@ from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import public, resolve
 
 SCHEMA_FLAG = "--schema"
+
+
+CHECK_FLAG = "--check-vllm"  # vLLM has no such option, so it can lead the vLLM arguments
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +32,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     env = dict(os.environ)
-    settings, plan = resolve(env, args.vllm_args)
+    vllm_args = list(args.vllm_args)
+    check = vllm_args[:1] == [CHECK_FLAG]
+    if check:
+        vllm_args = vllm_args[1:]
+    settings, plan = resolve(env, vllm_args)
     if plan.speculative.enabled:
         try:
             require_method_package(plan.speculative.method)
@@ -39,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     for warning in plan.warnings:
         log.warning(warning)
     plan = replace(plan, preflight=run_preflight(plan_json(plan), env, warn=log.warning))
+    if check:
+        from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
+
+        plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.warning))
     json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

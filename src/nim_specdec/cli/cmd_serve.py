@@ -23,9 +23,10 @@ from nim_specdec.launch.facts import base_facts, fetch_context, read_config, req
 from nim_specdec.launch.logs import setup_logging
 from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
-from nim_specdec.config.plan_model import Plan, plan_json
+from nim_specdec.config.plan_model import Plan, check_view, plan_json
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.vllm_gate import run_check
 from nim_specdec.config.target import TARGET_LINK
 
 
@@ -49,6 +50,9 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
         settings, plan = resolve(env, vllm_args, facts)
     # What is already local is checked before any download; what is downloaded, after it.
     plan = _checked(plan, env, log)
+    # vLLM's own validation before anything slow: now when the target's and draft's files are here,
+    # else as soon as they are fetched, before vLLM starts.
+    plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.info))
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
@@ -76,6 +80,8 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
 
     if downloaded:
         plan = _checked(plan, env, log)
+    if not (plan.vllm_check or {}).get("ran"):
+        plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.warning))
     return plan, log
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.method_choice import DEFAULT_DRAFT_NAME
+from nim_specdec.config.method_infer import is_custom_proposer
 from nim_specdec.config.sources import SourceRef, parse_source
 from nim_specdec.config.spec_schema import NEEDS_MODEL
 from nim_specdec.config.target import TARGET_LINK
@@ -50,6 +51,8 @@ def resolve_draft(
     if model is None and method in NEEDS_MODEL and draft_source is not None:
         config["model"], origin["model"] = DEFAULT_DRAFT_NAME, "NIM_DRAFT_MODEL_PATH"
         model = DEFAULT_DRAFT_NAME
+    if model in ("ngram", "[ngram]") or is_custom_proposer(model):
+        return None  # vLLM reads these as a proposer, not as a draft checkpoint
     if model is None:
         if draft_source is not None:
             warnings.append(f"NIM_DRAFT_MODEL_PATH is ignored: method {method!r} uses no draft model")

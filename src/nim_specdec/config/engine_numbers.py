@@ -17,7 +17,7 @@ from nim_specdec.errors import ConfigError
 # name -> (kind, lowest, highest); the ranges are vLLM 0.32's own where it has one, else generous bounds.
 ENGINE_NUMBERS: dict[str, tuple[str, float, float]] = {
     "max_num_seqs": ("int", 1, 2**31 - 1),
-    "max_num_batched_tokens": ("int", 1, 2**31 - 1),
+    "max_num_batched_tokens": ("readable", 1, 2**31 - 1),  # vLLM's parser takes 4k / 4K here too
     "tensor_parallel_size": ("int", 1, 2**16),
     "pipeline_parallel_size": ("int", 1, 2**16),
     "data_parallel_size": ("int", 1, 2**16),
@@ -77,6 +77,8 @@ def _describe(kind: str, lo: float, hi: float) -> str:
         return "an integer >= 1 (or 32k / 32K, or -1 / auto for the model's own length)"
     if kind == "int":
         return f"an integer from {int(lo)} to {int(hi)}"
+    if kind == "readable":
+        return f"an integer from {int(lo)} to {int(hi)} (or 4k / 4K)"
     return f"a number from {lo:g} to {hi:g}" + (" (0 excluded)" if lo == 0 and hi == 1 else "")
 
 
@@ -87,6 +89,8 @@ def engine_number_problem(name: str, value: Any) -> str | None:
     kind, lo, hi = ENGINE_NUMBERS[name]
     if kind == "length":
         ok = _length_ok(value, lo, hi)
+    elif kind == "readable":
+        ok = not (isinstance(value, str) and value.strip() in ("-1", "auto")) and _length_ok(value, lo, hi)
     elif kind == "int":
         number = _as_int(value)
         ok = number is not None and lo <= number <= hi

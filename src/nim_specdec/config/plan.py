@@ -19,11 +19,12 @@ from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
 from nim_specdec.config.plan_model import DraftPlan, Plan, SpeculativePlan, TargetPlan
+from nim_specdec.config.method_infer import effective_method, infer_method
 from nim_specdec.config.method_choice import choose
 from nim_specdec.launch.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
-from nim_specdec.config.spec_schema import validate_complete, validate_fields
+from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
@@ -50,14 +51,29 @@ def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli:
     layers = [
         ("NIM_SPECDEC_ARGS", spec_env),
         ("NIM_PASSTHROUGH_ARGS", pt.spec),
-        ("NIM_PASSTHROUGH_ARGS", pt.spec_dotted),
         ("cli", cli.spec),
-        ("cli", cli.spec_dotted),
     ]
+    out = []
     for label, values in layers:
-        if values:
-            validate_fields(values, "--speculative-config" if label == "cli" else label)
-    return [layer for layer in layers if layer[1]]
+        if values is None:
+            continue
+        where = "--speculative-config" if label == "cli" else label
+        if not values:
+            # vLLM builds a SpeculativeConfig from {} and fails for want of num_speculative_tokens
+            raise ConfigError(where, "speculative_config {} is refused by vLLM (no method, model or num_speculative_tokens)",
+                              'give a config such as {"method": "ngram", "num_speculative_tokens": 3}, or leave it out')
+        values = normalise_keys(values, where)
+        validate_fields(values, where)
+        out.append((label, values))
+    return out
+
+
+def _explicitly_off(pt: ParsedArgs, cli: ParsedArgs) -> str | None:
+    """vLLM reads `--speculative-config null` (or "" or None) as no speculation; the last source decides."""
+    for label, parsed in (("the --speculative-config argument", cli), ("NIM_PASSTHROUGH_ARGS", pt)):
+        if parsed.spec_given:
+            return label if parsed.spec is None else None
+    return None
 
 
 def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts) -> tuple[list, str | None, str]:
@@ -67,7 +83,7 @@ def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts
     if target.builtin is not None:
         entry = target.builtin
         return [("builtin", entry.speculative_config)], entry.draft_source, f"built-in config for {entry.model_id} ({entry.file})"
-    if any("method" in values for _, values in explicit):
+    if any("method" in values or "model" in values for _, values in explicit):
         registered = target.registered
         return [], (registered.draft_source if registered else None), ""
     target_facts = facts.sources.get(target.source.uri) if target.source else None
@@ -81,6 +97,33 @@ def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts
     return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
 
 
+def lower_view_of(engine_env: dict, pt: ParsedArgs, cli: ParsedArgs) -> dict[str, Any]:
+    return _engine_view(engine_env, [*pt.options, *cli.options])
+
+
+def _tensor_parallel(view: Mapping[str, Any]) -> int:
+    value = view.get("tensor_parallel_size", 1)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 1  # vLLM's own parser reports a bad value
+
+
+def _draft_config(draft: Any, facts: Facts) -> dict | None:
+    found = facts.sources.get(draft.source.uri) if draft is not None else None
+    return found.config if found else None
+
+
+def _keep_inferred_method(config: dict, origin: dict, original: Any, draft_config: dict | None) -> None:
+    """vLLM infers a missing method from the draft's name: when the launcher rewrote that name to a
+    workspace path, write down the method the original reference implied, so the meaning is kept."""
+    if config.get("method") is not None or original is None or config.get("model") == original:
+        return
+    before, after = infer_method(original, draft_config), infer_method(config.get("model"), draft_config)
+    if before != after:
+        config["method"], origin["method"] = before, f"inferred from speculative_config.model {original!r}"
+
+
 def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: str) -> str:
     if not enabled:
         return "off: NIM_SPECDEC_ENABLE is 0 and no --speculative-config was given"
@@ -88,6 +131,9 @@ def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: 
     source = origin.get("method")
     if source in ("builtin", "auto") or (source is None and base):
         return base_reason
+    if method is None:
+        inferred = effective_method(config)
+        return f"{inferred}: inferred by vLLM from the draft {config.get('model')!r} (the config names no method)"
     label = {"cli": "the --speculative-config argument"}.get(source or "", source or "the given config")
     text = f"{method} set by {label}"
     base_method = base[0][1].get("method") if base else None
@@ -137,15 +183,21 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         facts.registry,
     )
     explicit = _spec_layers(settings, spec_env, pt, cli)
-    enabled = settings.enable or any(label != "NIM_SPECDEC_ARGS" for label, _ in explicit)
+    off_by = _explicitly_off(pt, cli)
+    enabled = (settings.enable or any(label != "NIM_SPECDEC_ARGS" for label, _ in explicit)) and off_by is None
+    if off_by is not None and (settings.enable or explicit):
+        warnings.append(f"speculative decoding is off: {off_by} sets the speculative config to none, as vLLM reads it")
     base, builtin_draft, base_reason = _base_layer(settings, target, explicit, facts) if enabled else ([], None, "")
     config, origin = merge_spec(base + explicit)
     draft = None
     if enabled:
         if not config:
             raise ConfigError("--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}')
+        original_model = config.get("model")
         draft = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace, warnings)
-        validate_complete(config, f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})")
+        _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts))
+        validate_complete(config, f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
+                          _tensor_parallel(lower_view_of(engine_env, pt, cli)), _draft_config(draft, facts))
     elif settings.draft_source is not None:
         warnings.append("NIM_DRAFT_MODEL_PATH is ignored because speculative decoding is off (NIM_SPECDEC_ENABLE=0)")
 
@@ -186,7 +238,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         ),
         speculative=SpeculativePlan(
             enabled=enabled,
-            method=config.get("method") if enabled else None,
+            method=effective_method(config, _draft_config(draft, facts)) if enabled else None,
             reason=_reason(enabled, config, origin, base, base_reason),
             config=config if enabled else None,
             origin=origin if enabled else {},

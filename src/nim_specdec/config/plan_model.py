@@ -72,6 +72,7 @@ class Plan:
     warnings: tuple[str, ...]
     capture: CapturePlan | None = None
     preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
+    vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
     argv_exec: tuple[str, ...] = field(default=(), metadata=_INTERNAL, repr=False)  # unredacted: exec only
 
     def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None) -> Plan:
@@ -88,6 +89,11 @@ def _public(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _public(v) for k, v in value.items()}
     return value
+
+
+def check_view(plan: Plan) -> dict[str, Any]:
+    """plan_json plus the unredacted command, for the vLLM check alone (it validates what will run)."""
+    return {**plan_json(plan), "_argv_exec": list(plan.argv_exec)}
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

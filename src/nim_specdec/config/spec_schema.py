@@ -9,9 +9,11 @@ retypes a field fails the tests instead of silently passing a bad config to vLLM
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping
+from functools import lru_cache
+from typing import Annotated, Any, Literal, Mapping
 
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
+from nim_specdec.config.vllm_schema import schema
 from nim_specdec.errors import ConfigError
 
 VLLM_VERSION = "0.32.0"
@@ -80,28 +82,68 @@ INTERNAL_FIELDS = frozenset(
 )
 
 
-def _type_ok(kind: Any, value: Any) -> bool:
-    if value is None:
-        return True  # vLLM treats null as "use the default" for every field
-    if isinstance(kind, tuple):
-        return value in kind
-    if kind in ("int", "pos_int"):
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, {"bool": bool, "str": str, "list": list, "object": dict}[kind])
+_LISTS = {"synthetic_acceptance_rates": list[float], "num_speculative_tokens_per_batch_size": list[tuple[int, int, int]]}
+_ENUMS = ("method", "kv_cache_dtype", "moe_backend", "rejection_sample_method", "draft_sample_method")
 
 
-def _describe(kind: Any) -> str:
-    if isinstance(kind, tuple):
-        shown = ", ".join(kind) if len(kind) <= 8 else ", ".join(kind[:10]) + ", ..."
+@lru_cache(maxsize=None)
+def _adapter(key: str):
+    """A pydantic validator with vLLM's own lax coercion ("3", 3.0 and true are integers; "yes" a boolean)."""
+    from pydantic import Field, TypeAdapter
+
+    kind = FIELDS[key]
+    if key in _LISTS:
+        tp: Any = _LISTS[key]
+    elif key in _ENUMS:
+        tp = Literal[tuple(schema()["enums"][key])]
+    elif kind == "pos_int":
+        tp = Annotated[int, Field(ge=1)]
+    else:
+        tp = {"int": int, "bool": bool, "str": str, "float": float, "object": dict}[kind if isinstance(kind, str) else "str"]
+    return TypeAdapter(tp)
+
+
+def _describe(key: str) -> str:
+    if key in _ENUMS or key in ("attention_backend", "quantization"):
+        values = schema()["enums"][key]
+        shown = ", ".join(values) if len(values) <= 8 else ", ".join(values[:8]) + ", ..."
         return f"one of: {shown}"
+    if key in _LISTS:
+        return {"synthetic_acceptance_rates": "a list of numbers",
+                "num_speculative_tokens_per_batch_size": "a list of [first, last, k] integer triples"}[key]
     return {"pos_int": "an integer >= 1", "int": "an integer", "float": "a number", "bool": "true or false",
-            "str": "a string", "list": "a JSON array", "object": "a JSON object"}[kind]
+            "str": "a string", "object": "a JSON object"}[FIELDS[key]]
+
+
+def coerce(key: str, value: Any) -> Any:
+    """The value as vLLM's pydantic validation reads it; ValueError when vLLM refuses it."""
+    if value is None:
+        if key in schema()["nullable"]:
+            return None
+        raise ValueError("null is not accepted for this key")
+    if key == "attention_backend":
+        if not isinstance(value, str) or (value.lower() != "auto" and value.upper() not in schema()["enums"][key]):
+            raise ValueError("unknown attention backend")
+        return None if value.lower() == "auto" else value.upper()
+    from pydantic import ValidationError
+
+    try:
+        return _adapter(key).validate_python(value)
+    except ValidationError as err:
+        raise ValueError(err.errors(include_url=False, include_input=False)[0]["msg"]) from None
+
+
+def normalise_keys(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """vLLM turns kebab-case keys of the speculative config into snake_case."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        out[key.replace("-", "_") if isinstance(key, str) else key] = value
+    return out
 
 
 def validate_spec_config(config: Mapping[str, Any], where: str) -> None:
     """Raise ConfigError for the first problem found; `where` names the source (variable or argument)."""
+    config = normalise_keys(config, where)
     validate_fields(config, where)
     validate_complete(config, where)
 
@@ -115,14 +157,16 @@ def validate_fields(config: Mapping[str, Any], where: str) -> None:
             if key in INTERNAL_FIELDS:
                 fix = "vLLM sets it itself; remove it"
             raise ConfigError(where, f"unknown speculative_config key {key!r} for vLLM {VLLM_VERSION}", fix)
-        kind = FIELDS[key]
-        if not _type_ok(kind, value):
-            problem = f"speculative_config.{key} = {value!r} is not {_describe(kind)}"
-            raise ConfigError(where, problem, f"set {key} to {_describe(kind)}")
-        if kind == "pos_int" and value is not None and value < 1:
-            raise ConfigError(where, f"speculative_config.{key} = {value} must be >= 1", f"set {key} to 1 or more")
-        if key in RANGES and value is not None:
-            _check_range(key, value, RANGES[key], where)
+        if key == "tensor_parallel_size":
+            raise ConfigError(where, "speculative_config.tensor_parallel_size is not accepted by vLLM",
+                              "use draft_tensor_parallel_size (1 or the target's tensor parallel size)")
+        try:
+            coerced = coerce(key, value)
+        except ValueError as err:
+            problem = f"speculative_config.{key} = {value!r} is not {_describe(key)} ({err})"
+            raise ConfigError(where, problem, f"set {key} to {_describe(key)}") from None
+        if key in RANGES and coerced is not None:
+            _check_range(key, coerced, RANGES[key], where)
 
 
 def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
@@ -133,28 +177,18 @@ def _check_range(key: str, value: float, bounds: tuple[float | None, float | Non
     raise ConfigError(where, f"speculative_config.{key} = {value} must be {wanted}", f"set {key} to a value {wanted}")
 
 
-def validate_complete(config: Mapping[str, Any], where: str) -> None:
-    """Relations between keys of the merged config, the one vLLM will receive."""
-    lo, hi = config.get("prompt_lookup_min"), config.get("prompt_lookup_max")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(
-            where,
-            f"prompt_lookup_min ({lo}) is greater than prompt_lookup_max ({hi})",
-            "make prompt_lookup_min <= prompt_lookup_max",
-        )
-    method = config.get("method")
-    if method in NEEDS_MODEL and not config.get("model"):
-        raise ConfigError(
-            where,
-            f"method {method!r} needs a draft but speculative_config has no 'model'",
-            'add "model": "<bare name>" and set NIM_DRAFT_MODEL_PATH to the draft\'s location',
-        )
-    if method in NGRAM_METHODS and config.get("num_speculative_tokens") is None:
-        # Without a draft checkpoint vLLM has nowhere to read a default from.
-        raise ConfigError(where, f"method {method!r} needs num_speculative_tokens", 'add "num_speculative_tokens": 3')
+def validate_complete(config: Mapping[str, Any], where: str, target_tp: int = 1,
+                      draft_config: Mapping[str, Any] | None = None) -> None:
+    """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
+    from nim_specdec.config.spec_rules import check_rules
+
+    values = {key: coerce(key, value) for key, value in config.items() if key in FIELDS}
+    problem = check_rules(values, target_tp, draft_config)
+    if problem:
+        raise ConfigError(where, problem[0], problem[1])
     schedule = config.get(SCHEDULE_KEY)
     if schedule is not None:
-        largest = config.get("num_speculative_tokens")
-        if largest is None and method == "suffix":
-            largest = config.get("suffix_decoding_max_tree_depth") or 24  # vLLM's default for suffix
+        largest = values.get("num_speculative_tokens")
+        if largest is None and values.get("method") == "suffix":
+            largest = values.get("suffix_decoding_max_tree_depth") or 24  # vLLM's default for suffix
         validate_batch_size_schedule(schedule, largest, where)

@@ -8,14 +8,33 @@ and the model (`--model X` or the leading positional) are lifted out so that the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.jsonvalue import kebab, snake
-from nim_specdec.config.specargs import parse_json_scalar, parse_spec_value
+from nim_specdec.config.jsonvalue import kebab, loads, snake
+from nim_specdec.config.vllm_schema import WHOLE as SPEC_OPTION, normalise_flag, option_dest, resolve_option, schema, speculative_role
 
-SPEC_OPTION = "--speculative-config"
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+@dataclass
+class SpecArgs:
+    given: bool = False
+    config: dict[str, Any] | None = None
+
+
+def human_readable_int(text: str) -> Any:
+    """"1k" -> 1000 and "1K" -> 1024, as vLLM's parser reads dotted values; else the string as it is."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
+    if not match:
+        return text
+    number, suffix = match.groups()
+    if suffix in _DECIMAL:
+        return int(float(number) * _DECIMAL[suffix])
+    return int(number) * _BINARY[suffix] if number.isdigit() else text
 
 
 @dataclass(frozen=True)
@@ -28,8 +47,8 @@ class Option:
 class ParsedArgs:
     model: str | None = None
     model_where: str = ""
-    spec: dict[str, Any] | None = None  # from a whole --speculative-config value
-    spec_dotted: dict[str, Any] = field(default_factory=dict)
+    spec: dict[str, Any] | None = None  # the speculative config these arguments give vLLM
+    spec_given: bool = False  # a speculative option was given (spec None then means "none", as in vLLM)
     options: list[Option] = field(default_factory=list)
 
     def names(self) -> set[str]:
@@ -65,10 +84,113 @@ def split_options(tokens: list[str]) -> tuple[list[str], list[list[str]]]:
     return positionals, groups
 
 
+def _take_value(tokens: list[str], i: int, flag: str, inline: str | None, where: str) -> tuple[str, int]:
+    if inline is not None:
+        return inline, i + 1
+    if i + 1 >= len(tokens):
+        raise ConfigError(f"{where} {flag}", "has no value", "follow it with a value")
+    return tokens[i + 1], i + 2
+
+
+def _whole_value(text: str, where: str) -> dict[str, Any] | None:
+    """A --speculative-config value as vLLM reads it: "" and "None" mean none, else JSON."""
+    if text in ("", "None"):
+        return None
+    value = loads(text, where)
+    if value is not None and not isinstance(value, dict):
+        raise ConfigError(where, f"expected a JSON object, got {type(value).__name__}", 'write it as {"key": value, ...}')
+    return value
+
+
+def _dotted_value(text: str, append: bool) -> Any:
+    """A dotted value as vLLM's parser reads it: `+` splits on commas, then JSON, then 1k-style integers."""
+    if append:
+        text = json.dumps(text.split(","))
+    try:
+        return json.loads(text)
+    except ValueError:
+        return human_readable_int(text)
+
+
+def _update(original: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():  # vLLM's merge of repeated dotted keys: dicts merge, lists extend
+        if isinstance(value, dict) and isinstance(original.get(key), dict):
+            _update(original[key], value)
+        elif isinstance(value, list) and isinstance(original.get(key), list):
+            original[key] = original[key] + value
+        else:
+            original[key] = value
+
+
+def extract_speculative(tokens: list[str], where: str) -> tuple[list[str], SpecArgs]:
+    """Lift every speculative spelling vLLM's parser accepts out of `tokens`, folded as vLLM folds them:
+    the whole-value options in order, then each dotted group (appended by vLLM's parser after all other
+    arguments), the last one winning; then --spec-method/--spec-model/--spec-tokens on top."""
+    rest: list[str] = []
+    whole: list[dict[str, Any] | None] = []
+    groups: dict[str, dict[str, Any]] = {}
+    fields: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        flag, eq, inline_text = token.partition("=")
+        inline = inline_text if eq else None
+        head = flag.split(".", 1)[0]
+        role = speculative_role(head) if token.startswith("-") and not _looks_like_value(token) else None
+        if role is None:
+            rest.append(token)
+            i += 1
+            continue
+        kind, name = role
+        label = f"{where} {flag}"
+        if kind == "whole" and "." in flag:
+            value_text, i = _take_value(tokens, i, flag, inline, where)
+            path = flag.split(".")[1:]
+            append = path[-1].endswith("+")
+            path[-1] = path[-1].rstrip("+")
+            if not all(path):
+                raise ConfigError(label, "has an empty key", "write --speculative-config.KEY VALUE")
+            nested: Any = _dotted_value(value_text, append)
+            for key in reversed(path):
+                nested = {key: nested}
+            _update(groups.setdefault(normalise_flag(head), {}), nested)
+        elif kind == "whole":
+            value_text, i = _take_value(tokens, i, flag, inline, where)
+            whole.append(_whole_value(value_text, label))
+        else:
+            value_text, i = _take_value(tokens, i, flag, inline, where)
+            fields[name] = _single_value(name, value_text, label)
+    spec = SpecArgs(given=bool(whole or groups or fields))
+    if groups:
+        spec.config = list(groups.values())[-1]
+    elif whole:
+        spec.config = whole[-1]
+    for key, value in fields.items():
+        if spec.config is not None and snake(key) in {snake(k) for k in spec.config}:
+            raise ConfigError(f"{where} --speculative-config", f"sets {key!r} that a --spec-* option sets too",
+                              "vLLM refuses both; keep one")
+        spec.config = {**(spec.config or {}), key: value}
+    return rest, spec
+
+
+def _single_value(name: str, text: str, where: str) -> Any:
+    """--spec-tokens is read as a plain integer and --spec-method checked against vLLM's methods."""
+    if name == "num_speculative_tokens":
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(where, f"invalid value {text!r}", "give an integer such as 3") from None
+    if name == "method" and text not in schema()["enums"]["method"]:
+        raise ConfigError(where, f"invalid method {text!r}", f"use one of: {', '.join(schema()['enums']['method'][:12])}, ...")
+    return text
+
+
 def parse_vllm_args(tokens: list[str], where: str) -> ParsedArgs:
     """`where` names the source in errors: "argument" for the command line, or a variable name."""
     parsed = ParsedArgs()
-    positionals, groups = split_options(list(tokens))
+    remaining, spec = extract_speculative(list(tokens), where)
+    parsed.spec, parsed.spec_given = spec.config, spec.given
+    positionals, groups = split_options(remaining)
     if positionals:
         parsed.model, parsed.model_where = positionals[0], f"{where} (positional model)"
         if len(positionals) > 1:
@@ -77,30 +199,15 @@ def parse_vllm_args(tokens: list[str], where: str) -> ParsedArgs:
         flag, values = group[0], group[1:]
         inline = flag.split("=", 1)[1] if "=" in flag else None
         bare = flag.split("=", 1)[0]
-        if bare == SPEC_OPTION:
-            text = inline if inline is not None else (values[0] if values else "")
-            rest = values if inline is not None else values[1:]
-            if not text.strip():
-                raise ConfigError(f"{where} {SPEC_OPTION}", "has no value", "follow it with a JSON object")
-            parsed.spec = parse_spec_value(text, f"{where} {SPEC_OPTION}") or {}
-            if rest:
-                parsed.options.append(Option("_positional", tuple(rest)))
-        elif bare.startswith(SPEC_OPTION + "."):
-            key = snake(bare[len(SPEC_OPTION) + 1 :])
-            text = inline if inline is not None else (values[0] if values else "true")
-            parsed.spec_dotted[key] = parse_json_scalar(text)
-            rest = values if inline is not None else values[1:]
-            if rest:
-                parsed.options.append(Option("_positional", tuple(rest)))
-        elif bare == "--model":
+        if resolve_option(bare) == "--model":
             parsed.model = inline if inline is not None else (values[0] if values else None)
             parsed.model_where = f"{where} --model"
             rest = values if inline is not None else values[1:]
             if rest:
                 parsed.options.append(Option("_positional", tuple(rest)))
         else:
-            name = _option_name(bare)
-            if name.startswith("no_"):
+            name = option_dest(bare) or _option_name(bare)
+            if name.startswith("no_") and option_dest(bare) is None:
                 name = name[3:]
             parsed.options.append(Option(name, tuple(group)))
     return parsed

@@ -31,14 +31,16 @@ LOCK = ".writer.lock"
 _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place
 
 
-def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[[str], None]) -> dict[str, str]:
-    """The variables the server gets. Keeps the lock's descriptor open (inheritable) when it is the writer."""
+def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[[str], None],
+          scratch: str | None = None) -> dict[str, str]:
+    """The variables the server gets. Keeps the lock's descriptor open (inheritable) when it is the writer.
+    A local fallback goes in a new directory under `scratch` (default: the system's temporary directory)."""
     if not entry["env"]:
         return {}
     root = Path(entry["dir"])
     problem = _untrusted(root.parent)
     if problem:
-        local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-"))
+        local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
         warn(f"compile cache: {root.parent} {problem}; compiling into {local} for this start "
              "(make it owned by this user and writable by it only)")
         return _made(relocate(entry, str(local)))
@@ -47,7 +49,7 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
             Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as err:
-        local = _local_copy(root, entry)
+        local = _local_copy(root, entry, scratch)
         warn(f"compile cache: {root} is not writable ({err.strerror}); using {local} for this start, "
              "so the next start compiles again (mount NIM_CACHE_PATH read-write to keep it)")
         return relocate(entry, str(local))
@@ -57,7 +59,7 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
         os.close(fd)
         if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise
-        local = _local_copy(root, entry)
+        local = _local_copy(root, entry, scratch)
         info(f"compile cache: another server is the writer of {root}; starting from a copy in {local}")
         return relocate(entry, str(local))
     os.set_inheritable(fd, True)  # held by the server after exec, released when it exits
@@ -90,8 +92,8 @@ def _made(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _local_copy(root: Path, entry: Mapping[str, Any]) -> Path:
-    local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-"))
+def _local_copy(root: Path, entry: Mapping[str, Any], scratch: str | None) -> Path:
+    local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
     for path in entry["env"].values():
         source = Path(path)
         target = local / source.relative_to(root)

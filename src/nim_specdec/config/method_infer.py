@@ -1,0 +1,58 @@
+"""The speculative method vLLM infers when a config names a draft but no method
+(vllm/config/speculative.py, SpeculativeConfig.__post_init__), mirrored so the plan can say which method
+will run and so a draft path the launcher rewrites keeps the method its original reference implied."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from nim_specdec.config.spec_schema import MTP_METHODS
+
+_DFLASH_ARCHS = ("MuseGlimmerAssistantModel",)
+_DSPARK_ARCHS = ("Qwen3DSparkModel", "Qwen3OmniDSparkModel", "Gemma4DSparkModel")
+
+
+def is_custom_proposer(model: Any) -> bool:
+    if not isinstance(model, str) or model.startswith(("http://", "https://", "file://")) or "/" in model:
+        return False
+    parts = model.split(".")
+    return len(parts) >= 2 and all(part.isidentifier() for part in parts)
+
+
+def infer_method(model: Any, draft_config: Mapping[str, Any] | None) -> str | None:
+    """What vLLM runs for {"model": model} without a method; None without a model."""
+    if model is None:
+        return None
+    if is_custom_proposer(model):
+        return "custom_class"
+    if model in ("ngram", "[ngram]"):
+        return "ngram"
+    name = str(model).lower()
+    config = draft_config or {}
+    archs = config.get("architectures") or []
+    model_type = config.get("model_type")
+    if "eagle-" in name:
+        return "eagle"
+    if "eagle3" in name:
+        return "eagle3"
+    if "dflash" in name or any(a in archs for a in _DFLASH_ARCHS):
+        return "dflash"
+    if "dspark" in name or any(a in archs for a in _DSPARK_ARCHS) or ("DSparkDraftModel" in archs and model_type == "qwen3"):
+        return "dspark"
+    if model_type in ("medusa", "mlp_speculator"):
+        return model_type
+    if model_type in MTP_METHODS:
+        return "mtp"
+    return "draft_model"
+
+
+def effective_method(config: Mapping[str, Any], draft_config: Mapping[str, Any] | None = None) -> str | None:
+    """The method vLLM settles on: the given one (MTP aliases become "mtp"), else the inferred one."""
+    method = config.get("method")
+    if method is None:
+        return infer_method(config.get("model"), draft_config) or "draft_model"
+    if method in MTP_METHODS:
+        return "mtp"
+    if method == "draft_model" and config.get("model") is not None:
+        return infer_method(config.get("model"), draft_config)  # vLLM refines draft_model by the draft too
+    return method

@@ -1,0 +1,233 @@
+"""vLLM as the judge: the final command line through the installed vLLM's own parser and config classes.
+
+The calls are the ones vLLM makes at start (serve argument parser, validate_parsed_serve_args,
+create_engine_config, the scheduler's batch-size schedule check), so a configuration that passes here
+does not die in vLLM later for a configuration reason. Importing vLLM costs seconds: `serve` and
+`prepare` run this while the weights download, `plan` only with --check-vllm.
+
+Only config.json (and the tokenizer files if present) of the target and draft are read, so the check
+runs against small directories that stand in for the workspace paths the command line names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from nim_specdec.config.vllm_argv import SPEC_OPTION
+from nim_specdec.errors import ConfigError
+from nim_specdec.launch.redact import MASK, is_secret_name, redact_text
+
+SERVE_MODULE_FLAG = "-m"
+_MISSING_PACKAGE = re.compile(r"Failed to import|No module named")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str = ""  # vLLM's own words, one line
+    stage: str = ""  # "parser", "speculative", "engine" or "scheduler"
+    keys: tuple[str, ...] = ()  # argument or speculative_config keys vLLM's error names
+    spec: tuple[tuple[str, Any], ...] | None = None  # what vLLM resolved: method, model, num_speculative_tokens
+
+
+class _ParserError(Exception):
+    pass
+
+
+def serve_args(argv: Sequence[str]) -> list[str]:
+    """The arguments vLLM's serve parser sees, from the command the launcher execs."""
+    argv = list(argv)
+    if SERVE_MODULE_FLAG in argv[:3]:
+        return argv[argv.index(SERVE_MODULE_FLAG) + 2 :]
+    if argv[1:2] == ["serve"]:
+        return ["--model", argv[2], *argv[3:]] if len(argv) > 2 and not argv[2].startswith("-") else argv[2:]
+    return argv[1:]
+
+
+def substitute_paths(args: Sequence[str], path_map: Mapping[str, str]) -> list[str]:
+    """Point the model paths of the command line at directories that hold their config.json now."""
+    out = []
+    for i, token in enumerate(args):
+        if token in path_map:
+            token = path_map[token]
+        elif i > 0 and args[i - 1] in (SPEC_OPTION, "-sc") and token.startswith("{"):
+            try:
+                spec = json.loads(token)
+            except ValueError:
+                spec = None
+            if isinstance(spec, dict) and spec.get("model") in path_map:
+                token = json.dumps({**spec, "model": path_map[spec["model"]]}, separators=(",", ":"))
+        out.append(token)
+    return out
+
+
+def local_paths(plan: Mapping[str, Any]) -> dict[str, str]:
+    """Workspace paths of the command line -> the directories holding those files now (local sources,
+    or what has been downloaded); paths that already exist map to themselves and are left out."""
+    out: dict[str, str] = {}
+    target, draft = plan.get("target") or {}, plan.get("draft") or {}
+    for path, local, source in ((target.get("model"), target.get("local_dir"), target.get("source")),
+                                (draft.get("path"), draft.get("local_dir"), draft.get("source"))):
+        here = local or (source if isinstance(source, str) and source.startswith("/") else None)
+        if path and here and path != here:
+            out[path] = here
+    return out
+
+
+def unavailable(plan: Mapping[str, Any], path_map: Mapping[str, str]) -> str | None:
+    """Why the check cannot run yet (a model whose config.json is not on this machine), else None."""
+    if not plan.get("_argv_exec"):
+        return "no command line"
+    target, draft = plan.get("target") or {}, plan.get("draft") or {}
+    for label, path in (("the target", target.get("model")), ("the draft", draft.get("path"))):
+        if path and not os.path.isdir(path_map.get(path, path)):
+            return f"{label}'s config.json is not on this machine yet ({path})"
+    return None
+
+
+def _secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    values = [v for k, v in env.items() if is_secret_name(k) and len(v) >= 4]
+    for i, token in enumerate(args):
+        name, _, inline = token.partition("=")
+        if token.startswith("--") and is_secret_name(name):
+            value = inline or (args[i + 1] if i + 1 < len(args) else "")
+            if len(value) >= 4:
+                values.append(value)
+    return sorted(set(values), key=len, reverse=True)
+
+
+def _pydantic_reason(err: Exception) -> tuple[str, tuple[str, ...]] | None:
+    errors = getattr(err, "errors", None)
+    if not callable(errors) or type(err).__name__ != "ValidationError":
+        return None
+    parts, keys = [], []
+    for item in errors(include_url=False, include_input=False):
+        loc = ".".join(str(p) for p in item.get("loc", ()))
+        keys += [str(p) for p in item.get("loc", ()) if isinstance(p, str)]
+        msg = str(item.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts), tuple(keys)
+
+
+def _stage(err: BaseException) -> str:
+    tb = err.__traceback__
+    stage = "engine"
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename.replace(os.sep, "/")
+        if name.endswith("config/speculative.py") or tb.tb_frame.f_code.co_name == "create_speculative_config":
+            stage = "speculative"
+        tb = tb.tb_next
+    return stage
+
+
+def _make_parser():
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    class Parser(FlexibleArgumentParser):
+        def error(self, message: str):  # argparse would print usage and exit
+            raise _ParserError(message)
+
+    return make_arg_parser(Parser(description="vLLM OpenAI-Compatible RESTful API server."))
+
+
+def judge(args: Sequence[str]) -> Verdict:
+    """vLLM's verdict on serve arguments (without the program and module). Imports vLLM, with its
+    output kept off stdout (`prepare` prints the plan there)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return _judge(args)
+
+
+def _judge(args: Sequence[str]) -> Verdict:
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
+    from vllm.usage.usage_lib import UsageContext
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    # vLLM logs its config again when it starts; here its INFO lines would also break `prepare`'s JSON
+    # on stdout, and some of its loggers set their own levels, so logging is muted below ERROR meanwhile.
+    logging.disable(logging.WARNING)
+    stage = "parser"
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            parsed = _make_parser().parse_args(list(args))
+        validate_parsed_serve_args(parsed)
+        stage = "engine"
+        config = AsyncEngineArgs.from_cli_args(parsed).create_engine_config(UsageContext.OPENAI_API_SERVER)
+        spec = config.speculative_config
+        stage = "scheduler"
+        if spec is not None and spec.num_speculative_tokens_per_batch_size:
+            build_dynamic_sd_schedule_lookup(
+                spec.num_speculative_tokens_per_batch_size,
+                vllm_max_batch_size=config.scheduler_config.max_num_seqs,
+                vllm_num_speculative_tokens=spec.num_speculative_tokens,
+            )
+        resolved = None if spec is None else (
+            ("method", spec.method), ("model", spec.model), ("num_speculative_tokens", spec.num_speculative_tokens))
+        return Verdict(True, spec=resolved)
+    except ImportError as err:  # a package this machine lacks (Ray for multi-node): not the configuration's fault
+        return Verdict(True, f"not conclusive on this machine: {' '.join(str(err).split())}", "inconclusive")
+    except SystemExit as err:  # argparse's own --help/--version paths
+        return Verdict(False, f"vLLM's argument parser exited ({err.code})", "parser")
+    except Exception as err:  # noqa: BLE001 - any exception is vLLM refusing the configuration
+        if _MISSING_PACKAGE.search(str(err)):  # e.g. Ray for multi-node, raised as ValueError
+            return Verdict(True, f"not conclusive on this machine: {' '.join(str(err).split())}", "inconclusive")
+        found = _pydantic_reason(err)
+        reason, keys = found if found else (" ".join(str(err).split()) or type(err).__name__, ())
+        if stage == "engine":
+            stage = _stage(err)
+        if stage == "scheduler":
+            keys = ("num_speculative_tokens_per_batch_size",)
+        return Verdict(False, reason, stage, keys)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
+    """The plan's origin of the key vLLM complained about, as precisely as vLLM's message allows."""
+    spec_origin: Mapping[str, str] = plan.get("speculative", {}).get("origin", {}) or {}
+    engine_origin: Mapping[str, str] = plan.get("engine_origin", {}) or {}
+    text = verdict.reason.replace("-", "_")
+
+    def named(key: str) -> bool:
+        return key in verdict.keys or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", text) is not None
+
+    if verdict.stage in ("speculative", "scheduler"):
+        for key in [*verdict.keys, *sorted(spec_origin, key=len, reverse=True)]:
+            if key in spec_origin and named(key):
+                return f"speculative_config.{key} (from {spec_origin[key]})"
+        sources = ", ".join(sorted(set(spec_origin.values()))) or "the command line"
+        return f"speculative_config (from {sources})"
+    for key in sorted(engine_origin, key=len, reverse=True):
+        if named(key):
+            return f"--{key.replace('_', '-')} (from {engine_origin[key]})"
+    return "vLLM arguments"
+
+
+def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mapping[str, str]) -> str | None:
+    """Raise ConfigError (exit 2) naming the origin and vLLM's reason when vLLM would refuse to start;
+    return a note when the check could not conclude on this machine."""
+    args = substitute_paths(serve_args(plan["_argv_exec"]), path_map)
+    verdict = judge(args)
+    if verdict.ok:
+        return redact_text(verdict.reason, _secrets(args, env)) or None
+    reason = verdict.reason
+    for original, stand_in in path_map.items():
+        reason = reason.replace(stand_in, original)
+    reason = redact_text(reason, _secrets(args, env))
+    raise ConfigError(
+        _origin(verdict, plan),
+        f"vLLM {plan.get('vllm_version') or ''} refuses this configuration: {reason}".replace("  ", " "),
+        "change the value named above (vLLM's reason is quoted)",
+    )
+
+
+__all__ = ["Verdict", "check_plan", "judge", "local_paths", "serve_args", "substitute_paths", "unavailable", "MASK"]

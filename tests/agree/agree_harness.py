@@ -1,0 +1,63 @@
+"""Runs one differential case through the launcher (in-process) and through the installed vLLM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from agree_corpus import Case
+from nim_specdec.errors import LauncherError
+from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.vllm_check import Verdict, judge, local_paths, serve_args, substitute_paths
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    refusal: str | None  # the launcher's one-line error, None when it accepted
+    exit_code: int
+    plan: dict[str, Any] | None
+    executed: Verdict | None  # vLLM on the command line the launcher would exec
+    direct: Verdict  # vLLM on the command line the user means
+
+    @property
+    def late_failure(self) -> bool:
+        return self.refusal is None and self.executed is not None and not self.executed.ok
+
+    @property
+    def false_refusal(self) -> bool:
+        return self.refusal is not None and self.direct.ok
+
+    @property
+    def meaning_changed(self) -> bool:
+        """Both run, but vLLM resolves a different method, draft or token count from the two."""
+        if self.refusal is not None or not (self.executed and self.executed.ok and self.direct.ok):
+            return False
+        return _comparable(self.executed.spec, self.case) != _comparable(self.direct.spec, self.case)
+
+
+def _comparable(spec, case: Case):
+    if spec is None:
+        return None
+    values = dict(spec)
+    model = values.get("model")
+    for path, local in case.draft_map.items():
+        if model == path:
+            values["model"] = local
+    return tuple(sorted(values.items(), key=lambda kv: kv[0]))
+
+
+@lru_cache(maxsize=None)
+def _judge(args: tuple[str, ...]) -> Verdict:
+    return judge(list(args))
+
+
+def run_case(case: Case, target: str) -> Outcome:
+    direct = _judge(("--model", target, *case.direct))
+    try:
+        _, plan = resolve(dict(case.env), list(case.cli))
+    except LauncherError as err:
+        return Outcome(case, err.one_line(), err.exit_code, None, None, direct)
+    args = substitute_paths(serve_args(plan["_argv_exec"]), {**local_paths(plan), **case.draft_map})
+    return Outcome(case, None, 0, plan, _judge(tuple(args)), direct)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from agree_corpus import all_cases  # noqa: E402
+from agree_harness import run_case  # noqa: E402
+
+from nim_specdec.tools.demo_model import PARTS, make_demo_model  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def agree_models(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("agree-demo")
+    make_demo_model(root)
+    return {part: root / part for part in PARTS}
+
+
+@pytest.fixture(scope="session")
+def outcomes(agree_models, tmp_path_factory, monkeypatch_session):
+    """Every case once per session: the launcher in-process, vLLM in-process on both command lines."""
+    workspace = str(tmp_path_factory.mktemp("agree-cache") / "workspace")
+    return [run_case(case, str(agree_models["target"])) for case in all_cases(agree_models, workspace)]
+
+
+@pytest.fixture(scope="session")
+def monkeypatch_session():
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")  # only local directories are judged
+    yield mp
+    mp.undo()
