@@ -12,13 +12,17 @@ from pathlib import Path
 from servers.harness import cli_env, model_files
 from servers.s3_store import S3Store
 
+CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
+          "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64,
+          "vocab_size": 330, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
 DRAFT_MODEL = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 3}
 
 
 def test_prepare_fetches_and_links_remote_target_and_draft(tmp_path):
     store = S3Store().start()
     try:
-        files = model_files(4096)
+        # A config vLLM's own check accepts (prepare runs it once the files are here).
+        files = {**model_files(4096), "config.json": json.dumps(CONFIG).encode()}
         target = store.publish(f"t{uuid.uuid4().hex[:8]}", files)
         draft = store.publish(f"d{uuid.uuid4().hex[:8]}", files)
         cache = tmp_path / "cache"
