@@ -8,6 +8,7 @@ from typing import Any
 
 from agree_corpus import Case
 from nim_specdec.errors import LauncherError
+from nim_specdec.config.plan_model import check_view
 from nim_specdec.launch.resolve import resolve
 from nim_specdec.launch.vllm_check import Verdict, judge, local_paths, serve_args, substitute_paths
 
@@ -56,7 +57,8 @@ def _judge(args: tuple[str, ...]) -> Verdict:
 def run_case(case: Case, target: str) -> Outcome:
     direct = _judge(("--model", target, *case.direct))
     try:
-        _, plan = resolve(dict(case.env), list(case.cli))
+        _, typed = resolve(dict(case.env), list(case.cli))
+        plan = check_view(typed)  # the public JSON plus the command vLLM will run
     except LauncherError as err:
         return Outcome(case, err.one_line(), err.exit_code, None, None, direct)
     args = substitute_paths(serve_args(plan["_argv_exec"]), {**local_paths(plan), **case.draft_map})
