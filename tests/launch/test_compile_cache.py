@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nim_specdec.config.compile_cache import CACHE_DIRS, cache_key, compile_cache_plan
-from nim_specdec.launch.compile_cache import LOCK, claim, drop_torn
+from nim_specdec.launch.compile_cache_claim import LOCK, claim, drop_torn
 
 BASE = dict(flavor="vllm", version="0.32.0", model="hf://org/target", draft=None,
             speculative={"method": "ngram", "num_speculative_tokens": 3}, engine_args={"port": 8000, "dtype": "bf16"})
