@@ -22,6 +22,7 @@ import pytest
 from capture_harness import read_lines
 
 from nim_specdec.observe.smoke import http_get
+from nim_specdec.tools.replay.aiperf_run import aiperf_env
 from vllm_runs import SERVED_NAME, aiperf_bin, probe
 
 pytestmark = pytest.mark.e2e
@@ -90,7 +91,7 @@ def run_aiperf(base: str, model: Path, dataset_type: str, trace: Path, out: Path
            "--url", base.removeprefix("http://"), "--custom-dataset-type", dataset_type, "--input-file", str(trace),
            "--tokenizer", str(model), "--server-metrics", f"{base}/metrics", "--output-artifact-dir", str(out),
            "--ui-type", "none", *extra]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=aiperf_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     profile = json.loads((out / "profile_export_aiperf.json").read_text())
     server = json.loads((out / "server_metrics_export.json").read_text())

@@ -36,13 +36,22 @@ def find_aiperf(explicit: str | os.PathLike | None, environ: dict[str, str] | No
     raise ConfigError(where, f"no AIPerf executable at {', '.join(candidates)}", _INSTALL_HINT)
 
 
+# AIPerf 0.13 reads a local tokenizer directory as a Hub repo id when these are set, and fails.
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def aiperf_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment AIPerf runs in: ours, less the Hub's offline switches."""
+    return {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _OFFLINE_VARS}
+
+
 def run_aiperf(argv: Sequence[str], log_path: Path, tick: Callable[[float], None] | None = None,
                tick_every_s: float = 5.0, timeout_s: float = 6 * 3600) -> None:
     """Run AIPerf with its output in `log_path`; `tick(elapsed_s)` is called every `tick_every_s` meanwhile."""
     start = time.monotonic()
     try:
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, env=aiperf_env())
             try:
                 while True:
                     try:
