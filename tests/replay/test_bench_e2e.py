@@ -72,7 +72,10 @@ def test_bench_speedup_matches_a_closed_loop_measurement(demo_target, aiperf_bin
         assert (got.request_count, got.ok_count, got.concurrency, got.schedule) == (len(PROMPTS), len(PROMPTS), 1, "closed")
         assert got.output_tokens == len(PROMPTS) * MAX_TOKENS  # ignore_eos: every request ran to max_tokens
         assert got.output_tokens_per_s == pytest.approx(got.output_tokens / got.duration_s)
-        assert 0 < got.ttft_s["p50"] < got.latency_s["p50"] and got.itl_s["p50"] > 0
+        assert 0 < got.ttft_s["p50"] < got.latency_s["p50"] and got.itl_s["p50"] >= 0
+    # Without speculation every streamed chunk carries one token, so the gaps between them are measured.
+    # With n-gram accepting whole drafts on a quiet machine, AIPerf has reported an ITL p50 of 0.
+    assert off.itl_s["p50"] > 0
     assert off.spec is None and off.server_spec_config["speculative_config"] is None
     assert on.spec is not None and 0 < on.spec.accepted <= on.spec.draft_tokens and len(on.spec.per_position) == 3
     assert on.server_spec_config["speculative_config"] == {"method": "ngram", "num_speculative_tokens": 3,
