@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,15 +33,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from nim_specdec.launch.server_process import free_port
+
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 PROMPTS = ("The quick brown fox jumps over the lazy dog.", "def add(a, b):", "One, two, three, four, five,")
 READY_DEADLINE_S = 600
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get_status(url: str) -> int:
