@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.tools.ngram.server_counters import delta, spec_counters
+from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, summed
 from nim_specdec.tools.ngram.replay import continuation, http_json, load_records
 from nim_specdec.tools.ngram.simulator import NgramParams, simulate
 from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
@@ -33,11 +33,11 @@ SETTINGS = [NgramParams(5, 2, 3), NgramParams(1, 1, 1)]
 K_MAX = 5  # the largest k of SETTINGS
 
 
-def _metrics(base: str) -> dict[str, float]:
+def _metrics(base: str) -> SpecCounters:
     import urllib.request
 
     with urllib.request.urlopen(base + "/metrics", timeout=30) as resp:
-        return spec_counters(resp.read().decode())
+        return summed(parse_prometheus(resp.read().decode()))
 
 
 @probe("off")
@@ -99,7 +99,7 @@ def test_prediction_equals_server_counters(plain_run, ngram_server, capture):
         greedy = greedy_payload(captured.payload, model)
         before = _metrics(base)
         prompt, output, _ = token_ids(http_json(url, greedy))
-        observed.append(delta(before, _metrics(base)))
+        observed.append(_metrics(base).minus(before).counts())
         room = min(K_MAX + 1, MAX_MODEL_LEN - len(prompt) - len(output))
         tail = continuation(url, greedy, output, room) if room > 0 else []
         assert tail is not None, "greedy continuation diverged from the output"

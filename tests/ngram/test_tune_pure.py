@@ -10,7 +10,7 @@ import pytest
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.tools.ngram.grid import ngram_params, make_grid, parse_int_set, predicted_speedup, rank, specdec_args
-from nim_specdec.tools.ngram.server_counters import delta, spec_counters
+from nim_specdec.observe.spec_counters import parse_prometheus, summed
 from nim_specdec.tools.ngram.simulator import NgramParams, SimResult
 from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, tail_payload, token_ids
 
@@ -143,11 +143,13 @@ vllm:spec_decode_num_drafts_created 1.7e9
 """
 
 
-def test_spec_counters_and_delta():
-    after = spec_counters(METRICS)
-    assert after == {"drafts": 66, "draft_tokens": 180, "accepted": 81, "pos0": 39, "pos2": 18}
-    assert spec_counters("") == {"drafts": 0, "draft_tokens": 0, "accepted": 0}
-    assert delta(spec_counters(""), after)["accepted"] == 81
+def test_summed_counters_and_their_growth():
+    after = summed(parse_prometheus(METRICS))
+    assert after.counts() == {"drafts": 66, "draft_tokens": 180, "accepted": 81, "pos0": 39, "pos1": 0, "pos2": 18}
+    assert summed(parse_prometheus("")).counts() == {"drafts": 0, "draft_tokens": 0, "accepted": 0}
+    assert after.minus(summed(parse_prometheus(""))).counts()["accepted"] == 81
+    two_models = METRICS + METRICS.replace('model_name="tiny"', 'model_name="other"').replace("# HELP vllm:spec_decode_num_drafts_total x\n", "")
+    assert summed(parse_prometheus(two_models)).counts()["pos2"] == 36
 
 
 def _cli(*args):

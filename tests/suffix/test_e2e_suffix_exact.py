@@ -1,8 +1,8 @@
 """Suffix decoding served by `nim-specdec serve` on a real vLLM server, against speculation off.
 
-One server without speculation replays the capture through `nim-specdec simulate --save-records`
-(the user's path); then one server per suffix configuration gets the same requests one at a
-time, with /metrics read around each. Greedy outputs must equal speculation off, the counters
+The shared server without speculation (tests/vllm_runs.py's off run) replays the capture through
+`nim-specdec simulate --save-records` (the user's path); then one server per suffix configuration
+gets the same requests one at a time, with /metrics read around each. Greedy outputs must equal speculation off, the counters
 must grow, and the simulator on the records from the server without speculation must predict
 the drafts, draft tokens and accepted tokens of every request and their totals.
 
@@ -23,17 +23,15 @@ from pathlib import Path
 import pytest
 
 from nim_specdec.launch.server_process import ServerSpec, running_server
-from nim_specdec.tools.demo_model import make_demo_model
 from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.ngram.replay import http_json, load_records
-from nim_specdec.tools.ngram.server_counters import delta, spec_counters
+from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, summed
 from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
 from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
+from vllm_runs import MAX_MODEL_LEN, SERVER_ARGS, probe
 
 pytestmark = pytest.mark.e2e
 
-MAX_MODEL_LEN = 256
-SERVER_ARGS = ("--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", "4", "--seed", "0")
 # (id, NIM_SPECDEC_ARGS speculative_config, the same as simulator parameters, readiness path)
 CONFIGS = [
     ("no-global-tree", {"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_cached_requests": 0},
@@ -60,9 +58,9 @@ def _payloads() -> list[dict]:
     return out
 
 
-def _metrics(base: str) -> dict[str, float]:
+def _metrics(base: str) -> SpecCounters:
     with urllib.request.urlopen(base + "/metrics", timeout=30) as resp:
-        return spec_counters(resp.read().decode())
+        return summed(parse_prometheus(resp.read().decode()))
 
 
 def _env(model_dir: Path, cache: Path, spec: dict | None) -> dict[str, str]:
@@ -74,61 +72,63 @@ def _env(model_dir: Path, cache: Path, spec: dict | None) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def demo_target(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("suffix-demo")
-    make_demo_model(root)
-    return root / "target"
-
-
-@pytest.fixture(scope="module")
-def capture(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("suffix-capture") / "traffic.jsonl"
+def _write_capture(path: Path) -> Path:
     path.write_text("".join(json.dumps({"timestamp": 500 * i, "payload": p}) + "\n" for i, p in enumerate(_payloads())))
     return path
 
 
-@pytest.fixture(scope="module")
-def off_run(demo_target, capture, tmp_path_factory):
+@probe("off")
+def suffix_records(server, record, workdir):
     """`simulate` against the server without speculation: records, report; and the readiness probe's ids."""
-    out = tmp_path_factory.mktemp("suffix-off")
-    spec = ServerSpec(env=_env(demo_target, out / "cache", None), args=SERVER_ARGS, log_path=out / "vllm.log", ready_timeout_s=600)
-    with running_server(spec) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "nim_specdec", "simulate", "--trace", str(capture), "--url", server.url,
-             "--method", "suffix", "--suffix-k", "8,24", "--suffix-cached", "0,10000", "--concurrency", "1",
-             "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json")],
-            capture_output=True, text=True, timeout=900,
-        )
-        # The launcher's readiness probe, as it sends it (nim_specdec.server.endpoints), with ids returned.
-        probe_prompt, probe_output, _ = token_ids(http_json(server.url + "/v1/completions", {
-            "model": "demo", "prompt": "ready?", "max_tokens": 1, "temperature": 0, "return_token_ids": True}))
+    out = workdir / "suffix-off"
+    out.mkdir(exist_ok=True)
+    capture = _write_capture(out / "traffic.jsonl")
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "simulate", "--trace", str(capture), "--url", server.url,
+         "--method", "suffix", "--suffix-k", "8,24", "--suffix-cached", "0,10000", "--concurrency", "1",
+         "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json")],
+        capture_output=True, text=True, timeout=900,
+    )
+    # The launcher's readiness probe, as it sends it (nim_specdec.server.endpoints), with ids returned.
+    probe_prompt, probe_output, _ = token_ids(http_json(server.url + "/v1/completions", {
+        "model": "demo", "prompt": "ready?", "max_tokens": 1, "temperature": 0, "return_token_ids": True}))
     assert proc.returncode == 0, proc.stderr
     records, saved_len = load_records(str(out / "records.jsonl"))
+    return records, saved_len, json.loads((out / "report.json").read_text()), RecordedRequest.of(probe_prompt, probe_output)
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory) -> Path:
+    return _write_capture(tmp_path_factory.mktemp("suffix-capture") / "traffic.jsonl")
+
+
+@pytest.fixture(scope="module")
+def off_records(off_run):
+    records, saved_len, report, ready_probe = off_run.probe("suffix_records")
     assert saved_len == MAX_MODEL_LEN and len(records) == len(_payloads())
     assert len(records[-1].prompt) + len(records[-1].output) == MAX_MODEL_LEN, "the last request should reach the model length"
-    return records, json.loads((out / "report.json").read_text()), RecordedRequest.of(probe_prompt, probe_output)
+    return records, report, ready_probe
 
 
 @pytest.fixture(scope="module", params=CONFIGS, ids=[c[0] for c in CONFIGS])
-def suffix_run(request, demo_target, capture, tmp_path_factory):
+def suffix_run(request, demo_model, capture, tmp_path_factory):
     """One server per configuration; every request sent alone, /metrics read before and after it."""
     name, config, params, ready_path = request.param
     out = tmp_path_factory.mktemp(f"suffix-{name}")
-    spec = ServerSpec(env=_env(demo_target, out / "cache", config), args=SERVER_ARGS, log_path=out / "vllm.log",
+    spec = ServerSpec(env=_env(demo_model / "target", out / "cache", config), args=SERVER_ARGS, log_path=out / "vllm.log",
                       ready_timeout_s=600, ready_path=ready_path)
     observed, outputs = [], []
     with running_server(spec) as server:
         for captured in parse_capture(capture.read_text().splitlines()):
             before = _metrics(server.url)
             prompt, output, _ = token_ids(http_json(server.url + captured.path, greedy_payload(captured.payload, "demo")))
-            observed.append(delta(before, _metrics(server.url)))
+            observed.append(_metrics(server.url).minus(before).counts())
             outputs.append((prompt, output))
     return name, params, ready_path, observed, outputs
 
 
-def test_greedy_outputs_equal_speculation_off(off_run, suffix_run):
-    records, _, _ = off_run
+def test_greedy_outputs_equal_speculation_off(off_records, suffix_run):
+    records, _, _ = off_records
     _, _, _, _, outputs = suffix_run
     assert [(list(r.prompt), list(r.output)) for r in records] == outputs
 
@@ -140,10 +140,10 @@ def test_counters_grow(suffix_run):
     assert max(d["draft_tokens"] - params.k * d["drafts"] for d in observed) <= 0
 
 
-def test_prediction_equals_server_counters_per_request_and_in_total(off_run, suffix_run):
-    records, report, probe = off_run
+def test_prediction_equals_server_counters_per_request_and_in_total(off_records, suffix_run):
+    records, report, ready_probe = off_records
     name, params, ready_path, observed, _ = suffix_run
-    history = [probe] if ready_path == "/v1/health/ready" else []
+    history = [ready_probe] if ready_path == "/v1/health/ready" else []
     result = simulate_suffix(records, params, MAX_MODEL_LEN, history=history)
     predicted = [dict(zip(("drafts", "draft_tokens", "accepted"), map(int, row))) for row in result.per_request]
     served = [{key: d[key] for key in ("drafts", "draft_tokens", "accepted")} for d in observed]

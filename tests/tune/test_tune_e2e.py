@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from vllm_runs import aiperf_bin
+
 pytestmark = pytest.mark.e2e
 
 PROMPTS = ("the quick brown fox jumps over the lazy dog", "speculative decoding accepts tokens when they match",
@@ -39,14 +41,13 @@ def _port_closed(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
-def test_tune_recommends_what_its_own_verification_confirms(tune_demo_model, tune_aiperf_bin, tmp_path):
-    demo_model = tune_demo_model
+def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path):
     trace = tmp_path / "trace.jsonl"
     trace.write_text("".join(json.dumps({"timestamp": 500 * i, "payload": {
         "model": "demo", "max_tokens": 64, "messages": [{"role": "user", "content": p}]}}) + "\n"
         for i, p in enumerate(PROMPTS)))
     out = tmp_path / "out"
-    env = {**_env(demo_model, tmp_path), "AIPERF_BIN": tune_aiperf_bin}
+    env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", "1,4",
                "--max-k", "3", "--methods", "ngram", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
                "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0"]

@@ -35,16 +35,28 @@ class SpecCounters:
     def active(self) -> bool:
         return self.drafts > 0 and self.draft_tokens > 0
 
-    def minus(self, earlier: "SpecCounters") -> "SpecCounters":
-        width = max(len(self.per_position), len(earlier.per_position))
-        now = self.per_position + (0.0,) * (width - len(self.per_position))
-        before = earlier.per_position + (0.0,) * (width - len(earlier.per_position))
+    def _combine(self, other: "SpecCounters", sign: float) -> "SpecCounters":
+        width = max(len(self.per_position), len(other.per_position))
+        mine = self.per_position + (0.0,) * (width - len(self.per_position))
+        theirs = other.per_position + (0.0,) * (width - len(other.per_position))
         return SpecCounters(
-            drafts=self.drafts - earlier.drafts,
-            draft_tokens=self.draft_tokens - earlier.draft_tokens,
-            accepted=self.accepted - earlier.accepted,
-            per_position=tuple(a - b for a, b in zip(now, before)),
+            drafts=self.drafts + sign * other.drafts,
+            draft_tokens=self.draft_tokens + sign * other.draft_tokens,
+            accepted=self.accepted + sign * other.accepted,
+            per_position=tuple(a + sign * b for a, b in zip(mine, theirs)),
         )
+
+    def minus(self, earlier: "SpecCounters") -> "SpecCounters":
+        return self._combine(earlier, -1.0)
+
+    def plus(self, other: "SpecCounters") -> "SpecCounters":
+        return self._combine(other, 1.0)
+
+    def counts(self) -> dict[str, int]:
+        """drafts, draft_tokens, accepted and pos<i> as whole numbers (what a per-request check compares)."""
+        out = {"drafts": round(self.drafts), "draft_tokens": round(self.draft_tokens), "accepted": round(self.accepted)}
+        out.update({f"pos{i}": round(value) for i, value in enumerate(self.per_position)})
+        return out
 
 
 @dataclass
@@ -94,6 +106,14 @@ def parse_prometheus(text: str) -> dict[str, SpecCounters]:
             if sample.name.endswith("_total"):
                 _accumulate(builders, sample.name[: -len("_total")], sample.labels, float(sample.value))
     return {model: b.build() for model, b in builders.items()}
+
+
+def summed(per_model: dict[str, SpecCounters]) -> SpecCounters:
+    """Every model's counters added up (a server serves one model; absent counters read 0)."""
+    total = SpecCounters()
+    for counters in per_model.values():
+        total = total.plus(counters)
+    return total
 
 
 def counter_totals(text: str, families: tuple[str, ...]) -> dict[str, float]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.observe.spec_counters import SpecCounters, counter_totals, parse_prometheus
+from nim_specdec.observe.server_timings import client_busy_share, server_means
+from nim_specdec.observe.spec_counters import SpecCounters, counter_totals, parse_prometheus, summed
 from nim_specdec.tools.replay.spec import ReplayMeasurement, ReplaySpec, percentiles, sent_count
 
 PROFILE_JSON = "profile_export_aiperf.json"
@@ -22,21 +23,8 @@ def _avg(profile: Mapping[str, Any], name: str) -> float | None:
 
 def spec_growth(before: str, after: str) -> SpecCounters | None:
     """The spec-decode counters' growth between two scrapes, summed over models; None on a server without them."""
-    now, earlier = parse_prometheus(after), parse_prometheus(before)
-    if not now:
-        return None
-    total = SpecCounters()
-    for model, counters in now.items():
-        grown = counters.minus(earlier.get(model, SpecCounters()))
-        width = max(len(total.per_position), len(grown.per_position))
-        pad = lambda t: t + (0.0,) * (width - len(t))  # noqa: E731
-        total = SpecCounters(
-            drafts=total.drafts + grown.drafts,
-            draft_tokens=total.draft_tokens + grown.draft_tokens,
-            accepted=total.accepted + grown.accepted,
-            per_position=tuple(a + b for a, b in zip(pad(total.per_position), pad(grown.per_position))),
-        )
-    return total
+    now = parse_prometheus(after)
+    return summed(now).minus(summed(parse_prometheus(before))) if now else None
 
 
 def counter_growth(before: str, after: str, family: str) -> float:
@@ -61,6 +49,7 @@ def measurement(spec: ReplaySpec, profile: Mapping[str, Any], before: str, after
     # Output tokens as the server counted them: the usage blocks AIPerf read (--use-server-token-count),
     # else the server's own generation counter.
     usage_tokens = _avg(profile, "total_output_tokens")
+    latency_ms = _avg(profile, "request_latency")
     output_tokens = int(round(usage_tokens)) if usage_tokens else int(round(counter_growth(before, after, GENERATION_TOKENS)))
     return ReplayMeasurement(
         request_count=max(sent_count(spec), ok + errors),
@@ -75,4 +64,6 @@ def measurement(spec: ReplaySpec, profile: Mapping[str, Any], before: str, after
         itl_s=percentiles(profile.get("inter_token_latency"), MS),
         spec=spec_growth(before, after),
         server_spec_config=server_config,
+        server_means=server_means(before, after),
+        client_busy_share=client_busy_share(latency_ms * MS if latency_ms else None, ok, duration, spec.concurrency),
     )

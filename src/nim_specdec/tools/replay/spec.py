@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.observe.server_timings import means_from_json
 from nim_specdec.observe.spec_counters import SpecCounters
 
 SCHEDULES = ("closed", "timestamps")
@@ -56,6 +57,9 @@ class ReplayMeasurement:
     itl_s: Mapping[str, float]
     spec: SpecCounters | None
     server_spec_config: Mapping[str, Any] | None
+    # The server's own means over the run (observe.server_timings): ttft_mean_s, tpot_mean_s, latency_mean_s.
+    server_means: Mapping[str, float] = field(default_factory=dict)
+    client_busy_share: float | None = None  # see observe.server_timings.client_busy_share
 
     def to_json(self) -> dict[str, Any]:
         spec = None
@@ -79,6 +83,8 @@ class ReplayMeasurement:
             "itl_s": dict(self.itl_s),
             "spec": spec,
             "server_spec_config": None if self.server_spec_config is None else dict(self.server_spec_config),
+            "server_means": dict(self.server_means),
+            "client_busy_share": self.client_busy_share,
         }
 
     @classmethod
@@ -105,7 +111,13 @@ class ReplayMeasurement:
             itl_s=dict(data.get("itl_s") or {}),
             spec=counters,
             server_spec_config=data.get("server_spec_config"),
+            server_means=means_from_json(data.get("server_means") if isinstance(data.get("server_means"), Mapping) else None),
+            client_busy_share=_share(data.get("client_busy_share")),
         )
+
+
+def _share(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def endpoint_type(requests: Sequence[Mapping[str, Any]]) -> str:

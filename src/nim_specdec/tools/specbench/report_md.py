@@ -22,6 +22,12 @@ def _ms(percentiles: dict[str, float] | None) -> str:
     return " / ".join(_num(percentiles.get(k) * 1000 if k in percentiles else None, 1) for k in ("p50", "p90", "p99"))
 
 
+def _server(means: dict[str, float] | None) -> str:
+    if not means:
+        return "-"
+    return " / ".join(_num(means[k] * 1000, 2) if k in means else "-" for k in ("ttft_mean_s", "tpot_mean_s", "latency_mean_s"))
+
+
 def _table(header: Sequence[str], lines: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(c) + " |" for c in lines)]
 
@@ -53,11 +59,18 @@ def markdown(report: dict[str, Any]) -> str:
     out += [f"- {row['category']}: {row['speedup_note']}." for row in rows if row.get("speedup_note")]
 
     out += ["", "## Latency (ms, p50 / p90 / p99)", ""]
-    lines = [[row["category"], mode, _ms(side["latency_s"]), _ms(side["ttft_s"]), _ms(side["itl_s"])] for row, mode, side in _sides(rows)]
-    out += _table(("category", "mode", "request latency", "time to first token", "inter-token latency"), lines)
+    lines = [[row["category"], mode, _ms(side["latency_s"]), _ms(side["ttft_s"]), _ms(side["itl_s"]),
+              _server(side.get("server_means"))] for row, mode, side in _sides(rows)]
+    out += _table(("category", "mode", "request latency", "time to first token", "inter-token latency",
+                   "server means: TTFT / TPOT / latency"), lines)
+    out += ["", "The first three columns are AIPerf's, timed as the client read the stream; "
+            f"{report['how'].get('server_means', 'server means: as the server timed them')}."]
     ratios = [f"{row['category']} {row['latency_p50_ratio']:.3f}" for row in rows if row["latency_p50_ratio"] is not None]
     if ratios:
         out += ["", f"Request latency p50, off / on: {', '.join(ratios)}."]
+    tpot = [f"{row['category']} {row['tpot_ratio']:.3f}" for row in rows if row.get("tpot_ratio") is not None]
+    if tpot:
+        out += ["", f"Server time per output token, off / on: {', '.join(tpot)}."]
 
     out += ["", "## Acceptance (speculation on)", ""]
     lines = []
