@@ -224,3 +224,15 @@ def test_resized_bytes_never_become_an_entry(server, cache):
 def test_same_size_tampering_is_caught_by_the_digest(server, cache):
     assert server.gives_digests
     _refuses_corruption(server, cache, b"TAMPERED")
+
+
+def test_fetch_only_reads_the_named_files_and_caches_nothing(server, source, cache, tmp_path):
+    """What the vLLM check reads before the weights: config.json alone, in a scratch directory."""
+    ref = parse_source(source.uri, "NIM_MODEL_PATH")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    got = get_fetcher(ref.scheme).fetch_only(ref, context(server, cache), frozenset({"config.json"}), scratch)
+    assert tree_bytes(got) == {"config.json": source.files["config.json"]}
+    assert scratch in got.parents
+    assert server.proxy.requests("GET", WEIGHTS) == []
+    assert get_fetcher(ref.scheme).cached(ref, context(server, cache)) is None and leftovers(cache) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -33,6 +34,9 @@ def test_prepare_fetches_and_links_remote_target_and_draft(tmp_path):
         store.close()
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
+    # vLLM judged the command from the two config.json files while the weights downloaded.
+    assert plan["vllm_check"]["ran"] is True and plan["vllm_check"]["while_downloading"] is True, done.stderr
+    assert "vLLM check while downloading" in done.stderr
     workspace = Path(plan["workspace"])
     for key, link in (("target", workspace / "target"), ("draft", workspace / "my_draft")):
         local = Path(plan[key]["local_dir"])
@@ -41,3 +45,37 @@ def test_prepare_fetches_and_links_remote_target_and_draft(tmp_path):
         assert (link / "config.json").read_bytes() == files["config.json"]
     assert plan["target"]["model"] == str(workspace / "target")
     assert plan["speculative"]["config"]["model"] == plan["draft"]["path"] == str(workspace / "my_draft")
+
+
+def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
+    """Remote target, weights slow to arrive: vLLM's check runs on config.json while they download, and its
+    refusal stops the download (nothing cached, nothing left in the staging area) long before it would end."""
+    from servers.fault_proxy import Fault
+    from servers.harness import WEIGHTS
+
+    from nim_specdec.fetchers.cache import CacheLayout
+
+    store = S3Store().start()
+    try:
+        files = {**model_files(3_000_000), "config.json": json.dumps(CONFIG).encode()}
+        target = store.publish(f"t{uuid.uuid4().hex[:8]}", files)
+        # 3 MB at 50 kB/s: a minute to download, far longer than the check.
+        store.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=50_000))
+        cache = tmp_path / "cache"
+        env = cli_env(store, cache, NIM_MODEL_PATH=target, NIM_SPECDEC_ENABLE="0", NIM_SPECDEC_PREFLIGHT="off")
+        started = time.monotonic()
+        # max_position_embeddings is 2048: vLLM refuses a longer max_model_len, which only config.json shows.
+        done = subprocess.run([sys.executable, "-m", "nim_specdec", "prepare", "--max-model-len", "100000"],
+                              env=env, capture_output=True, text=True, timeout=300)
+        elapsed = time.monotonic() - started
+        weight_requests = store.proxy.requests("GET", WEIGHTS)
+    finally:
+        store.close()
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+    assert len(errors) == 1 and "refuses this configuration" in errors[0] and "max_model_len" in errors[0], done.stderr
+    assert "vLLM check while downloading" in done.stderr and weight_requests, done.stderr
+    assert elapsed < 55, (elapsed, done.stderr)
+    layout = CacheLayout.under(cache)
+    assert not list(cache.rglob("complete.json")) and not list((layout.root / "entries").iterdir())
+    assert list(layout.tmp_dir().iterdir()) == []  # the stopped download removed its staging directory

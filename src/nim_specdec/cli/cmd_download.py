@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 
 from nim_specdec.fetchers.context import context_from_env
 from nim_specdec.fetchers.registry import get_fetcher
@@ -17,7 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("uris", nargs="+", metavar="URI", help="hf://, ngc://, s3://, gs:// URI or absolute directory")
 
 
+def _stop(signum, _frame):
+    # Unwinds through the download's cleanup: its staging directory is removed, nothing half-written stays.
+    raise SystemExit(128 + signum)
+
+
 def run(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _stop)
     ctx = context_from_env(os.environ)
     refs = [parse_source(uri, "download") for uri in args.uris]  # all checked before any download starts
     for ref in refs:

@@ -26,6 +26,7 @@ from nim_specdec.config.plan import SourceFacts
 from nim_specdec.config.plan_model import Plan, check_view, plan_json
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.early_check import check_while_downloading, with_early_result
 from nim_specdec.launch.vllm_gate import run_check
 from nim_specdec.config.target import TARGET_LINK
 
@@ -56,6 +57,14 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
+    early = None
+    if not (plan.vllm_check or {}).get("ran"):
+        # Remote sources: their config.json first, then the check while the weights download.
+        def replan(known):
+            return resolve(env, vllm_args, replace(facts, sources={**facts.sources, **known}))[1]
+
+        early = check_while_downloading(plan, env, ctx, replan, log.info)
+        plan = with_early_result(plan, early)
 
     ref = plan.target.ref
     if ref is not None and not ref.is_local:
@@ -80,6 +89,8 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
 
     if downloaded:
         plan = _checked(plan, env, log)
+    if early is not None and tuple(plan.argv_exec) == early.argv:
+        plan = with_early_result(plan, early)  # the command judged during the download is the one that runs
     if not (plan.vllm_check or {}).get("ran"):
         plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.warning))
     return plan, log

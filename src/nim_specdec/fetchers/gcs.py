@@ -63,7 +63,8 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
             continue  # a "folder" placeholder
         target_path(job.uri, job.dest, rel)
         md5 = base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
-        listed.append((blob.name, RemoteFile(rel, int(blob.size or 0), md5=md5)))
+        if job.selects(rel):
+            listed.append((blob.name, RemoteFile(rel, int(blob.size or 0), md5=md5)))
     if not listed:
         raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix")
     return listed

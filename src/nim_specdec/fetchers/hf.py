@@ -46,7 +46,7 @@ class HFBackend:
             tree = []
             for entry in api.list_repo_tree(job.ref.location, recursive=True, revision=sha):
                 budget.step()
-                if isinstance(entry, RepoFile):
+                if isinstance(entry, RepoFile) and job.selects(entry.path):
                     tree.append(entry)
         except MaterializeError:
             raise
@@ -71,6 +71,7 @@ class HFBackend:
                     etag_timeout=job.settings.timeout,
                     max_workers=min(job.settings.concurrency, 8),
                     tqdm_class=_quiet_tqdm(),
+                    allow_patterns=sorted(job.only) if job.only is not None else None,
                 )
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)

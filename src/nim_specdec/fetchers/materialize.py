@@ -28,7 +28,7 @@ from nim_specdec.launch.redact import redact_text, secret_values
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 
-__all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "materialize"]
+__all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "fetch_only", "materialize"]
 from nim_specdec.config.sources import SourceRef
 
 
@@ -42,6 +42,11 @@ class Job:
     progress: Progress
     log: Callable[[str], None]
     hasher: Hasher  # a backend may hand it each finished file, to hash while the others download
+    # Only these top-level names (config.json and friends, read before the weights); None: every file.
+    only: frozenset[str] | None = None
+
+    def selects(self, name: str) -> bool:
+        return self.only is None or name in self.only
 
 
 class Backend(Protocol):
@@ -93,6 +98,27 @@ def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend) -> Path:
             return hit
         _clean_leftovers(layout, name)
         return _download_with_retries(ref, uri, ctx, backend, settings, layout, name)
+
+
+def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: frozenset[str], into: Path) -> Path:
+    """The source's files among `names` (config.json and the like), verified, in a new directory under
+    `into`: a scratch copy for reading before the weights arrive, never a cache entry. One attempt; the
+    caller falls back to waiting for the whole download when it fails."""
+    uri = cache.normalized_uri(ref)
+    settings = download_settings(ctx.env)
+    dest = Path(tempfile.mkdtemp(prefix="early-", dir=into)) / cache.FILES
+    dest.mkdir(mode=0o700)
+    progress = Progress(uri, lambda _msg: None, interval=settings.progress_interval, terminal=None)
+    try:
+        with Hasher(dest, settings.verify_checksums) as hasher:
+            expected = backend.download(Job(ref, uri, ctx.env, settings, dest, progress, lambda _msg: None, hasher, names))
+            check_tree(uri, dest)
+            verify(uri, dest, expected, hasher)
+    except MaterializeError:
+        raise
+    except Exception as err:  # noqa: BLE001 - one line, as for a full download
+        raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {redact_text(_first_line(err), secret_values(ctx.env))}") from None
+    return dest
 
 
 def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Path:
@@ -242,3 +268,6 @@ class CachedFetcher:
 
     def fetch(self, ref: SourceRef, ctx: FetchContext) -> Path:
         return materialize(ref, ctx, self.backend())
+
+    def fetch_only(self, ref: SourceRef, ctx: FetchContext, names: frozenset[str], into: Path) -> Path:
+        return fetch_only(ref, ctx, self.backend(), names, into)

@@ -78,7 +78,7 @@ class NGCBackend:
             _raise_permanent(job.uri, err)
             raise
         files = []
-        for item in listing:
+        for item in (i for i in listing if job.selects(i.path)):
             # The SDK joins these names to its directory unchecked: an absolute or '..' name must stop here.
             target_path(job.uri, job.dest, item.path)
             files.append(RemoteFile(item.path, int(item.sizeInBytes or 0)))
@@ -89,7 +89,8 @@ class NGCBackend:
         staging.mkdir(mode=0o700)
         try:
             with DirectoryWatch(staging, job.progress):
-                result = client.registry.model.download_version(target, destination=str(staging))
+                result = client.registry.model.download_version(
+                    target, destination=str(staging), file_patterns=sorted(job.only) if job.only is not None else None)
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)
             raise

@@ -73,7 +73,8 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
             target_path(job.uri, job.dest, rel)  # refuses names that would escape before anything is written
             md5 = _MD5_ETAG.match(obj.get("ETag", ""))
             remote = RemoteFile(rel, int(obj["Size"]), md5=md5.group(1) if md5 else None)
-            listed.append((key, obj.get("ETag", ""), remote))
+            if job.selects(rel):
+                listed.append((key, obj.get("ETag", ""), remote))
     if not listed:
         raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)")
     return listed

@@ -1,0 +1,151 @@
+"""vLLM's check while the weights download: a refused configuration stops the download, not the pod later.
+
+The check needs only config.json and the tokenizer files of the target and the draft. When either is a
+remote source that is not in the cache yet, those small files are read first into a private scratch
+directory, the weights start downloading in a child process (`nim-specdec download`, the same cache and
+lock as always), and the check runs here meanwhile. A refusal kills the child's process group: its
+staging directory is removed (a SIGTERM there unwinds through the download's cleanup), nothing reaches the
+cache, and the refusal is the one line the user sees. A source whose small files cannot be read first
+(an unusual layout, an older store) falls back to checking once the download is complete.
+
+The child is a process, not a thread, because a download in any backend (boto3's transfer threads,
+s5cmd, huggingface_hub, the NGC client) can be stopped only by stopping the process that runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping
+
+from nim_specdec.config.plan import SourceFacts
+from nim_specdec.config.plan_model import Plan, check_view
+from nim_specdec.config.sources import SourceRef
+from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
+from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.launch.facts import read_config
+from nim_specdec.launch.vllm_gate import run_check
+
+# What vLLM reads before any weight: the model's config, its generation defaults and its tokenizer.
+CONFIG_FILES = frozenset({
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+    "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json",
+})
+ERROR_PREFIX = "nim-specdec: error: "
+_ERRORS: Mapping[int, type[LauncherError]] = {2: ConfigError, 3: MaterializeError, 4: UnreachableError}
+STOP_WAIT_S = 15.0
+
+
+@dataclass(frozen=True)
+class EarlyCheck:
+    result: dict  # run_check's outcome, with "while_downloading": True
+    argv: tuple[str, ...]  # the command line it judged
+
+
+def pending_downloads(plan: Plan, ctx: FetchContext) -> list[tuple[SourceRef, str]]:
+    """(source, where it was named) for the target and draft that are remote and not in the cache."""
+    out: list[tuple[SourceRef, str]] = []
+    for ref, where in ((plan.target.ref, plan.target.chosen_by), (plan.draft.ref if plan.draft else None, "draft")):
+        if ref is None or ref.is_local or any(r.uri == ref.uri for r, _ in out):
+            continue
+        if get_fetcher(ref.scheme).cached(ref, ctx) is None:
+            out.append((ref, where))
+    return out
+
+
+def check_while_downloading(plan: Plan, env: Mapping[str, str], ctx: FetchContext,
+                            replan: Callable[[dict[str, SourceFacts]], Plan], log: Callable[[str], None]) -> EarlyCheck | None:
+    """Run the vLLM check on the sources' small files while a child downloads the weights; None when
+    there is nothing to download or the small files cannot be read first (the caller checks later)."""
+    pending = pending_downloads(plan, ctx)
+    if not pending or ctx.offline:
+        return None
+    scratch = Path(tempfile.mkdtemp(prefix="nim-specdec-configs-"))
+    try:
+        known: dict[str, SourceFacts] = {}
+        for ref, where in pending:
+            try:
+                local = get_fetcher(ref.scheme).fetch_only(ref, ctx, CONFIG_FILES, scratch)
+            except LauncherError as err:
+                log(f"vLLM check after the download: {ref.uri}'s config.json could not be read first ({err.one_line()})")
+                return None
+            known[ref.uri] = SourceFacts(str(local), read_config(local, where))
+        early = replan(known)
+        view = early.with_local_dirs(
+            target_dir=known[early.target.ref.uri].local_dir if early.target.ref is not None and early.target.ref.uri in known else None,
+            draft_dir=known[early.draft.ref.uri].local_dir if early.draft is not None and early.draft.ref.uri in known else None,
+        )
+        child = _Download([ref.uri for ref, _ in pending], env)
+        log(f"vLLM check while downloading {', '.join(ref.uri for ref, _ in pending)}")
+        try:
+            result = run_check(check_view(view), env, warn=log)
+        except BaseException:
+            child.stop()
+            raise
+        child.wait()
+        return EarlyCheck({**result, "while_downloading": True}, tuple(early.argv_exec))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class _Download:
+    """`nim-specdec download URI...` in its own process group; its stderr relayed line by line, except its
+    error line, which becomes this process's error."""
+
+    def __init__(self, uris: list[str], env: Mapping[str, str]) -> None:
+        self.error = ""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "nim_specdec", "download", *uris], env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+            start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+        self.relay = threading.Thread(target=self._relay, daemon=True)
+        self.relay.start()
+
+    def _relay(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if line.startswith(ERROR_PREFIX):
+                self.error = line[len(ERROR_PREFIX):].strip()
+            else:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+    def wait(self) -> None:
+        code = self.proc.wait()
+        self.relay.join(timeout=5)
+        if code == 0:
+            return
+        error = _ERRORS.get(code, MaterializeError)
+        raise error("", self.error or f"the download process ended with exit code {code}")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.relay.join(timeout=5)
+
+
+def with_early_result(plan: Plan, early: EarlyCheck | None) -> Plan:
+    return plan if early is None else replace(plan, vllm_check=early.result)
