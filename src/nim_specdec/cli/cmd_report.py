@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
 from nim_specdec.observe.http_client import request
 from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
+from nim_specdec.tools.ngram.output_files import write_atomically
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB
@@ -68,14 +67,7 @@ def _load_aiperf(path: str) -> dict:
 
 def _save(path: str, text: str) -> None:
     # Written beside the target and renamed, so an interrupted save never leaves half a scrape behind.
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except OSError as err:
-        raise ConfigError("--save", f"cannot write {path} ({err.strerror or err})", "choose a writable path") from None
+    write_atomically(path, text, "--save")
 
 
 def run(args: argparse.Namespace) -> int:

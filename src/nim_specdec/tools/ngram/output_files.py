@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
+from pathlib import Path
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.fetchers.trust import write_replacing
 
 
 def write_atomically(path: str, text: str, flag: str) -> None:
-    """Write `text` to `path` through a temporary file, so a failure leaves no half file."""
-    tmp = f"{path}.tmp-{os.getpid()}"
+    """Write `text` to `path` through a fresh temporary file renamed over it, so a failure leaves no half
+    file and a link planted at `path` is replaced, not followed."""
     try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
+        write_replacing(Path(path), text.encode("utf-8"), mode=0o644)
     except OSError as err:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise ConfigError(flag, f"cannot write {path} ({err.strerror})", "choose a writable path") from None
+        raise ConfigError(flag, f"cannot write {path} ({err.strerror or err})", "choose a writable path") from None

@@ -8,7 +8,6 @@ measurement goes through the project's one replay engine (tools.replay, AIPerf).
 from __future__ import annotations
 
 import json
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -81,19 +80,6 @@ def served_model(url: str) -> tuple[str, int | None]:
         raise UnreachableError(url, f"/v1/models gave no model ({detail})", "see the server's log") from None
 
 
-@contextmanager
-def _aiperf_reads_local_tokenizer(tokenizer: str | None) -> Iterator[None]:
-    """AIPerf 0.13 in Hugging Face offline mode looks a tokenizer *directory* up in the hub cache and
-    fails; outside offline mode it reads the directory. The servers keep their own environment."""
-    hidden = {}
-    if tokenizer and Path(tokenizer).is_dir():
-        hidden = {k: os.environ.pop(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if k in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(hidden)
-
-
 def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
             settings: RunSettings, say: Say) -> dict[int, ReplayMeasurement]:
     """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
@@ -106,8 +92,8 @@ def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: S
                           schedule="closed", request_count=run_count(settings, len(bodies), concurrency),
                           greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
                           tokenizer=tokenizer, warmup=concurrency)
-        with _aiperf_reads_local_tokenizer(tokenizer):
-            result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
+        # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.
+        result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
         if result.ok_count < result.request_count:
             raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
                                    f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
