@@ -2,7 +2,8 @@
 it (configured by the user) and with n-gram; the recommendation is checked against its own verification.
 
 Three or four server starts (off, draft_model, ngram, and the recommendation unless it is exactly one of
-them): the sweep is two concurrencies of a few short requests each.
+them), each with --enforce-eager (no torch.compile: half the start time; the same for every server, so the
+comparison holds): the sweep is two concurrencies of a few short requests each.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", "1,4",
                "--max-k", "3", "--methods", "ngram", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
-               "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0"]
+               "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((out / "tune.json").read_text())
