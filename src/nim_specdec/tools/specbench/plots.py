@@ -53,11 +53,14 @@ def _throughput(plt, rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
-    panels = (("latency_s", "request latency"), ("ttft_s", "time to first token"), ("itl_s", "inter-token latency"))
-    fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 2.4 * len(rows) + 7), 4.0))
+    """Top row: AIPerf's percentiles as the client read the stream; bottom row: the server's own means
+    (on a small machine the client reads in bursts and its TTFT and inter-token figures say little)."""
+    client = (("latency_s", "request latency"), ("ttft_s", "time to first token"), ("itl_s", "inter-token latency"))
+    server = (("latency_mean_s", "request latency"), ("ttft_mean_s", "time to first token"), ("tpot_mean_s", "time per output token"))
+    fig, axes = plt.subplots(2, 3, figsize=(max(9.0, 2.4 * len(rows) + 7), 7.6))
     xs = range(len(rows))
     width = 0.38
-    for ax, (key, title) in zip(axes, panels):
+    for ax, (key, title) in zip(axes[0], client):
         top = 0.0
         for offset, mode in ((-width / 2, "off"), (width / 2, "on")):
             p50 = [_value(r, mode, key, "p50") * 1000 for r in rows]
@@ -69,11 +72,23 @@ def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
             ax.bar_label(bars, labels=[f"{v:.1f}" if v else "" for v in p50], label_type="center", fontsize=7, color="white")
         ax.set_ylim(0, top * 1.2 or 1)
         ax.set_xticks(list(xs), [r["category"] for r in rows])
-        ax.set_title(title)
+        ax.set_title(f"client: {title}")
         ax.set_ylabel("ms")
-    _legend_outside(axes[-1])
-    fig.subplots_adjust(wspace=0.4)  # room for each panel's own y label
-    fig.suptitle("Latency off vs on (p50; whisker to p90)", y=1.03)
+    for ax, (key, title) in zip(axes[1], server):
+        top = 0.0
+        for offset, mode in ((-width / 2, "off"), (width / 2, "on")):
+            means = [_value(r, mode, "server_means", key) * 1000 for r in rows]
+            top = max(top, *means, 0.0)
+            bars = ax.bar([x + offset for x in xs], means, width, label=f"{LABELS[mode]} (server mean)", color=COLORS[mode])
+            ax.bar_label(bars, labels=[f"{v:.2f}" if v else "-" for v in means], padding=2, fontsize=8)
+        ax.set_ylim(0, top * 1.2 or 1)
+        ax.set_xticks(list(xs), [r["category"] for r in rows])
+        ax.set_title(f"server: {title}")
+        ax.set_ylabel("ms")
+    _legend_outside(axes[0][-1])
+    _legend_outside(axes[1][-1])
+    fig.subplots_adjust(wspace=0.4, hspace=0.35)  # room for each panel's own y label and title
+    fig.suptitle("Latency off vs on: as the client saw it (p50, whisker to p90) and as the server timed it (mean)", y=0.99)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
