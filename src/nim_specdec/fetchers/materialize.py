@@ -110,15 +110,25 @@ def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: froze
     dest.mkdir(mode=0o700)
     progress = Progress(uri, lambda _msg: None, interval=settings.progress_interval, terminal=None)
     try:
-        with Hasher(dest, settings.verify_checksums) as hasher:
-            expected = backend.download(Job(ref, uri, ctx.env, settings, dest, progress, lambda _msg: None, hasher, names))
-            check_tree(uri, dest)
-            verify(uri, dest, expected, hasher)
+        _download_verified(backend, ref, uri, ctx.env, settings, dest, progress, lambda _msg: None, only=names)
     except MaterializeError:
         raise
     except Exception as err:  # noqa: BLE001 - one line, as for a full download
         raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {redact_text(_first_line(err), secret_values(ctx.env))}") from None
     return dest
+
+
+def _download_verified(backend: Backend, ref: SourceRef, uri: str, env: Mapping[str, str], settings: DownloadSettings,
+                       dest: Path, progress: Progress, log: Callable[[str], None],
+                       only: frozenset[str] | None = None) -> list[RemoteFile]:
+    """One transfer into `dest`, then the tree and its digests checked: what a full download and
+    `fetch_only` share."""
+    with Hasher(dest, settings.verify_checksums) as hasher:
+        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only))
+        progress.finish()
+        check_tree(uri, dest)
+        verify(uri, dest, expected, hasher)
+    return expected
 
 
 def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Path:
@@ -130,11 +140,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
             progress = Progress(uri, ctx.log, interval=settings.progress_interval, terminal=terminal)
             dest = tmp / cache.FILES
             dest.mkdir(mode=0o700)
-            with Hasher(dest, settings.verify_checksums) as hasher:
-                expected = backend.download(Job(ref, uri, ctx.env, settings, dest, progress, ctx.log, hasher))
-                progress.finish()
-                check_tree(uri, dest)
-                verify(uri, dest, expected, hasher)
+            expected = _download_verified(backend, ref, uri, ctx.env, settings, dest, progress, ctx.log)
             _owner_only(tmp)
             os.rename(tmp, layout.entry(name))
             cache.fsync_dir(layout.entry(name).parent)
