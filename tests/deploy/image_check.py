@@ -40,7 +40,7 @@ def buildah():
         tool.build(REPO / "docker" / "test-base" / "Containerfile", base_dir, base_tag)
     # The test base has no torch to build arctic-inference against: that step is skipped.
     print(f"\nimage-test: test base ready in {time.monotonic() - start:.1f} s")
-    seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": base_tag, "ARCTIC_INFERENCE": ""})
+    seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": base_tag, "ARCTIC_INFERENCE": "", "EXTRAS": ""})
     print(f"image-test: docker/Dockerfile built in {seconds:.1f} s")
     yield tool
     # Keep the base (it is reused), drop this build and its intermediate stage.

@@ -71,3 +71,17 @@ def test_report_shows_server_means_tpot_ratio_and_an_idle_client():
     assert warning.startswith("t off: requests were in flight for 55%")
     text = markdown(report)
     assert "| 10.00 / 4.00 / 260.00 |" in text and "Server time per output token, off / on: t 2.000." in text
+
+
+@pytest.mark.parametrize("means, concurrency, ok, schedule, expected", [
+    ({"latency_mean_s": 0.25}, 1, 12, "closed", 1 * (400 / 12) / 0.25),   # 400 output tokens over 12 requests
+    ({"latency_mean_s": 0.25}, 4, 12, "closed", 4 * (400 / 12) / 0.25),   # four in flight all along
+    ({"latency_mean_s": 0.25}, 4, 12, "timestamps", None),  # an open loop has no fixed number in flight
+    ({"tpot_mean_s": 0.01}, 1, 12, "closed", None),           # no latency from the server
+    ({"latency_mean_s": 0.25}, 1, 0, "closed", None),         # nothing answered
+])
+def test_server_tokens_per_s(means, concurrency, ok, schedule, expected):
+    run = m(100.0, concurrency=concurrency)
+    run = type(run)(**{**run.__dict__, "server_means": means, "ok_count": ok, "output_tokens": 400, "schedule": schedule})
+    assert run.server_tokens_per_s == (None if expected is None else pytest.approx(expected))
+    assert run.to_json()["server_tokens_per_s"] == run.server_tokens_per_s

@@ -140,3 +140,33 @@ def test_margin_keeps_k_zero_where_the_gain_is_small():
     loose = plan_method(model, "ngram", CURVES["ngram"], CONCURRENCIES, margin=0.0)
     strict = plan_method(model, "ngram", CURVES["ngram"], CONCURRENCIES, margin=0.5)
     assert sum(strict.k_by_batch) < sum(loose.k_by_batch)
+
+
+def test_fit_puts_a_model_free_methods_fixed_cost_on_every_step():
+    true = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0015, per_step_s=0.003)})
+    runs = _observations(true, "ngram", 3, CURVES["ngram"])
+    fitted = fit(_observations(true, None, 0), {"ngram": runs}, model_free=frozenset({"ngram"}))
+    cost = fitted.methods["ngram"]
+    assert cost.per_step_s == pytest.approx(0.003, rel=1e-6) and cost.per_k_s == 0.0
+    assert cost.per_draft_token_s == pytest.approx(0.0015, rel=1e-6)
+    # Fitted as a draft model's, the same runs put that cost on K instead, and K = 0 would look free.
+    as_draft = fit(_observations(true, None, 0), {"ngram": runs}).methods["ngram"]
+    assert as_draft.per_step_s == 0.0 and as_draft.per_k_s == pytest.approx(0.001, rel=1e-6)
+
+
+def test_k_zero_on_a_speculating_server_pays_its_per_step_cost():
+    model = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0030, per_step_s=0.002)})
+    off = model.tokens_per_s(4, None, None, 0)
+    assert model.tokens_per_s(4, "ngram", CURVES["ngram"], 0) == pytest.approx(4 / (0.010 + 0.008 + 0.002))
+    assert model.tokens_per_s(4, "ngram", CURVES["ngram"], 0) < off
+
+
+def test_a_schedule_that_would_lose_to_off_on_its_k_zero_steps_is_not_chosen():
+    # Drafting pays a little at batch size 1 only; the per-step cost at every other batch size loses more.
+    model = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0030, per_step_s=0.003)})
+    choice = choose(model, {"ngram": CURVES["ngram"]}, CONCURRENCIES)
+    assert choice.plans[0].speculates and choice.plans[0].score < 1.0
+    assert choice.chosen is None
+    # Without that cost the same drafts are worth a schedule.
+    free = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0030)})
+    assert choose(free, {"ngram": CURVES["ngram"]}, CONCURRENCIES).chosen is not None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.tools.tune.report import OFF, RECOMMENDED, STATIC, ConfigRow, build_result, render_markdown, verification
+from nim_specdec.tools.tune.report import (
+    NOT_KEPT, OFF, RECOMMENDED, STATIC, ConfigRow, build_result, render_markdown, verification,
+)
 
 ROWS = [
     ConfigRow("off", OFF, None, {1: 100.0, 8: 400.0}, {1: 100.0, 8: 400.0}),
@@ -59,3 +61,13 @@ def test_measurements_have_the_last_word(case_id, rec, ngram, kept):
     from nim_specdec.tools.tune.report import keep_or_fall_back  # noqa: PLC0415
 
     assert keep_or_fall_back(_rows(rec, ngram), [1, 8]).name == kept
+
+
+def test_after_a_fall_back_the_prediction_error_is_the_model_choices():
+    # Verification kept the measured off row; the model's choice was predicted 150 and measured 100 at c=1.
+    rows = [ConfigRow("off", OFF, None, {1: 100.0}, {1: 120.0}),
+            ConfigRow(NOT_KEPT, STATIC, {"method": "ngram"}, {1: 150.0}, {1: 100.0}),
+            ConfigRow("recommended", RECOMMENDED, None, {1: 100.0}, {1: 120.0})]
+    (row,) = verification(rows, [1])
+    assert row["prediction_of"] == NOT_KEPT and row["prediction_error"] == pytest.approx(0.5)
+    assert row["ratio_to_best"] == pytest.approx(1.0)

@@ -1,13 +1,15 @@
-"""`nim-specdec cache ls`: the entries of the download cache under NIM_CACHE_PATH."""
+"""`nim-specdec cache ls`: the entries of the download cache under NIM_CACHE_PATH.
+`nim-specdec cache prune`: remove the compile caches of keys unused for a while."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import time
 from dataclasses import asdict, replace
 
-from nim_specdec.errors import printable
+from nim_specdec.errors import ConfigError, printable
 from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.fetchers.context import cache_dir
 from nim_specdec.fetchers.progress import human_bytes
@@ -18,6 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = sub.add_parser("ls", help="list cached sources: URI, size, completed at")
     ls.add_argument("--json", action="store_true", help="one JSON object per entry")
+    prune = sub.add_parser("prune", help="remove compile caches (NIM_CACHE_PATH/compile/<key>) unused for N days")
+    prune.add_argument("--older-than", required=True, metavar="DAYS",
+                       help="remove keys whose last start is at least this many days ago (0: every idle key)")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    prune.add_argument("--json", action="store_true", help="one JSON object per key")
 
 
 def format_table(entries: list[EntryInfo]) -> str:
@@ -33,7 +40,40 @@ def format_table(entries: list[EntryInfo]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
 
 
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = float("nan")
+    if not (days >= 0 and days != float("inf")):
+        raise ConfigError("--older-than", f"{text!r} is not a number of days >= 0", "e.g. --older-than 14")
+    return days
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from nim_specdec.launch.compile_cache_prune import prune  # noqa: PLC0415
+
+    days = _days(args.older_than)
+    base = cache_dir(os.environ) / "compile"
+    states = prune(base, days * 86400.0, time.time(), dry_run=args.dry_run)
+    if args.json:
+        for state in states:
+            print(json.dumps(asdict(state)))
+        return 0
+    if not states:
+        print(f"no compile caches under {printable(str(base))}")
+        return 0
+    for state in states:
+        used = time.strftime("%Y-%m-%d %H:%M", time.gmtime(state.last_used)) if state.last_used else "-"
+        print(f"{state.action:<22}  {human_bytes(state.size_bytes):>9}  last used {used} UTC  {printable(state.key)}")
+    freed = sum(s.size_bytes for s in states if s.action in ("removed", "would remove"))
+    print(f"{'would free' if args.dry_run else 'freed'} {human_bytes(freed)}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "prune":
+        return run_prune(args)
     root = cache_dir(os.environ)
     secrets = secret_values(os.environ)
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.

@@ -23,7 +23,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("demo-model", "nim_specdec.cli.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
     ("report", "nim_specdec.cli.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cli.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
-    ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache: `cache ls`"),
+    ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache (`cache ls`); remove old compile caches (`cache prune`)"),
     ("simulate", "nim_specdec.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
     ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
     ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),

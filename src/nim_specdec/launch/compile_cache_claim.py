@@ -6,7 +6,8 @@ takes an exclusive lock on the key directory and passes the lock's descriptor th
 server holds it for its whole life and is the only writer there. A launcher that finds the lock
 taken, or the volume read-only, copies what is there into a local directory (dropping any file
 caught half-written) and points the server at the copy: it still starts warm, and writes only its
-own copy.
+own copy. The writer touches the lock at each start: its mtime is when the key was last used, which
+`nim-specdec cache prune` (launch/compile_cache_prune.py) goes by.
 
 Compiled artefacts are code the server loads, so <NIM_CACHE_PATH>/compile is used only when it is a
 real directory owned by this user (or root) that no one else may write; otherwise the server
@@ -38,7 +39,7 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
     if not entry["env"]:
         return {}
     root = Path(entry["dir"])
-    problem = _untrusted(root.parent)
+    problem = untrusted_reason(root.parent)
     if problem:
         local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
         warn(f"compile cache: {root.parent} {problem}; compiling into {local} for this start "
@@ -63,11 +64,12 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
         info(f"compile cache: another server is the writer of {root}; starting from a copy in {local}")
         return relocate(entry, str(local))
     os.set_inheritable(fd, True)  # held by the server after exec, released when it exits
+    os.utime(fd)  # when this key was last used, for `nim-specdec cache prune`
     info(f"compile cache: {root}")
     return dict(entry["env"])
 
 
-def _untrusted(base: Path) -> str:
+def untrusted_reason(base: Path) -> str:
     """Why `base` may not hold code the server will load ("" when it may)."""
     try:
         base.mkdir(parents=True, exist_ok=True, mode=0o700)

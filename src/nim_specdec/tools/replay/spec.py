@@ -61,6 +61,17 @@ class ReplayMeasurement:
     server_means: Mapping[str, float] = field(default_factory=dict)
     client_busy_share: float | None = None  # see observe.server_timings.client_busy_share
 
+    @property
+    def server_tokens_per_s(self) -> float | None:
+        """Output tokens/s the server sustained with `concurrency` requests in flight: concurrency x output
+        tokens per request / the server's own mean request latency. A closed loop whose client is never
+        late delivers exactly this; on a small machine the client's own gaps between requests (which the
+        client-side figure counts as server time) are left out. None without the server's latency."""
+        latency = self.server_means.get("latency_mean_s")
+        if not latency or latency <= 0 or self.ok_count < 1 or self.schedule != "closed":
+            return None
+        return self.concurrency * (self.output_tokens / self.ok_count) / latency
+
     def to_json(self) -> dict[str, Any]:
         spec = None
         if self.spec is not None:
@@ -85,6 +96,7 @@ class ReplayMeasurement:
             "server_spec_config": None if self.server_spec_config is None else dict(self.server_spec_config),
             "server_means": dict(self.server_means),
             "client_busy_share": self.client_busy_share,
+            "server_tokens_per_s": self.server_tokens_per_s,
         }
 
     @classmethod

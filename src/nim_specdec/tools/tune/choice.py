@@ -1,8 +1,10 @@
 """The choice: for each method the best K at every batch size, then the method, or speculation off.
 
 K > 0 is kept at a batch size only where the model predicts at least `margin` more tokens/s than K = 0
-there, so noise in the fit cannot buy a schedule that loses. A method whose schedule is 0 everywhere
-is speculation off; the method with the best mean predicted speed-up over the swept concurrencies wins.
+there on the same server, so noise in the fit cannot buy a schedule that loses. K = 0 on a speculating
+server is not speculation off (cost_model: per_step_s), so a method is chosen only where its schedule
+is predicted at least `margin` faster than off at some swept concurrency and faster than off on average
+over them; of those, the best mean predicted speed-up wins; none: speculation off.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class MethodPlan:
     k_by_batch: tuple[int, ...]  # index b - 1: K at batch size b, for b = 1..largest swept concurrency
     predicted: Mapping[int, float]  # concurrency -> predicted tokens/s with this schedule
     score: float  # mean over concurrencies of predicted / predicted off
+    best_ratio: float = 1.0  # the largest predicted / predicted off over the concurrencies
 
     @property
     def speculates(self) -> bool:
@@ -40,8 +43,8 @@ class Choice:
 
 
 def best_k(model: CostModel, method: str, curve: AcceptanceCurve, batch: int, margin: float) -> int:
-    off = model.tokens_per_s(batch, None, None, 0)
-    best, best_tps = 0, off * (1.0 + margin)
+    k0 = model.tokens_per_s(batch, method, curve, 0)
+    best, best_tps = 0, k0 * (1.0 + margin)
     for k in range(1, curve.kmax + 1):
         tps = model.tokens_per_s(batch, method, curve, k)
         if tps > best_tps:
@@ -66,14 +69,14 @@ def plan_method(model: CostModel, method: str, curve: AcceptanceCurve, concurren
     ks = tuple(best_k(model, method, curve, b, margin) for b in range(1, largest + 1))
     predicted = {c: model.tokens_per_s(c, method, curve, ks[c - 1]) for c in concurrencies}
     ratios = [predicted[c] / model.tokens_per_s(c, None, None, 0) for c in concurrencies]
-    return MethodPlan(method, ks, predicted, sum(ratios) / len(ratios))
+    return MethodPlan(method, ks, predicted, sum(ratios) / len(ratios), max(ratios))
 
 
 def choose(model: CostModel, curves: Mapping[str, AcceptanceCurve], concurrencies: Sequence[int],
            margin: float = DEFAULT_MARGIN) -> Choice:
     plans = sorted((plan_method(model, m, curve, concurrencies, margin) for m, curve in curves.items()),
                    key=lambda p: (-p.score, p.method))
-    winners = [p for p in plans if p.speculates]
+    winners = [p for p in plans if p.speculates and p.score > 1.0 and p.best_ratio >= 1.0 + margin]
     predicted_off = {c: model.tokens_per_s(c, None, None, 0) for c in concurrencies}
     return Choice(winners[0] if winners else None, tuple(plans), predicted_off)
 

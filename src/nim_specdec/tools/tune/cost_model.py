@@ -1,12 +1,18 @@
 """A cost model of one engine step on this hardware, fitted on closed-loop measurements.
 
-    step_s(b, K) = base_s + per_seq_s * b                                  (speculation off, or K = 0)
-                 + per_k_s * K + per_draft_token_s * b * L(K)              (speculating at K)
+    step_s(b, K) = base_s + per_seq_s * b                                  (speculation off)
+                 + per_step_s                                              (any step of a speculating server)
+                 + per_k_s * K + per_draft_token_s * b * L(K)              (speculating at K > 0)
 
 b is the batch size (in a closed loop at concurrency c, b = c), L(K) the draft tokens verified per request
 per step (acceptance.py). per_k_s is what grows with K whatever the batch: a draft model's K sequential
 forward passes. per_draft_token_s is what grows with the tokens verified: the target's extra work plus a
-proposer's per-token cost. Tokens/s at b is then b * tokens_per_slot(K) / step_s(b, K).
+proposer's per-token cost. per_step_s is what a server pays on every step once it is configured to
+speculate, K = 0 included: vLLM turns async scheduling off for n-gram and suffix servers, so a step at
+K = 0 in a schedule costs more than a step of a server without speculation (measured on the CPU: 1.5x).
+A method's batch-independent cost is one or the other, by kind: model-free methods (per_step_s) propose
+on the CPU at a cost that does not grow with K; a draft model runs K forward passes (per_k_s).
+Tokens/s at b is then b * tokens_per_slot(K) / step_s(b, K).
 
 A run measured at concurrency c gives one observed step time: c * tokens_per_slot / tokens_per_s. The two
 base terms are fitted on speculation off, then each method's two terms on what is left of its runs.
@@ -46,6 +52,7 @@ class Observation:
 class MethodCost:
     per_k_s: float
     per_draft_token_s: float
+    per_step_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,24 +63,29 @@ class CostModel:
 
     def step_s(self, batch: int, method: str | None, k: int, draft_tokens_per_slot: float) -> float:
         seconds = self.base_s + self.per_seq_s * batch
-        if method is not None and k > 0:
+        if method is not None:
             cost = self.methods[method]
-            seconds += cost.per_k_s * k + cost.per_draft_token_s * batch * draft_tokens_per_slot
+            seconds += cost.per_step_s
+            if k > 0:
+                seconds += cost.per_k_s * k + cost.per_draft_token_s * batch * draft_tokens_per_slot
         return seconds
 
     def tokens_per_s(self, batch: int, method: str | None, curve: AcceptanceCurve | None, k: int) -> float:
+        """Predicted tokens/s at batch size `batch`: method None is a server without speculation; a method
+        at K = 0 is its server at a batch size where its schedule drafts nothing."""
         point = curve.at(k) if curve is not None and k > 0 else None
         if point is None:
-            return batch / self.step_s(batch, None, 0, 0.0)
+            return batch / self.step_s(batch, method, 0, 0.0)
         return batch * point.tokens_per_slot / self.step_s(batch, method, k, point.draft_tokens_per_slot)
 
     def to_json(self) -> dict:
         return {
-            "formula": "step_s = base_s + per_seq_s*b + [K>0] * (per_k_s*K + per_draft_token_s*b*L(K)); "
-                       "tokens_per_s = b * tokens_per_slot(K) / step_s",
+            "formula": "step_s = base_s + per_seq_s*b + [speculating] * (per_step_s + [K>0] * (per_k_s*K + "
+                       "per_draft_token_s*b*L(K))); tokens_per_s = b * tokens_per_slot(K) / step_s",
             "base_s": self.base_s,
             "per_seq_s": self.per_seq_s,
-            "methods": {name: {"per_k_s": c.per_k_s, "per_draft_token_s": c.per_draft_token_s}
+            "methods": {name: {"per_step_s": c.per_step_s, "per_k_s": c.per_k_s,
+                               "per_draft_token_s": c.per_draft_token_s}
                         for name, c in self.methods.items()},
         }
 
@@ -110,8 +122,9 @@ def fit_base(off: Sequence[Observation]) -> tuple[float, float]:
     return float(base), float(per_seq)
 
 
-def fit_method(base_s: float, per_seq_s: float, runs: Sequence[Observation]) -> MethodCost:
-    """One method's cost terms from its runs (all at its largest K)."""
+def fit_method(base_s: float, per_seq_s: float, runs: Sequence[Observation], model_free: bool = False) -> MethodCost:
+    """One method's cost terms from its runs (all at its largest K); its batch-independent term is per
+    step for a model-free method, per K for a draft model (see the module's docstring)."""
     if not runs:
         raise ValueError("no measurement of the method to fit")
     c = np.array([r.concurrency for r in runs], dtype=float)
@@ -125,11 +138,20 @@ def fit_method(base_s: float, per_seq_s: float, runs: Sequence[Observation]) -> 
         total = float(np.mean(extra))
         if np.any(verified > 0):
             return MethodCost(0.0, total / float(np.mean(verified)))
+        if model_free:
+            return MethodCost(0.0, 0.0, total)
         return MethodCost(total / float(max(np.mean(k), 1.0)), 0.0)
-    per_k, per_token = _nonneg_relative_lstsq(np.stack([k, verified], axis=1), s - (base_s + per_seq_s * c), s)
-    return MethodCost(float(per_k), float(per_token))
+    constant = np.ones_like(c) if model_free else k
+    fixed, per_token = _nonneg_relative_lstsq(np.stack([constant, verified], axis=1), s - (base_s + per_seq_s * c), s)
+    if model_free:
+        return MethodCost(0.0, float(per_token), float(fixed))
+    return MethodCost(float(fixed), float(per_token))
 
 
-def fit(off: Sequence[Observation], methods: Mapping[str, Sequence[Observation]]) -> CostModel:
+def fit(off: Sequence[Observation], methods: Mapping[str, Sequence[Observation]],
+        model_free: frozenset[str] = frozenset()) -> CostModel:
+    """The base terms from speculation off, then each method's; `model_free` names the methods whose
+    batch-independent cost is per step (n-gram, suffix)."""
     base_s, per_seq_s = fit_base(off)
-    return CostModel(base_s, per_seq_s, {name: fit_method(base_s, per_seq_s, runs) for name, runs in methods.items()})
+    return CostModel(base_s, per_seq_s, {name: fit_method(base_s, per_seq_s, runs, name in model_free)
+                                         for name, runs in methods.items()})

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 OFF, STATIC, RECOMMENDED = "off", "static", "recommended"
+NOT_KEPT = "predicted choice (not kept)"  # the model's choice, when verification recommended another row
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,19 @@ def keep_or_fall_back(rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -
 
 def verification(rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -> list[dict[str, Any]]:
     """Per concurrency: the recommendation measured, the best measured alternative (off or a static
-    candidate), their ratio, and how far the prediction was from the measurement."""
+    candidate), their ratio, and how far the model's own choice was predicted from its measurement. That
+    is the recommendation unless verification replaced it: a configuration tune measured before choosing
+    is fitted on that very measurement, so its "prediction" would match by construction."""
     rec = next((r for r in rows if r.kind == RECOMMENDED), None)
+    choice = next((r for r in rows if r.name == NOT_KEPT), rec)
     out = []
     for c in concurrencies:
         others = [(r.measured[c], r.name) for r in rows if r.kind != RECOMMENDED and c in r.measured]
         best, best_name = max(others) if others else (None, None)
         measured = rec.measured.get(c) if rec else None
         predicted = rec.predicted.get(c) if rec else None
+        choice_measured = choice.measured.get(c) if choice else None
+        choice_predicted = choice.predicted.get(c) if choice else None
         out.append({
             "concurrency": c,
             "recommended_measured": measured,
@@ -54,7 +60,9 @@ def verification(rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -> lis
             "best_alternative": best_name,
             "best_alternative_measured": best,
             "ratio_to_best": measured / best if measured and best else None,
-            "prediction_error": (predicted - measured) / measured if measured and predicted else None,
+            "prediction_of": None if choice is None else choice.name,
+            "prediction_error": ((choice_predicted - choice_measured) / choice_measured
+                                 if choice_measured and choice_predicted else None),
         })
     return out
 
@@ -100,8 +108,11 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         lines.append(f"Method `{chosen['method']}`; K per batch size: "
                      + ", ".join(f"{r['batch_sizes']}: K={r['k']}" for r in chosen["schedule"]) + ".")
     else:
-        lines.append("Speculation off: no candidate was predicted to gain at any concurrency swept.")
-    lines += ["", "## Output tokens/s per concurrency (measured / predicted)", ""]
+        lines.append("Speculation off: no candidate was predicted to gain enough over the concurrencies swept.")
+    lines += ["", "## Output tokens/s per concurrency (measured / predicted)", "",
+              "Measured: what the server sustained with that many requests in flight (concurrency x output tokens "
+              "per request / the server's own mean request latency); the client's figures are in tune.json's "
+              "runs.", ""]
     lines.append("| configuration | " + " | ".join(f"c={c}" for c in conc) + " |")
     lines.append("|---|" + "---|" * len(conc))
     for row in result["configurations"]:
@@ -110,8 +121,9 @@ def render_markdown(result: Mapping[str, Any]) -> str:
             m, p = row["measured_tokens_per_s"].get(str(c)), row["predicted_tokens_per_s"].get(str(c))
             cells.append(f"{_cell(m)} / {_cell(p)}" if m is not None else f"- / {_cell(p)}")
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Verification", "", "| c | recommended | best alternative | ratio | prediction error |",
-              "|---|---|---|---|---|"]
+    judged = next((v["prediction_of"] for v in result["verification"] if v.get("prediction_of")), "recommended")
+    lines += ["", "## Verification", "", f"Prediction error: of the model's own choice ('{judged}').", "",
+              "| c | recommended | best alternative | ratio | prediction error |", "|---|---|---|---|---|"]
     for v in result["verification"]:
         error = v["prediction_error"]
         lines.append(f"| {v['concurrency']} | {_cell(v['recommended_measured'])} | {v['best_alternative']} "
@@ -121,7 +133,8 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     lines += ["", "## Cost model of one engine step", "", f"`{model['formula']}`", "",
               f"- base_s = {model['base_s'] * 1e3:.3f} ms, per_seq_s = {model['per_seq_s'] * 1e3:.3f} ms"]
     for name, cost in model["methods"].items():
-        lines.append(f"- {name}: per_k_s = {cost['per_k_s'] * 1e3:.3f} ms, "
+        lines.append(f"- {name}: per_step_s = {cost.get('per_step_s', 0.0) * 1e3:.3f} ms, "
+                     f"per_k_s = {cost['per_k_s'] * 1e3:.3f} ms, "
                      f"per_draft_token_s = {cost['per_draft_token_s'] * 1e3:.3f} ms")
     lines += ["", "## Acceptance (tokens per request per engine step, by K)", ""]
     for name, curve in result["acceptance"].items():

@@ -80,18 +80,28 @@ def served_model(url: str) -> tuple[str, int | None]:
         raise UnreachableError(url, f"/v1/models gave no model ({detail})", "see the server's log") from None
 
 
+def judged_tokens_per_s(result: ReplayMeasurement) -> float:
+    """The figure tune fits and verifies on: what the server sustained at the run's concurrency (its own
+    request latency, ReplayMeasurement.server_tokens_per_s), else the client's figure. On a small machine
+    the client and the server share the CPU, and the client's late reads would be counted against
+    whichever server happened to be running."""
+    server = result.server_tokens_per_s
+    return server if server is not None else result.output_tokens_per_s
+
+
 def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
             settings: RunSettings, say: Say) -> dict[int, ReplayMeasurement]:
     """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
     model's own tokenizer from disk (it would otherwise download one). Each run is preceded by
     `concurrency` unmeasured requests in flight together: the first steps at a new batch shape (and,
-    with speculation, a new number of tokens per request) are slow on a fresh server."""
+    with speculation, a new number of tokens per request) are slow on a fresh server; twice that plus
+    two, since the first measured run of a server read up to 1.5x slow with `concurrency` alone."""
     results = {}
     for concurrency in settings.concurrencies:
         spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
                           schedule="closed", request_count=run_count(settings, len(bodies), concurrency),
                           greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
-                          tokenizer=tokenizer, warmup=concurrency)
+                          tokenizer=tokenizer, warmup=2 * concurrency + 2)
         # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.
         result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
         if result.ok_count < result.request_count:
@@ -100,7 +110,8 @@ def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: S
                                    f"see {out / 'runs' / name / f'c{concurrency}' / 'aiperf.log'} and the server's log")
         accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
             result.spec and result.spec.draft_tokens) else ""
-        say(f"tune: {name} at concurrency {concurrency}: {result.output_tokens_per_s:.1f} output tokens/s{accepted}")
+        say(f"tune: {name} at concurrency {concurrency}: {judged_tokens_per_s(result):.1f} output tokens/s "
+            f"(client: {result.output_tokens_per_s:.1f}){accepted}")
         results[concurrency] = result
     return results
 

@@ -19,10 +19,11 @@ from nim_specdec.tools.tune.acceptance import AcceptanceCurve, curve_from_positi
 from nim_specdec.tools.tune.choice import DEFAULT_MARGIN, choose, static_prediction
 from nim_specdec.tools.tune.cost_model import Observation, fit
 from nim_specdec.tools.tune.report import (
-    OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
+    NOT_KEPT, OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
 )
 from nim_specdec.tools.tune.runner import (
-    RunSettings, Say, ServerLog, local_model_dir, measure, read_trace, record_token_ids, served, served_model,
+    RunSettings, Say, ServerLog, judged_tokens_per_s, local_model_dir, measure, read_trace, record_token_ids, served,
+    served_model,
 )
 
 
@@ -41,7 +42,7 @@ def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
     out = []
     for c, r in sorted(runs.items()):
         spec = r.spec
-        out.append(Observation(c, r.output_tokens_per_s, float(r.output_tokens), k if spec else 0,
+        out.append(Observation(c, judged_tokens_per_s(r), float(r.output_tokens), k if spec else 0,
                                spec.accepted if spec else 0.0, spec.draft_tokens if spec else 0.0))
     return out
 
@@ -117,7 +118,8 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
 
     by_method = {c.method: c for c in candidates if c.method in curves}
     model_fit = fit(_observations(measured["off"], 0),
-                    {m: _observations(measured[m], by_method[m].kmax) for m in by_method})
+                    {m: _observations(measured[m], by_method[m].kmax) for m in by_method},
+                    frozenset(m for m in by_method if by_method[m].simulated))
     choice = choose(model_fit, {m: curves[m] for m in by_method}, run.concurrencies, options.margin)
     say("tune: cost model fitted; " + "; ".join(f"{p.method}: mean predicted speed-up {p.score:.2f}x"
                                                 for p in choice.plans))
@@ -160,7 +162,7 @@ def _last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[
     notes.append(f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
                  f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
                  "recommended instead")
-    rows = [replace(r, name="predicted choice (not kept)", kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
+    rows = [replace(r, name=NOT_KEPT, kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
     return rows + [ConfigRow("recommended", RECOMMENDED, kept.config, kept.predicted, kept.measured)], kept.config
 
 
@@ -191,7 +193,7 @@ def _grid(model_fit, method: str, curve: AcceptanceCurve, largest: int) -> dict[
 
 
 def _rows(candidates, by_method, curves, model_fit, choice, measured, concurrencies, rec_config) -> list[ConfigRow]:
-    tps = lambda runs: {c: r.output_tokens_per_s for c, r in runs.items()}  # noqa: E731
+    tps = lambda runs: {c: judged_tokens_per_s(r) for c, r in runs.items()}  # noqa: E731
     rows = [ConfigRow("off", OFF, None, dict(choice.predicted_off), tps(measured["off"]))]
     for candidate in candidates:
         predicted = {}
