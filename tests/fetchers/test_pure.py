@@ -13,7 +13,7 @@ from nim_specdec.fetchers.progress import Progress, format_line, progress_fields
 from nim_specdec.fetchers.safety import relative_name
 from nim_specdec.launch.redact import redact_text as redact, secret_values
 from nim_specdec.config.download_settings import download_settings
-from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
+from nim_specdec.fetchers.verify import CompletionWriter, Hasher, RemoteFile, verify
 from nim_specdec.config.sources import parse_source
 
 
@@ -179,6 +179,17 @@ def test_verify(tmp_path, on_disk, listed, problem):
             with pytest.raises(MaterializeError) as err:
                 verify("s3://b/p", dest, listed, hasher)
             assert problem in str(err.value)
+
+
+def test_completion_writer_reports_the_finished_file_once_and_flushed(tmp_path):
+    path, seen, finished = tmp_path / "f", [], []
+    with open(path, "wb") as fh:
+        writer = CompletionWriter(fh, 4, seen.append, lambda: finished.append(path.read_bytes()))
+        for chunk in (b"ab", b"", b"cd"):
+            writer.write(chunk)
+            assert finished == ([] if chunk != b"cd" else [b"abcd"])  # on disk when reported, not in a buffer
+        writer.write(b"")
+    assert seen == [2, 0, 2, 0] and finished == [b"abcd"]  # once
 
 
 def test_size_mode_never_hashes(tmp_path):

@@ -14,6 +14,7 @@ does. With a token set, requests without `Authorization: Bearer TOKEN` get 401.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -53,10 +54,17 @@ def _git_blob_sha1(data: bytes) -> str:
 
 
 def tree_entry(path: str, data: bytes) -> dict:
+    return json.loads(_tree_entry_json(path, data))
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_entry_json(path: str, data: bytes) -> str:
+    """Computed once per file (as the Hub stores its ids): hashing the bytes at every listing and every
+    HEAD would make this server, not the client under test, the slow part of a benchmark."""
     entry = {"type": "file", "oid": _git_blob_sha1(data), "size": len(data), "path": path}
     if len(data) >= _LFS_MIN:
         entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
-    return entry
+    return json.dumps(entry)
 
 
 class _Handler(BaseHTTPRequestHandler):

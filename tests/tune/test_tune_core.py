@@ -170,3 +170,17 @@ def test_a_schedule_that_would_lose_to_off_on_its_k_zero_steps_is_not_chosen():
     # Without that cost the same drafts are worth a schedule.
     free = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0030)})
     assert choose(free, {"ngram": CURVES["ngram"]}, CONCURRENCIES).chosen is not None
+
+
+@pytest.mark.parametrize("explicit, trace_len, concurrency, mean_output, expected", [
+    (None, 4, 1, 32.0, 64),     # 2048 output tokens of 32-token completions
+    (None, 4, 16, 32.0, 128),   # 8 per slot is more
+    (None, 300, 1, 32.0, 300),  # every captured request is more
+    (None, 4, 1, None, 8),      # no recorded length: the count rules alone
+    (5, 300, 16, 32.0, 5),      # --requests-per-run wins
+])
+def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
+    from nim_specdec.tools.tune.runner import RunSettings, run_count
+
+    settings = RunSettings((1,), explicit, None, False, None, 60.0)
+    assert run_count(settings, trace_len, concurrency, mean_output) == expected

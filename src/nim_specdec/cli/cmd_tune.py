@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model-free methods to try besides the configured one, comma-separated (default ngram, "
                              "and suffix where arctic-inference is installed; 'none' for none)")
     parser.add_argument("--requests-per-run", type=int, default=None,
-                        help="requests per measurement (default: the larger of the trace's size and 8 x concurrency)")
+                        help="requests per measurement (default: the largest of the trace's size, 8 x concurrency "
+                             "and enough for 2048 output tokens)")
     parser.add_argument("--max-tokens", type=int, default=None, help="force max_tokens in every request (default: the capture's)")
     parser.add_argument("--ignore-eos", action="store_true", help="generate max_tokens whatever the model emits")
     parser.add_argument("--margin", type=float, default=None,

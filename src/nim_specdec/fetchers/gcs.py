@@ -14,6 +14,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
+from nim_specdec.fetchers.verify import CompletionWriter
 from nim_specdec.config.download_settings import DownloadSettings
 
 
@@ -70,21 +71,6 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
     return listed
 
 
-class _CountingWriter:
-    """A file object that reports written bytes to the progress reporter."""
-
-    def __init__(self, fh, progress) -> None:
-        self._fh, self._progress = fh, progress
-
-    def write(self, data) -> int:
-        n = self._fh.write(data)
-        self._progress.add(len(data))
-        return n
-
-    def __getattr__(self, name):
-        return getattr(self._fh, name)
-
-
 class GCSBackend:
     def download(self, job: Job) -> list[RemoteFile]:
         from google.cloud.storage import transfer_manager
@@ -108,11 +94,14 @@ class GCSBackend:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 fh = open(path, "wb")
                 handles.append(fh)
+                # Each object is hashed as soon as its last byte lands, while the others download. The
+                # library's own MD5 check would hash every byte a second time, so it is off.
+                writer = CompletionWriter(fh, f.size, job.progress.add, lambda f=f: job.hasher.file_done(f))
                 # A blob made from the name (not the listing's media link) keeps downloads on our endpoint.
-                pairs.append((bucket.blob(name), _CountingWriter(fh, job.progress)))
+                pairs.append((bucket.blob(name), writer))
             results = transfer_manager.download_many(
                 pairs,
-                download_kwargs={"timeout": job.settings.timeout, "retry": _retry(job.settings), "checksum": "md5"},
+                download_kwargs={"timeout": job.settings.timeout, "retry": _retry(job.settings), "checksum": None},
                 worker_type=transfer_manager.THREAD,
                 max_workers=job.settings.concurrency,
                 raise_exception=True,

@@ -1,7 +1,9 @@
 """Checking a downloaded tree against the store's listing: names, sizes, and digests where given.
 
 Hashing a large draft takes seconds, so a backend that knows when each file is finished hands it
-to the Hasher at once; those files are hashed while the others still download.
+to the Hasher at once; those files are hashed while the others still download. (Hashing in the
+client's writes instead, as the bytes arrive, measured slower on 2 cores: 8 KiB updates on the threads
+that also parse HTTP, against one 8 MiB-buffered read per file on a pool of its own.)
 """
 
 from __future__ import annotations
@@ -37,6 +39,29 @@ def file_digest(path: Path, algorithm: str) -> str:
         while chunk := fh.read(8 * 1024 * 1024):
             h.update(chunk)  # hashlib releases the GIL on large buffers: threads hash in parallel
     return h.hexdigest()
+
+
+class CompletionWriter:
+    """A binary file object that reports each write to `on_bytes`, and calls `on_complete` once, with
+    the file flushed, when `size` bytes have been written: the moment a client that writes a file
+    through it has finished that file, so that the Hasher starts on it while the others download."""
+
+    def __init__(self, fh, size: int, on_bytes, on_complete) -> None:
+        self._fh, self._size, self._on_bytes, self._on_complete = fh, size, on_bytes, on_complete
+        self._written = 0
+
+    def write(self, data) -> int:
+        n = self._fh.write(data)
+        self._on_bytes(len(data))
+        self._written += len(data)
+        if self._on_complete is not None and self._written >= self._size:
+            self._fh.flush()
+            done, self._on_complete = self._on_complete, None
+            done()
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
 
 
 class Hasher:

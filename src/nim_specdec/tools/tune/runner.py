@@ -8,6 +8,7 @@ measurement goes through the project's one replay engine (tools.replay, AIPerf).
 from __future__ import annotations
 
 import json
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ class RunSettings:
     """How each measurement is made; the same for every server so that they compare."""
 
     concurrencies: tuple[int, ...]
-    requests_per_run: int | None  # None: max(len(trace), 8 * concurrency)
+    requests_per_run: int | None  # None: run_count's rule
     max_tokens: int | None
     ignore_eos: bool
     aiperf_bin: Path | None
@@ -43,10 +44,19 @@ class ServerLog:
     starts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_count(settings: RunSettings, trace_len: int, concurrency: int) -> int:
+# A run shorter than this many output tokens lasts well under a second on a small model, and one late step
+# or client read moves its figure by a quarter (measured: 384-token runs at concurrency 4 read 0.87x and
+# 1.16x of their neighbours in one sweep).
+MIN_RUN_TOKENS = 2048
+
+
+def run_count(settings: RunSettings, trace_len: int, concurrency: int, mean_output_tokens: float | None = None) -> int:
+    """Requests per run: --requests-per-run, else every captured request, at least 8 per slot, and at
+    least MIN_RUN_TOKENS output tokens (by the recorded completions' mean length)."""
     if settings.requests_per_run is not None:
         return settings.requests_per_run
-    return max(trace_len, 8 * concurrency)
+    by_tokens = math.ceil(MIN_RUN_TOKENS / mean_output_tokens) if mean_output_tokens and mean_output_tokens > 0 else 0
+    return max(trace_len, 8 * concurrency, by_tokens)
 
 
 @contextmanager
@@ -90,7 +100,7 @@ def judged_tokens_per_s(result: ReplayMeasurement) -> float:
 
 
 def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
-            settings: RunSettings, say: Say) -> dict[int, ReplayMeasurement]:
+            settings: RunSettings, say: Say, mean_output_tokens: float | None = None) -> dict[int, ReplayMeasurement]:
     """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
     model's own tokenizer from disk (it would otherwise download one). Each run is preceded by
     `concurrency` unmeasured requests in flight together: the first steps at a new batch shape (and,
@@ -99,7 +109,7 @@ def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: S
     results = {}
     for concurrency in settings.concurrencies:
         spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
-                          schedule="closed", request_count=run_count(settings, len(bodies), concurrency),
+                          schedule="closed", request_count=run_count(settings, len(bodies), concurrency, mean_output_tokens),
                           greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
                           tokenizer=tokenizer, warmup=2 * concurrency + 2)
         # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.

@@ -103,13 +103,15 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         model, max_len = served_model(server.url)
         tokenizer = local_model_dir(env, options.vllm_args)
         records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
-        measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say)}
+        mean_output = sum(len(r.output) for r in records) / len(records)
+        measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say,
+                                                              mean_output)}
     model_free, curves = _model_free(records, options, configured, max_len)
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
         name = f"{candidate.method}-k{candidate.kmax}"
         with served(name, cand.server_env(env, engine, candidate.config), args, out, run, servers, say) as server:
-            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say)
+            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say, mean_output)
         if not candidate.simulated:
             try:
                 curves[candidate.method] = _counter_curve(measured[candidate.method])
@@ -131,7 +133,8 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         measured["recommended"] = measured[reused]
     else:
         with served("recommended", cand.server_env(env, engine, rec_config), args, out, run, servers, say) as server:
-            measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say)
+            measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say,
+                                              mean_output)
 
     rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
     predicted_config = rec_config
