@@ -66,7 +66,9 @@ class ReplayMeasurement:
         """Output tokens/s the server sustained with `concurrency` requests in flight: concurrency x output
         tokens per request / the server's own mean request latency. A closed loop whose client is never
         late delivers exactly this; on a small machine the client's own gaps between requests (which the
-        client-side figure counts as server time) are left out. None without the server's latency."""
+        client-side figure counts as server time) are left out, and so is the time before the engine
+        receives a request (HTTP, chat template, tokenization): where the API server cannot keep up, this
+        reads above what clients get. None without the server's latency."""
         latency = self.server_means.get("latency_mean_s")
         if not latency or latency <= 0 or self.ok_count < 1 or self.schedule != "closed":
             return None
