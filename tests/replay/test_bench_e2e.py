@@ -111,12 +111,17 @@ def test_bench_speedup_matches_a_closed_loop_measurement(off_run, ngram_run, run
     assert row["category"] == "traffic" and row["on"]["schedule"] == "closed" and row["off"]["request_count"] == REQUESTS
 
     # bench: closed loop by default, so its speedup is the server's, not the capture's arrival rate.
-    # Within 25% of the mean of the closed-loop measurements around it; on a machine busy enough that the two
-    # estimates (before and after) differ by more than that, within their own spread: a check cannot be
-    # finer than the noise.
+    # Replayed at the capture's timestamps (2 s apart), requests of well under a second would leave the server
+    # idle most of each run and the speedup near 1; in a closed loop requests are in flight almost all along.
+    for side in ("off", "on"):
+        assert row[side]["client_busy_share"] >= 0.75, (side, row[side]["client_busy_share"])
+    # Its speedup within 35% of the mean of the closed-loop measurements around it (an arrival-bound one reads
+    # about half), or within their own spread where that is wider: a check cannot be finer than the noise.
+    # One server measured three times in a row on this 2-core machine read 258.5, 345.2 and 279.1 tokens/s,
+    # the server's own time per output token moving with it (3.34, 2.50, 3.09 ms): the machine, not the client.
     before, after = on.output_tokens_per_s / off.output_tokens_per_s, on_after.output_tokens_per_s / off_after.output_tokens_per_s
     closed_speedup = (on.output_tokens_per_s + on_after.output_tokens_per_s) / (off.output_tokens_per_s + off_after.output_tokens_per_s)
-    tolerance = max(0.25, abs(before - after) / ((before + after) / 2))
+    tolerance = max(0.35, abs(before - after) / ((before + after) / 2))
     figures = {"bench off/on": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
                "closed loop off/off-after/on/on-after": (off.output_tokens_per_s, off_after.output_tokens_per_s,
                                                           on.output_tokens_per_s, on_after.output_tokens_per_s),

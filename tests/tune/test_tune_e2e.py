@@ -51,6 +51,9 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", "1,4",
                "--max-k", "3", "--methods", "ngram", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
+               # 1536 output tokens per run, not the default 2048 (runner.MIN_RUN_TOKENS, tested in test_tune_core):
+               # the disagreeing draft runs at a third of off's speed, and the suite's time is shared.
+               "--requests-per-run", "48",
                "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
