@@ -115,18 +115,20 @@ def test_bench_speedup_matches_a_closed_loop_measurement(off_run, ngram_run, run
     # idle most of each run and the speedup near 1; in a closed loop requests are in flight almost all along.
     for side in ("off", "on"):
         assert row[side]["client_busy_share"] >= 0.75, (side, row[side]["client_busy_share"])
-    # Its speedup within 35% of the mean of the closed-loop measurements around it (an arrival-bound one reads
-    # about half), or within their own spread where that is wider: a check cannot be finer than the noise.
-    # One server measured three times in a row on this 2-core machine read 258.5, 345.2 and 279.1 tokens/s,
-    # the server's own time per output token moving with it (3.34, 2.50, 3.09 ms): the machine, not the client.
+    # Its speedup no lower than 0.65x the closed-loop one around it (an arrival-bound bench reads about half)
+    # and no higher than 1.5x, or within the closed loop's own before/after spread where that is wider: a check
+    # cannot be finer than the noise. One server measured three times in a row on this 2-core machine read
+    # 258.5, 345.2 and 279.1 tokens/s, its own time per output token moving with it (3.34, 2.50, 3.09 ms): the
+    # machine, not the client; in another run bench read 1.29x the closed loop the same way.
     before, after = on.output_tokens_per_s / off.output_tokens_per_s, on_after.output_tokens_per_s / off_after.output_tokens_per_s
     closed_speedup = (on.output_tokens_per_s + on_after.output_tokens_per_s) / (off.output_tokens_per_s + off_after.output_tokens_per_s)
-    tolerance = max(0.35, abs(before - after) / ((before + after) / 2))
+    spread = abs(before - after) / ((before + after) / 2)
     figures = {"bench off/on": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
                "closed loop off/off-after/on/on-after": (off.output_tokens_per_s, off_after.output_tokens_per_s,
                                                           on.output_tokens_per_s, on_after.output_tokens_per_s),
                "client busy off/on": (row["off"]["client_busy_share"], row["on"]["client_busy_share"])}
-    assert row["speedup"] == pytest.approx(closed_speedup, rel=tolerance), (row["speedup"], closed_speedup, tolerance, figures)
+    low, high = closed_speedup * min(0.65, 1 - spread), closed_speedup * max(1.5, 1 + spread)
+    assert low <= row["speedup"] <= high, (row["speedup"], closed_speedup, spread, figures)
     assert row["tpot_ratio"] > 1, figures
     assert row["on"]["acceptance"]["acceptance_length"] > 1 and len(row["on"]["acceptance"]["per_position_rate"]) == 3
     assert row["off"]["server_spec_config"]["speculative_config"] is None
