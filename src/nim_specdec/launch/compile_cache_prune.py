@@ -98,4 +98,3 @@ def _prune_key(path: Path, older_than_s: float, now: float, dry_run: bool) -> Ke
             os.close(fd)
     shutil.rmtree(trash, ignore_errors=True)
     return KeyState(path.name, size, last_used, "removed")
-
