@@ -21,7 +21,6 @@ adds on top of the same server, not what a real store would deliver.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import statistics
@@ -67,21 +66,16 @@ def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
 
 
 def digest_floor(files: dict[str, bytes], work: Path, algorithm: str):
+    from nim_specdec.fetchers.verify import file_digest  # the fetcher's own hashing
+
     folder = work / "floor"
     folder.mkdir(exist_ok=True)
     for name, data in files.items():
         (folder / name).write_bytes(data)
 
-    def one(path: Path) -> str:
-        h = hashlib.new(algorithm)
-        with open(path, "rb") as fh:
-            while chunk := fh.read(8 * 1024 * 1024):
-                h.update(chunk)
-        return h.hexdigest()
-
     def run() -> None:
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(one, sorted(folder.iterdir())))
+            list(pool.map(lambda path: file_digest(path, algorithm), sorted(folder.iterdir())))
     return run
 
 

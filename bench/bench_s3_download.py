@@ -118,19 +118,13 @@ def run_boto3_defaults(endpoint: str, work: Path, prefix: str) -> float:
 
 def md5_only(folder: Path) -> float:
     """The digest work alone: the store's ETags are MD5, so a verified download hashes every byte."""
-    import hashlib
     from concurrent.futures import ThreadPoolExecutor
 
-    def digest(path: Path) -> str:
-        h = hashlib.md5()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(8 * 1024 * 1024):
-                h.update(chunk)
-        return h.hexdigest()
+    from nim_specdec.fetchers.verify import file_digest  # the fetcher's own hashing
 
     started = time.perf_counter()
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(digest, sorted(folder.iterdir())))
+        list(pool.map(lambda path: file_digest(path, "md5"), sorted(folder.iterdir())))
     return time.perf_counter() - started
 
 
