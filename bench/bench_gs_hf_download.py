@@ -12,8 +12,8 @@ three smaller ones) is downloaded side by side, alternating, with:
   hf://  our fetcher with checksum and with size; huggingface_hub's snapshot_download with 8 workers
          (its fastest transfer for files the Hub does not serve through Xet; hf_transfer is no longer
          used by huggingface_hub 1.0 and later), which checks no digest.
-Also the floor any verified download pays: the digest (MD5 for gs://, the LFS SHA-256 for hf://) of
-the same files on disk, two threads, no download. Prints medians and ratios to the fastest client.
+Also the floor a verified download pays: the digest (CRC32C, which our gs:// check uses, and MD5,
+which it used before; the LFS SHA-256 for hf://) of the same files on disk, two threads, no download. Prints medians and ratios to the fastest client.
 Both servers are written in Python: they bound the speed here, so the ratios say what each client
 adds on top of the same server, not what a real store would deliver.
 """
@@ -66,7 +66,7 @@ def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
 
 
 def digest_floor(files: dict[str, bytes], work: Path, algorithm: str):
-    from nim_specdec.fetchers.verify import file_digest  # the fetcher's own hashing
+    from nim_specdec.fetchers.digests import file_digest  # the fetcher's own hashing
 
     folder = work / "floor"
     folder.mkdir(exist_ok=True)
@@ -126,6 +126,7 @@ def gs_contenders(files: dict[str, bytes], work: Path) -> dict[str, object]:
         "download_many, no checksum": many(None),
         "sliced, no checksum": sliced,
         "MD5 of the files, no download": digest_floor(files, work, "md5"),
+        "CRC32C of the files, no download": digest_floor(files, work, "crc32c"),
     }
 
 

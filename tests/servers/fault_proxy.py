@@ -36,6 +36,7 @@ class Record:
     status: int = 0
     signed: bool = False  # carried an Authorization header
     agent: str = ""  # User-Agent: which client made the request
+    headers: frozenset[str] = frozenset()  # the names of the request's headers, lower case
 
 
 @dataclass
@@ -67,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         record = Record(self.command, self.path, signed="Authorization" in self.headers,
-                        agent=self.headers.get("User-Agent", ""))
+                        agent=self.headers.get("User-Agent", ""), headers=frozenset(k.lower() for k in self.headers))
         with self.state.lock:
             self.state.records.append(record)
         fault = self.state.take_fault(self.command, self.path)

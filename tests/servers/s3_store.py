@@ -31,19 +31,40 @@ class S3Store:
         self.proxy.close()
         self._server.stop()
 
-    def _client(self):
+    def _client(self, checksums: bool = True):
         import boto3
+        from botocore.config import Config
 
-        return boto3.client("s3", endpoint_url=self.direct_url, region_name="us-east-1", **_lower(KEYS))
+        # Without checksums: what a client older than botocore 1.36 wrote (the store keeps an MD5 ETag only).
+        config = Config(request_checksum_calculation="when_supported" if checksums else "when_required")
+        return boto3.client("s3", endpoint_url=self.direct_url, region_name="us-east-1", config=config, **_lower(KEYS))
 
     def env(self) -> dict[str, str]:
         return {"AWS_ENDPOINT_URL_S3": self.proxy.url, "AWS_REGION": "us-east-1", **KEYS, **self.client_env}
 
-    def publish(self, prefix: str, files: dict[str, bytes], public: bool = False) -> str:
-        client = self._client()
+    def publish(self, prefix: str, files: dict[str, bytes], public: bool = False, checksum: str | None = "CRC32") -> str:
+        """Objects as today's SDKs write them (with a CRC32 the store keeps), with another CRC, or without any."""
+        client = self._client(checksum is not None)
         for name, data in files.items():
             extra = {"ACL": "public-read"} if public else {}
+            if checksum is not None:
+                extra["ChecksumAlgorithm"] = checksum
             client.put_object(Bucket=self.bucket, Key=f"{prefix}/{name}", Body=data, **extra)
+        return f"s3://{self.bucket}/{prefix}"
+
+    def publish_multipart(self, prefix: str, name: str, parts: list[bytes], algorithm: str = "CRC64NVME") -> str:
+        """One object uploaded in parts with a full-object CRC: its ETag is `md5-N`, no MD5 of the bytes."""
+        client, key = self._client(), f"{prefix}/{name}"
+        upload = client.create_multipart_upload(Bucket=self.bucket, Key=key, ChecksumAlgorithm=algorithm,
+                                                ChecksumType="FULL_OBJECT")
+        done = []
+        for number, body in enumerate(parts, start=1):
+            answer = client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload["UploadId"], PartNumber=number,
+                                        Body=body, ChecksumAlgorithm=algorithm)
+            done.append({"PartNumber": number, "ETag": answer["ETag"],
+                         f"Checksum{algorithm}": answer[f"Checksum{algorithm}"]})
+        client.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload["UploadId"],
+                                         MultipartUpload={"Parts": done}, ChecksumType="FULL_OBJECT")
         return f"s3://{self.bucket}/{prefix}"
 
 

@@ -12,7 +12,7 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers import error_map
+from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.verify import CompletionWriter
 from nim_specdec.config.download_settings import DownloadSettings
@@ -64,8 +64,12 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
             continue  # a "folder" placeholder
         target_path(job.uri, job.dest, rel)
         md5 = base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
+        # GCS keeps a CRC32C of every object (composed ones too, which have no MD5): a fraction of MD5's cost.
+        crc = None
+        if digests.available("crc32c") and digests.well_formed_crc("crc32c", blob.crc32c):
+            crc = ("crc32c", blob.crc32c)
         if job.selects(rel):
-            listed.append((blob.name, RemoteFile(rel, int(blob.size or 0), md5=md5)))
+            listed.append((blob.name, RemoteFile(rel, int(blob.size or 0), md5=md5, crc=crc)))
     if not listed:
         raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix")
     return listed

@@ -8,13 +8,13 @@ that also parse HTTP, against one 8 MiB-buffered read per file on a pool of its 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.digests import file_digest
 
 
 @dataclass(frozen=True)
@@ -23,22 +23,17 @@ class RemoteFile:
     size: int
     md5: str | None = None  # hex digests the store vouches for, checked when NIM_DOWNLOAD_VERIFY=checksum
     sha256: str | None = None
+    crc: tuple[str, str] | None = None  # a full-object CRC the store keeps: (digests.ALGORITHMS name, value)
 
     @property
     def digest(self) -> tuple[str, str] | None:
         if self.sha256:
             return "sha256", self.sha256
+        if self.crc:  # the cheapest to compute, and the only one of a multipart S3 object
+            return self.crc
         if self.md5:
             return "md5", self.md5
         return None
-
-
-def file_digest(path: Path, algorithm: str) -> str:
-    h = hashlib.new(algorithm)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(8 * 1024 * 1024):
-            h.update(chunk)  # hashlib releases the GIL on large buffers: threads hash in parallel
-    return h.hexdigest()
 
 
 class CompletionWriter:
