@@ -57,6 +57,7 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
         bucket_name, prefix=f"{prefix}/" if prefix else None, timeout=job.settings.timeout, retry=_retry(job.settings)
     )
     budget = ListingBudget(job.uri, job.settings.timeout)
+    crc32c = digests.available("crc32c")
     for blob in blobs:
         budget.step()
         rel = blob.name[len(prefix) + 1 :] if prefix else blob.name
@@ -66,7 +67,7 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
         md5 = base64.b64decode(blob.md5_hash).hex() if blob.md5_hash else None
         # GCS keeps a CRC32C of every object (composed ones too, which have no MD5): a fraction of MD5's cost.
         crc = None
-        if digests.available("crc32c") and digests.well_formed_crc("crc32c", blob.crc32c):
+        if crc32c and digests.well_formed_crc("crc32c", blob.crc32c):
             crc = ("crc32c", blob.crc32c)
         if job.selects(rel):
             listed.append((blob.name, RemoteFile(rel, int(blob.size or 0), md5=md5, crc=crc)))
