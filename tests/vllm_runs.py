@@ -77,9 +77,15 @@ def aiperf_bin() -> str:
     return str(path)
 
 
-def base_env(workdir: Path) -> dict[str, str]:
+def base_env(workdir: Path, demo_model: Path) -> dict[str, str]:
+    """A server's environment: its own download cache and workspace, and the session's one vLLM cache.
+
+    Every server of the session shares VLLM_CACHE_ROOT (a variable the user sets is left alone by the
+    launcher): vLLM inspects the model's class in a subprocess at start (about 10 s on 2 cores) unless
+    its model-info cache, keyed by vLLM's own module hashes, already holds it. With --enforce-eager
+    nothing compiled goes there, so no server reads another's artefacts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1",
+    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", VLLM_CACHE_ROOT=str(demo_model.parent / "vllm-cache"),
                NIM_CACHE_PATH=str(workdir / "cache"), NIM_WORKSPACE=str(workdir / "workspace"))
     return env
 
@@ -144,7 +150,7 @@ def launch(name: str, env: Mapping[str, str], args, workdir: Path, smoke: bool |
 
 
 def demo_env(demo_model: Path, workdir: Path, **changes: str) -> dict[str, str]:
-    env = base_env(workdir)
+    env = base_env(workdir, demo_model)
     env.update(NIM_MODEL_PATH=str(demo_model / "target"), NIM_SERVED_MODEL_NAME=SERVED_NAME, **changes)
     return env
 

@@ -42,6 +42,14 @@ def test_plan_check_vllm_accepts_and_times_the_check(agree_models, tmp_path):
 
 
 def test_serve_refuses_before_starting_vllm(agree_models, tmp_path):
+    # serve execs vllm_boot, which runs the check in the Python that would then run vLLM's server: the
+    # refusal comes from there (the exec line proves it), before vLLM has started anything.
     done = _run("serve", agree_models, tmp_path, DRAFT_TOO_LONG)
     assert done.returncode == 2, done.stderr
-    assert "refuses this configuration" in done.stderr and "exec:" not in done.stderr
+    exec_lines = [line for line in done.stderr.splitlines() if "nim-specdec: exec:" in line]
+    assert len(exec_lines) == 1 and " -m nim_specdec.launch.vllm_boot " in exec_lines[0], done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+    assert len(errors) == 1 and "refuses this configuration" in errors[0], done.stderr
+    assert "speculative_config.max_model_len (from cli)" in errors[0]
+    assert "Traceback" not in done.stderr and "Starting vLLM server" not in done.stderr
+    assert "NIM_VLLM_CHECK_CONTEXT" not in done.stderr

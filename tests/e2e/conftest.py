@@ -30,7 +30,7 @@ def remote_run(demo_model, runs_dir):
     try:
         target_uri = gcs.publish("demo/target", _files(demo_model / "target"))
         draft_uri = s3.publish("demo/draft-copy", _files(demo_model / "draft-copy"))
-        env = base_env(runs_dir / "remote")
+        env = base_env(runs_dir / "remote", demo_model)
         env.update(s3.env(), **gcs.env(), NIM_MODEL_PATH=target_uri, NIM_DRAFT_MODEL_PATH=draft_uri,
                    NIM_SERVED_MODEL_NAME="demo-remote")
         record = launch("remote", env, [*SERVER_ARGS, "--speculative-config", json.dumps(DRAFT_MODEL_CONFIG)], runs_dir)

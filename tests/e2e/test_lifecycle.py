@@ -12,6 +12,7 @@ pytestmark = pytest.mark.e2e
 
 RUNS = ("ngram_run", "off_run", "eagle3_run", "remote_run")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+BOOT_MODULE = "nim_specdec.launch.vllm_boot"
 
 
 @pytest.fixture(params=RUNS)
@@ -21,7 +22,15 @@ def run(request):
 
 def test_launcher_pid_became_vllm(run):
     # The pid the launcher was started as runs the vLLM server: the launcher exec'd, no wrapper stayed.
-    assert run.stop.cmdline_before[1:3] == ["-m", SERVER_MODULE], f"{run.stop.cmdline_before}" + run.context()
+    # With local files the check runs in that process first (vllm_boot), then vLLM's server module in
+    # the same Python; the remote run was checked while it downloaded, so it runs the server directly.
+    cmdline = run.stop.cmdline_before
+    if run.name == "remote":
+        assert cmdline[1:3] == ["-m", SERVER_MODULE], f"{cmdline}" + run.context()
+        assert "nim-specdec: vLLM check while downloading" in run.log and "vLLM check passed" not in run.log
+    else:
+        assert cmdline[1:3] == ["-m", BOOT_MODULE] and cmdline[4:6] == ["-m", SERVER_MODULE], f"{cmdline}" + run.context()
+        assert "nim-specdec: vLLM check passed in" in run.log
     assert f"(APIServer pid={run.stop.pid})" in run.log
 
 

@@ -14,7 +14,6 @@ suffix tree keeps. The prediction models it as history.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import urllib.request
@@ -28,7 +27,7 @@ from nim_specdec.tools.ngram.replay import http_json, load_records
 from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, summed
 from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
 from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
-from vllm_runs import MAX_MODEL_LEN, SERVER_ARGS, probe
+from vllm_runs import MAX_MODEL_LEN, SERVER_ARGS, demo_env, probe
 
 pytestmark = pytest.mark.e2e
 
@@ -63,10 +62,8 @@ def _metrics(base: str) -> SpecCounters:
         return summed(parse_prometheus(resp.read().decode()))
 
 
-def _env(model_dir: Path, cache: Path, spec: dict | None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("NIM_")}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_MODEL_PATH=str(model_dir),
-               NIM_SERVED_MODEL_NAME="demo", NIM_CACHE_PATH=str(cache), NIM_SPECDEC_ENABLE="1" if spec else "0")
+def _env(demo_model: Path, workdir: Path, spec: dict | None) -> dict[str, str]:
+    env = demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="1" if spec else "0")
     if spec:
         env["NIM_SPECDEC_ARGS"] = json.dumps({"speculative_config": json.dumps(spec)})
     return env
@@ -115,7 +112,7 @@ def suffix_run(request, demo_model, capture, tmp_path_factory):
     """One server per configuration; every request sent alone, /metrics read before and after it."""
     name, config, params, ready_path = request.param
     out = tmp_path_factory.mktemp(f"suffix-{name}")
-    spec = ServerSpec(env=_env(demo_model / "target", out / "cache", config), args=SERVER_ARGS, log_path=out / "vllm.log",
+    spec = ServerSpec(env=_env(demo_model, out, config), args=SERVER_ARGS, log_path=out / "vllm.log",
                       ready_timeout_s=600, ready_path=ready_path)
     observed, outputs = [], []
     with running_server(spec) as server:

@@ -9,7 +9,6 @@ comparison holds): the sweep is two concurrencies of a few short requests each.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runs import aiperf_bin
+from vllm_runs import aiperf_bin, demo_env
 
 pytestmark = pytest.mark.e2e
 
@@ -26,14 +25,9 @@ PROMPTS = ("the quick brown fox jumps over the lazy dog", "speculative decoding 
 
 
 def _env(demo_model: Path, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_CACHE_PATH=str(tmp_path / "cache"),
-               NIM_WORKSPACE=str(tmp_path / "workspace"), NIM_MODEL_PATH=str(demo_model / "target"),
-               NIM_SERVED_MODEL_NAME="demo", NIM_SPECDEC_ENABLE="1",
-               NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
-               NIM_SPECDEC_ARGS=json.dumps({"speculative_config": {
-                   "method": "draft_model", "model": "draft", "num_speculative_tokens": 2}}))
-    return env
+    return demo_env(demo_model, tmp_path, NIM_SPECDEC_ENABLE="1", NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
+                    NIM_SPECDEC_ARGS=json.dumps({"speculative_config": {
+                        "method": "draft_model", "model": "draft", "num_speculative_tokens": 2}}))
 
 
 def _port_closed(port: int) -> bool:

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
@@ -27,7 +28,8 @@ from nim_specdec.config.plan_model import Plan, check_view, plan_json
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import resolve
 from nim_specdec.launch.early_check import check_while_downloading, with_early_result
-from nim_specdec.launch.vllm_gate import run_check
+from nim_specdec.launch.vllm_boot import CONTEXT_VAR, boot_argv, check_context
+from nim_specdec.launch.vllm_gate import defer_check, run_check, settled
 from nim_specdec.config.target import TARGET_LINK
 
 
@@ -35,7 +37,8 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
     """Resolve, check, download, re-check and link: everything serve does before it execs vLLM.
     Each step makes a new Plan; the sources travel typed from the resolution to the fetch.
 
-    `for_serve`: vLLM will run in this Python, so the method's optional package must import here.
+    `for_serve`: vLLM will run in this Python, so the method's optional package must import here; and the
+    vLLM check that nothing overlaps (no download runs meanwhile) is left to the exec'd process.
     """
     facts = base_facts(env)
     settings, plan = resolve(env, vllm_args, facts)
@@ -53,12 +56,14 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
     plan = _checked(plan, env, log)
     # vLLM's own validation before anything slow: now when the target's and draft's files are here,
     # else as soon as they are fetched, before vLLM starts.
-    plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.info))
+    check = (lambda p, warn: defer_check(check_view(p))) if for_serve else (
+        lambda p, warn: run_check(check_view(p), env, warn=warn))
+    plan = replace(plan, vllm_check=check(plan, log.info))
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
     early = None
-    if not (plan.vllm_check or {}).get("ran"):
+    if not settled(plan.vllm_check):
         # Remote sources: their config.json first, then the check while the weights download.
         def replan(known):
             return resolve(env, vllm_args, replace(facts, sources={**facts.sources, **known}))[1]
@@ -91,8 +96,8 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
         plan = _checked(plan, env, log)
     if early is not None and tuple(plan.argv_exec) == early.argv:
         plan = with_early_result(plan, early)  # the command judged during the download is the one that runs
-    if not (plan.vllm_check or {}).get("ran"):
-        plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.warning))
+    if not settled(plan.vllm_check):
+        plan = replace(plan, vllm_check=check(plan, log.warning))
     return plan, log
 
 
@@ -108,7 +113,10 @@ def run(args: argparse.Namespace) -> int:
     env.update(claim(plan.compile_cache, warn=log.warning, info=log.info))  # vLLM keeps the writer lock
     if plan.cpu_preload["LD_PRELOAD"]:
         env["LD_PRELOAD"] = plan.cpu_preload["LD_PRELOAD"]
-    argv = list(plan.argv_exec)
-    log.info("exec: %s", shlex.join(plan.argv))
+    argv, shown = list(plan.argv_exec), list(plan.argv)
+    if (plan.vllm_check or {}).get("deferred"):
+        argv, shown = boot_argv(sys.executable, argv), boot_argv(sys.executable, shown)
+        env[CONTEXT_VAR] = check_context(check_view(plan))
+    log.info("exec: %s", shlex.join(shown))
     os.execvpe(argv[0], argv, env)
     return 0  # not reached: exec replaced this process

@@ -100,18 +100,18 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return importlib.import_module(args._module).run(args)
     except LauncherError as err:
-        _error_line(f"nim-specdec: error: {err.one_line()}")
+        error_line(f"nim-specdec: error: {err.one_line()}")
         return err.exit_code
     except BrokenPipeError:
         raise
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - last line of defence: never a traceback
-        _error_line(f"nim-specdec: internal error: {type(err).__name__}: {' '.join(str(err).split())[:500]}")
+        error_line(f"nim-specdec: internal error: {type(err).__name__}: {' '.join(str(err).split())[:500]}")
         return EXIT_INTERNAL
 
 
-def _error_line(text: str) -> None:
+def error_line(text: str) -> None:
     """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
     from nim_specdec.errors import printable
     from nim_specdec.launch.redact import redact_text, secret_values

@@ -1,0 +1,68 @@
+"""vllm_boot: how serve's exec runs vLLM's command after the check, and what the launcher hands it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nim_specdec.launch.vllm_boot import CONTEXT_VAR, MODULE, boot_argv, check_context, server_entry
+from nim_specdec.launch.vllm_gate import DEFERRED, defer_check, settled
+
+SERVER = "vllm.entrypoints.openai.api_server"
+
+
+@pytest.mark.parametrize("program, expected", [
+    (["/venv/bin/python3", "-m", SERVER, "--model", "/ws/target"], ("module", SERVER, [SERVER, "--model", "/ws/target"])),
+    (["vllm", "serve", "/ws/target", "--port", "8000"], ("script", "vllm", ["vllm", "serve", "/ws/target", "--port", "8000"])),
+    (["/usr/local/bin/vllm", "serve", "m"], ("script", "vllm", ["/usr/local/bin/vllm", "serve", "m"])),
+])
+def test_server_entry(program, expected):
+    assert server_entry(program) == expected
+
+
+def test_server_entry_refuses_an_empty_command():
+    with pytest.raises(ValueError):
+        server_entry([])
+
+
+def test_boot_argv_keeps_vllms_command_whole():
+    program = ["/venv/bin/python3", "-m", SERVER, "--model", "m"]
+    assert boot_argv("/venv/bin/python3", program) == ["/venv/bin/python3", "-m", MODULE, *program]
+
+
+def test_check_context_names_sources_never_values():
+    view = {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}, "config": {"model": "secret-ish"}},
+            "engine_origin": {"api_key": "cli"}, "vllm_version": "0.32.0", "_argv_exec": ["vllm", "--api-key", "s3cr3t"]}
+    context = json.loads(check_context(view))
+    assert context == {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}},
+                       "engine_origin": {"api_key": "cli"}, "vllm_version": "0.32.0"}
+    assert "s3cr3t" not in check_context(view)
+
+
+def test_defer_check_waits_for_files_that_are_not_here(tmp_path):
+    here = {"_argv_exec": ["python", "-m", SERVER], "target": {"model": str(tmp_path)}}
+    assert defer_check(here) == DEFERRED and settled(defer_check(here))
+    away = {"_argv_exec": ["python", "-m", SERVER], "target": {"model": str(tmp_path / "not-yet")}}
+    outcome = defer_check(away)
+    assert outcome["ran"] is False and "not on this machine yet" in outcome["skipped"] and not settled(outcome)
+
+
+@pytest.mark.parametrize("check, expected", [
+    (None, False), ({"ran": False, "skipped": "why"}, False), ({"ran": True}, True), (DEFERRED, True),
+])
+def test_settled(check, expected):
+    assert settled(check) is expected
+
+
+def test_without_a_context_the_program_runs_at_once_with_its_own_argv(tmp_path):
+    # A module stands in for vLLM's server: it prints what it was run with and whether the context leaked.
+    (tmp_path / "fake_server.py").write_text(
+        "import os, sys\nprint(__name__, sys.argv[1:], os.environ.get('%s'))\nsys.exit(7)\n" % CONTEXT_VAR)
+    done = subprocess.run([sys.executable, "-m", MODULE, sys.executable, "-m", "fake_server", "--port", "1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 7, done.stderr
+    assert done.stdout.strip() == "__main__ ['--port', '1'] None"
