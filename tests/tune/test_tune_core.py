@@ -184,3 +184,14 @@ def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
 
     settings = RunSettings((1,), explicit, None, False, None, 60.0)
     assert run_count(settings, trace_len, concurrency, mean_output) == expected
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"NIM_MODEL_PATH": "/m"}, "120"),  # tune's servers keep idle pooled connections past vLLM's 5 s
+    ({"NIM_MODEL_PATH": "/m", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "7"}, "7"),  # the user's value stays
+])
+def test_server_env_keeps_idle_connections_unless_the_user_chose(env, expected):
+    from nim_specdec.tools.tune.runner import server_env
+
+    got = server_env(env)
+    assert got["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == expected and got["NIM_MODEL_PATH"] == "/m"
