@@ -112,8 +112,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def error_line(text: str) -> None:
-    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
-    from nim_specdec.errors import printable
-    from nim_specdec.launch.redact import redact_text, secret_values
+    from nim_specdec.launch.logs import error_line as write  # lazily: serve imports nothing it does not need
 
-    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)
+    write(text)

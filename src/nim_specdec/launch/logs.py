@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from typing import Mapping
@@ -45,3 +46,8 @@ def setup_logging(level: str, jsonl: bool, env: Mapping[str, str]) -> logging.Lo
     logger.setLevel(level)
     logger.propagate = False
     return logger
+
+
+def error_line(text: str) -> None:
+    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
+    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)

@@ -75,10 +75,9 @@ def _check(context: Mapping[str, Any], program: Sequence[str], env: Mapping[str,
 def main(program: Sequence[str]) -> int:
     raw = os.environ.pop(CONTEXT_VAR, None)
     if raw is not None:
-        from nim_specdec.cli.main import error_line
         from nim_specdec.config.settings import parse_settings
         from nim_specdec.errors import LauncherError
-        from nim_specdec.launch.logs import setup_logging
+        from nim_specdec.launch.logs import error_line, setup_logging
 
         env = dict(os.environ)
         try:
