@@ -69,14 +69,22 @@ SCENARIOS = {
 AGREE_PERTURB = 0.03  # see agreeing_pair: 0.82 of greedy tokens agree (0.63 at 0.1, 0.27 at 0.3)
 
 
+def _copy_tokenizer(demo: Path, *models: Path) -> None:
+    """The demo target's tokenizer files into each model directory (the weights there are our own)."""
+    import shutil
+
+    for item in (demo / "target").iterdir():
+        if item.is_file() and item.name.startswith(("tokenizer", "special_tokens", "chat_template")):
+            for where in models:
+                shutil.copy2(item, where / item.name)
+
+
 def wide_target(demo: Path) -> Path:
     """The demo target's tokenizer and shape, 8x wider (hidden 1024, 8 heads of 128) and 4 layers deep,
     random weights from a fixed seed: about 50 M parameters."""
     out = demo.parent / "wide-target"
     if (out / "config.json").exists():
         return out
-    import shutil
-
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -87,9 +95,7 @@ def wide_target(demo: Path) -> Path:
     model = LlamaForCausalLM(LlamaConfig(**config)).to(torch.bfloat16)
     out.mkdir(parents=True)
     model.save_pretrained(out, safe_serialization=True)
-    for item in (demo / "target").iterdir():
-        if item.is_file() and item.name.startswith(("tokenizer", "special_tokens", "chat_template")):
-            shutil.copy2(item, out / item.name)
+    _copy_tokenizer(demo, out)
     return out
 
 
@@ -105,8 +111,6 @@ def agreeing_pair(demo: Path, perturb: float = AGREE_PERTURB) -> tuple[Path, Pat
     target, draft = out / "target", out / "draft"
     if (draft / "config.json").exists():
         return target, draft
-    import shutil
-
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -122,10 +126,7 @@ def agreeing_pair(demo: Path, perturb: float = AGREE_PERTURB) -> tuple[Path, Pat
     kept = {k: v for k, v in wide.state_dict().items() if not k.startswith("model.layers.") or k.startswith("model.layers.0.")}
     small.load_state_dict(kept, strict=True)
     small.save_pretrained(draft, safe_serialization=True)
-    for item in (demo / "target").iterdir():
-        if item.is_file() and item.name.startswith(("tokenizer", "special_tokens", "chat_template")):
-            for where in (target, draft):
-                shutil.copy2(item, where / item.name)
+    _copy_tokenizer(demo, target, draft)
     return target, draft
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, MODULE, boot_argv, check_context, server_entry
-from nim_specdec.launch.vllm_gate import DEFERRED, defer_check, settled
+from nim_specdec.launch.vllm_gate import DEFERRED, run_check, settled
 
 SERVER = "vllm.entrypoints.openai.api_server"
 
@@ -40,6 +40,10 @@ def test_check_context_names_sources_never_values():
     assert context == {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}},
                        "engine_origin": {"api_key": "cli"}, "vllm_version": "0.32.0"}
     assert "s3cr3t" not in check_context(view)
+
+
+def defer_check(plan):
+    return run_check(plan, {}, warn=lambda _line: None, defer=True)
 
 
 def test_defer_check_waits_for_files_that_are_not_here(tmp_path):

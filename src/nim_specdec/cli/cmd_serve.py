@@ -29,7 +29,7 @@ from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import resolve
 from nim_specdec.launch.early_check import check_while_downloading, with_early_result
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, boot_argv, check_context
-from nim_specdec.launch.vllm_gate import defer_check, run_check, settled
+from nim_specdec.launch.vllm_gate import run_check, settled
 from nim_specdec.config.target import TARGET_LINK
 
 
@@ -56,9 +56,7 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
     plan = _checked(plan, env, log)
     # vLLM's own validation before anything slow: now when the target's and draft's files are here,
     # else as soon as they are fetched, before vLLM starts.
-    check = (lambda p, warn: defer_check(check_view(p))) if for_serve else (
-        lambda p, warn: run_check(check_view(p), env, warn=warn))
-    plan = replace(plan, vllm_check=check(plan, log.info))
+    plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.info, defer=for_serve))
     downloaded = False
     ctx = fetch_context(settings, env, log=log.info)
     workspace = Path(settings.workspace)
@@ -97,7 +95,7 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
     if early is not None and tuple(plan.argv_exec) == early.argv:
         plan = with_early_result(plan, early)  # the command judged during the download is the one that runs
     if not settled(plan.vllm_check):
-        plan = replace(plan, vllm_check=check(plan, log.warning))
+        plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.warning, defer=for_serve))
     return plan, log
 
 
