@@ -2,12 +2,14 @@
 
 Keeping the storage (vfs driver, chroot isolation) inside the build folder makes the image
 test independent of the machine's container setup: no daemon, no overlay mounts, nothing
-left in /var/lib/containers.
+left in /var/lib/containers. Buildah's staging copies (a whole layer each, /var/tmp by
+default) go there too, through TMPDIR, so the test needs free space in one place only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -27,9 +29,14 @@ class Buildah:
             "--storage-driver", "vfs",
         ]
 
+    def _env(self) -> dict[str, str]:
+        staging = self.workdir / "tmp"
+        staging.mkdir(parents=True, exist_ok=True)
+        return {**os.environ, "TMPDIR": str(staging)}
+
     def call(self, args: Sequence[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [*self._base(), *args], capture_output=True, text=True, timeout=timeout, check=False
+            [*self._base(), *args], capture_output=True, text=True, timeout=timeout, check=False, env=self._env()
         )
 
     def checked(self, args: Sequence[str], timeout: float = 900) -> str:
