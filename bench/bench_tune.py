@@ -1,6 +1,6 @@
 """`nim-specdec tune` on the CPU against its targets, printed as figures.
 
-    python bench/bench_tune.py [--scenario draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--out DIR]
+    python bench/bench_tune.py [--scenario draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--repeat N] [--out DIR]
 
 Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
   draft  the user configured a draft that disagrees with the target (draft_model, the demo's
@@ -130,7 +130,8 @@ def agreeing_pair(demo: Path, perturb: float = AGREE_PERTURB) -> tuple[Path, Pat
     return target, draft
 
 
-def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None) -> dict:
+def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None,
+                 repeat: int = 1) -> dict:
     spec = SCENARIOS[name]
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
@@ -140,7 +141,7 @@ def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: st
                PYTHONPATH=str(REPO / "src"), **spec["env"](demo))
     out = work / name
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
-               "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out),
+               "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out), "--repeat", str(repeat),
                *(["--methods", methods or spec["methods"]] if methods or "methods" in spec else []),
                "--", "--max-model-len", "1024", "--seed", "0"]
     print(f"[{name}] {' '.join(command[1:])}", flush=True)
@@ -191,6 +192,7 @@ def main() -> int:
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
+    parser.add_argument("--repeat", type=int, default=1, help="tune's --repeat: rounds per concurrency (default 1)")
     parser.add_argument("--methods", help="tune's --methods (default: tune's own: ngram, and suffix where installed)")
     parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
     args = parser.parse_args()
@@ -203,7 +205,7 @@ def main() -> int:
     verdicts = []
     for name in (SCENARIOS if args.scenario == "all" else [args.scenario]):
         verdicts += [(f"[{name}] {text}", ok) for text, ok in report(name, run_scenario(
-            name, work / "demo", work, args.concurrency, args.aiperf, args.methods))]
+            name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat))]
     print()
     for text, ok in verdicts:
         print(f"{'MET ' if ok else 'MISS'} {text}")

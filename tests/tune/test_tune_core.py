@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec.tools.tune.acceptance import curve_from_positions, curve_from_simulation, slot_figures
-from nim_specdec.tools.tune.choice import choose, plan_method, to_ranges
+from nim_specdec.tools.tune.choice import LOSS_FLOOR, choose, plan_method, to_ranges
 from nim_specdec.tools.tune.cost_model import CostModel, MethodCost, Observation, fit
 
 CONCURRENCIES = (1, 2, 4, 8)
@@ -44,8 +44,9 @@ def test_curve_from_simulation_orders_k_and_needs_all_of_them():
 
 
 TRUE = CostModel(base_s=0.010, per_seq_s=0.002,
-                 methods={"ngram": MethodCost(per_k_s=0.0005, per_draft_token_s=0.0015),
-                          "draft_model": MethodCost(per_k_s=0.006, per_draft_token_s=0.0002)})
+                 methods={"ngram": MethodCost(per_k_s=0.0, per_draft_token_s=0.0015, per_step_s=0.0005),
+                          "draft_model": MethodCost(per_k_s=0.006, per_draft_token_s=0.0002, per_step_s=0.004,
+                                                    per_step_seq_s=0.0005)})
 CURVES = {
     "ngram": curve_from_simulation([(1, 1000, 150, 400), (2, 1000, 220, 700), (3, 1000, 260, 950)]),
     "draft_model": curve_from_positions([5, 1, 0], drafts=900, output_tokens=1000, accepted=6),
@@ -67,13 +68,42 @@ def _observations(model: CostModel, method: str | None, k: int, curve=None) -> l
 
 
 def test_fit_recovers_the_model_that_produced_the_runs():
+    # n-gram is model-free (its per-step cost fitted on its largest K); the draft model's server was also
+    # measured at K = 0, which gives its per-step terms.
     fitted = fit(_observations(TRUE, None, 0),
-                 {m: _observations(TRUE, m, CURVES[m].kmax, CURVES[m]) for m in TRUE.methods})
+                 {m: _observations(TRUE, m, CURVES[m].kmax, CURVES[m]) for m in TRUE.methods},
+                 model_free=frozenset({"ngram"}),
+                 zero_k={"draft_model": _observations(TRUE, "draft_model", 0, CURVES["draft_model"])})
     assert fitted.base_s == pytest.approx(TRUE.base_s, rel=1e-6)
     assert fitted.per_seq_s == pytest.approx(TRUE.per_seq_s, rel=1e-6)
     for method, cost in TRUE.methods.items():
-        assert fitted.methods[method].per_k_s == pytest.approx(cost.per_k_s, rel=1e-6, abs=1e-12)
-        assert fitted.methods[method].per_draft_token_s == pytest.approx(cost.per_draft_token_s, rel=1e-6, abs=1e-12)
+        got = fitted.methods[method]
+        for term in ("per_k_s", "per_draft_token_s", "per_step_s", "per_step_seq_s"):
+            assert getattr(got, term) == pytest.approx(getattr(cost, term), rel=1e-6, abs=1e-12), (method, term)
+
+
+def test_a_draft_models_k_zero_is_what_its_k_zero_server_measured():
+    # K = 0 costs a draft model's server more than one of its passes (measured on the CPU: twice as much).
+    true = CostModel(0.010, 0.002, {"draft_model": MethodCost(per_k_s=0.003, per_draft_token_s=0.0002,
+                                                              per_step_s=0.002, per_step_seq_s=0.0008)})
+    curve = CURVES["draft_model"]
+    off, top = _observations(true, None, 0), _observations(true, "draft_model", curve.kmax, curve)
+    probed = fit(off, {"draft_model": top}, zero_k={"draft_model": _observations(true, "draft_model", 0, curve)})
+    unprobed = fit(off, {"draft_model": top})
+    for c in CONCURRENCIES:
+        expected = true.tokens_per_s(c, "draft_model", curve, 0)
+        assert probed.tokens_per_s(c, "draft_model", curve, 0) == pytest.approx(expected, rel=1e-6)
+        # Both reproduce the runs at the largest K they were fitted on ...
+        for model in (probed, unprobed):
+            assert model.tokens_per_s(c, "draft_model", curve, curve.kmax) == pytest.approx(
+                true.tokens_per_s(c, "draft_model", curve, curve.kmax), rel=1e-6)
+    # ... but without the K = 0 server the first pass is priced like the others, and K = 0 at the
+    # largest batch looks faster than it is.
+    unprobed_cost = unprobed.methods["draft_model"]
+    assert unprobed_cost.per_step_s == unprobed_cost.per_k_s > 0 and unprobed_cost.per_step_seq_s == 0.0
+    assert unprobed.tokens_per_s(8, "draft_model", curve, 0) > 1.05 * true.tokens_per_s(8, "draft_model", curve, 0)
+    # Every step of a speculating draft-model server pays at least its first pass: K = 0 is slower than off.
+    assert probed.tokens_per_s(8, "draft_model", curve, 0) < probed.tokens_per_s(8, None, None, 0)
 
 
 def test_fit_keeps_costs_non_negative_when_speculation_looks_free():
@@ -149,9 +179,10 @@ def test_fit_puts_a_model_free_methods_fixed_cost_on_every_step():
     cost = fitted.methods["ngram"]
     assert cost.per_step_s == pytest.approx(0.003, rel=1e-6) and cost.per_k_s == 0.0
     assert cost.per_draft_token_s == pytest.approx(0.0015, rel=1e-6)
-    # Fitted as a draft model's, the same runs put that cost on K instead, and K = 0 would look free.
+    # Fitted as a draft model's (K passes, the first on every step), the same runs put that cost on K
+    # instead: a third per pass at K = 3, and K = 0 would cost one pass, not all of it.
     as_draft = fit(_observations(true, None, 0), {"ngram": runs}).methods["ngram"]
-    assert as_draft.per_step_s == 0.0 and as_draft.per_k_s == pytest.approx(0.001, rel=1e-6)
+    assert as_draft.per_step_s == as_draft.per_k_s == pytest.approx(0.001, rel=1e-6)
 
 
 def test_k_zero_on_a_speculating_server_pays_its_per_step_cost():
@@ -170,6 +201,18 @@ def test_a_schedule_that_would_lose_to_off_on_its_k_zero_steps_is_not_chosen():
     # Without that cost the same drafts are worth a schedule.
     free = CostModel(0.010, 0.002, {"ngram": MethodCost(0.0, 0.0030)})
     assert choose(free, {"ngram": CURVES["ngram"]}, CONCURRENCIES).chosen is not None
+
+
+def test_a_draft_that_pays_small_but_loses_large_is_not_chosen():
+    # The draft gains at batch size 1, but every step pays a costly K = 0 pass: at 8 even its best K keeps
+    # less than LOSS_FLOOR of off, whatever the mean over the sweep says.
+    curve = curve_from_positions([900, 800, 700], drafts=1000, output_tokens=3400, accepted=2400)
+    heavy = CostModel(0.010, 0.002, {"draft_model": MethodCost(0.001, 0.0001, per_step_s=0.001, per_step_seq_s=0.012)})
+    plan = plan_method(heavy, "draft_model", curve, CONCURRENCIES)
+    assert plan.score > 1.0 and plan.best_ratio > 1.03 and plan.worst_ratio < LOSS_FLOOR
+    assert choose(heavy, {"draft_model": curve}, CONCURRENCIES).chosen is None
+    light = CostModel(0.010, 0.002, {"draft_model": MethodCost(0.001, 0.0001, per_step_s=0.001)})
+    assert choose(light, {"draft_model": curve}, CONCURRENCIES).chosen is not None
 
 
 @pytest.mark.parametrize("explicit, trace_len, concurrency, mean_output, expected", [

@@ -1,9 +1,10 @@
 """`nim-specdec tune` end to end on the CPU: the demo model served off, with a draft that disagrees with
 it (configured by the user) and with n-gram; the recommendation is checked against its own verification.
 
-Three or four server starts (off, draft_model, ngram, and the recommendation unless it is exactly one of
-them), each with --enforce-eager (no torch.compile: half the start time; the same for every server, so the
-comparison holds): the sweep is two concurrencies of a few short requests each.
+Four or five server starts (off, draft_model at its K and at K = 0, ngram, and the recommendation unless
+it is exactly one of them), each with --enforce-eager (no torch.compile: half the start time; the same for
+every server, so the comparison holds): the sweep is two concurrencies of a few short requests each,
+measured in two rounds.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", "1,4",
                "--max-k", "3", "--methods", "ngram", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
-               # 1536 output tokens per run, not the default 2048 (runner.MIN_RUN_TOKENS, tested in test_tune_core):
-               # the disagreeing draft runs at a third of off's speed, and the suite's time is shared.
-               "--requests-per-run", "48",
+               # Two interleaved rounds of 1024 output tokens per concurrency, not one of the default 2048
+               # (runner.MIN_RUN_TOKENS, tested in test_tune_core): the disagreeing draft runs at a third of
+               # off's speed, and the suite's time is shared.
+               "--repeat", "2", "--requests-per-run", "32",
                "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -71,6 +73,18 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
         assert row["recommended_measured"] >= 0.9 * row["best_alternative_measured"], row
         assert row["recommended_predicted"] > 0 and row["prediction_error"] is not None, row
 
+    # Every server measured each concurrency twice; the lower round of the two is the one kept and reported.
+    assert result["repeat"] == 2
+    for server in result["servers"]:
+        for c in (1, 4):
+            rounds = [r for r in result["runs"] if r["configuration"] == server["name"] and r["concurrency"] == c]
+            assert sorted(r["round"] for r in rounds) == [1, 2], (server["name"], c)
+            kept = [r for r in rounds if r["kept"]]
+            assert len(kept) == 1 and kept[0]["judged_tokens_per_s"] == min(r["judged_tokens_per_s"] for r in rounds)
+    off_kept = {r["concurrency"]: r["judged_tokens_per_s"] for r in result["runs"] if r["configuration"] == "off" and r["kept"]}
+    assert off_kept == pytest.approx({int(c): v for c, v in off.items()}, abs=0.01)
+    assert "## Spread over 2 rounds" in (out / "tune.md").read_text()
+
     # The variables are ready to use: `plan` accepts them with the same environment.
     planned = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True,
                              env={**_env(demo_model, tmp_path), **recommended}, timeout=120)
@@ -78,7 +92,11 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     plan = json.loads(planned.stdout)["speculative"]
     assert plan["enabled"] is (recommended["NIM_SPECDEC_ENABLE"] == "1")
 
-    assert 3 <= len(result["servers"]) <= 4
+    # The draft's server was also measured at K = 0 everywhere, and the fit used it.
+    assert [s["name"] for s in result["servers"]][:4] == ["off", "draft_model-k2", "draft_model-k0", "ngram-k3"]
+    assert result["cost_model"]["methods"]["draft_model"]["per_step_s"] > 0
+    assert any(n.startswith("draft_model at K = 0 on a server of its own") for n in result["notes"])
+    assert 4 <= len(result["servers"]) <= 5
     assert all(_port_closed(server["port"]) for server in result["servers"])  # none left running
     assert (out / "tune.md").read_text().startswith("# nim-specdec tune")
     assert (out / "tokens_per_s.png").stat().st_size > 0

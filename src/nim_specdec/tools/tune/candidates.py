@@ -111,6 +111,12 @@ def server_env(user_env: Mapping[str, str], engine: Mapping[str, Any], config: M
     return env
 
 
+def zero_k_config(candidate: Candidate) -> dict[str, Any]:
+    """The candidate's server with K = 0 at every batch size: a draft model's per-step cost, measured.
+    vLLM carries the last range's K on to every larger batch."""
+    return {**candidate.config, SCHEDULE_KEY: [[1, 1, 0]]}
+
+
 def scheduled_config(candidate: Candidate, ranges: Sequence[Sequence[int]]) -> dict[str, Any] | None:
     """The candidate's config with a K per batch size; a uniform K needs no schedule; all zero is off."""
     ks = [r[2] for r in ranges]

@@ -3,8 +3,10 @@
 K > 0 is kept at a batch size only where the model predicts at least `margin` more tokens/s than K = 0
 there on the same server, so noise in the fit cannot buy a schedule that loses. K = 0 on a speculating
 server is not speculation off (cost_model: per_step_s), so a method is chosen only where its schedule
-is predicted at least `margin` faster than off at some swept concurrency and faster than off on average
-over them; of those, the best mean predicted speed-up wins; none: speculation off.
+is predicted at least `margin` faster than off at some swept concurrency, faster than off on average
+over them, and at no swept concurrency below LOSS_FLOOR of off (a draft model's K = 0 still costs its
+first pass, so its schedule can lose to off at large batches whatever K it picks there); of those, the
+best mean predicted speed-up wins; none: speculation off.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from nim_specdec.tools.tune.acceptance import AcceptanceCurve
 from nim_specdec.tools.tune.cost_model import CostModel
 
 DEFAULT_MARGIN = 0.03
+# The least a chosen schedule may be predicted to keep of off's tokens/s at any concurrency swept.
+LOSS_FLOOR = 0.9
 Ranges = tuple[tuple[int, int, int], ...]
 
 
@@ -26,6 +30,7 @@ class MethodPlan:
     predicted: Mapping[int, float]  # concurrency -> predicted tokens/s with this schedule
     score: float  # mean over concurrencies of predicted / predicted off
     best_ratio: float = 1.0  # the largest predicted / predicted off over the concurrencies
+    worst_ratio: float = 1.0  # the smallest
 
     @property
     def speculates(self) -> bool:
@@ -69,14 +74,15 @@ def plan_method(model: CostModel, method: str, curve: AcceptanceCurve, concurren
     ks = tuple(best_k(model, method, curve, b, margin) for b in range(1, largest + 1))
     predicted = {c: model.tokens_per_s(c, method, curve, ks[c - 1]) for c in concurrencies}
     ratios = [predicted[c] / model.tokens_per_s(c, None, None, 0) for c in concurrencies]
-    return MethodPlan(method, ks, predicted, sum(ratios) / len(ratios), max(ratios))
+    return MethodPlan(method, ks, predicted, sum(ratios) / len(ratios), max(ratios), min(ratios))
 
 
 def choose(model: CostModel, curves: Mapping[str, AcceptanceCurve], concurrencies: Sequence[int],
            margin: float = DEFAULT_MARGIN) -> Choice:
     plans = sorted((plan_method(model, m, curve, concurrencies, margin) for m, curve in curves.items()),
                    key=lambda p: (-p.score, p.method))
-    winners = [p for p in plans if p.speculates and p.score > 1.0 and p.best_ratio >= 1.0 + margin]
+    winners = [p for p in plans
+               if p.speculates and p.score > 1.0 and p.best_ratio >= 1.0 + margin and p.worst_ratio >= LOSS_FLOOR]
     predicted_off = {c: model.tokens_per_s(c, None, None, 0) for c in concurrencies}
     return Choice(winners[0] if winners else None, tuple(plans), predicted_off)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.tools.tune.repeats import spreads_by_configuration
+
 OFF, STATIC, RECOMMENDED = "off", "static", "recommended"
 NOT_KEPT = "predicted choice (not kept)"  # the model's choice, when verification recommended another row
 
@@ -74,7 +76,8 @@ def _by_c(values: Mapping[int, float]) -> dict[str, float]:
 def build_result(*, recommended_env: Mapping[str, str], chosen: Mapping[str, Any] | None,
                  rows: Sequence[ConfigRow], concurrencies: Sequence[int], cost_model: Mapping[str, Any],
                  acceptance: Mapping[str, Any], methods: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]],
-                 runs: Sequence[Mapping[str, Any]], notes: Sequence[str], duration_s: float) -> dict[str, Any]:
+                 runs: Sequence[Mapping[str, Any]], notes: Sequence[str], duration_s: float,
+                 repeat: int = 1) -> dict[str, Any]:
     return {
         "recommended": dict(recommended_env),
         "recommendation": chosen,
@@ -89,6 +92,7 @@ def build_result(*, recommended_env: Mapping[str, str], chosen: Mapping[str, Any
         "acceptance": dict(acceptance),
         "methods": list(methods),
         "servers": list(servers),
+        "repeat": repeat,
         "runs": list(runs),
         "notes": list(notes),
         "duration_s": round(duration_s, 1),
@@ -129,6 +133,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         lines.append(f"| {v['concurrency']} | {_cell(v['recommended_measured'])} | {v['best_alternative']} "
                      f"{_cell(v['best_alternative_measured'])} | {_cell(v['ratio_to_best'], 3)} | "
                      f"{'' if error is None else f'{error:+.1%}'} |")
+    lines += _spread_lines(result)
     model = result["cost_model"]
     lines += ["", "## Cost model of one engine step", "", f"`{model['formula']}`", "",
               f"- base_s = {model['base_s'] * 1e3:.3f} ms, per_seq_s = {model['per_seq_s'] * 1e3:.3f} ms"]
@@ -144,3 +149,16 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     if result["notes"]:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _spread_lines(result: Mapping[str, Any]) -> list[str]:
+    """How far each server's rounds spread (largest over smallest), when tune measured more than one round:
+    a prediction error or a ratio inside that band is within this machine's noise."""
+    if result.get("repeat", 1) < 2:
+        return []
+    conc = result["concurrencies"]
+    lines = ["", f"## Spread over {result['repeat']} rounds (largest / smallest; the median round is kept)", "",
+             "| server | " + " | ".join(f"c={c}" for c in conc) + " |", "|---|" + "---|" * len(conc)]
+    for name, by_c in spreads_by_configuration(result["runs"]).items():
+        lines.append(f"| {name} | " + " | ".join(_cell(by_c.get(c), 2) for c in conc) + " |")
+    return lines

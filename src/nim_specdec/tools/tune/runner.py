@@ -21,6 +21,7 @@ from nim_specdec.observe.smoke import http_get
 from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.ngram.trace import CapturedRequest
 from nim_specdec.tools.replay import ReplayMeasurement, ReplaySpec, run_replay
+from nim_specdec.tools.tune.repeats import median_run
 
 Say = Callable[[str], None]
 
@@ -35,13 +36,15 @@ class RunSettings:
     ignore_eos: bool
     aiperf_bin: Path | None
     ready_timeout_s: float
+    repeat: int = 1  # rounds per concurrency, interleaved; the median round is kept (tools.tune.repeats)
 
 
 @dataclass
 class ServerLog:
-    """What each server start cost, for the report."""
+    """What each server start cost, and every measured round, for the report."""
 
     starts: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
 
 
 # A run shorter than this many output tokens lasts well under a second on a small model, and one late step
@@ -112,30 +115,47 @@ def judged_tokens_per_s(result: ReplayMeasurement) -> float:
 
 
 def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
-            settings: RunSettings, say: Say, mean_output_tokens: float | None = None) -> dict[int, ReplayMeasurement]:
-    """One closed-loop replay per concurrency, greedy, on the running server. AIPerf reads the served
-    model's own tokenizer from disk (it would otherwise download one). Each run is preceded by
-    `concurrency` unmeasured requests in flight together: the first steps at a new batch shape (and,
-    with speculation, a new number of tokens per request) are slow on a fresh server; twice that plus
-    two, since the first measured run of a server read up to 1.5x slow with `concurrency` alone."""
-    results = {}
-    for concurrency in settings.concurrencies:
-        spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
-                          schedule="closed", request_count=run_count(settings, len(bodies), concurrency, mean_output_tokens),
-                          greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
-                          tokenizer=tokenizer, warmup=2 * concurrency + 2)
-        # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.
-        result = run_replay(spec, out / "runs" / name / f"c{concurrency}", settings.aiperf_bin)
-        if result.ok_count < result.request_count:
-            raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
-                                   f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
-                                   f"see {out / 'runs' / name / f'c{concurrency}' / 'aiperf.log'} and the server's log")
-        accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
-            result.spec and result.spec.draft_tokens) else ""
-        say(f"tune: {name} at concurrency {concurrency}: {judged_tokens_per_s(result):.1f} output tokens/s "
-            f"(client: {result.output_tokens_per_s:.1f}){accepted}")
-        results[concurrency] = result
-    return results
+            settings: RunSettings, say: Say, log: ServerLog, mean_output_tokens: float | None = None
+            ) -> dict[int, ReplayMeasurement]:
+    """Closed-loop replays on the running server, greedy: `settings.repeat` rounds over the concurrencies,
+    interleaved so that a slow minute of a shared machine falls on every concurrency alike; per
+    concurrency the median round is kept, and every round is logged. AIPerf reads the served model's own
+    tokenizer from disk (it would otherwise download one). Each run is preceded by `2 x concurrency + 2`
+    unmeasured requests: the first steps at a new batch shape (and, with speculation, a new number of
+    tokens per request) are slow on a fresh server, and `concurrency` alone left the first measured run
+    of a server up to 1.5x slow."""
+    rounds: dict[int, list[ReplayMeasurement]] = {c: [] for c in settings.concurrencies}
+    for round_no in range(settings.repeat):
+        for concurrency in settings.concurrencies:
+            where = out / "runs" / name / f"c{concurrency}" / (f"round{round_no + 1}" if settings.repeat > 1 else "")
+            result = _one_run(server, name, model, tokenizer, bodies, where, settings, concurrency, mean_output_tokens)
+            accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
+                result.spec and result.spec.draft_tokens) else ""
+            of = f" (round {round_no + 1} of {settings.repeat})" if settings.repeat > 1 else ""
+            say(f"tune: {name} at concurrency {concurrency}{of}: {judged_tokens_per_s(result):.1f} output tokens/s "
+                f"(client: {result.output_tokens_per_s:.1f}){accepted}")
+            rounds[concurrency].append(result)
+    kept = {c: median_run(runs, judged_tokens_per_s) for c, runs in rounds.items()}
+    for c, runs in rounds.items():
+        for round_no, run in enumerate(runs):
+            log.rounds.append({"configuration": name, "round": round_no + 1, "kept": run is kept[c],
+                               "judged_tokens_per_s": round(judged_tokens_per_s(run), 3), **run.to_json()})
+    return kept
+
+
+def _one_run(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]],
+             where: Path, settings: RunSettings, concurrency: int, mean_output_tokens: float | None) -> ReplayMeasurement:
+    spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
+                      schedule="closed", request_count=run_count(settings, len(bodies), concurrency, mean_output_tokens),
+                      greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
+                      tokenizer=tokenizer, warmup=2 * concurrency + 2)
+    # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.
+    result = run_replay(spec, where, settings.aiperf_bin)
+    if result.ok_count < result.request_count:
+        raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
+                               f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
+                               f"see {where / 'aiperf.log'} and the server's log")
+    return result
 
 
 def record_token_ids(url: str, captured: Sequence[CapturedRequest], model: str, tail: int, concurrency: int,

@@ -1,7 +1,8 @@
 """One `tune` session: measure off and every candidate, fit, choose, verify, write the files.
 
 Servers, in order: speculation off (also records the greedy token ids the simulators need), each
-candidate at its largest K, then the recommendation unless it is exactly something already measured.
+candidate at its largest K (a draft model's also at K = 0 everywhere: what K = 0 in its schedule costs),
+then the recommendation unless it is exactly something already measured.
 """
 
 from __future__ import annotations
@@ -105,23 +106,39 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
         mean_output = sum(len(r.output) for r in records) / len(records)
         measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say,
-                                                              mean_output)}
+                                                              servers, mean_output)}
     model_free, curves = _model_free(records, options, configured, max_len)
     candidates = cand.candidate_list(configured, model_free)
+    zero_k: dict[str, dict[int, Any]] = {}
     for candidate in candidates:
         name = f"{candidate.method}-k{candidate.kmax}"
         with served(name, cand.server_env(env, engine, candidate.config), args, out, run, servers, say) as server:
-            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say, mean_output)
-        if not candidate.simulated:
-            try:
-                curves[candidate.method] = _counter_curve(measured[candidate.method])
-            except ValueError:
-                notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
+            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say, servers,
+                                                 mean_output)
+        if candidate.simulated:
+            continue
+        try:
+            curves[candidate.method] = _counter_curve(measured[candidate.method])
+        except ValueError:
+            notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
+            continue
+        # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
+        name = f"{candidate.method}-k0"
+        with served(name, cand.server_env(env, engine, cand.zero_k_config(candidate)), args, out, run, servers,
+                    say) as server:
+            zero_k[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say, servers,
+                                               mean_output)
 
     by_method = {c.method: c for c in candidates if c.method in curves}
     model_fit = fit(_observations(measured["off"], 0),
                     {m: _observations(measured[m], by_method[m].kmax) for m in by_method},
-                    frozenset(m for m in by_method if by_method[m].simulated))
+                    frozenset(m for m in by_method if by_method[m].simulated),
+                    {m: _observations(runs, 0) for m, runs in zero_k.items() if m in by_method})
+    for method, runs in zero_k.items():
+        notes.append(f"{method} at K = 0 on a server of its own (what K = 0 in its schedule costs): "
+                     + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(runs.items()))
+                     + " output tokens/s; off: " + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}"
+                                                             for c, r in sorted(measured["off"].items())))
     choice = choose(model_fit, {m: curves[m] for m in by_method}, run.concurrencies, options.margin)
     say("tune: cost model fitted; " + "; ".join(f"{p.method}: mean predicted speed-up {p.score:.2f}x"
                                                 for p in choice.plans))
@@ -134,7 +151,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     else:
         with served("recommended", cand.server_env(env, engine, rec_config), args, out, run, servers, say) as server:
             measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say,
-                                              mean_output)
+                                              servers, mean_output)
 
     rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
     predicted_config = rec_config
@@ -149,7 +166,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
                   "predicted_by_k": _grid(model_fit, p.method, curves[p.method], max(run.concurrencies))}
                  for p in choice.plans],
         servers=servers.starts,
-        runs=[{"configuration": name, **r.to_json()} for name, runs in measured.items() for r in runs.values()],
+        runs=servers.rounds, repeat=run.repeat,
         notes=notes, duration_s=time.monotonic() - started,
     )
     _write(out, result, say)
