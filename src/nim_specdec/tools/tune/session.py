@@ -107,14 +107,17 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         mean_output = sum(len(r.output) for r in records) / len(records)
         measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say,
                                                               servers, mean_output)}
+
+    def measured_on(name: str, config: Mapping[str, Any] | None) -> dict[int, Any]:
+        """Start a server with this speculative config, measure it, stop it."""
+        with served(name, cand.server_env(env, engine, config), args, out, run, servers, say) as server:
+            return measure(server, name, model, tokenizer, bodies, out, run, say, servers, mean_output)
+
     model_free, curves = _model_free(records, options, configured, max_len)
     candidates = cand.candidate_list(configured, model_free)
     zero_k: dict[str, dict[int, Any]] = {}
     for candidate in candidates:
-        name = f"{candidate.method}-k{candidate.kmax}"
-        with served(name, cand.server_env(env, engine, candidate.config), args, out, run, servers, say) as server:
-            measured[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say, servers,
-                                                 mean_output)
+        measured[candidate.method] = measured_on(f"{candidate.method}-k{candidate.kmax}", candidate.config)
         if candidate.simulated:
             continue
         try:
@@ -123,11 +126,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
             continue
         # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
-        name = f"{candidate.method}-k0"
-        with served(name, cand.server_env(env, engine, cand.zero_k_config(candidate)), args, out, run, servers,
-                    say) as server:
-            zero_k[candidate.method] = measure(server, name, model, tokenizer, bodies, out, run, say, servers,
-                                               mean_output)
+        zero_k[candidate.method] = measured_on(f"{candidate.method}-k0", cand.zero_k_config(candidate))
 
     by_method = {c.method: c for c in candidates if c.method in curves}
     model_fit = fit(_observations(measured["off"], 0),
@@ -149,9 +148,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         notes.append(f"the recommendation is exactly the measured '{reused}' configuration; its runs verify it")
         measured["recommended"] = measured[reused]
     else:
-        with served("recommended", cand.server_env(env, engine, rec_config), args, out, run, servers, say) as server:
-            measured["recommended"] = measure(server, "recommended", model, tokenizer, bodies, out, run, say,
-                                              servers, mean_output)
+        measured["recommended"] = measured_on("recommended", rec_config)
 
     rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
     predicted_config = rec_config
