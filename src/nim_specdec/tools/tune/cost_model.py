@@ -127,16 +127,13 @@ def fit_base(off: Sequence[Observation]) -> tuple[float, float]:
     """(base_s, per_seq_s) from speculation-off runs at one or more concurrencies."""
     if not off:
         raise ValueError("no speculation-off measurement to fit")
-    c = np.array([o.concurrency for o in off], dtype=float)
     s = np.array([o.step_s() for o in off])
-    if len(set(c)) == 1:  # one batch size cannot separate the two terms: a flat cost per step
-        return float(np.mean(s)), 0.0
-    base, per_seq = _nonneg_relative_lstsq(np.stack([np.ones_like(c), c], axis=1), s, s)
-    return float(base), float(per_seq)
+    return _linear_in_batch(np.array([o.concurrency for o in off], dtype=float), s, s)
 
 
 def _linear_in_batch(c: np.ndarray, seconds: np.ndarray, scale: np.ndarray) -> tuple[float, float]:
-    """(constant, per sequence) >= 0 through (c, seconds); one batch size gives a constant."""
+    """(constant, per sequence) >= 0 through (c, seconds); one batch size cannot separate the two terms,
+    and gives a flat cost."""
     if len(set(c)) == 1:
         return float(max(np.mean(seconds), 0.0)), 0.0
     constant, per_seq = _nonneg_relative_lstsq(np.stack([np.ones_like(c), c], axis=1), seconds, scale)
