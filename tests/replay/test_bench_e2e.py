@@ -98,6 +98,8 @@ def test_bench_speedup_matches_a_closed_loop_measurement(off_run, ngram_run, run
     assert on.server_spec_config["speculative_config"] == GUIDE_NGRAM
     # Accepted drafts are tokens the server did not spend a step on: its time per output token falls.
     assert on.server_means["tpot_mean_s"] < off.server_means["tpot_mean_s"]
+    # AIPerf staged its dataset in the run's own folder, not in the machine's temp folder.
+    assert list((runs_dir / BENCH_DIR / "direct-off").glob("aiperf_mmap_*"))
     lines = off_phase["lines"]
     assert lines[0].startswith("replay: warming up") and lines[-1].startswith("replay: done")
 

@@ -4,12 +4,13 @@ the measurement from AIPerf's export and two scrapes, and the server's speculati
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.server.spec_info import speculative_config_from_argv
-from nim_specdec.tools.replay.aiperf_run import find_aiperf
+from nim_specdec.tools.replay.aiperf_run import MMAP_BASE_VAR, aiperf_env, find_aiperf
 from nim_specdec.tools.replay.results import measurement, spec_config_from_metrics
 from nim_specdec.tools.replay.spec import ReplayMeasurement, ReplaySpec, aiperf_argv, check, trace_text, wire_body
 
@@ -153,3 +154,12 @@ def test_missing_aiperf_names_make_target(tmp_path):
     with pytest.raises(ConfigError) as err:
         find_aiperf(None, {"AIPERF_BIN": str(tmp_path / "missing")})
     assert err.value.where == "AIPERF_BIN" and "make aiperf-venv" in err.value.one_line()
+
+
+@pytest.mark.parametrize("environ, scratch, expected", [
+    ({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "A": "b"}, None, {"A": "b"}),
+    ({"A": "b"}, Path("/runs/c1"), {"A": "b", MMAP_BASE_VAR: "/runs/c1"}),
+    ({MMAP_BASE_VAR: "/mine"}, Path("/runs/c1"), {MMAP_BASE_VAR: "/mine"}),  # the user's choice stands
+])
+def test_aiperf_env(environ, scratch, expected):
+    assert aiperf_env(environ, scratch) == expected

@@ -40,9 +40,18 @@ def find_aiperf(explicit: str | os.PathLike | None, environ: dict[str, str] | No
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
-def aiperf_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment AIPerf runs in: ours, less the Hub's offline switches."""
-    return {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _OFFLINE_VARS}
+# AIPerf stages each run's dataset in `aiperf_mmap_<id>/` under the temp folder and leaves the emptied
+# folder behind: one per run, hundreds on a machine that benchmarks all day. A run's own folder holds it.
+MMAP_BASE_VAR = "AIPERF_DATASET_MMAP_BASE_PATH"
+
+
+def aiperf_env(environ: dict[str, str] | None = None, scratch: Path | None = None) -> dict[str, str]:
+    """The environment AIPerf runs in: ours, less the Hub's offline switches; its dataset staged under
+    `scratch` unless the user chose a place."""
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _OFFLINE_VARS}
+    if scratch is not None:
+        env.setdefault(MMAP_BASE_VAR, str(scratch))
+    return env
 
 
 def run_aiperf(argv: Sequence[str], log_path: Path, tick: Callable[[float], None] | None = None,
@@ -51,7 +60,8 @@ def run_aiperf(argv: Sequence[str], log_path: Path, tick: Callable[[float], None
     start = time.monotonic()
     try:
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, env=aiperf_env())
+            proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT,
+                                    env=aiperf_env(scratch=log_path.parent.resolve()))
             try:
                 while True:
                     try:
