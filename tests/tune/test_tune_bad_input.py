@@ -39,6 +39,7 @@ CASES = [
     ("concurrency-empty", ["--concurrency", ","], GOOD_LINE + "\n", {}, "--concurrency: ',' names no concurrency"),
     ("max-k-zero", ["--max-k", "0"], GOOD_LINE + "\n", {}, "--max-k: 0 is below 1"),
     ("repeat-zero", ["--repeat", "0"], GOOD_LINE + "\n", {}, "--repeat: 0 is below 1"),
+    ("servers-zero", ["--servers", "0"], GOOD_LINE + "\n", {}, "--servers: 0 is below 1"),
     ("unknown-method", ["--methods", "ngram,eagle3"], GOOD_LINE + "\n", {}, "--methods: 'eagle3' is not a model-free method"),
     ("no-trace-file", [], None, {}, "--trace: cannot read"),
     ("empty-trace", [], "\n\n", {}, "--trace: the capture holds no requests"),

@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds per concurrency on each server, interleaved; the median round is kept (default 1; "
                              "3 on a shared or noisy machine)")
+    parser.add_argument("--servers", type=int, default=1,
+                        help="servers per configuration, started in alternated passes; the median round of all of "
+                             "them is kept (default 1; 2 where two servers of one configuration measure apart)")
     parser.add_argument("--max-tokens", type=int, default=None, help="force max_tokens in every request (default: the capture's)")
     parser.add_argument("--ignore-eos", action="store_true", help="generate max_tokens whatever the model emits")
     parser.add_argument("--margin", type=float, default=None,
@@ -81,7 +84,8 @@ def _methods(text: str | None) -> tuple[str, ...]:
 
 def _check(args: argparse.Namespace) -> None:
     for flag, value, low in (("--max-k", args.max_k, 1), ("--requests-per-run", args.requests_per_run, 1),
-                             ("--max-tokens", args.max_tokens, 1), ("--repeat", args.repeat, 1)):
+                             ("--max-tokens", args.max_tokens, 1), ("--repeat", args.repeat, 1),
+                             ("--servers", args.servers, 1)):
         if value is not None and value < low:
             raise ConfigError(flag, f"{value} is below {low}", f"use {low} or more")
     if args.margin is not None and not 0 <= args.margin < 1:
@@ -119,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         margin=DEFAULT_MARGIN if args.margin is None else args.margin, methods=_methods(args.methods),
         run=RunSettings(concurrencies=parse_concurrencies(args.concurrency), requests_per_run=args.requests_per_run,
                         max_tokens=args.max_tokens, ignore_eos=args.ignore_eos,
-                        aiperf_bin=Path(args.aiperf) if args.aiperf else None, ready_timeout_s=args.ready_timeout, repeat=args.repeat),
+                        aiperf_bin=Path(args.aiperf) if args.aiperf else None, ready_timeout_s=args.ready_timeout, repeat=args.repeat,
+                        servers=args.servers),
     )
     # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C so that the server running now
     # is stopped by its context manager instead of outliving tune.

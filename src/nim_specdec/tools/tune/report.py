@@ -77,7 +77,7 @@ def build_result(*, recommended_env: Mapping[str, str], chosen: Mapping[str, Any
                  rows: Sequence[ConfigRow], concurrencies: Sequence[int], cost_model: Mapping[str, Any],
                  acceptance: Mapping[str, Any], methods: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]],
                  runs: Sequence[Mapping[str, Any]], notes: Sequence[str], duration_s: float,
-                 repeat: int = 1) -> dict[str, Any]:
+                 repeat: int = 1, servers_per_configuration: int = 1) -> dict[str, Any]:
     return {
         "recommended": dict(recommended_env),
         "recommendation": chosen,
@@ -93,6 +93,7 @@ def build_result(*, recommended_env: Mapping[str, str], chosen: Mapping[str, Any
         "methods": list(methods),
         "servers": list(servers),
         "repeat": repeat,
+        "servers_per_configuration": servers_per_configuration,
         "runs": list(runs),
         "notes": list(notes),
         "duration_s": round(duration_s, 1),
@@ -154,11 +155,13 @@ def render_markdown(result: Mapping[str, Any]) -> str:
 def _spread_lines(result: Mapping[str, Any]) -> list[str]:
     """How far each server's rounds spread (largest over smallest), when tune measured more than one round:
     a prediction error or a ratio inside that band is within this machine's noise."""
-    if result.get("repeat", 1) < 2:
+    repeat, servers = result.get("repeat", 1), result.get("servers_per_configuration", 1)
+    if repeat * servers < 2:
         return []
     conc = result["concurrencies"]
-    lines = ["", f"## Spread over {result['repeat']} rounds (largest / smallest; the median round is kept)", "",
-             "| server | " + " | ".join(f"c={c}" for c in conc) + " |", "|---|" + "---|" * len(conc)]
+    where = f"{repeat} round{'s' if repeat > 1 else ''}" + (f" on each of {servers} servers" if servers > 1 else "")
+    lines = ["", f"## Spread over {where} (largest / smallest; the median round is kept)", "",
+             "| configuration | " + " | ".join(f"c={c}" for c in conc) + " |", "|---|" + "---|" * len(conc)]
     for name, by_c in spreads_by_configuration(result["runs"]).items():
         lines.append(f"| {name} | " + " | ".join(_cell(by_c.get(c), 2) for c in conc) + " |")
     return lines

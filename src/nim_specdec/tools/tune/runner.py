@@ -21,7 +21,7 @@ from nim_specdec.observe.smoke import http_get
 from nim_specdec.tools.ngram.corpus import RecordedRequest
 from nim_specdec.tools.ngram.trace import CapturedRequest
 from nim_specdec.tools.replay import ReplayMeasurement, ReplaySpec, run_replay
-from nim_specdec.tools.tune.repeats import median_run
+from nim_specdec.tools.tune.repeats import kept_by_concurrency
 
 Say = Callable[[str], None]
 
@@ -36,7 +36,17 @@ class RunSettings:
     ignore_eos: bool
     aiperf_bin: Path | None
     ready_timeout_s: float
-    repeat: int = 1  # rounds per concurrency, interleaved; the median round is kept (tools.tune.repeats)
+    repeat: int = 1  # rounds per concurrency on each server, interleaved (tools.tune.repeats)
+    servers: int = 1  # servers per configuration, in alternated passes; the median of all rounds is kept
+
+
+@dataclass(frozen=True)
+class Round:
+    """One measured run, and where it was taken: the server (its name) and the round on that server."""
+
+    server: str
+    number: int
+    run: ReplayMeasurement
 
 
 @dataclass
@@ -45,6 +55,27 @@ class ServerLog:
 
     starts: list[dict[str, Any]] = field(default_factory=list)
     rounds: list[dict[str, Any]] = field(default_factory=list)
+
+    def log_rounds(self, configuration: str, rounds: Mapping[int, Sequence[Round]],
+                   kept: Mapping[int, ReplayMeasurement]) -> None:
+        for c, found in sorted(rounds.items()):
+            for one in found:
+                self.rounds.append({"configuration": configuration, "server": one.server, "round": one.number,
+                                    "kept": one.run is kept[c],
+                                    "judged_tokens_per_s": round(judged_tokens_per_s(one.run), 3), **one.run.to_json()})
+
+
+def server_name(configuration: str, server_no: int) -> str:
+    """The first server of a configuration carries its name; the next ones `-s2`, `-s3`, ... (logs, runs)."""
+    return configuration if server_no == 1 else f"{configuration}-s{server_no}"
+
+
+def keep(log: ServerLog, configuration: str, rounds: Mapping[int, Sequence[Round]]) -> dict[int, ReplayMeasurement]:
+    """The run that stands for each concurrency (the median of every round on every server), logged with
+    all the rounds."""
+    kept = kept_by_concurrency({c: [r.run for r in found] for c, found in rounds.items()}, judged_tokens_per_s)
+    log.log_rounds(configuration, rounds, kept)
+    return kept
 
 
 # A run shorter than this many output tokens lasts well under a second on a small model, and one late step
@@ -115,32 +146,25 @@ def judged_tokens_per_s(result: ReplayMeasurement) -> float:
 
 
 def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
-            settings: RunSettings, say: Say, log: ServerLog, mean_output_tokens: float | None = None
-            ) -> dict[int, ReplayMeasurement]:
+            settings: RunSettings, say: Say, mean_output_tokens: float | None = None) -> dict[int, list[Round]]:
     """Closed-loop replays on the running server, greedy: `settings.repeat` rounds over the concurrencies,
-    interleaved so that a slow minute of a shared machine falls on every concurrency alike; per
-    concurrency the median round is kept, and every round is logged. AIPerf reads the served model's own
-    tokenizer from disk (it would otherwise download one). Each run is preceded by `2 x concurrency + 2`
-    unmeasured requests: the first steps at a new batch shape (and, with speculation, a new number of
-    tokens per request) are slow on a fresh server, and `concurrency` alone left the first measured run
-    of a server up to 1.5x slow."""
-    rounds: dict[int, list[ReplayMeasurement]] = {c: [] for c in settings.concurrencies}
-    for round_no in range(settings.repeat):
+    interleaved so that a slow minute of a shared machine falls on every concurrency alike (`keep` picks
+    the run that stands for them). AIPerf reads the served model's own tokenizer from disk (it would
+    otherwise download one). Each run is preceded by `2 x concurrency + 2` unmeasured requests: the first
+    steps at a new batch shape (and, with speculation, a new number of tokens per request) are slow on a
+    fresh server, and `concurrency` alone left the first measured run of a server up to 1.5x slow."""
+    rounds: dict[int, list[Round]] = {c: [] for c in settings.concurrencies}
+    for round_no in range(1, settings.repeat + 1):
         for concurrency in settings.concurrencies:
-            where = out / "runs" / name / f"c{concurrency}" / (f"round{round_no + 1}" if settings.repeat > 1 else "")
+            where = out / "runs" / name / f"c{concurrency}" / (f"round{round_no}" if settings.repeat > 1 else "")
             result = _one_run(server, name, model, tokenizer, bodies, where, settings, concurrency, mean_output_tokens)
             accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
                 result.spec and result.spec.draft_tokens) else ""
-            of = f" (round {round_no + 1} of {settings.repeat})" if settings.repeat > 1 else ""
+            of = f" (round {round_no} of {settings.repeat})" if settings.repeat > 1 else ""
             say(f"tune: {name} at concurrency {concurrency}{of}: {judged_tokens_per_s(result):.1f} output tokens/s "
                 f"(client: {result.output_tokens_per_s:.1f}){accepted}")
-            rounds[concurrency].append(result)
-    kept = {c: median_run(runs, judged_tokens_per_s) for c, runs in rounds.items()}
-    for c, runs in rounds.items():
-        for round_no, run in enumerate(runs):
-            log.rounds.append({"configuration": name, "round": round_no + 1, "kept": run is kept[c],
-                               "judged_tokens_per_s": round(judged_tokens_per_s(run), 3), **run.to_json()})
-    return kept
+            rounds[concurrency].append(Round(name, round_no, result))
+    return rounds
 
 
 def _one_run(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]],

@@ -2,7 +2,8 @@
 
 Servers, in order: speculation off (also records the greedy token ids the simulators need), each
 candidate at its largest K (a draft model's also at K = 0 everywhere: what K = 0 in its schedule costs),
-then the recommendation unless it is exactly something already measured.
+the same again for each further pass of `--servers`, then the recommendation (on as many servers) unless
+it is exactly something already measured.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from nim_specdec.tools.tune import candidates as cand
 from nim_specdec.tools.tune.acceptance import AcceptanceCurve, curve_from_positions
 from nim_specdec.tools.tune.choice import DEFAULT_MARGIN, choose, static_prediction
 from nim_specdec.tools.tune.cost_model import Observation, fit
+from nim_specdec.tools.tune.repeats import later_passes
 from nim_specdec.tools.tune.report import (
     NOT_KEPT, OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
 )
 from nim_specdec.tools.tune.runner import (
-    RunSettings, Say, ServerLog, judged_tokens_per_s, local_model_dir, measure, read_trace, record_token_ids, served,
-    served_model,
+    Round, RunSettings, Say, ServerLog, judged_tokens_per_s, keep, local_model_dir, measure, read_trace,
+    record_token_ids, served, served_model, server_name,
 )
 
 
@@ -46,6 +48,10 @@ def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
         out.append(Observation(c, judged_tokens_per_s(r), float(r.output_tokens), k if spec else 0,
                                spec.accepted if spec else 0.0, spec.draft_tokens if spec else 0.0))
     return out
+
+
+def _drafted(rounds: Mapping[int, Sequence[Round]]) -> bool:
+    return any(r.run.spec is not None and r.run.spec.draft_tokens > 0 for found in rounds.values() for r in found)
 
 
 def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve:
@@ -100,33 +106,57 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     out, run = options.out, options.run
     kmax_all = max([options.max_k] + ([configured.kmax] if configured else []))
 
+    # Every configuration's rounds, over all its servers; `order` is pass 1's, which later passes
+    # repeat, so that a slow stretch of a shared machine falls on every configuration alike.
+    pooled: dict[str, dict[int, list[Round]]] = {}
+    order: list[tuple[str, Mapping[str, Any] | None]] = [("off", None)]
+
+    def pool(name: str, rounds: Mapping[int, list[Round]]) -> Mapping[int, list[Round]]:
+        for c, found in rounds.items():
+            pooled.setdefault(name, {}).setdefault(c, []).extend(found)
+        return rounds
+
     with served("off", cand.server_env(env, engine, None), args, out, run, servers, say) as server:
         model, max_len = served_model(server.url)
         tokenizer = local_model_dir(env, options.vllm_args)
         records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
         mean_output = sum(len(r.output) for r in records) / len(records)
-        measured: dict[str, dict[int, Any]] = {"off": measure(server, "off", model, tokenizer, bodies, out, run, say,
-                                                              servers, mean_output)}
+        pool("off", measure(server, "off", model, tokenizer, bodies, out, run, say, mean_output))
 
-    def measured_on(name: str, config: Mapping[str, Any] | None) -> dict[int, Any]:
+    def measured_on(name: str, config: Mapping[str, Any] | None, server_no: int = 1) -> Mapping[int, list[Round]]:
         """Start a server with this speculative config, measure it, stop it."""
-        with served(name, cand.server_env(env, engine, config), args, out, run, servers, say) as server:
-            return measure(server, name, model, tokenizer, bodies, out, run, say, servers, mean_output)
+        label = server_name(name, server_no)
+        with served(label, cand.server_env(env, engine, config), args, out, run, servers, say) as server:
+            return pool(name, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
     model_free, curves = _model_free(records, options, configured, max_len)
     candidates = cand.candidate_list(configured, model_free)
+    for candidate in candidates:
+        name = f"{candidate.method}-k{candidate.kmax}"
+        order.append((name, candidate.config))
+        rounds = measured_on(name, candidate.config)
+        if not candidate.simulated and _drafted(rounds):
+            # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
+            order.append((f"{candidate.method}-k0", cand.zero_k_config(candidate)))
+            measured_on(*order[-1])
+    for server_no, (name, config) in later_passes(order, run.servers):
+        measured_on(name, config, server_no)
+
+    measured: dict[str, dict[int, Any]] = {"off": keep(servers, "off", pooled["off"])}
     zero_k: dict[str, dict[int, Any]] = {}
     for candidate in candidates:
-        measured[candidate.method] = measured_on(f"{candidate.method}-k{candidate.kmax}", candidate.config)
+        measured[candidate.method] = keep(servers, f"{candidate.method}-k{candidate.kmax}",
+                                          pooled[f"{candidate.method}-k{candidate.kmax}"])
         if candidate.simulated:
             continue
         try:
+            if f"{candidate.method}-k0" not in pooled:  # not started: pass 1 drafted nothing
+                raise ValueError("no drafts")
             curves[candidate.method] = _counter_curve(measured[candidate.method])
         except ValueError:
             notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
             continue
-        # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
-        zero_k[candidate.method] = measured_on(f"{candidate.method}-k0", cand.zero_k_config(candidate))
+        zero_k[candidate.method] = keep(servers, f"{candidate.method}-k0", pooled[f"{candidate.method}-k0"])
 
     by_method = {c.method: c for c in candidates if c.method in curves}
     model_fit = fit(_observations(measured["off"], 0),
@@ -148,7 +178,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         notes.append(f"the recommendation is exactly the measured '{reused}' configuration; its runs verify it")
         measured["recommended"] = measured[reused]
     else:
-        measured["recommended"] = measured_on("recommended", rec_config)
+        for server_no in range(1, run.servers + 1):
+            measured_on("recommended", rec_config, server_no)
+        measured["recommended"] = keep(servers, "recommended", pooled["recommended"])
 
     rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
     predicted_config = rec_config
@@ -163,7 +195,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
                   "predicted_by_k": _grid(model_fit, p.method, curves[p.method], max(run.concurrencies))}
                  for p in choice.plans],
         servers=servers.starts,
-        runs=servers.rounds, repeat=run.repeat,
+        runs=servers.rounds, repeat=run.repeat, servers_per_configuration=run.servers,
         notes=notes, duration_s=time.monotonic() - started,
     )
     _write(out, result, say)
