@@ -74,10 +74,11 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
         assert row["recommended_predicted"] > 0 and row["prediction_error"] is not None, row
 
     # Every server measured each concurrency twice; the lower round of the two is the one kept and reported.
-    assert result["repeat"] == 2
+    assert result["repeat"] == 2 and result["servers_per_configuration"] == 1
     for server in result["servers"]:
         for c in (1, 4):
-            rounds = [r for r in result["runs"] if r["configuration"] == server["name"] and r["concurrency"] == c]
+            rounds = [r for r in result["runs"] if r["server"] == server["name"] and r["concurrency"] == c]
+            assert {r["configuration"] for r in rounds} == {server["name"]}  # one server each: named alike
             assert sorted(r["round"] for r in rounds) == [1, 2], (server["name"], c)
             kept = [r for r in rounds if r["kept"]]
             assert len(kept) == 1 and kept[0]["judged_tokens_per_s"] == min(r["judged_tokens_per_s"] for r in rounds)
