@@ -91,7 +91,7 @@ def run_aiperf(base: str, model: Path, dataset_type: str, trace: Path, out: Path
            "--url", base.removeprefix("http://"), "--custom-dataset-type", dataset_type, "--input-file", str(trace),
            "--tokenizer", str(model), "--server-metrics", f"{base}/metrics", "--output-artifact-dir", str(out),
            "--ui-type", "none", *extra]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=aiperf_env())
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=aiperf_env(scratch=out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     profile = json.loads((out / "profile_export_aiperf.json").read_text())
     server = json.loads((out / "server_metrics_export.json").read_text())
