@@ -54,14 +54,23 @@ def _drafted(rounds: Mapping[int, Sequence[Round]]) -> bool:
     return any(r.run.spec is not None and r.run.spec.draft_tokens > 0 for found in rounds.values() for r in found)
 
 
-def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve:
-    """Per-position acceptance of a model draft, summed over every concurrency it ran at."""
+def _server_names(candidate: cand.Candidate) -> tuple[str, str]:
+    """The names of a candidate's servers: at its largest K, and (a draft model's) at K = 0."""
+    return f"{candidate.method}-k{candidate.kmax}", f"{candidate.method}-k0"
+
+
+def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve | None:
+    """Per-position acceptance of a model draft, summed over every concurrency it ran at; None where it
+    drafted nothing."""
     specs = [r.spec for r in runs.values() if r.spec is not None]
     width = max((len(s.per_position) for s in specs), default=0)
     per_pos = [sum(s.per_position[i] for s in specs if i < len(s.per_position)) for i in range(width)]
-    return curve_from_positions(per_pos, sum(s.drafts for s in specs),
-                                sum(r.output_tokens for r in runs.values() if r.spec is not None),
-                                sum(s.accepted for s in specs))
+    try:
+        return curve_from_positions(per_pos, sum(s.drafts for s in specs),
+                                    sum(r.output_tokens for r in runs.values() if r.spec is not None),
+                                    sum(s.accepted for s in specs))
+    except ValueError:
+        return None
 
 
 def _model_free(records: list, options: TuneOptions, configured: cand.Candidate | None, max_len: int | None):
@@ -132,31 +141,29 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     model_free, curves = _model_free(records, options, configured, max_len)
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
-        name = f"{candidate.method}-k{candidate.kmax}"
-        order.append((name, candidate.config))
-        rounds = measured_on(name, candidate.config)
+        at_kmax, at_zero = _server_names(candidate)
+        order.append((at_kmax, candidate.config))
+        rounds = measured_on(at_kmax, candidate.config)
         if not candidate.simulated and _drafted(rounds):
             # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
-            order.append((f"{candidate.method}-k0", cand.zero_k_config(candidate)))
-            measured_on(*order[-1])
+            order.append((at_zero, cand.zero_k_config(candidate)))
+            measured_on(at_zero, cand.zero_k_config(candidate))
     for server_no, (name, config) in later_passes(order, run.servers):
         measured_on(name, config, server_no)
 
     measured: dict[str, dict[int, Any]] = {"off": keep(servers, "off", pooled["off"])}
     zero_k: dict[str, dict[int, Any]] = {}
     for candidate in candidates:
-        measured[candidate.method] = keep(servers, f"{candidate.method}-k{candidate.kmax}",
-                                          pooled[f"{candidate.method}-k{candidate.kmax}"])
+        at_kmax, at_zero = _server_names(candidate)
+        measured[candidate.method] = keep(servers, at_kmax, pooled[at_kmax])
         if candidate.simulated:
             continue
-        try:
-            if f"{candidate.method}-k0" not in pooled:  # not started: pass 1 drafted nothing
-                raise ValueError("no drafts")
-            curves[candidate.method] = _counter_curve(measured[candidate.method])
-        except ValueError:
+        curve = _counter_curve(measured[candidate.method]) if at_zero in pooled else None
+        if curve is None:
             notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
             continue
-        zero_k[candidate.method] = keep(servers, f"{candidate.method}-k0", pooled[f"{candidate.method}-k0"])
+        curves[candidate.method] = curve
+        zero_k[candidate.method] = keep(servers, at_zero, pooled[at_zero])
 
     by_method = {c.method: c for c in candidates if c.method in curves}
     model_fit = fit(_observations(measured["off"], 0),
