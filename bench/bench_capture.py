@@ -61,7 +61,7 @@ def serve(port: int, capture_path: str | None) -> None:
 
     app = chat_app()
     if capture_path:
-        from nim_specdec.server.capture.capture_config import CaptureConfig
+        from nim_specdec.config.capture_config import CaptureConfig
         from nim_specdec.server.capture.middleware import CaptureMiddleware
 
         app = CaptureMiddleware(app, config=CaptureConfig(capture_path, "mooncake_payload"))
@@ -127,7 +127,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def middleware_cost_us(folder: Path, calls: int) -> tuple[float, float]:
     """Event-loop time per request of a no-op application called directly, without and with capture (µs)."""
-    from nim_specdec.server.capture.capture_config import CaptureConfig
+    from nim_specdec.config.capture_config import CaptureConfig
     from nim_specdec.server.capture.middleware import CaptureMiddleware
 
     body = json.dumps(request_body(0)).encode()

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.tools.ngram.grid import default_grid
-from nim_specdec.tools.ngram.simulator import simulate
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec_lab.ngram.grid import default_grid
+from nim_specdec_lab.ngram.simulator import simulate
 
 
 def synthetic_trace(requests: int, prompt_len: int, output_len: int, seed: int) -> list[RecordedRequest]:

@@ -33,7 +33,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from nim_specdec.launch.server_process import free_port
+from nim_specdec_lab.server_process import free_port
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 PROMPTS = ("The quick brown fox jumps over the lazy dog.", "def add(a, b):", "One, two, three, four, five,")
@@ -179,7 +179,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128)
     args = parser.parse_args()
 
-    from nim_specdec.tools.demo_model import make_demo_model
+    from nim_specdec_lab.demo_model import make_demo_model
 
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     model_dir = args.model_dir or work / "demo-model"

@@ -18,10 +18,10 @@ import time
 
 from bench_ngram_sim import synthetic_trace
 
-from nim_specdec.tools.ngram.corpus import build_corpus
-from nim_specdec.tools.ngram.grid import default_grid
-from nim_specdec.tools.ngram.simulator import simulate
-from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
+from nim_specdec_lab.ngram.corpus import build_corpus
+from nim_specdec_lab.ngram.grid import default_grid
+from nim_specdec_lab.ngram.simulator import simulate
+from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 
 SUFFIX_POINTS = (SuffixParams(8), SuffixParams(24), SuffixParams(8, max_cached_requests=0), SuffixParams(16, min_token_prob=0.3))
 

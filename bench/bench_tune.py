@@ -199,7 +199,7 @@ def main() -> int:
     parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "src"))
-    from nim_specdec.tools.demo_model import make_demo_model  # noqa: PLC0415
+    from nim_specdec_lab.demo_model import make_demo_model  # noqa: PLC0415
 
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-tune-"))
     work.mkdir(parents=True, exist_ok=True)

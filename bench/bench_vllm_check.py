@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nim_specdec.tools.demo_model import make_demo_model
+from nim_specdec_lab.demo_model import make_demo_model
 
 NGRAM = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}'
 

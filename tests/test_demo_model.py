@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.tools.demo_model import (
+from nim_specdec_lab.demo_model import (
     COMPLETE_MARKER,
     HEAD_DIM,
     PARTS,

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from nim_specdec.launch.logs import setup_logging
+from nim_specdec.common.logs import setup_logging
 
 
 def _plan(env_extra: dict, models) -> subprocess.CompletedProcess:

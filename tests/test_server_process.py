@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nim_specdec.errors import EXIT_MATERIALIZE, ServerStartError
-from nim_specdec.launch.server_process import RunningServer, ServerSpec, running_server, start_server
+from nim_specdec_lab.server_process import RunningServer, ServerSpec, running_server, start_server
 
 # Each script is run as `SCRIPT -m nim_specdec serve --host 127.0.0.1 ARGS...` (it stands in for python).
 ANSWERS_HEALTH = f"""#!{sys.executable}
@@ -116,7 +116,7 @@ def test_server_dies_with_the_process_that_started_it(tmp_path):
     # A parent that starts a server and is then killed outright (a test run stopped by `timeout -s KILL`).
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import os, sys
-from nim_specdec.launch.server_process import ServerSpec, start_server
+from nim_specdec_lab.server_process import ServerSpec, start_server
 server = start_server(ServerSpec(env=dict(os.environ), python={script(tmp_path, ANSWERS_HEALTH)!r}))
 print(server.pid, flush=True)
 import time; time.sleep(600)

@@ -1,4 +1,4 @@
-"""The one way the tests start vLLM: `nim-specdec serve` through nim_specdec.launch.server_process.
+"""The one way the tests start vLLM: `nim-specdec serve` through nim_specdec_lab.server_process.
 
 A *run* is a session fixture: start a server, drive the fixed workload (vllm_workload.exercise), run the
 probes other test folders registered for that run, stop it with SIGTERM and keep the record. The
@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Mapping
 import pytest
 
 from nim_specdec.errors import ServerStartError
-from nim_specdec.launch.server_process import RunningServer, ServerSpec, start_server
+from nim_specdec_lab.server_process import RunningServer, ServerSpec, start_server
 from vllm_workload import RunRecord, StopRecord, exercise
 
 REPO = Path(__file__).resolve().parents[1]

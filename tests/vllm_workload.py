@@ -141,7 +141,7 @@ def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: boo
 
 
 def _demo_cycles() -> list[list[int]]:
-    from nim_specdec.tools.demo_model import SPECIAL_TOKENS, TARGET, successor_map
+    from nim_specdec_lab.demo_model import SPECIAL_TOKENS, TARGET, successor_map
 
     successor, seen, cycles = successor_map(TARGET.seed), set(), []
     for start in range(len(SPECIAL_TOKENS), len(successor)):
@@ -162,7 +162,7 @@ def zero_draft_prompt(max_model_len: int, k: int, min_n: int, max_n: int) -> lis
     a rejection close enough to the model length is what makes vLLM draft zeros. The padding that puts
     a rejection there is found with the reference simulation.
     """
-    from nim_specdec.tools.ngram.reference import simulate_request
+    from nim_specdec_lab.ngram.reference import simulate_request
 
     cycles = _demo_cycles()
     main = next(c for c in cycles if len(c) == max(map(len, cycles)))

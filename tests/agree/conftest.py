@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from agree_corpus import all_cases  # noqa: E402
 from agree_harness import run_case  # noqa: E402
 
-from nim_specdec.tools.demo_model import PARTS, make_demo_model  # noqa: E402
+from nim_specdec_lab.demo_model import PARTS, make_demo_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.server.capture.capture_config import (
+from nim_specdec.config.capture_config import (
     DEFAULT_ENDPOINT_PATTERN,
     CaptureConfig,
     capture_middleware_args,

@@ -22,7 +22,7 @@ import pytest
 from capture_harness import read_lines
 
 from nim_specdec.observe.smoke import http_get
-from nim_specdec.tools.replay.aiperf_run import aiperf_env
+from nim_specdec_lab.replay.aiperf_run import aiperf_env
 from vllm_runs import SERVED_NAME, aiperf_bin, probe
 
 pytestmark = pytest.mark.e2e

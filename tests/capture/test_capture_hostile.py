@@ -12,10 +12,11 @@ from prometheus_client import CollectorRegistry
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.preflight.capture_path import check_writable
-from nim_specdec.server.capture.capture_config import CaptureConfig, parse_capture
+from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.server.capture.counters import capture_counters
 from nim_specdec.server.capture.formats import FORMATS
-from nim_specdec.server.capture.writer import CaptureWriter, open_capture_file
+from nim_specdec.common.capture_file import open_capture_file
+from nim_specdec.server.capture.writer import CaptureWriter
 
 HOSTILE = {
     "too_deep": b'{"a":' + b"[" * 200000 + b"]" * 200000 + b"}",
@@ -113,3 +114,9 @@ def test_missing_folders_are_created_owner_only(tmp_path):
 def test_unusable_capture_path_is_a_configuration_error(path):
     with pytest.raises(ConfigError, match="NIM_CAPTURE_ARGS.path"):
         parse_capture({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": json.dumps({"path": path})})
+
+
+def test_the_launcher_knows_every_format_the_server_writes():
+    from nim_specdec.config.capture_config import FORMATS as NAMES
+
+    assert tuple(sorted(NAMES)) == tuple(sorted(FORMATS))

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.tools.ngram.reference import simulate_request
-from nim_specdec.tools.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec_lab.ngram.reference import simulate_request
+from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from vllm_runs import probe
 from vllm_workload import MAX_TOKENS, PROMPTS, run_to_model_length
 

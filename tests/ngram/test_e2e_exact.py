@@ -14,12 +14,12 @@ import sys
 
 import pytest
 
-from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, summed
-from nim_specdec.tools.ngram.replay import continuation, http_json, load_records
-from nim_specdec.tools.ngram.simulator import NgramParams, simulate
-from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, token_ids
-from nim_specdec.tools.ngram.grid import specdec_args
+from nim_specdec_lab.ngram.replay import continuation, http_json, load_records
+from nim_specdec_lab.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, token_ids
+from nim_specdec_lab.ngram.grid import specdec_args
 from ngram_traffic import MAX_MODEL_LEN, write_capture
 from vllm_runs import SERVER_ARGS, demo_env, probe, serving
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nim_specdec.tools.ngram.reference import propose
+from nim_specdec_lab.ngram.reference import propose
 
 
 @settings(max_examples=3000, deadline=None)
@@ -39,7 +39,7 @@ def test_drafter_rule_equals_vllm_model_runner(seq_len, k, max_model_len):
 
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
-    from nim_specdec.tools.ngram.reference import drafter_runs_after
+    from nim_specdec_lab.ngram.reference import drafter_runs_after
 
     runner = SimpleNamespace(
         num_spec_tokens=k,
@@ -57,9 +57,9 @@ def test_zero_drafts_near_the_model_length():
     36 + 5 > 40, so the steps at contexts 37 and 38 draft zeros trimmed to the room left (2 and 1
     tokens), and the step at 39 has no room for a draft.
     """
-    from nim_specdec.tools.ngram.reference import simulate_request
-    from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
-    from nim_specdec.tools.ngram.simulator import NgramParams, simulate
+    from nim_specdec_lab.ngram.reference import simulate_request
+    from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+    from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 
     prompt, output = list(range(1, 11)), list(range(11, 41))
     ref = simulate_request(prompt, output, [], 5, 1, 3, 40)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.tools.ngram.reference import simulate_request
-from nim_specdec.tools.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec_lab.ngram.reference import simulate_request
+from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 
 # Small vocabularies make repeats, and so drafts and partial acceptances, frequent.
 streams = st.integers(min_value=1, max_value=6).flatmap(

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.tools.ngram.grid import ngram_params, make_grid, parse_int_set, predicted_speedup, rank, specdec_args
+from nim_specdec_lab.ngram.grid import ngram_params, make_grid, parse_int_set, predicted_speedup, rank, specdec_args
 from nim_specdec.observe.spec_counters import parse_prometheus, summed
-from nim_specdec.tools.ngram.simulator import NgramParams, SimResult
-from nim_specdec.tools.ngram.trace import greedy_payload, parse_capture, tail_payload, token_ids
+from nim_specdec_lab.ngram.simulator import NgramParams, SimResult
+from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, tail_payload, token_ids
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.tools.replay import ReplaySpec, run_replay
-from nim_specdec.tools.replay.spec import ReplayMeasurement
+from nim_specdec_lab.replay import ReplaySpec, run_replay
+from nim_specdec_lab.replay.spec import ReplayMeasurement
 from vllm_runs import GUIDE_NGRAM, SERVED_NAME, aiperf_bin, probe
 
 pytestmark = pytest.mark.e2e

@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from nim_specdec.cli.cmd_bench import rewrite_argv
+from nim_specdec_lab.cli.cmd_bench import rewrite_argv
 from nim_specdec.errors import ConfigError
 from nim_specdec.observe.spec_counters import SpecCounters
-from nim_specdec.tools.replay.spec import ReplayMeasurement
-from nim_specdec.tools.specbench.compare import ARRIVAL_RATE, compare
-from nim_specdec.tools.specbench.inputs import from_capture, from_speed_bench
-from nim_specdec.tools.specbench.plots import write_plots
-from nim_specdec.tools.specbench.report_md import markdown
+from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec_lab.specbench.compare import ARRIVAL_RATE, compare
+from nim_specdec_lab.specbench.inputs import from_capture, from_speed_bench
+from nim_specdec_lab.specbench.plots import write_plots
+from nim_specdec_lab.specbench.report_md import markdown
 
 LAT = {"p50": 0.5, "p90": 0.8, "p99": 0.9}
 

@@ -10,9 +10,9 @@ import pytest
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.server.spec_info import speculative_config_from_argv
-from nim_specdec.tools.replay.aiperf_run import MMAP_BASE_VAR, aiperf_env, find_aiperf
-from nim_specdec.tools.replay.results import measurement, spec_config_from_metrics
-from nim_specdec.tools.replay.spec import ReplayMeasurement, ReplaySpec, aiperf_argv, check, trace_text, wire_body
+from nim_specdec_lab.replay.aiperf_run import MMAP_BASE_VAR, aiperf_env, find_aiperf
+from nim_specdec_lab.replay.results import measurement, spec_config_from_metrics
+from nim_specdec_lab.replay.spec import ReplayMeasurement, ReplaySpec, aiperf_argv, check, trace_text, wire_body
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 10, "stream": False, "model": "captured"}
 PROMPT = {"prompt": "hi", "max_completion_tokens": 5}

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from nim_specdec.config.specargs import parse_specdec_args
-from nim_specdec.tools.ngram.corpus import RecordedRequest
-from nim_specdec.tools.ngram.replay import save_records
-from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix
+from nim_specdec_lab.ngram.corpus import RecordedRequest
+from nim_specdec_lab.ngram.replay import save_records
+from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 
 
 NGRAM_KEYS = {"num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nim_specdec.config.specargs import parse_specdec_args
-from nim_specdec.tools.tune.candidates import (
+from nim_specdec_lab.tune.candidates import (
     Candidate, candidate_list, configured_candidate, ngram_config, scheduled_config, server_env, strip_spec_args,
     suffix_config,
 )

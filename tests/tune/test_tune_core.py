@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.tools.tune.acceptance import curve_from_positions, curve_from_simulation, slot_figures
-from nim_specdec.tools.tune.choice import LOSS_FLOOR, choose, plan_method, to_ranges
-from nim_specdec.tools.tune.cost_model import CostModel, MethodCost, Observation, fit
+from nim_specdec_lab.tune.acceptance import curve_from_positions, curve_from_simulation, slot_figures
+from nim_specdec_lab.tune.choice import LOSS_FLOOR, choose, plan_method, to_ranges
+from nim_specdec_lab.tune.cost_model import CostModel, MethodCost, Observation, fit
 
 CONCURRENCIES = (1, 2, 4, 8)
 
@@ -223,7 +223,7 @@ def test_a_draft_that_pays_small_but_loses_large_is_not_chosen():
     (5, 300, 16, 32.0, 5),      # --requests-per-run wins
 ])
 def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
-    from nim_specdec.tools.tune.runner import RunSettings, run_count
+    from nim_specdec_lab.tune.runner import RunSettings, run_count
 
     settings = RunSettings((1,), explicit, None, False, None, 60.0)
     assert run_count(settings, trace_len, concurrency, mean_output) == expected
@@ -234,7 +234,7 @@ def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
     ({"NIM_MODEL_PATH": "/m", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "7"}, "7"),  # the user's value stays
 ])
 def test_server_env_keeps_idle_connections_unless_the_user_chose(env, expected):
-    from nim_specdec.tools.tune.runner import server_env
+    from nim_specdec_lab.tune.runner import server_env
 
     got = server_env(env)
     assert got["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == expected and got["NIM_MODEL_PATH"] == "/m"

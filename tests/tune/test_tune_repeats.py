@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.tools.replay.spec import ReplayMeasurement
-from nim_specdec.tools.tune.repeats import later_passes, median_run, spread, spreads_by_configuration
-from nim_specdec.tools.tune.report import OFF, ConfigRow, build_result, render_markdown
-from nim_specdec.tools.tune.runner import Round, ServerLog, keep, server_name
+from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec_lab.tune.repeats import later_passes, median_run, spread, spreads_by_configuration
+from nim_specdec_lab.tune.report import OFF, ConfigRow, build_result, render_markdown
+from nim_specdec_lab.tune.runner import Round, ServerLog, keep, server_name
 
 
 @pytest.mark.parametrize("case_id,figures,kept", [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.tools.tune.report import (
+from nim_specdec_lab.tune.report import (
     NOT_KEPT, OFF, RECOMMENDED, STATIC, ConfigRow, build_result, render_markdown, verification,
 )
 
@@ -58,7 +58,7 @@ def _rows(rec: dict, ngram: dict) -> list[ConfigRow]:
     ("tie-keeps-the-recommendation", {1: 100.0, 8: 400.0}, {1: 50.0, 8: 100.0}, "recommended"),
 ])
 def test_measurements_have_the_last_word(case_id, rec, ngram, kept):
-    from nim_specdec.tools.tune.report import keep_or_fall_back  # noqa: PLC0415
+    from nim_specdec_lab.tune.report import keep_or_fall_back  # noqa: PLC0415
 
     assert keep_or_fall_back(_rows(rec, ngram), [1, 8]).name == kept
 

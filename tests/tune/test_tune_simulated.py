@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from nim_specdec.tools.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.tools.ngram.simulator import NgramParams, simulate
-from nim_specdec.tools.tune.acceptance import slot_figures
-from nim_specdec.tools.tune.simulated import ngram_curve, pick_ngram_lookup
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec_lab.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.tune.acceptance import slot_figures
+from nim_specdec_lab.tune.simulated import ngram_curve, pick_ngram_lookup
 
 CYCLE = [7, 8, 9, 10]
 RECORDS = [
@@ -32,9 +32,9 @@ def test_lookup_lengths_come_from_the_grid():
 
 
 def test_suffix_curve_assumes_the_replay_has_answered_each_request_before():
-    from nim_specdec.tools.ngram.corpus import RecordedRequest as R  # noqa: PLC0415
-    from nim_specdec.tools.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415
-    from nim_specdec.tools.tune.simulated import suffix_curve  # noqa: PLC0415
+    from nim_specdec_lab.ngram.corpus import RecordedRequest as R  # noqa: PLC0415
+    from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415
+    from nim_specdec_lab.tune.simulated import suffix_curve  # noqa: PLC0415
 
     config = {"method": "suffix", "num_speculative_tokens": 3, "suffix_decoding_max_tree_depth": 16}
     curve = suffix_curve(RECORDS, config, None)

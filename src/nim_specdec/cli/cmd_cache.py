@@ -13,7 +13,7 @@ from nim_specdec.errors import ConfigError, printable
 from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.fetchers.context import cache_dir
 from nim_specdec.fetchers.progress import human_bytes
-from nim_specdec.launch.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text, secret_values
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

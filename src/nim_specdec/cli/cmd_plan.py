@@ -14,7 +14,7 @@ from dataclasses import replace
 from nim_specdec.config.plan_model import check_view, plan_json
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import require_method_package
-from nim_specdec.launch.logs import setup_logging
+from nim_specdec.common.logs import setup_logging
 from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import public, resolve
 

@@ -16,7 +16,7 @@ from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
 from nim_specdec.observe.http_client import request
 from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
-from nim_specdec.tools.ngram.output_files import write_atomically
+from nim_specdec.common.output_files import write_atomically
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB

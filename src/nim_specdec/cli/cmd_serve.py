@@ -16,12 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-from nim_specdec.server.capture.capture_config import parse_capture
+from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.compile_cache_claim import claim
 from nim_specdec.launch.facts import base_facts, fetch_context, read_config, require_method_package, vllm_flavor
-from nim_specdec.launch.logs import setup_logging
+from nim_specdec.common.logs import setup_logging
 from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
 from nim_specdec.config.plan_model import Plan, check_view, plan_json

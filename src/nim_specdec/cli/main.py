@@ -12,23 +12,49 @@ import os
 import sys
 from typing import Sequence
 
-from nim_specdec.errors import EXIT_INTERNAL, LauncherError
+from nim_specdec.errors import EXIT_CONFIG, EXIT_INTERNAL, LauncherError
 
 # (name, module, one-line help). The module defines run(args) -> int, and add_arguments(parser) unless
 # its arguments all go to vLLM (PASSTHROUGH).
-SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+LAUNCHER_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cli.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
     ("plan", "nim_specdec.cli.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
     ("prepare", "nim_specdec.cli.cmd_prepare", "download and link the target and draft as serve would, then stop"),
-    ("demo-model", "nim_specdec.cli.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
     ("report", "nim_specdec.cli.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cli.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
     ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache (`cache ls`); remove old compile caches (`cache prune`)"),
-    ("simulate", "nim_specdec.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
-    ("tune-ngram", "nim_specdec.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
-    ("bench", "nim_specdec.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
-    ("tune", "nim_specdec.cli.cmd_tune", "measure, model and choose speculation per batch size on your traffic and hardware"),
 )
+
+# The lab's subcommands live in the package nim_specdec_lab, installed with the `lab` extra. They are named
+# here, never imported, so that the launcher's start path cannot reach the lab.
+LAB_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("demo-model", "nim_specdec_lab.cli.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
+    ("simulate", "nim_specdec_lab.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
+    ("tune-ngram", "nim_specdec_lab.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
+    ("bench", "nim_specdec_lab.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
+    ("tune", "nim_specdec_lab.cli.cmd_tune", "measure, model and choose speculation per batch size on your traffic and hardware"),
+)
+
+# What the `lab` extra brings: the lab counts as installed when its package and these are importable.
+LAB_PACKAGE = "nim_specdec_lab"
+LAB_REQUIREMENTS = ("numpy",)
+LAB_MISSING = "{name}: the lab is not installed; install it with pip install 'nim-specdec[lab]' (the image has it)"
+
+
+def lab_installed() -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return all(find_spec(name) is not None for name in (LAB_PACKAGE, *LAB_REQUIREMENTS))
+    except (ImportError, ValueError):  # a module set to None in sys.modules, or a broken finder
+        return False
+
+
+def subcommands() -> tuple[tuple[str, str, str], ...]:
+    return LAUNCHER_SUBCOMMANDS + (LAB_SUBCOMMANDS if lab_installed() else ())
+
+
+SUBCOMMANDS = LAUNCHER_SUBCOMMANDS + LAB_SUBCOMMANDS
 
 # Subcommands whose trailing arguments belong to vLLM and must reach it untouched.
 PASSTHROUGH = {"serve", "plan", "prepare"}
@@ -39,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="nim-specdec", description="Serve an LLM through vLLM with speculative decoding configured from NIM_* variables."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module, help_text in SUBCOMMANDS:
+    for name, module, help_text in subcommands():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
         if name in PASSTHROUGH:
@@ -88,6 +114,9 @@ def _main(argv: Sequence[str] | None) -> int:
         module = dict((n, m) for n, m, _ in SUBCOMMANDS)[argv[0]]
         args = argparse.Namespace(command=argv[0], _module=module, vllm_args=argv[1:])
     else:
+        if argv and argv[0] in {name for name, _, _ in LAB_SUBCOMMANDS} and not lab_installed():
+            error_line(f"nim-specdec: error: {LAB_MISSING.format(name=argv[0])}")
+            return EXIT_CONFIG
         modules = {name: module for name, module, _ in SUBCOMMANDS}
         if argv and argv[0] in modules:
             # A subcommand may normalise its own arguments first (bench: `--extra --flag`).
@@ -112,6 +141,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def error_line(text: str) -> None:
-    from nim_specdec.launch.logs import error_line as write  # lazily: serve imports nothing it does not need
+    from nim_specdec.common.logs import error_line as write  # lazily: serve imports nothing it does not need
 
     write(text)

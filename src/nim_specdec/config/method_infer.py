@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.config.spec_schema import MTP_METHODS
+# vLLM 0.32's MTP method names (its SpeculativeConfig.method literal); a model_type of this name uses MTP.
+MTP_METHODS = (
+    "mtp", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
+    "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
+    "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
+    "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp", "hy_v4_mtp",
+    "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
+)
+
 
 _DFLASH_ARCHS = ("MuseGlimmerAssistantModel",)
 _DSPARK_ARCHS = ("Qwen3DSparkModel", "Qwen3OmniDSparkModel", "Gemma4DSparkModel")

@@ -21,7 +21,7 @@ from nim_specdec.config.merge import merge_engine, merge_spec
 from nim_specdec.config.plan_model import DraftPlan, Plan, SpeculativePlan, TargetPlan
 from nim_specdec.config.method_infer import effective_method, infer_method
 from nim_specdec.config.method_choice import choose
-from nim_specdec.launch.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
+from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields

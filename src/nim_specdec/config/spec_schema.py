@@ -12,19 +12,13 @@ import difflib
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Mapping
 
+from nim_specdec.config.method_infer import MTP_METHODS
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
 from nim_specdec.config.vllm_schema import schema
 from nim_specdec.errors import ConfigError
 
 VLLM_VERSION = "0.32.0"
 
-MTP_METHODS = (
-    "mtp", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
-    "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
-    "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
-    "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp", "hy_v4_mtp",
-    "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
-)
 METHODS = (
     "ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
     "extract_hidden_states", *MTP_METHODS, "dflash", "ngram_gpu", "dspark",

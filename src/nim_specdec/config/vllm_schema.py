@@ -1,5 +1,5 @@
 """What the launcher knows of the pinned vLLM's command line and SpeculativeConfig, read from
-vllm_schema.json (written from the installed vLLM by nim_specdec.tools.vllm_schema_gen and compared with
+vllm_schema.json (written from the installed vLLM by scripts/vllm_schema_gen.py and compared with
 it by the schema-drift test), so that no vLLM import is needed on the fast path."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.fetchers import trust
+from nim_specdec.common import trust
 
 MARKER = "complete.json"
 FILES = "files"

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers import cache, trust
+from nim_specdec.common import trust
+from nim_specdec.fetchers import cache
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.errors import printable
 from nim_specdec.fetchers.safety import check_tree
-from nim_specdec.launch.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text, secret_values
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 

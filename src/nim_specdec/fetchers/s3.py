@@ -24,21 +24,13 @@ from typing import Mapping
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
+from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
 # Full-object CRCs a store may keep, cheapest per byte first (bench/bench_s3_download.py).
 _CRCS = ("crc64nvme", "crc32c", "crc32")
-
-
-def endpoint_url(env: Mapping[str, str]) -> str | None:
-    return env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
-
-
-def split_location(location: str) -> tuple[str, str]:
-    bucket, _, prefix = location.partition("/")
-    return bucket, prefix.strip("/")
 
 
 @functools.lru_cache(maxsize=1)

@@ -26,8 +26,9 @@ from typing import Mapping
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import target_path
-from nim_specdec.launch.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text, secret_values
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
 _PASS = ("PATH", "HOME", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
@@ -89,7 +90,6 @@ def _die_with_parent() -> None:
 
 
 def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
-    from nim_specdec.fetchers.s3 import endpoint_url, split_location
 
     bucket, prefix = split_location(job.ref.location)
     by_dest = {str(target_path(job.uri, job.dest, f.name)): f for f in files}

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.server.capture.capture_config import capture_middleware_args, parse_capture
+from nim_specdec.config.capture_config import capture_middleware_args, parse_capture
 from nim_specdec.launch.facts import base_facts, fetch_context, plan_sources, source_facts
 from nim_specdec.config.plan import Facts, build_plan
 from nim_specdec.config.plan_model import CapturePlan, Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.fetchers.trust import refuse_system_dir
-from nim_specdec.launch.redact import redact_tree, secret_values
+from nim_specdec.common.trust import refuse_system_dir
+from nim_specdec.common.redact import redact_tree, secret_values
 
 # Facts can change the plan (an auto choice reads the target's config.json, which may bring a
 # draft); each pass can only add sources, so this settles in at most three.

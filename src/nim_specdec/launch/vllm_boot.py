@@ -77,7 +77,7 @@ def main(program: Sequence[str]) -> int:
     if raw is not None:
         from nim_specdec.config.settings import parse_settings
         from nim_specdec.errors import LauncherError
-        from nim_specdec.launch.logs import error_line, setup_logging
+        from nim_specdec.common.logs import error_line, setup_logging
 
         env = dict(os.environ)
         try:

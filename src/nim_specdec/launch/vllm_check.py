@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.vllm_argv import SPEC_OPTION
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.redact import MASK, is_secret_name, redact_text
+from nim_specdec.common.redact import MASK, is_secret_name, redact_text
 
 SERVE_MODULE_FLAG = "-m"
 _MISSING_PACKAGE = re.compile(r"Failed to import|No module named")

@@ -16,7 +16,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.fetchers.trust import refuse_system_dir
+from nim_specdec.common.trust import refuse_system_dir
 from nim_specdec.config.sources import SourceRef
 
 

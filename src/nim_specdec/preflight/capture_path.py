@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from nim_specdec.server.capture.capture_config import CaptureConfig
-from nim_specdec.server.capture.writer import open_capture_file
+from nim_specdec.config.capture_config import CaptureConfig
+from nim_specdec.common.capture_file import open_capture_file
 
 
 def check_writable(cfg: CaptureConfig | None) -> str | None:

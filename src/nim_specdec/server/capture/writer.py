@@ -13,15 +13,13 @@ by truncating back to the size seen under the lock, so a full disk never leaves 
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import logging
 import os
 import queue
-import stat
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
+
 
 from nim_specdec.server.capture.formats import TooDeep
 
@@ -34,43 +32,6 @@ log = logging.getLogger("vllm.nim_specdec.server.capture")  # through the server
 DEFAULT_QUEUE_SIZE = 4096
 BATCH_MAX = 512
 _STOP = object()
-
-
-def _make_parents(path: Path) -> None:
-    """Create each missing folder owner-only (mkdir(parents=True) gives the upper ones the umask's mode)."""
-    missing = []
-    for parent in path.parents:
-        if os.path.lexists(parent):
-            break
-        missing.append(parent)
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-
-
-def open_capture_file(path: str) -> int:
-    """Open (creating it owner-only, with its folders) the capture file for appending; raises OSError.
-
-    A link at the path is never followed (it could point at any file the server may write), and an
-    existing file must be a regular file of ours: its mode is then reset, since captured prompts must
-    stay owner-only.
-    """
-    _make_parents(Path(path))
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        if st.st_uid != os.geteuid():
-            raise OSError(errno.EPERM, f"owned by uid {st.st_uid}, not by this server's uid {os.geteuid()}")
-        os.fchmod(fd, 0o600)
-        os.set_blocking(fd, True)
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
 
 
 class CaptureWriter:

@@ -1,0 +1,53 @@
+"""Launcher logging: plain or one JSON object per line, with every secret value masked."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from typing import Mapping
+
+from nim_specdec.errors import printable
+from nim_specdec.common.redact import redact_text, secret_values
+
+LOGGER = "nim_specdec"
+
+
+class _Redact(logging.Filter):
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = printable(redact_text(record.getMessage(), self.secrets))
+        record.args = ()
+        return True
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps({
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        })
+
+
+def setup_logging(level: str, jsonl: bool, env: Mapping[str, str]) -> logging.Logger:
+    logger = logging.getLogger(LOGGER)
+    logger.handlers.clear()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter() if jsonl else logging.Formatter("%(levelname)s nim-specdec: %(message)s"))
+    handler.addFilter(_Redact(secret_values(env)))
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    return logger
+
+
+def error_line(text: str) -> None:
+    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
+    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)

@@ -1,0 +1,280 @@
+"""simulate: predict every model-free speculation method on captured traffic, and recommend one.
+
+Token ids come from a greedy replay of a mooncake_payload capture against a server running
+WITHOUT speculation (--trace and --url), or from records saved earlier (--records). Each
+method's grid is then simulated exactly, without a GPU: n-gram through the vectorized
+simulator, suffix decoding through arctic-inference's own suffix trees, as vLLM drives them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from nim_specdec.errors import ConfigError, UnreachableError
+
+METHODS = ("ngram", "suffix")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("token ids (a capture plus a server, or saved records)")
+    source.add_argument("--trace", help="mooncake_payload capture (JSONL of {timestamp, payload})")
+    source.add_argument("--url", help="base URL of the server with speculation off, e.g. http://localhost:8000")
+    source.add_argument("--model", help="model name to send (default: the server's first model)")
+    source.add_argument("--concurrency", type=int, default=4, help="requests in flight during the replay (default 4)")
+    source.add_argument("--records", help="simulate token ids saved earlier with --save-records, without a server")
+    source.add_argument("--save-records", help="write the recorded token ids to this JSONL file")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    grid = parser.add_argument_group("cost model and output")
+    grid.add_argument("--max-model-len", type=int, help="model length to simulate (default: what the server reports)")
+    grid.add_argument("--verify-cost", type=float, default=None,
+                      help="cost of verifying one draft token relative to a decode step (default 0.1)")
+    grid.add_argument("--top", type=int, default=15, help="rows of each method's table to print (default 15; 0 = all)")
+    grid.add_argument("--json", dest="json_out", help="also write every row and the recommendations as JSON here")
+    grid.add_argument("--current", help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
+                      "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from nim_specdec_lab.suffix import grid as sg
+
+    parser.add_argument("--method", help="comma-separated methods to simulate: ngram, suffix (default both; suffix only where "
+                        "arctic-inference is installed)")
+    add_source_arguments(parser)
+    ngram = parser.add_argument_group("n-gram grid")
+    ngram.add_argument("--ngram-k", dest="ngram_k", default="1-6,8", help="num_speculative_tokens values (default 1-6,8)")
+    ngram.add_argument("--ngram-min", dest="ngram_min", default="1-4", help="prompt_lookup_min values (default 1-4)")
+    ngram.add_argument("--ngram-max", dest="ngram_max", default="1-5", help="prompt_lookup_max values (default 1-5)")
+    suffix = parser.add_argument_group("suffix grid (a point per combination)")
+    suffix.add_argument("--suffix-k", default=sg.DEFAULT_K, help=f"num_speculative_tokens values (default {sg.DEFAULT_K})")
+    suffix.add_argument("--suffix-depth", default=sg.DEFAULT_DEPTH, help=f"suffix_decoding_max_tree_depth values (default {sg.DEFAULT_DEPTH})")
+    suffix.add_argument("--suffix-cached", default=sg.DEFAULT_CACHED,
+                        help=f"suffix_decoding_max_cached_requests values, 0 = no global tree (default {sg.DEFAULT_CACHED})")
+    suffix.add_argument("--suffix-factor", default=sg.DEFAULT_FACTOR, help=f"suffix_decoding_max_spec_factor values (default {sg.DEFAULT_FACTOR})")
+    suffix.add_argument("--suffix-min-prob", default=sg.DEFAULT_MIN_PROB,
+                        help=f"suffix_decoding_min_token_prob values (default {sg.DEFAULT_MIN_PROB})")
+    add_output_arguments(parser)
+    parser.set_defaults(_flags={"ngram_k": "--ngram-k", "ngram_min": "--ngram-min", "ngram_max": "--ngram-max"})
+
+
+def _methods(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown or not chosen:
+        raise ConfigError("--method", f"unknown method {unknown[0] if unknown else text!r}", "use ngram, suffix or ngram,suffix")
+    return chosen
+
+
+def _ngram_grid(args: argparse.Namespace):
+    from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
+
+    flags = args._flags
+    sets = {}
+    for dest in ("ngram_k", "ngram_min", "ngram_max"):
+        try:
+            sets[dest] = parse_int_set(getattr(args, dest))
+        except ValueError as err:
+            raise ConfigError(flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6") from None
+    grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
+    if not grid:
+        raise ConfigError(f"{flags['ngram_min']}/{flags['ngram_max']}", "no pair with min <= max", "widen the max values or lower the min values")
+    return grid
+
+
+def _suffix_grid(args: argparse.Namespace):
+    from nim_specdec_lab.suffix import grid as sg
+
+    specs = (
+        ("--suffix-k", args.suffix_k, int, 1, None, "positive integers, e.g. 8,16"),
+        ("--suffix-depth", args.suffix_depth, int, 1, None, "positive integers, e.g. 24,32"),
+        ("--suffix-cached", args.suffix_cached, int, 0, None, "integers >= 0, e.g. 0,10000"),
+        ("--suffix-factor", args.suffix_factor, float, 0, None, "numbers >= 0, e.g. 1.0,2.0"),
+        ("--suffix-min-prob", args.suffix_min_prob, float, 0, 1, "numbers in [0, 1], e.g. 0.1"),
+    )
+    values = []
+    for flag, text, kind, low, high, fix in specs:
+        try:
+            values.append(sg.parse_values(text, kind, low, high))
+        except ValueError as err:
+            raise ConfigError(flag, f"bad value list {text!r} ({err})", f"use {fix}") from None
+    return sg.make_grid(*values)
+
+
+def load_records(args: argparse.Namespace, k_max: int, command: str):
+    """(records, model length, notes) from saved records or from a replay."""
+    from nim_specdec_lab.ngram import replay
+    from nim_specdec_lab.ngram.trace import parse_capture
+
+    if args.records:
+        if args.trace or args.url:
+            raise ConfigError("--records", "given together with --trace/--url", "use either saved records or a replay")
+        records, saved_len = replay.load_records(args.records)
+        if not any(r.output for r in records):
+            raise ConfigError("--records", f"{args.records} holds no request with output tokens", "use a file written by --save-records")
+        return records, args.max_model_len or saved_len, []
+    if not (args.trace and args.url):
+        raise ConfigError(command, "needs --trace and --url (or --records)", f"see nim-specdec {command} --help")
+    try:
+        with open(args.trace, encoding="utf-8") as src:
+            captured = parse_capture(src)
+    except OSError as err:
+        raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
+    model, server_len = replay.server_model(args.url)
+    # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
+    max_model_len = args.max_model_len or server_len
+    replayed = replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
+    failed = [r for r in replayed if r.request is None]
+    notes = [f"line {r.line}: {r.error}" for r in failed[:3]]
+    if failed:
+        notes.insert(0, f"{len(failed)} of {len(replayed)} requests failed and were left out")
+    mismatched = sum(r.tail_mismatch for r in replayed)
+    if mismatched:
+        notes.append(f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted")
+    records = [r.request for r in replayed if r.request is not None]
+    if not records:
+        raise UnreachableError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
+    if args.save_records:
+        replay.save_records(args.save_records, records, max_model_len)
+    return records, max_model_len, notes
+
+
+def current_setting(args: argparse.Namespace):
+    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method."""
+    import os
+
+    from nim_specdec.config.specargs import parse_specdec_args
+    from nim_specdec_lab.ngram.grid import ngram_params
+
+    text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
+    if text:
+        where = "--current" if args.current else "NIM_SPECDEC_ARGS"
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            raise ConfigError(where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}') from None
+        config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
+        params = ngram_params(config)
+        if params is None and args.current:
+            raise ConfigError("--current", "is not an n-gram speculative_config", "give method ngram with num_speculative_tokens")
+        return params
+    if args.url:
+        from nim_specdec.observe.smoke import http_get
+
+        # The launcher's endpoint: what the server at --url runs (usually nothing: it should not speculate).
+        status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
+        if status == 200:
+            try:
+                return ngram_params(json.loads(body).get("speculative_config"))
+            except (ValueError, AttributeError):
+                return None
+    return None
+
+
+def _edge_flags(args: argparse.Namespace, method: str) -> dict[str, str]:
+    if method == "ngram":
+        flags = args._flags
+        return {"num_speculative_tokens": flags["ngram_k"], "prompt_lookup_min": flags["ngram_min"],
+                "prompt_lookup_max": flags["ngram_max"]}
+    return {"num_speculative_tokens": "--suffix-k", "suffix_decoding_max_tree_depth": "--suffix-depth",
+            "suffix_decoding_max_spec_factor": "--suffix-factor"}
+
+
+def _suffix_available(explicit: bool, notes: list[str]) -> bool:
+    from nim_specdec.launch.facts import importable, require_method_package
+
+    if explicit:
+        require_method_package("suffix")  # exit 3 with the install line
+        return True
+    if importable("arctic_inference.suffix_decoding"):
+        return True
+    notes.append("suffix decoding left out: the arctic-inference package is not installed (pip install nanobind==2.9.2 "
+                 "&& pip install --no-build-isolation arctic-inference==0.3.0)")
+    return False
+
+
+def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
+    from nim_specdec_lab.ngram.corpus import build_corpus
+    from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank
+    from nim_specdec.common.output_files import write_atomically
+    from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate
+    from nim_specdec_lab.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table
+
+    verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
+    if not verify_cost >= 0:
+        raise ConfigError("--verify-cost", f"{verify_cost} is not a number >= 0", "use a value >= 0, e.g. 0.1")
+    notes: list[str] = []
+    grids = {}
+    if "ngram" in methods:
+        grids["ngram"] = _ngram_grid(args)
+    if "suffix" in methods:
+        suffix_grid = _suffix_grid(args)
+        if _suffix_available(explicit, notes):
+            grids["suffix"] = suffix_grid
+    current_params = current_setting(args) if "ngram" in grids else None
+    k_needed = max([p.k for g in grids.values() for p in g] + ([current_params.k] if current_params else []))
+    records, max_model_len, record_notes = load_records(args, k_needed, command)
+    notes = record_notes + notes
+    length = max_model_len or (1 << 40)
+    k_max = max(p.k for g in grids.values() for p in g)
+    near_end = requests_near_model_length(records, k_max, max_model_len) if max_model_len else 0
+    if near_end:
+        notes.append(
+            f"{near_end} of {len(records)} requests run within k tokens of max_model_len {max_model_len}: "
+            "vLLM drafts zeros there for the whole batch, so above concurrency 1 the prediction is optimistic"
+        )
+
+    by_method = {}
+    current = None
+    if "ngram" in grids:
+        grid = grids["ngram"]
+        widest = grid + ([current_params] if current_params else [])
+        corpus = build_corpus(records, max_ngram=max(p.max_n for p in widest), pad=max(p.k for p in widest) + 1)
+        by_method["ngram"] = rank([simulate(corpus, p, length) for p in grid], verify_cost)
+        if current_params is not None:
+            result = next((s.result for s in by_method["ngram"] if s.result.params == current_params), None)
+            result = result or simulate(corpus, current_params, length)
+            current = Scored(result, predicted_speedup(result, verify_cost))
+    if "suffix" in grids:
+        from nim_specdec_lab.suffix.simulator import simulate_suffix
+
+        by_method["suffix"] = rank([simulate_suffix(records, p, length) for p in grids["suffix"]], verify_cost)
+
+    for note in notes:
+        print(f"nim-specdec: note: {note}", file=sys.stderr)
+    prompt_tokens = sum(len(r.prompt) for r in records)
+    output_tokens = sum(len(r.output) for r in records)
+    points = sum(len(g) for g in grids.values())
+    print(f"{len(records)} requests, {prompt_tokens} prompt + {output_tokens} output tokens; "
+          f"{points} settings; verify cost {verify_cost} per draft token")
+    limit = None if args.top == 0 else args.top
+    for method, ranked in by_method.items():
+        print(f"\n{method} ({len(ranked)} settings, best first)")
+        print(table(ranked, limit, current if method == "ngram" else None))
+    print()
+    edges = [note for method, ranked in by_method.items() for note in edge_notes(method, ranked)]
+    for method, ranked in by_method.items():
+        print(recommendation_line(method, ranked[0]))
+    for note in edges:
+        print(f"note: {edge_line(note, _edge_flags(args, note['method']))}")
+    if len(by_method) > 1:
+        best = overall(by_method)
+        print(recommendation_line(f"overall ({speculative_config_method(best)})", best))
+    if args.json_out:
+        meta = {"requests": len(records), "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
+                "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method),
+                "requests_near_model_length": near_end}
+        write_atomically(args.json_out, json.dumps(summary(by_method, meta, current, edges), indent=2) + "\n", "--json")
+    return 0
+
+
+def speculative_config_method(scored) -> str:
+    from nim_specdec_lab.sim_report import speculative_config
+
+    return speculative_config(scored.result.params)["method"]
+
+
+def run(args: argparse.Namespace) -> int:
+    return simulate_methods(args, _methods(args.method or ",".join(METHODS)), "simulate", explicit=args.method is not None)

@@ -1,0 +1,101 @@
+"""report.md from report.json's content (pure)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from nim_specdec_lab.specbench.compare import ARRIVAL_RATE, MODES
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ms(percentiles: dict[str, float] | None) -> str:
+    if not percentiles:
+        return "-"
+    return " / ".join(_num(percentiles.get(k) * 1000 if k in percentiles else None, 1) for k in ("p50", "p90", "p99"))
+
+
+def _server(means: dict[str, float] | None) -> str:
+    if not means:
+        return "-"
+    return " / ".join(_num(means[k] * 1000, 2) if k in means else "-" for k in ("ttft_mean_s", "tpot_mean_s", "latency_mean_s"))
+
+
+def _table(header: Sequence[str], lines: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(c) + " |" for c in lines)]
+
+
+def _schedule(side: dict[str, Any]) -> str:
+    return "captured times" if side["schedule"] == "timestamps" else f"closed loop, {side['concurrency']} in flight"
+
+
+def _sides(rows: list[dict[str, Any]]):
+    for row in rows:
+        for mode in MODES:
+            if row[mode] is not None:
+                yield row, mode, row[mode]
+
+
+def markdown(report: dict[str, Any]) -> str:
+    rows = report["rows"]
+    out = ["# Speculative decoding: on vs off", ""]
+    if any(side["schedule"] == "timestamps" for _, _, side in _sides(rows)):
+        out += [f"**Note:** {ARRIVAL_RATE}.", ""]
+    out += ["## Throughput", ""]
+    lines = []
+    for row, mode, side in _sides(rows):
+        speedup = _num(row["speedup"], 3) + "x" if mode == "on" and row["speedup"] is not None else ""
+        lines.append([row["category"], mode, f"{side['ok_count']}/{side['request_count']}", _schedule(side),
+                      str(side["output_tokens"]), _num(side["duration_s"], 2), _num(side["output_tokens_per_s"]), speedup])
+    out += _table(("category", "mode", "requests ok/sent", "schedule", "output tokens", "duration s", "output tok/s", "speedup"), lines)
+    out += ["", f"- {report['how']['throughput']}.", f"- {report['how']['speedup']}."]
+    out += [f"- {row['category']}: {row['speedup_note']}." for row in rows if row.get("speedup_note")]
+
+    out += ["", "## Latency (ms, p50 / p90 / p99)", ""]
+    lines = [[row["category"], mode, _ms(side["latency_s"]), _ms(side["ttft_s"]), _ms(side["itl_s"]),
+              _server(side.get("server_means"))] for row, mode, side in _sides(rows)]
+    out += _table(("category", "mode", "request latency", "time to first token", "inter-token latency",
+                   "server means: TTFT / TPOT / latency"), lines)
+    out += ["", "The first three columns are AIPerf's, timed as the client read the stream; "
+            f"{report['how'].get('server_means', 'server means: as the server timed them')}."]
+    ratios = [f"{row['category']} {row['latency_p50_ratio']:.3f}" for row in rows if row["latency_p50_ratio"] is not None]
+    if ratios:
+        out += ["", f"Request latency p50, off / on: {', '.join(ratios)}."]
+    tpot = [f"{row['category']} {row['tpot_ratio']:.3f}" for row in rows if row.get("tpot_ratio") is not None]
+    if tpot:
+        out += ["", f"Server time per output token, off / on: {', '.join(tpot)}."]
+
+    out += ["", "## Acceptance (speculation on)", ""]
+    lines = []
+    for row, mode, side in _sides(rows):
+        acc = side.get("acceptance")
+        if mode != "on" and not (acc and acc.get("drafts")):
+            continue
+        if not acc or acc.get("status") != "active":
+            lines.append([row["category"], mode, "-", "-", "-", _num(acc["drafts"] if acc else None, 0)])
+            continue
+        per_pos = " ".join(f"{i + 1}:{rate:.3f}" for i, rate in enumerate(acc["per_position_rate"]))
+        lines.append([row["category"], mode, _num(acc["acceptance_rate"], 3), _num(acc["acceptance_length"], 3),
+                      per_pos or "-", _num(acc["drafts"], 0)])
+    out += _table(("category", "mode", "acceptance rate", "acceptance length", "per position (accepted / drafts)", "drafts"), lines)
+    out += ["", "Acceptance rate = accepted / drafted tokens; acceptance length = 1 + accepted / drafts (tokens per step);",
+            "the server's spec-decode counters, growth during the run."]
+
+    out += ["", "## What each server ran", ""]
+    lines = []
+    for row, mode, side in _sides(rows):
+        config = side.get("server_spec_config") or {}
+        spec = config.get("speculative_config", "unknown") if config else "unknown"
+        text = "off (none)" if spec is None else json.dumps(spec, sort_keys=True)
+        lines.append([row["category"], mode, f"`{text}`", config.get("source", "-") if config else "-"])
+    out += _table(("category", "mode", "speculative config", "read from"), lines)
+    if report.get("warnings"):
+        out += ["", "## Warnings", "", *(f"- {w}" for w in report["warnings"])]
+    return "\n".join(out) + "\n"

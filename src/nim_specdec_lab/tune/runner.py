@@ -1,0 +1,234 @@
+"""The shell of `nim-specdec tune`: servers, replays and files around the pure core.
+
+One server at a time, each started through `nim-specdec serve` (nim_specdec_lab.server_process) with the user's
+environment and arguments and stopped before the next one starts, also on Ctrl-C or an error. Every
+measurement goes through the project's one replay engine (tools.replay, AIPerf).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from nim_specdec.errors import ConfigError, UnreachableError
+from nim_specdec_lab.server_process import ServerSpec, running_server
+from nim_specdec.observe.smoke import http_get
+from nim_specdec_lab.ngram.corpus import RecordedRequest
+from nim_specdec_lab.ngram.trace import CapturedRequest
+from nim_specdec_lab.replay import ReplayMeasurement, ReplaySpec, run_replay
+from nim_specdec_lab.tune.repeats import kept_by_concurrency
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How each measurement is made; the same for every server so that they compare."""
+
+    concurrencies: tuple[int, ...]
+    requests_per_run: int | None  # None: run_count's rule
+    max_tokens: int | None
+    ignore_eos: bool
+    aiperf_bin: Path | None
+    ready_timeout_s: float
+    repeat: int = 1  # rounds per concurrency on each server, interleaved (tools.tune.repeats)
+    servers: int = 1  # servers per configuration, in alternated passes; the median of all rounds is kept
+
+
+@dataclass(frozen=True)
+class Round:
+    """One measured run, and where it was taken: the server (its name) and the round on that server."""
+
+    server: str
+    number: int
+    run: ReplayMeasurement
+
+
+@dataclass
+class ServerLog:
+    """What each server start cost, and every measured round, for the report."""
+
+    starts: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+    def log_rounds(self, configuration: str, rounds: Mapping[int, Sequence[Round]],
+                   kept: Mapping[int, ReplayMeasurement]) -> None:
+        for c, found in sorted(rounds.items()):
+            for one in found:
+                self.rounds.append({"configuration": configuration, "server": one.server, "round": one.number,
+                                    "kept": one.run is kept[c],
+                                    "judged_tokens_per_s": round(judged_tokens_per_s(one.run), 3), **one.run.to_json()})
+
+
+def server_name(configuration: str, server_no: int) -> str:
+    """The first server of a configuration carries its name; the next ones `-s2`, `-s3`, ... (logs, runs)."""
+    return configuration if server_no == 1 else f"{configuration}-s{server_no}"
+
+
+def keep(log: ServerLog, configuration: str, rounds: Mapping[int, Sequence[Round]]) -> dict[int, ReplayMeasurement]:
+    """The run that stands for each concurrency (the median of every round on every server), logged with
+    all the rounds."""
+    kept = kept_by_concurrency({c: [r.run for r in found] for c, found in rounds.items()}, judged_tokens_per_s)
+    log.log_rounds(configuration, rounds, kept)
+    return kept
+
+
+# A run shorter than this many output tokens lasts well under a second on a small model, and one late step
+# or client read moves its figure by a quarter (measured: 384-token runs at concurrency 4 read 0.87x and
+# 1.16x of their neighbours in one sweep).
+MIN_RUN_TOKENS = 2048
+
+
+def run_count(settings: RunSettings, trace_len: int, concurrency: int, mean_output_tokens: float | None = None) -> int:
+    """Requests per run: --requests-per-run, else every captured request, at least 8 per slot, and at
+    least MIN_RUN_TOKENS output tokens (by the recorded completions' mean length)."""
+    if settings.requests_per_run is not None:
+        return settings.requests_per_run
+    by_tokens = math.ceil(MIN_RUN_TOKENS / mean_output_tokens) if mean_output_tokens and mean_output_tokens > 0 else 0
+    return max(trace_len, 8 * concurrency, by_tokens)
+
+
+# AIPerf keeps its connections in a pool. At high concurrency on a small machine the client falls behind and
+# a pooled connection can sit idle past uvicorn's keep-alive (vLLM's default, 5 s): the server closes it as
+# the client writes, and requests fail with "Server disconnected" (measured: 9 of 128 at concurrency 16 on 2
+# cores). tune's own servers keep idle connections longer; a value the user set is left alone.
+KEEP_ALIVE_VAR, KEEP_ALIVE_S = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "120"
+
+
+def server_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a server tune starts: the user's, with idle connections kept long enough to measure."""
+    return {KEEP_ALIVE_VAR: KEEP_ALIVE_S, **env}
+
+
+@contextmanager
+def served(name: str, env: Mapping[str, str], args: Sequence[str], out: Path, settings: RunSettings,
+           log: ServerLog, say: Say) -> Iterator[Any]:
+    say(f"tune: starting server '{name}' (server {len(log.starts) + 1}; log {out / 'logs' / (name + '.log')})")
+    started = time.monotonic()
+    spec = ServerSpec(env=server_env(env), args=tuple(args), ready_timeout_s=settings.ready_timeout_s,
+                      log_path=out / "logs" / f"{name}.log")
+    entry: dict[str, Any] = {"name": name}
+    log.starts.append(entry)
+    with running_server(spec) as server:
+        entry["ready_s"] = round(time.monotonic() - started, 1)
+        entry["port"] = server.port
+        say(f"tune: server '{name}' ready in {entry['ready_s']:.0f} s on port {server.port}")
+        try:
+            yield server
+        finally:
+            say(f"tune: stopping server '{name}'")
+    entry["total_s"] = round(time.monotonic() - started, 1)
+
+
+def served_model(url: str) -> tuple[str, int | None]:
+    """The served model's name and its max_model_len, from /v1/models."""
+    status, body = http_get(url + "/v1/models", timeout=30)
+    try:
+        first = json.loads(body)["data"][0]
+        return str(first["id"]), first.get("max_model_len")
+    except (ValueError, KeyError, IndexError, TypeError):
+        detail = "no answer" if status == 0 else f"HTTP {status}"
+        raise UnreachableError(url, f"/v1/models gave no model ({detail})", "see the server's log") from None
+
+
+def judged_tokens_per_s(result: ReplayMeasurement) -> float:
+    """The figure tune fits and verifies on: what the server sustained at the run's concurrency (its own
+    request latency, ReplayMeasurement.server_tokens_per_s), else the client's figure. On a small machine
+    the client and the server share the CPU, and the client's late reads would be counted against
+    whichever server happened to be running."""
+    server = result.server_tokens_per_s
+    return server if server is not None else result.output_tokens_per_s
+
+
+def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
+            settings: RunSettings, say: Say, mean_output_tokens: float | None = None) -> dict[int, list[Round]]:
+    """Closed-loop replays on the running server, greedy: `settings.repeat` rounds over the concurrencies,
+    interleaved so that a slow minute of a shared machine falls on every concurrency alike (`keep` picks
+    the run that stands for them). AIPerf reads the served model's own tokenizer from disk (it would
+    otherwise download one). Each run is preceded by `2 x concurrency + 2` unmeasured requests: the first
+    steps at a new batch shape (and, with speculation, a new number of tokens per request) are slow on a
+    fresh server, and `concurrency` alone left the first measured run of a server up to 1.5x slow."""
+    rounds: dict[int, list[Round]] = {c: [] for c in settings.concurrencies}
+    for round_no in range(1, settings.repeat + 1):
+        for concurrency in settings.concurrencies:
+            where = out / "runs" / name / f"c{concurrency}" / (f"round{round_no}" if settings.repeat > 1 else "")
+            result = _one_run(server, name, model, tokenizer, bodies, where, settings, concurrency, mean_output_tokens)
+            accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
+                result.spec and result.spec.draft_tokens) else ""
+            of = f" (round {round_no} of {settings.repeat})" if settings.repeat > 1 else ""
+            say(f"tune: {name} at concurrency {concurrency}{of}: {judged_tokens_per_s(result):.1f} output tokens/s "
+                f"(client: {result.output_tokens_per_s:.1f}){accepted}")
+            rounds[concurrency].append(Round(name, round_no, result))
+    return rounds
+
+
+def _one_run(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]],
+             where: Path, settings: RunSettings, concurrency: int, mean_output_tokens: float | None) -> ReplayMeasurement:
+    spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
+                      schedule="closed", request_count=run_count(settings, len(bodies), concurrency, mean_output_tokens),
+                      greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
+                      tokenizer=tokenizer, warmup=2 * concurrency + 2)
+    # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.
+    result = run_replay(spec, where, settings.aiperf_bin)
+    if result.ok_count < result.request_count:
+        raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
+                               f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
+                               f"see {where / 'aiperf.log'} and the server's log")
+    return result
+
+
+def record_token_ids(url: str, captured: Sequence[CapturedRequest], model: str, tail: int, concurrency: int,
+                     max_model_len: int | None, settings: RunSettings, say: Say) -> list[RecordedRequest]:
+    """Greedy prompt and output ids of every captured request (with the measured runs' max_tokens and
+    ignore_eos), for the exact simulators of the model-free methods."""
+    from nim_specdec_lab.ngram.replay import replay  # noqa: PLC0415 - the token-id replay over HTTP
+
+    forced = []
+    for item in captured:
+        payload = dict(item.payload)
+        if settings.max_tokens is not None:
+            payload.pop("max_completion_tokens", None)
+            payload["max_tokens"] = settings.max_tokens
+        if settings.ignore_eos:
+            payload["ignore_eos"] = True
+        forced.append(CapturedRequest(item.line, item.path, payload))
+    say(f"tune: recording greedy token ids of {len(forced)} requests for the simulators")
+    replayed = replay(url, forced, model, tail, concurrency, max_model_len)
+    records = [r.request for r in replayed if r.request is not None]
+    failed = [r for r in replayed if r.request is None]
+    if not records:
+        raise UnreachableError(url, f"answered none of the {len(forced)} captured requests "
+                               f"({failed[0].error if failed else 'no detail'})", "check the capture and the server's log")
+    if failed:
+        say(f"tune: note: {len(failed)} of {len(forced)} requests failed and are left out of the simulation")
+    return records
+
+
+def local_model_dir(env: Mapping[str, str], args: Sequence[str]) -> str | None:
+    """The target's local directory once a server has materialized it (its tokenizer is there)."""
+    from nim_specdec.launch.resolve import public, resolve  # noqa: PLC0415
+
+    target = public(resolve(env, list(args))[1], env)["target"]
+    local = target.get("local_dir") or target.get("model")
+    return local if local and Path(local).is_dir() else None
+
+
+def read_trace(path: Path) -> list[CapturedRequest]:
+    from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
+
+    try:
+        with open(path, encoding="utf-8") as src:
+            captured = parse_capture(src, "--trace")
+    except OSError as err:
+        raise ConfigError("--trace", f"cannot read {path} ({err.strerror})", "point --trace at a capture file") from None
+    except UnicodeDecodeError:
+        raise ConfigError("--trace", f"{path} is not UTF-8 text", "point --trace at a JSONL capture") from None
+    kinds = {c.path for c in captured}
+    if len(kinds) > 1:
+        raise ConfigError("--trace", "mixes chat and completion requests", "capture one endpoint, or split the capture")
+    return captured

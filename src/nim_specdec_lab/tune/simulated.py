@@ -1,0 +1,50 @@
+"""Acceptance curves of the model-free methods from recorded greedy token ids, through the exact simulators."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, make_grid, rank
+from nim_specdec_lab.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_simulation
+
+# speculative_config key -> SuffixParams field
+SUFFIX_KEYS = {"suffix_decoding_max_tree_depth": "max_tree_depth", "suffix_decoding_max_cached_requests": "max_cached_requests",
+               "suffix_decoding_max_spec_factor": "max_spec_factor", "suffix_decoding_min_token_prob": "min_token_prob"}
+
+LOOKUP_MIN = (1, 2, 3)
+LOOKUP_MAX = (1, 2, 3, 4, 5)
+NO_LIMIT = 1 << 40
+
+
+def ngram_curve(records: Sequence[RecordedRequest], kmax: int, lookup_min: int, lookup_max: int,
+                max_model_len: int | None) -> AcceptanceCurve:
+    corpus = build_corpus(records, max_ngram=lookup_max, pad=kmax + 1)
+    runs = []
+    for k in range(1, kmax + 1):
+        result = simulate(corpus, NgramParams(k, lookup_min, lookup_max), max_model_len or NO_LIMIT)
+        runs.append((k, corpus.output_tokens, result.accepted, result.draft_tokens))
+    return curve_from_simulation(runs)
+
+
+def pick_ngram_lookup(records: Sequence[RecordedRequest], kmax: int, max_model_len: int | None) -> tuple[int, int]:
+    """(prompt_lookup_min, prompt_lookup_max) that tune-ngram's ranking puts first at K = kmax."""
+    grid = make_grid([kmax], LOOKUP_MIN, LOOKUP_MAX)
+    corpus = build_corpus(records, max_ngram=max(p.max_n for p in grid), pad=kmax + 1)
+    best = rank([simulate(corpus, p, max_model_len or NO_LIMIT) for p in grid], DEFAULT_VERIFY_COST)[0].result.params
+    return best.min_n, best.max_n
+
+
+def suffix_curve(records: Sequence[RecordedRequest], config: Mapping[str, Any], max_model_len: int | None) -> AcceptanceCurve:
+    """Suffix decoding as the measured server runs it: the replay sends every captured request more than
+    once, so its global tree already holds each answer (`history`); new traffic accepts less."""
+    from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415
+
+    keys = {field: config[key] for key, field in SUFFIX_KEYS.items() if config.get(key) is not None}
+    total = sum(len(r.output) for r in records)
+    runs = []
+    for k in range(1, int(config["num_speculative_tokens"]) + 1):
+        result = simulate_suffix(records, SuffixParams(k=k, **keys), max_model_len, history=records)
+        runs.append((k, total, result.accepted, result.draft_tokens))
+    return curve_from_simulation(runs)

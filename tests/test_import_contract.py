@@ -1,0 +1,138 @@
+"""The launcher's import graph: it never reaches the lab, no stage imports a higher one, and there is no cycle.
+
+Read from the source with `ast`, so an import inside a function counts as much as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+LAUNCHER = SRC / "nim_specdec"
+LAB = SRC / "nim_specdec_lab"
+
+# Lowest first: a module may import its own stage and any stage listed before it.
+STAGES = ("errors", "common", "config", "fetchers", "preflight", "observe", "launch", "server", "cli")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _graph(root: Path) -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = {m for m in _imports(path) if m in modules and m != name}
+    return graph
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+LAUNCHER_GRAPH = _graph(LAUNCHER)
+
+
+@pytest.mark.parametrize("module", sorted(LAUNCHER_GRAPH))
+def test_launcher_module_never_imports_the_lab(module):
+    path = SRC / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = SRC / module.replace(".", "/") / "__init__.py"
+    lab = sorted(m for m in _imports(path) if m == "nim_specdec_lab" or m.startswith("nim_specdec_lab."))
+    assert lab == [], f"{module} imports the lab: {lab}"
+
+
+def test_the_contract_sees_every_stage():
+    """If a stage folder is added or renamed, the order above must say where it sits."""
+    stages = {_stage(m) for m in LAUNCHER_GRAPH} - {"__init__", "__main__"}
+    assert stages <= set(STAGES), sorted(stages - set(STAGES))
+    assert {"common", "config", "fetchers", "launch", "cli"} <= stages
+
+
+def test_no_stage_imports_a_higher_one():
+    upward = []
+    for module, targets in LAUNCHER_GRAPH.items():
+        stage = _stage(module)
+        if stage not in STAGES:
+            continue
+        for target in targets:
+            other = _stage(target)
+            if other in STAGES and STAGES.index(other) > STAGES.index(stage):
+                upward.append(f"{module} -> {target}")
+    assert upward == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    # Tarjan's strongly connected components; any component of two or more modules is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _without_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    # `from pkg import mod` names the package too; a package's __init__ re-exporting its modules is not a cycle.
+    packages = {m for m in graph if (SRC / m.replace(".", "/") / "__init__.py").exists()}
+    return {m: {t for t in ts if t not in packages} for m, ts in graph.items() if m not in packages}
+
+
+@pytest.mark.parametrize("root", [LAUNCHER, LAB], ids=["launcher", "lab"])
+def test_no_import_cycle(root):
+    assert _cycles(_without_packages(_graph(root))) == []
+
+
+def test_the_checker_finds_a_cycle_and_an_upward_import():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+    assert _stage("nim_specdec.config.plan") == "config"
