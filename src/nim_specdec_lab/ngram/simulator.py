@@ -42,6 +42,7 @@ class SimResult:
     steps: int  # decode forward passes after the prefill, drafting or not
     baseline_steps: int  # the same without speculation: output tokens - 1 per request
     per_request: np.ndarray  # [request, (drafts, draft_tokens, accepted)]
+    model_runner: str = "v1"  # the vLLM model runner whose drafter and loop were simulated
 
     @property
     def acceptance_rate(self) -> float:
@@ -146,7 +147,7 @@ def simulate(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 40) 
 
 
 def collect(params: Any, visited: np.ndarray, length: np.ndarray, hits: np.ndarray, request: np.ndarray,
-            corpus: Corpus) -> SimResult:
+            corpus: Corpus, model_runner: str = "v1") -> SimResult:
     """The counters of the steps `visited` (node ids into `length`, `hits` and `request`)."""
     v_drafted = length[visited] > 0
     v_len = length[visited]
@@ -171,4 +172,5 @@ def collect(params: Any, visited: np.ndarray, length: np.ndarray, hits: np.ndarr
         steps=int(visited.shape[0]),
         baseline_steps=corpus.num_queries,
         per_request=per_request,
+        model_runner=model_runner,
     )

@@ -51,4 +51,4 @@ def simulate_v2(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 4
     terminal = q
     nxt = np.append(np.where(position < corpus.query_next_limit, position, terminal), terminal)
     visited = chain_members(nxt, corpus.first_queries.astype(np.int64), terminal)
-    return collect(params, visited, length, hits, corpus.query_request, corpus)
+    return collect(params, visited, length, hits, corpus.query_request, corpus, "v2")
