@@ -124,3 +124,31 @@ def test_whole_request_counters_equal_a_replay_through_the_kernels(kernels):
 @pytest.mark.parametrize("k,min_n,max_n", [(3, 1, 4), (1, 1, 1), (5, 2, 3), (8, 1, 5)])
 def test_known_records_equal_a_replay_through_the_kernels(kernels, k, min_n, max_n):
     _assert_all_agree(kernels, KNOWN_RECORDS, NgramParams(k, min_n, max_n), 64)
+
+
+def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path):
+    """The command users run: `simulate --model-runner v2 --json` over saved records."""
+    import json
+    import subprocess
+    import sys
+
+    from nim_specdec_lab.ngram.replay import save_records
+
+    requests = KNOWN_RECORDS + _requests(random.Random(5), 12, 60)
+    save_records(str(tmp_path / "records.jsonl"), requests, 64)
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "simulate", "--records", str(tmp_path / "records.jsonl"), "--method", "ngram",
+         "--ngram-k", "2,4", "--ngram-min", "1", "--ngram-max", "1,3", "--model-runner", "v2", "--json", str(report)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(report.read_text())["grid"]
+    assert len(rows) == 4
+    for row in rows:
+        k, min_n, max_n = row["num_speculative_tokens"], row["prompt_lookup_min"], row["prompt_lookup_max"]
+        stepped = v2.replay(v2.Drafter(kernels, k, min_n, max_n, 64, len(requests)), requests, min_n, max_n)
+        assert row["model_runner"] == "v2"
+        assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == tuple(
+            sum(s[i] for s in stepped) for i in range(3))
+        assert row["accepted_per_pos"] == [sum(s[3][p] for s in stepped) for p in range(k)]
