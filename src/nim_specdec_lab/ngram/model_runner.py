@@ -7,6 +7,7 @@ build, which has no Triton backend. Method "suffix" is refused by V2 and runs on
 from __future__ import annotations
 
 from importlib import metadata
+from typing import Mapping
 
 RUNNERS = ("auto", "v1", "v2")
 PLATFORMS = ("cuda", "cpu")
@@ -27,6 +28,16 @@ def resolve(choice: str, platform: str) -> str:
     if choice != "auto":
         return choice
     return "v2" if platform == "cuda" else "v1"
+
+
+def serving_runner(env: Mapping[str, str], platform: str) -> str:
+    """The runner a server started with `env` on `platform` uses for n-gram: VLLM_USE_V2_MODEL_RUNNER
+    decides where it is set (vLLM reads it as bool(int(value))), else the platform's default."""
+    value = env.get("VLLM_USE_V2_MODEL_RUNNER")
+    try:
+        return "v2" if int(value) else "v1"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return resolve("auto", platform)  # unset (or a value vLLM itself would refuse)
 
 
 def runner_of(method: str, ngram_runner: str) -> str:
