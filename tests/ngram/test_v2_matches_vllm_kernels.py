@@ -152,3 +152,17 @@ def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path
         assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == tuple(
             sum(s[i] for s in stepped) for i in range(3))
         assert row["accepted_per_pos"] == [sum(s[3][p] for s in stepped) for p in range(k)]
+
+
+def test_vllm_schedules_ngram_synchronously():
+    """The step loop assumes each step's drafts are sized after the previous step was verified: vLLM's
+    config turns asynchronous scheduling off by default for methods outside these lists."""
+    import importlib.util
+    from pathlib import Path
+    from typing import get_args
+
+    from vllm.config.speculative import EagleModelTypes, NgramGPUTypes
+
+    assert "ngram" not in get_args(EagleModelTypes) and "ngram" not in get_args(NgramGPUTypes)
+    source = (Path(importlib.util.find_spec("vllm").submodule_search_locations[0]) / "config/vllm.py").read_text()
+    assert "self.speculative_config.method not in get_args(NgramGPUTypes)" in source
