@@ -100,7 +100,8 @@ class Drafter:
 
         self.torch = torch
         config = SimpleNamespace(
-            speculative_config=SimpleNamespace(num_speculative_tokens=k, prompt_lookup_min=min_n, prompt_lookup_max=max_n),
+            speculative_config=SimpleNamespace(num_speculative_tokens=k, prompt_lookup_min=min_n,
+                                               prompt_lookup_max=max_n),
             scheduler_config=SimpleNamespace(max_num_seqs=slots),
             model_config=SimpleNamespace(max_model_len=max_model_len),
         )
@@ -108,10 +109,12 @@ class Drafter:
         self.token_ids = torch.full((slots, max_model_len), 12345, dtype=torch.int32)  # stale tokens past each end
         self.total_len = torch.zeros(slots, dtype=torch.int32)
         self.last_sampled = torch.zeros((slots, 1), dtype=torch.int64)
-        states = SimpleNamespace(all_token_ids=SimpleNamespace(gpu=self.token_ids), total_len=SimpleNamespace(gpu=self.total_len))
+        states = SimpleNamespace(all_token_ids=SimpleNamespace(gpu=self.token_ids),
+                                 total_len=SimpleNamespace(gpu=self.total_len))
         self.speculator = module.NgramGPUSpeculator(config, torch.device("cpu"), states)
 
-    def propose(self, contexts: Sequence[Sequence[int]], slots: Sequence[int] | None = None, fast: bool = True) -> list[list[int]]:
+    def propose(self, contexts: Sequence[Sequence[int]], slots: Sequence[int] | None = None,
+                fast: bool = True) -> list[list[int]]:
         """The drafts for a batch of contexts, each held in its own slot (batch order != slot order)."""
         torch = self.torch
         slots = list(slots) if slots is not None else list(range(len(contexts)))[::-1]
@@ -129,7 +132,7 @@ class Drafter:
         return drafts.tolist()
 
 
-def replay(drafter: Drafter, requests: Sequence, min_n: int, max_n: int) -> list[tuple[int, int, int, tuple[int, ...], int]]:
+def replay(drafter: Drafter, requests: Sequence) -> list[tuple[int, int, int, tuple[int, ...], int]]:
     """(drafts, draft tokens, accepted, accepted per position, steps) of each greedy request, stepped
     with vLLM's kernels: all running requests are drafted in one launch per step, each in its own slot.
 

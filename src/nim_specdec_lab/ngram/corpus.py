@@ -110,7 +110,9 @@ def _extend_groups(
     return new_groups, first
 
 
-def build_corpus(requests: Sequence[RecordedRequest], max_ngram: int, pad: int = 64, occurrence: str = "first") -> Corpus:
+def build_corpus(
+    requests: Sequence[RecordedRequest], max_ngram: int, pad: int = 64, occurrence: str = "first"
+) -> Corpus:
     if max_ngram < 1:
         raise ValueError("max_ngram must be at least 1")
     if occurrence not in ("first", "last"):

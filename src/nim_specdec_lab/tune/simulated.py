@@ -21,7 +21,8 @@ NO_LIMIT = 1 << 40
 
 def _ngram_simulation(records: Sequence[RecordedRequest], max_ngram: int, kmax: int, model_runner: str):
     """The corpus and simulation of the n-gram drafter of `model_runner` ("v1" or "v2")."""
-    corpus = build_corpus(records, max_ngram=max_ngram, pad=kmax + 1, occurrence="last" if model_runner == "v2" else "first")
+    occurrence = "last" if model_runner == "v2" else "first"
+    corpus = build_corpus(records, max_ngram=max_ngram, pad=kmax + 1, occurrence=occurrence)
     return corpus, simulate_v2 if model_runner == "v2" else simulate
 
 
