@@ -32,6 +32,7 @@ _V2_UNSUPPORTED_METHODS = {
     (0, 32): ("suffix", "medusa", "mlp_speculator", "custom_class"),
     (0, 33): ("suffix", "custom_class"),
 }
+_NEEDS_TRITON = "which the V2 model runner needs"
 FULL_CUDAGRAPH_MODES = ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 # OPTIMIZATION_LEVEL_0x in vllm/config/vllm.py (the default level is O2).
 _LEVEL_CUDAGRAPH_MODE = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}
@@ -135,7 +136,7 @@ def _v2(version: str, platform: str, inputs: RunnerInputs, env: bool | None, why
     """V2 as forced by `why`, or the refusal `_validate_v2_model_runner` would raise at start."""
     named = f"vLLM {version}"
     if not _HAS_TRITON[platform]:
-        raise ConfigError(where, f"{why}, but {named} on {platform} has no Triton, which the V2 model runner needs", fix)
+        raise ConfigError(where, f"{why}, but {named} on {platform} has no Triton, {_NEEDS_TRITON}", fix)
     unsupported = v2_unsupported(version, inputs, env)
     if unsupported:
         raise ConfigError(where, f"{why}, but {named}'s V2 model runner does not support {', '.join(unsupported)}", fix)
@@ -151,13 +152,14 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
     named = f"vLLM {version}"
     if inputs.hisparse:
         if env is False:
-            raise ConfigError(ENV, f"{ENV}=0 with HiSparse attention: {named} runs HiSparse on the V2 model runner only",
+            raise ConfigError(ENV, f"{ENV}=0 with HiSparse attention: {named} runs HiSparse on the V2 runner only",
                               f"unset {ENV}, or remove attention_config.hisparse_config")
         return _v2(version, platform, inputs, env, "HiSparse attention requires the V2 model runner",
                    "--attention-config", "remove attention_config.hisparse_config or the feature named")
     if inputs.watermark:
         why = "watermarking requires the V2 model runner" + (f" (it overrides {ENV}=0)" if env is False else "")
-        return _v2(version, platform, inputs, env, why, "--watermark-config", "remove --watermark-config or the feature named")
+        return _v2(version, platform, inputs, env, why, "--watermark-config",
+                   "remove --watermark-config or the feature named")
     if env is True:
         _v2(version, platform, inputs, env, "1 asks for the V2 model runner", ENV,
             f"unset {ENV} (vLLM then picks V1 for this)")
@@ -165,7 +167,7 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
     if env is False:
         return ModelRunner("v1", f"{ENV}=0", platform, version)
     if not _HAS_TRITON[platform]:
-        return ModelRunner("v1", f"{named} on {platform} has no Triton, which the V2 model runner needs", platform, version)
+        return ModelRunner("v1", f"{named} on {platform} has no Triton, {_NEEDS_TRITON}", platform, version)
     unsupported = v2_unsupported(version, inputs, env)
     if unsupported:
         return ModelRunner("v1", f"{named}'s V2 model runner does not support {', '.join(unsupported)}",
