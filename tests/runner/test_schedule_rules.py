@@ -110,4 +110,11 @@ def test_cli_one_line_exit_2(tmp_path, env, args, words):
     done = subprocess.run([sys.executable, "-m", "nim_specdec", "plan", "--model", str(models["target"]), *args],
                           env=full, capture_output=True, text=True, timeout=120)
     lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and words in lines[0] and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and len(lines) == 1 and words in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("method, offers_v2", [("suffix", False), ("custom_class", False), ("ngram_gpu", True)])
+def test_drop_fix_offers_v2_only_where_v2_runs_the_method(method, offers_v2):
+    drop = schedule_drop("0.33.0", "v1", method, 1)
+    assert ("V2" in drop.fix) is offers_v2

@@ -104,6 +104,10 @@ def target_platform(flavor: str | None, version: str) -> str:
     return "cuda"
 
 
+def v2_refuses_method(version: str, method: str | None) -> bool:
+    return method in _V2_UNSUPPORTED_METHODS[version_key(rules_version(version))]
+
+
 def v2_unsupported(version: str, inputs: RunnerInputs, env: bool | None) -> list[str]:
     """`_get_v2_model_runner_unsupported_features`, in vLLM's words. With VLLM_USE_V2_MODEL_RUNNER set, DBO
     lists its own limits (`_get_dbo_unsupported_features`); unset, DBO alone sends vLLM to V1."""
@@ -111,7 +115,7 @@ def v2_unsupported(version: str, inputs: RunnerInputs, env: bool | None) -> list
     if inputs.executor_backend == "external_launcher" and inputs.pipeline_parallel > 1:
         found.append("pipeline parallelism with external_launcher")
     if inputs.method is not None:
-        if inputs.method in _V2_UNSUPPORTED_METHODS[version_key(version)]:
+        if v2_refuses_method(version, inputs.method):
             found.append(f"speculative method '{inputs.method}'")
         if inputs.parallel_drafting and inputs.method not in ("dflash", "dspark"):
             found.append("parallel drafting for EAGLE speculative decoding")

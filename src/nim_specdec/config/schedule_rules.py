@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nim_specdec.config.model_runner import FULL_CUDAGRAPH_MODES, ENV, rules_version, version_key
+from nim_specdec.config.model_runner import FULL_CUDAGRAPH_MODES, ENV, rules_version, v2_refuses_method, version_key
 
 _V1_SCHEDULE_METHODS = {(0, 33): ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")}
 
@@ -39,11 +39,11 @@ def schedule_drop(vllm_version: str, runner: str, method: str | None, data_paral
         )
     kept = _V1_SCHEDULE_METHODS.get(version_key(version))
     if runner == "v1" and kept is not None and method not in kept:
+        v2 = "" if v2_refuses_method(version, method) else f", or let V2 serve it (unset {ENV}=0 if it is set)"
         return ScheduleDrop(
             f"vLLM {version} drops the schedule of method {method!r} on the V1 model runner (only "
             f"{', '.join(kept)} keep one there), so every batch size would run num_speculative_tokens",
-            f"remove num_speculative_tokens_per_batch_size, use one of those methods, or run V2 "
-            f"(where {ENV}=0 chose V1, unset it)",
+            f"remove num_speculative_tokens_per_batch_size or use one of those methods{v2}",
         )
     return None
 
