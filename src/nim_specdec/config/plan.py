@@ -221,9 +221,9 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
     view = _engine_view(lower, [*pt.options, *cli.options])
     validate_engine_numbers(view, engine_origin)
     method = effective_method(config, _draft_config(draft, facts)) if enabled else None
-    model_runner = plan_model_runner(facts.vllm_version, facts.platform or target_platform(facts.flavor, facts.vllm_version),
-                                     settings.use_v2_model_runner, view, config if enabled else None, method, origin,
-                                     warnings)
+    platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
+    model_runner = plan_model_runner(facts.vllm_version, platform, settings.use_v2_model_runner, view,
+                                     config if enabled else None, method, origin, warnings)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
     argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
