@@ -56,6 +56,15 @@ class CapturePlan:
 
 
 @dataclass(frozen=True)
+class ModelRunnerPlan:
+    runner: str  # "v1" or "v2": vLLM's model runner for this plan (config.model_runner)
+    reason: str
+    platform: str  # the platform the plan assumes: cuda, rocm, xpu or cpu
+    vllm_version: str  # the vLLM version whose rules decided
+    cudagraph_downgrade: str | None = None  # "FULL_AND_PIECEWISE -> PIECEWISE" when a schedule costs full graphs
+
+
+@dataclass(frozen=True)
 class Plan:
     mode: str
     target: TargetPlan
@@ -70,6 +79,7 @@ class Plan:
     argv: tuple[str, ...]  # secrets masked
     env: dict[str, str]  # secrets masked
     warnings: tuple[str, ...]
+    model_runner: ModelRunnerPlan | None = None  # build_plan always sets it
     capture: CapturePlan | None = None
     preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
     vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
@@ -107,7 +117,7 @@ def plan_schema() -> dict[str, Any]:
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
-    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan):
+    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, ModelRunnerPlan):
         where = schema if cls is Plan else defs[cls.__name__]
         hidden = {f.name for f in fields(cls) if f.metadata.get("internal")}
         where["properties"] = {k: v for k, v in where["properties"].items() if k not in hidden}

