@@ -33,7 +33,9 @@ def format_table(entries: list[EntryInfo]) -> str:
         if e.untrusted:
             rows.append((f"(not trusted, never served: {printable(e.untrusted)})", "-", "-", "-", printable(e.name)))
         elif e.completed_at:
-            rows.append((printable(e.uri), human_bytes(e.size), str(e.files), printable(e.completed_at), printable(e.name)))
+            # An hf:// entry is a commit; the branch or tag it was fetched as says why it is there.
+            uri = f"{e.uri} (as {e.requested})" if e.requested and e.requested != e.uri else e.uri
+            rows.append((printable(uri), human_bytes(e.size), str(e.files), printable(e.completed_at), printable(e.name)))
         else:
             rows.append(("(incomplete: unused, removed by the next download)", "-", "-", "-", printable(e.name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -77,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     root = cache_dir(os.environ)
     secrets = secret_values(os.environ)
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
-    entries = [replace(e, uri=redact_text(e.uri, secrets)) for e in list_entries(CacheLayout.under(root))]
+    entries = [replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))
+               for e in list_entries(CacheLayout.under(root))]
     if args.json:
         for e in entries:
             print(json.dumps(asdict(e)))
