@@ -40,7 +40,8 @@ aiperf-venv:
 	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
 
 olah-venv:
-	flock $(OLAH_LOCK) sh -c 'test -x $(OLAH_VENV)/bin/olah-cli || { $(PYTHON) -m venv $(OLAH_VENV) && $(OLAH_VENV)/bin/pip install -q olah==0.5.4; }'
+	flock $(OLAH_LOCK) sh -c 'test -x $(OLAH_VENV)/bin/olah-cli || \
+	  { $(PYTHON) -m venv $(OLAH_VENV) && $(OLAH_VENV)/bin/pip install -q olah==0.5.4; }'
 
 # Two passes: the tests that start no vLLM server on two workers (pytest-xdist; 3 min instead of 5.5 on
 # 2 cores), then the vLLM servers one at a time, so that nothing else disturbs what they measure.

@@ -191,31 +191,39 @@ def test_server_killed_mid_download_leaves_the_old_commit_served(tmp_path):
     layout = tmp_path / "cache" / "sources"
     assert [p.parent for p in layout.rglob("complete.json")] == [first.parent]
     assert list((layout / "tmp").iterdir()) == []  # the failed download removed what it had written
-    offline = cli(env_for(proxy.url, tmp_path / "cache", NIM_DISABLE_MODEL_DOWNLOAD="1"), "download", f"hf://{repo.name}")
+    offline_env = env_for(proxy.url, tmp_path / "cache", NIM_DISABLE_MODEL_DOWNLOAD="1")
+    offline = cli(offline_env, "download", f"hf://{repo.name}")
     assert offline.returncode == 0 and Path(offline.stdout.strip()) == first and tree_bytes(first) == old_files
     assert f"serving commit {old}" in offline.stderr
 
 
 def test_plan_and_prepare_record_the_commit(hub, tmp_path):
-    """`plan` (no network) shows the commit the cache holds for the branch; `prepare` asks, fetches the commit
-    pushed since, links it into the workspace and records it."""
-    repo = new_repo(hub)
-    old = repo.commit(files("old"))
-    uri = f"hf://{repo.name}"
-    env = env_for(hub.url, tmp_path / "cache", NIM_MODEL_PATH=uri, NIM_SPECDEC_ENABLE="0", NIM_SPECDEC_PREFLIGHT="off",
-                  NIM_WORKSPACE=str(tmp_path / "ws"))
-    download(env, uri)
-    new_files = files("new")
-    new = repo.commit(new_files)
-    planned = cli(env, "plan")
+    """`plan` (no network) shows the commits the cache holds for the branches; `prepare` asks, fetches the
+    commits pushed since, links them into the workspace, has vLLM judge them and records them."""
+    target, draft = new_repo(hub), new_repo(hub)
+    old_target, old_draft = target.commit(files("old")), draft.commit(files("old-draft"))
+    uris = f"hf://{target.name}", f"hf://{draft.name}"
+    env = env_for(hub.url, tmp_path / "cache", NIM_MODEL_PATH=uris[0], NIM_DRAFT_MODEL_PATH=uris[1],
+                  NIM_SPECDEC_PREFLIGHT="off", NIM_WORKSPACE=str(tmp_path / "ws"))
+    draft_model = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 2}
+    spec = ["--speculative-config", json.dumps(draft_model)]
+    for uri in uris:
+        download(env, uri)
+    new_files, new_draft_files = files("new"), files("new-draft")
+    new_target, new_draft = target.commit(new_files), draft.commit(new_draft_files)
+    planned = cli(env, "plan", *spec)
     assert planned.returncode == 0, planned.stderr
-    assert json.loads(planned.stdout)["target"]["commit"] == old
-    prepared = cli(env, "prepare", timeout=300)
+    plan = json.loads(planned.stdout)
+    assert (plan["target"]["commit"], plan["draft"]["commit"]) == (old_target, old_draft)
+    prepared = cli(env, "prepare", *spec, timeout=300)
     assert prepared.returncode == 0, prepared.stderr
     plan = json.loads(prepared.stdout)
-    assert plan["target"]["commit"] == new and plan["target"]["source"] == uri
-    assert tree_bytes(Path(plan["target"]["local_dir"])) == new_files
-    assert (tmp_path / "ws" / "target").resolve() == Path(plan["target"]["local_dir"]).resolve()
+    assert (plan["target"]["commit"], plan["draft"]["commit"]) == (new_target, new_draft)
+    assert plan["target"]["source"] == uris[0] and plan["draft"]["source"] == uris[1]
+    assert plan["vllm_check"]["ran"] is True, prepared.stderr
+    for key, link, expected in (("target", "target", new_files), ("draft", "my_draft", new_draft_files)):
+        assert tree_bytes(Path(plan[key]["local_dir"])) == expected
+        assert (tmp_path / "ws" / link).resolve() == Path(plan[key]["local_dir"]).resolve()
 
 
 def _closed_port() -> int:

@@ -35,7 +35,8 @@ def format_table(entries: list[EntryInfo]) -> str:
         elif e.completed_at:
             # An hf:// entry is a commit; the branch or tag it was fetched as says why it is there.
             uri = f"{e.uri} (as {e.requested})" if e.requested and e.requested != e.uri else e.uri
-            rows.append((printable(uri), human_bytes(e.size), str(e.files), printable(e.completed_at), printable(e.name)))
+            rows.append((printable(uri), human_bytes(e.size), str(e.files), printable(e.completed_at),
+                         printable(e.name)))
         else:
             rows.append(("(incomplete: unused, removed by the next download)", "-", "-", "-", printable(e.name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

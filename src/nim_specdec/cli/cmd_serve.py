@@ -88,6 +88,8 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
     if draft is not None:
         local = fetch(draft.ref, ctx)
         downloaded = downloaded or not draft.ref.is_local
+        if draft.local_dir is not None and draft.local_dir != str(local):
+            plan = replace(plan, vllm_check=None)  # it judged the commit cached before; this one is judged anew
         plan = plan.with_local_dirs(draft_dir=str(local), draft_commit=None if draft.ref.is_local else commit_of(local))
         if draft.name is not None:
             link(local, workspace / draft.name, ctx.cache_dir)

@@ -81,8 +81,9 @@ class Plan:
     def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None,
                         target_commit: str | None = None, draft_commit: str | None = None) -> Plan:
         """Where the fetched files are, and (hf://) which commit: a directory given replaces both."""
-        target = replace(self.target, local_dir=target_dir, commit=target_commit) if target_dir is not None else self.target
-        draft = self.draft
+        target, draft = self.target, self.draft
+        if target_dir is not None:
+            target = replace(target, local_dir=target_dir, commit=target_commit)
         if draft_dir is not None and draft is not None:
             draft = replace(draft, local_dir=draft_dir, commit=draft_commit)
         return replace(self, target=target, draft=draft)

@@ -168,7 +168,7 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
             if attempt == settings.retries:
                 raise MaterializeError(
                     uri, f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",
-                    "check that HF_ENDPOINT is reachable, or set NIM_DISABLE_MODEL_DOWNLOAD=1 to serve the cached commit",
+                    "check that HF_ENDPOINT is reachable, or set NIM_DISABLE_MODEL_DOWNLOAD=1 to serve the cached one",
                 ) from None
             delay = retry_delay(attempt)
             ctx.log(f"{uri}: asking for the commit of {revision!r} failed ({detail}); retrying in {delay:.1f}s")

@@ -67,7 +67,8 @@ def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
     return cache.complete_files(layout, cache.entry_name(ref))
 
 
-def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend, marker_extra: Mapping[str, str] | None = None) -> Path:
+def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend,
+                marker_extra: Mapping[str, str] | None = None) -> Path:
     """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
     trust.refuse_system_dir(ctx.cache_dir, "NIM_CACHE_PATH")
@@ -116,7 +117,8 @@ def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: froze
     except MaterializeError:
         raise
     except Exception as err:  # noqa: BLE001 - one line, as for a full download
-        raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {redact_text(first_line(err), secret_values(ctx.env))}") from None
+        detail = redact_text(first_line(err), secret_values(ctx.env))
+        raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {detail}") from None
     return dest
 
 

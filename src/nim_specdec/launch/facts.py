@@ -122,7 +122,8 @@ def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warni
             if foreign:
                 warnings.append(f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
                                 f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled")
-        facts[ref.uri] = SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached else SourceFacts()
+        facts[ref.uri] = (SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached
+                          else SourceFacts())
     return facts
 
 
