@@ -134,3 +134,56 @@ def test_a_malformed_record_counts_as_none(tmp_path, content):
     path.parent.mkdir(parents=True, mode=0o700)
     path.write_bytes(content)
     assert branch_refs.read_ref(layout, ref) is None
+
+
+def prune_cli(hub, cache: Path, *args: str) -> list[dict]:
+    import os
+    import subprocess
+    import sys
+
+    from servers.harness import SRC
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
+    env.update(NIM_CACHE_PATH=str(cache), PYTHONPATH=str(SRC))
+    done = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "prune", *args, "--json"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_prune_removes_the_commit_a_branch_left_and_keeps_the_current_one(hub, published, tmp_path):
+    uri, files = published
+    ref = parse_source(uri, "X")
+    first = HFFetcher().fetch(ref, context(hub, tmp_path))
+    hub.hub.repos.add(ref.location, {**files, "config.json": b'{"pushed": 1}'})
+    second = HFFetcher().fetch(ref, context(hub, tmp_path))
+    # Left minutes ago: a day's rule keeps it; a dry run with 0 days names it and removes nothing.
+    assert [(r["kind"], r["key"], r["action"]) for r in prune_cli(hub, tmp_path, "--older-than", "1")] == [
+        ("commit", first.parent.name, "kept: superseded recently")]
+    assert [r["action"] for r in prune_cli(hub, tmp_path, "--older-than", "0", "--dry-run")] == ["would remove"]
+    assert first.is_dir()
+    rows = prune_cli(hub, tmp_path, "--older-than", "0")
+    assert [(r["key"], r["action"]) for r in rows] == [(first.parent.name, "removed")]
+    assert not first.parent.exists() and tree_bytes(second)["config.json"] == b'{"pushed": 1}'
+    assert HFFetcher().fetch(ref, context(hub, tmp_path, offline=True)) == second
+    assert prune_cli(hub, tmp_path, "--older-than", "0") == []  # the current commit is never a candidate
+
+
+def test_prune_counts_a_start_by_commit_id_as_a_use(hub, published, tmp_path):
+    uri, files = published
+    ref = parse_source(uri, "X")
+    first = HFFetcher().fetch(ref, context(hub, tmp_path))
+    commit = json.loads((first.parent / "complete.json").read_text())["commit"]
+    hub.hub.repos.add(ref.location, {**files, "config.json": b'{"pushed": 2}'})
+    HFFetcher().fetch(ref, context(hub, tmp_path))
+    layout = CacheLayout.under(tmp_path)
+    since = branch_refs.read_ref(layout, ref).since
+    time_of_pin = since + 5.0
+    branch_refs.record(layout, parse_source(f"{uri}@{commit}", "X"), commit, time_of_pin)
+    from nim_specdec.fetchers.prune_commits import prune_commits
+
+    (state,) = prune_commits(layout, older_than_s=10.0, now=since + 12.0)  # 12 s after the move, 7 after the pin
+    assert state.key == first.parent.name and state.action == "kept: superseded recently"
+    assert state.last_used == time_of_pin
+    (state,) = prune_commits(layout, older_than_s=10.0, now=time_of_pin + 10.0)
+    assert state.action == "removed" and not first.parent.exists()

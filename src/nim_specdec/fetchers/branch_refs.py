@@ -1,6 +1,6 @@
 """Which commit a branch or tag of an hf:// source named when a launcher last asked the Hub.
 
-    <cache>/sources/refs/<entry name of hf://ORG/NAME@BRANCH>.json    {"uri", "commit", "resolved_at"}
+    <cache>/sources/refs/<entry name of hf://ORG/NAME@BRANCH>.json    {"uri", "commit", "resolved_at", "since"}
 
 A branch moves, a commit does not: entries are keyed by commit, and this small file maps a branch to the
 commit a launcher with network last served for it. It is written whole, after that commit's entry is
@@ -36,6 +36,7 @@ class BranchRef:
     uri: str  # hf://ORG/NAME@BRANCH, normalized
     commit: str
     resolved_at: float  # time.time() when the Hub was asked
+    since: float  # when the branch was first seen at this commit: the commit before it is unused since then
 
 
 def ref_path(layout: cache.CacheLayout, ref: SourceRef) -> Path:
@@ -56,9 +57,11 @@ def read_ref(layout: cache.CacheLayout, ref: SourceRef) -> BranchRef | None:
     if not isinstance(data, dict) or data.get("uri") != cache.normalized_uri(ref):
         return None
     commit, resolved_at = data.get("commit"), data.get("resolved_at")
-    if not isinstance(commit, str) or not is_commit(commit) or type(resolved_at) not in (int, float):
+    since = data.get("since", resolved_at)
+    times_ok = all(type(t) in (int, float) for t in (resolved_at, since))
+    if not isinstance(commit, str) or not is_commit(commit) or not times_ok:
         return None
-    return BranchRef(data["uri"], commit, float(resolved_at))
+    return BranchRef(data["uri"], commit, float(resolved_at), float(since))
 
 
 def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: float) -> None:
@@ -68,5 +71,6 @@ def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: 
     if current is not None and current.resolved_at > resolved_at:
         return
     trust.ensure_own_dir(layout.root / "refs", "NIM_CACHE_PATH")
-    document = {"uri": cache.normalized_uri(ref), "commit": commit, "resolved_at": resolved_at}
+    since = current.since if current is not None and current.commit == commit else resolved_at
+    document = {"uri": cache.normalized_uri(ref), "commit": commit, "resolved_at": resolved_at, "since": since}
     trust.write_replacing(ref_path(layout, ref), json.dumps(document).encode())

@@ -31,7 +31,10 @@ def marker_fields(ref: SourceRef, commit: str) -> dict[str, str]:
 
 def fetch(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resolve: Resolver) -> Path:
     if branch_refs.is_commit(ref.revision):
-        return materialize.materialize(ref, ctx, backend, marker_fields(ref, ref.revision))
+        path = materialize.materialize(ref, ctx, backend, marker_fields(ref, ref.revision))
+        if not ctx.offline:  # when it was last used by its commit id: `cache prune` keeps it as long as that
+            _record(ref, ctx, ref.revision, time.time())
+        return path
     if ctx.offline:
         return _offline(ref, ctx, backend)
     asked_at = time.time()
@@ -39,12 +42,16 @@ def fetch(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resol
     uri = cache.normalized_uri(ref)
     ctx.log(f"{uri}: {ref.revision or 'main'} is commit {commit}")
     path = materialize.materialize(branch_refs.pinned(ref, commit), ctx, backend, marker_fields(ref, commit))
+    _record(ref, ctx, commit, asked_at)
+    return path
+
+
+def _record(ref: SourceRef, ctx: FetchContext, commit: str, asked_at: float) -> None:
     try:
         branch_refs.record(cache.CacheLayout.under(ctx.cache_dir), ref, commit, asked_at)
     except (OSError, MaterializeError) as err:
-        # The commit is cached and served; only a later start with downloads disabled misses the pointer.
-        ctx.log(f"{uri}: could not record that it is commit {commit} ({err}); an offline start will not find it")
-    return path
+        # The commit is cached and served; only a later offline start or `cache prune` misses the record.
+        ctx.log(f"{cache.normalized_uri(ref)}: could not record that it is commit {commit} ({err})")
 
 
 def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
