@@ -77,6 +77,7 @@ bench: install
 	$(PY) bench/bench_ngram_sim.py
 	$(PY) bench/bench_suffix_sim.py
 	$(PY) bench/bench_capture.py
+	$(PY) bench/bench_hf_revision.py
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
