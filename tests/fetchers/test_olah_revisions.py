@@ -130,6 +130,8 @@ def test_a_commit_pushed_between_two_starts_is_served_by_the_second(hub, tmp_pat
     listing = [json.loads(line) for line in cli(env, "cache", "ls", "--json").stdout.splitlines()]
     assert sorted(e["commit"] for e in listing) == sorted([old, new])  # the old commit stays
     assert {e["requested"] for e in listing} == {f"hf://{repo.name}@main"}
+    table = cli(env, "cache", "ls").stdout
+    assert f"hf://{repo.name}@{new} (as hf://{repo.name}@main)" in table and f"@{old} (as" in table
     for offline in ({"NIM_DISABLE_MODEL_DOWNLOAD": "1"}, {"HF_HUB_OFFLINE": "1"}):
         done = cli(env_for(f"http://127.0.0.1:{_closed_port()}", tmp_path, **offline), "download", f"hf://{repo.name}")
         assert done.returncode == 0 and Path(done.stdout.strip()) == second, done.stderr
