@@ -151,7 +151,7 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
 def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
     """The commit `ref`'s branch or tag names now: one metadata request (`expand=sha` keeps the Hub's answer
     small), retried like a download when the failure is transient."""
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi  # noqa: PLC0415 - imported only when an hf:// source is fetched
 
     uri = normalized_uri(ref)
     revision = ref.revision or "main"
