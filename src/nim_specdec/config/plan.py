@@ -36,6 +36,7 @@ from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
 class SourceFacts:
     local_dir: str | None = None  # where the files are now, with no network access
     config: dict[str, Any] | None = None  # its config.json
+    commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             builtin=target.builtin.model_id if target.builtin else None,
             served_model_name=name,
             local_dir=target_facts.local_dir if target_facts else None,
+            commit=target_facts.commit if target_facts else None,
             ref=target.source,
         ),
         speculative=SpeculativePlan(
@@ -253,7 +255,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         ),
         draft=None if draft is None else DraftPlan(
             name=draft.name, source=draft.source.uri, path=draft.path, chosen_by=draft.chosen_by,
-            local_dir=draft_facts.local_dir if draft_facts else None, ref=draft.source,
+            local_dir=draft_facts.local_dir if draft_facts else None,
+            commit=draft_facts.commit if draft_facts else None, ref=draft.source,
         ),
         engine_args={k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
         engine_origin=engine_origin,

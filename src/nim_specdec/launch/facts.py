@@ -19,7 +19,7 @@ from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.preflight.config_file import read_model_config
-from nim_specdec.fetchers.cache import untrusted_entry
+from nim_specdec.fetchers.cache import commit_of, untrusted_entry
 
 
 # Debian's tcmalloc (the image installs libtcmalloc-minimal4), then the full one.
@@ -123,7 +123,8 @@ def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warni
             if foreign:
                 warnings.append(f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
                                 f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled")
-        facts[ref.uri] = SourceFacts(str(cached), read_config(cached, where)) if cached else SourceFacts()
+        facts[ref.uri] = (SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached
+                          else SourceFacts())
     return facts
 
 
