@@ -83,10 +83,21 @@ def test_tune_md_names_the_runner_of_each_simulated_curve():
 @pytest.mark.parametrize(
     "env,platform,expected",
     [({}, "cuda", "v2"), ({}, "cpu", "v1"), ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "cuda", "v1"),
-     ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, "cpu", "v2"), ({"VLLM_USE_V2_MODEL_RUNNER": "2"}, "cpu", "v2"),
-     ({"VLLM_USE_V2_MODEL_RUNNER": ""}, "cuda", "v2")],
+     ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, "cuda", "v2"), ({"VLLM_USE_V2_MODEL_RUNNER": "2"}, "cuda", "v2"),
+     ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "cpu", "v1"), ({"OTHER": "1"}, "cuda", "v2")],
 )
 def test_the_serving_runner(env, platform, expected):
     from nim_specdec_lab.ngram.model_runner import serving_runner  # noqa: PLC0415
 
     assert serving_runner(env, platform) == expected
+
+
+@pytest.mark.parametrize("value,platform,problem", [("yes", "cuda", "invalid value"), ("", "cuda", "invalid value"),
+                                                    ("1", "cpu", "no Triton")])
+def test_a_serving_runner_vllm_would_refuse_is_exit_2(value, platform, problem):
+    from nim_specdec.errors import ConfigError  # noqa: PLC0415
+    from nim_specdec_lab.ngram.model_runner import serving_runner  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match=problem) as caught:
+        serving_runner({"VLLM_USE_V2_MODEL_RUNNER": value}, platform)
+    assert caught.value.exit_code == 2 and "VLLM_USE_V2_MODEL_RUNNER" in str(caught.value)

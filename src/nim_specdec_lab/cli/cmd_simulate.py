@@ -215,8 +215,9 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     if not verify_cost >= 0:
         raise ConfigError("--verify-cost", f"{verify_cost} is not a number >= 0", "use a value >= 0, e.g. 0.1")
     notes: list[str] = []
-    platform = args.platform or mr.installed_platform()
-    ngram_runner = mr.resolve(args.model_runner, platform)
+    installed, version = mr.installed_vllm()
+    platform = args.platform or installed
+    ngram_runner = mr.resolve(args.model_runner, platform, version)
     grids = {}
     if "ngram" in methods:
         grids["ngram"] = _ngram_grid(args)

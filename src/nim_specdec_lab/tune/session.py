@@ -140,10 +140,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             return pool(name, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
     # The servers tune measures run here: their platform (and env) decides the n-gram drafter.
-    from nim_specdec_lab.ngram.model_runner import installed_platform, serving_runner  # noqa: PLC0415
+    from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner  # noqa: PLC0415
 
     model_free, curves = _model_free(records, options, configured, max_len,
-                                     serving_runner(cand.server_env(env, engine, None), installed_platform()))
+                                     serving_runner(cand.server_env(env, engine, None), *installed_vllm()))
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
         at_kmax, at_zero = _server_names(candidate)
