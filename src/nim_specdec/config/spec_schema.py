@@ -179,8 +179,10 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
             described = _describe(key, known)
             problem = f"speculative_config.{key} = {value!r} is not {described} for vLLM {known.snapshot} ({err})"
             fix = f"set {key} to {described}"
-            if key == "method" and any(value in knowledge_for(v).methods for v in known_versions()):
-                fix += f" (vLLM {_releases_with_method(value)} has {value!r})"
+            elsewhere = _releases_with_value(key, value)
+            if elsewhere:  # a value of another release: say so rather than list pydantic's choices
+                problem = f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} (vLLM {elsewhere} has it)"
+                fix = f"set {key} to {described}, or run vLLM {elsewhere}"
             raise ConfigError(where, problem, fix) from None
         if key in ranges and coerced is not None:
             _check_range(key, coerced, ranges[key], where)
@@ -190,8 +192,12 @@ def _releases_with(key: str) -> str:
     return ", ".join(v for v in known_versions() if key in knowledge_for(v).fields)
 
 
-def _releases_with_method(method: Any) -> str:
-    return ", ".join(v for v in known_versions() if method in knowledge_for(v).methods)
+def _releases_with_value(key: str, value: Any) -> str:
+    """The known releases that accept an enum value this one refuses (medusa: 0.32.0)."""
+    if KINDS[key] != "enum" or not isinstance(value, str):
+        return ""
+    return ", ".join(v for v in known_versions() if key in knowledge_for(v).data["enums"]
+                     and value in knowledge_for(v).enum(key))
 
 
 def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
