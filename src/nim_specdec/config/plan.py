@@ -15,6 +15,7 @@ from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
+from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
@@ -46,6 +47,7 @@ class Facts:
     python: str = "python3"
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
     extra_middlewares: tuple[str, ...] = ()
+    device: DevicePlan | None = None  # read at the edge (preflight/device.py)
 
     @property
     def vllm(self) -> VllmKnowledge:
@@ -268,5 +270,6 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         argv=tuple(redact_argv(argv)),
         env=redact_env(env),
         warnings=tuple(warnings),
+        engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),
         argv_exec=tuple(argv),
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.config.sources import SourceRef
 
 # Marks a field that never reaches the JSON.
@@ -70,6 +71,7 @@ class Plan:
     argv: tuple[str, ...]  # secrets masked
     env: dict[str, str]  # secrets masked
     warnings: tuple[str, ...]
+    engine: EnginePlan | None = None  # the vLLM release and the device this plan assumes
     capture: CapturePlan | None = None
     preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
     vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
@@ -107,7 +109,7 @@ def plan_schema() -> dict[str, Any]:
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
-    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan):
+    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, EnginePlan, DevicePlan):
         where = schema if cls is Plan else defs[cls.__name__]
         hidden = {f.name for f in fields(cls) if f.metadata.get("internal")}
         where["properties"] = {k: v for k, v in where["properties"].items() if k not in hidden}

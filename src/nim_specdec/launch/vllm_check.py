@@ -240,9 +240,10 @@ def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mappin
     for original, stand_in in path_map.items():
         reason = reason.replace(stand_in, original)
     reason = redact_text(reason, _secrets(args, env))
+    version = plan.get("vllm_version") or (plan.get("engine") or {}).get("vllm_version") or ""
     raise ConfigError(
         _origin(verdict, plan),
-        f"vLLM {plan.get('vllm_version') or ''} refuses this configuration: {reason}".replace("  ", " "),
+        f"vLLM {version} refuses this configuration: {reason}".replace("  ", " "),
         "change the value named above (vLLM's reason is quoted)",
     )
 
