@@ -43,7 +43,8 @@ H200 = EngineFacts("0.33.0", "v2", "NVIDIA H200")
     (replace(H200, vllm_version="0.32.0"), H200, ["measured on vLLM 0.32.0, serving with vLLM 0.33.0"]),
     (replace(H200, model_runner="V2"), H200, []),
     (replace(H200, model_runner="v1"), H200, ["measured with the v1 model runner, serving with v2"]),
-    (replace(H200, device="NVIDIA A100-SXM4-80GB"), H200, ["measured on NVIDIA A100-SXM4-80GB, serving on NVIDIA H200"]),
+    (replace(H200, device="NVIDIA A100-SXM4-80GB"), H200,
+     ["measured on NVIDIA A100-SXM4-80GB, serving on NVIDIA H200"]),
     (EngineFacts("0.32.0", "v1", "AMD EPYC"), H200, [
         "measured on vLLM 0.32.0, serving with vLLM 0.33.0", "measured with the v1 model runner, serving with v2",
         "measured on AMD EPYC, serving on NVIDIA H200"]),

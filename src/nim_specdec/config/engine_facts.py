@@ -46,7 +46,8 @@ def engine_mismatch(measured: EngineFacts, serving: EngineFacts) -> list[str]:
     """How the engine a figure was measured on differs from the one serving, one line each; [] when
     nothing known differs."""
     out: list[str] = []
-    if measured.vllm_version and serving.vllm_version and _release(measured.vllm_version) != _release(serving.vllm_version):
+    old, new = measured.vllm_version, serving.vllm_version
+    if old and new and _release(old) != _release(new):
         out.append(f"measured on vLLM {measured.vllm_version}, serving with vLLM {serving.vllm_version}")
     if measured.model_runner and serving.model_runner and measured.model_runner.lower() != serving.model_runner.lower():
         out.append(f"measured with the {measured.model_runner} model runner, serving with {serving.model_runner}")

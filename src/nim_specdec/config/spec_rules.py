@@ -124,7 +124,8 @@ def _fly(values: Mapping[str, Any], method: str | None, k: int | None) -> Proble
     if method == "extract_hidden_states":
         return "rejection_sample_method 'fly' does not work with method 'extract_hidden_states'", "use 'standard'"
     if k is not None and k < 2:
-        return f"rejection_sample_method 'fly' needs num_speculative_tokens >= 2, not {k}", "set num_speculative_tokens to 2 or more"
+        return (f"rejection_sample_method 'fly' needs num_speculative_tokens >= 2, not {k}",
+                "set num_speculative_tokens to 2 or more")
     window = values.get("fly_window_size")
     if k is not None and window is not None and window >= k:
         return (f"fly_window_size ({window}) must be smaller than num_speculative_tokens ({k})",

@@ -181,7 +181,8 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
             fix = f"set {key} to {described}"
             elsewhere = _releases_with_value(key, value)
             if elsewhere:  # a value of another release: say so rather than list pydantic's choices
-                problem = f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} (vLLM {elsewhere} has it)"
+                problem = (f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} "
+                           f"(vLLM {elsewhere} has it)")
                 fix = f"set {key} to {described}, or run vLLM {elsewhere}"
             raise ConfigError(where, problem, fix) from None
         if key in ranges and coerced is not None:

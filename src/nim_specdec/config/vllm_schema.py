@@ -34,7 +34,8 @@ def release_tuple(version: str) -> tuple[int, ...]:
 
 @lru_cache(maxsize=None)
 def _snapshot(version: str) -> Mapping[str, Any]:
-    return json.loads(resources.files("nim_specdec.config").joinpath("vllm_schemas").joinpath(f"{version}.json").read_text())
+    folder = resources.files("nim_specdec.config").joinpath("vllm_schemas")
+    return json.loads(folder.joinpath(f"{version}.json").read_text())
 
 
 @dataclass(frozen=True)
