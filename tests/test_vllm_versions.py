@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from core_fixtures import facts
+from core_fixtures import facts, make_models
+from test_guide_plans import CASES as GUIDE_CASES, ROOT
 from nim_specdec.config import spec_schema
 from nim_specdec.config.plan import SourceFacts
+from nim_specdec.config.plan_model import plan_json
 from nim_specdec.config.vllm_schema import is_negative, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import resolve
@@ -123,3 +125,17 @@ def test_033_reads_disable_x_as_false(tmp_path):
     assert is_negative("--no-enable-prefix-caching", knowledge_for("0.32.0"))
     plan = _plan("0.33.0", NGRAM, tmp_path, "--disable-prefix-caching")
     assert plan.engine_args["enable_prefix_caching"] is False
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE_CASES))
+def test_every_guide_example_plans_alike_on_032_and_033(name, tmp_path):
+    make_models(tmp_path)
+    env_in, args = GUIDE_CASES[name]
+    env = {"NIM_CACHE_PATH": f"{tmp_path}/cache", **{k: v.replace(ROOT, str(tmp_path)) for k, v in env_in.items()}}
+    views = {}
+    for version in known_versions():
+        view = dict(plan_json(resolve(env, args, replace(facts(), vllm_version=version))[1]))  # a copy: conftest checks
+        assert view.pop("engine")["vllm_snapshot"] == version
+        view.pop("compile_cache")  # its key names the vLLM release
+        views[version] = view
+    assert views["0.32.0"] == views["0.33.0"]
