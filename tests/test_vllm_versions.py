@@ -12,8 +12,10 @@ import pytest
 from core_fixtures import facts, make_models
 from test_guide_plans import CASES as GUIDE_CASES, ROOT
 from nim_specdec.config import spec_schema
+from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.config.plan import SourceFacts
 from nim_specdec.config.plan_model import plan_json
+from nim_specdec.config.spec_schema import validate_spec_config
 from nim_specdec.config.vllm_schema import is_negative, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import resolve
@@ -139,3 +141,11 @@ def test_every_guide_example_plans_alike_on_032_and_033(name, tmp_path):
         view.pop("compile_cache")  # its key names the vLLM release
         views[version] = view
     assert views["0.32.0"] == views["0.33.0"]
+
+
+@pytest.mark.parametrize("version", known_versions())
+def test_every_shipped_builtin_config_is_valid_on_every_known_release(version):
+    registry = load_registry(default_config_dir())
+    assert registry
+    for entry in registry:
+        validate_spec_config(entry.speculative_config, entry.file, knowledge_for(version))
