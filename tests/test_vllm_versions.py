@@ -86,6 +86,8 @@ CASES = {
     "lm head quantized for eagle3": (
         {"method": "eagle3", "num_speculative_tokens": 3, "draft_lm_head_quantization": "fp8"},
         {"architectures": ["LlamaForCausalLMEagle3"]}, {"0.33.0": None}),
+    "a platform's own kv_cache_dtype": ({**NGRAM, "kv_cache_dtype": "my_backend_fp6"}, None,
+                                       {"0.32.0": "speculative_config.kv_cache_dtype", "0.33.0": None}),
     "xpress_topc below 0": ({**NGRAM, "xpress_topc": -1}, None, {"0.33.0": "xpress_topc = -1 must be >= 0"}),
     "heterogeneous vocab with local argmax": (
         {"method": "draft_model", "num_speculative_tokens": 3, "use_heterogeneous_vocab": True,
