@@ -134,7 +134,3 @@ def speculative_role(flag: str, known: VllmKnowledge = DEFAULT) -> tuple[str, st
         return "whole", option
     field = known.data["speculative_single_options"].get(option)
     return ("field", field) if field else None
-
-
-def schema(known: VllmKnowledge = DEFAULT) -> Mapping[str, Any]:
-    return known.data
