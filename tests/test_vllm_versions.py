@@ -116,8 +116,16 @@ def test_a_release_without_a_snapshot_gets_one_warning_and_no_launcher_validatio
     for version in known_versions():
         with pytest.raises(ConfigError):
             _plan(version, spec, tmp_path, draft=LLAMA_DRAFT)
-    plan = _plan("0.34.0", spec, tmp_path, draft=LLAMA_DRAFT)
-    assert plan.speculative.config["made_up_key"] == 1
+    # and a schedule and an engine number the known rules refuse
+    spec = {**spec, "num_speculative_tokens_per_batch_size": [[2, 1, 3]]}
+    plan = _plan("0.34.0", spec, tmp_path, "--max-num-seqs", "0", draft=LLAMA_DRAFT)
+    assert plan.speculative.config["made_up_key"] == 1 and plan.speculative.batch_size_schedule is None
+    assert plan.engine_args["max_num_seqs"] == 0
+    for version in known_versions():
+        with pytest.raises(ConfigError):
+            _plan(version, NGRAM, tmp_path, "--max-num-seqs", "0")
+        with pytest.raises(ConfigError):
+            _plan(version, {**NGRAM, "num_speculative_tokens_per_batch_size": [[2, 1, 3]]}, tmp_path)
     (warning,) = plan.warnings
     assert "vLLM 0.34.0" in warning and "known: 0.32.0, 0.33.0" in warning and "vLLM's own check" in warning
 

@@ -169,11 +169,17 @@ def _engine_view(lower: dict, options: Sequence, known: VllmKnowledge = DEFAULT)
     return view
 
 
-def _schedule_view(config: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """K per batch size when the config has a schedule (already validated), else None."""
+def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict[str, Any]] | None:
+    """K per batch size when the config has a schedule (already validated), else None; None too for a
+    schedule a release without a snapshot is left to judge, where it is not valid by the known rules."""
     if config.get(SCHEDULE_KEY) is None:
         return None
-    return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
+    try:
+        return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
+    except ConfigError:
+        if known.exact:
+            raise
+        return None
 
 
 def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> Plan:
@@ -229,7 +235,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
     engine_origin.pop("_positional", None)
 
     view = _engine_view(lower, [*pt.options, *cli.options], known)
-    validate_engine_numbers(view, engine_origin)
+    if known.exact:  # its ranges are a known release's
+        validate_engine_numbers(view, engine_origin)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
     argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
@@ -255,7 +262,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             reason=_reason(enabled, config, origin, base, base_reason, known),
             config=config if enabled else None,
             origin=origin if enabled else {},
-            batch_size_schedule=_schedule_view(config) if enabled else None,
+            batch_size_schedule=_schedule_view(config, known) if enabled else None,
         ),
         draft=None if draft is None else DraftPlan(
             name=draft.name, source=draft.source.uri, path=draft.path, chosen_by=draft.chosen_by,
