@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.config.sources import SourceRef
 
 # Marks a field that never reaches the JSON.
@@ -83,6 +84,7 @@ class Plan:
     env: dict[str, str]  # secrets masked
     warnings: tuple[str, ...]
     model_runner: ModelRunnerPlan | None = None  # build_plan always sets it
+    engine: EnginePlan | None = None  # the vLLM release and the device this plan assumes
     capture: CapturePlan | None = None
     preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
     vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
@@ -125,7 +127,7 @@ def plan_schema() -> dict[str, Any]:
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
-    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, ModelRunnerPlan):
+    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, ModelRunnerPlan, EnginePlan, DevicePlan):
         where = schema if cls is Plan else defs[cls.__name__]
         hidden = {f.name for f in fields(cls) if f.metadata.get("internal")}
         where["properties"] = {k: v for k, v in where["properties"].items() if k not in hidden}
