@@ -180,7 +180,8 @@ def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_the_fix(buil
     it, and serve says so in one line before it links or downloads anything (exit 3)."""
     made = buildah.run(container, ["sh", "-c", "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"], user="0:0")
     assert made.returncode == 0, made.stderr
-    env = {"NIM_CACHE_PATH": "/srv/rootcache", "NIM_MODEL_PATH": "/models/target", "NIM_DRAFT_MODEL_PATH": "/models/draft"}
+    env = {"NIM_CACHE_PATH": "/srv/rootcache", "NIM_MODEL_PATH": "/models/target",
+           "NIM_DRAFT_MODEL_PATH": "/models/draft"}
     done = buildah.run(container, ["nim-specdec", "serve", "--speculative-config", EAGLE3], env=env)
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert done.returncode == 3, done.stdout + done.stderr

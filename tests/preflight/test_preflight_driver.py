@@ -54,7 +54,9 @@ def test_torch_version_file(text: str, expected) -> None:
     assert torch_cuda(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [("13.0.1", (13, 0)), ("12.8", (12, 8)), ("", None), (None, None), ("x", None)])
+@pytest.mark.parametrize(
+    "text, expected", [("13.0.1", (13, 0)), ("12.8", (12, 8)), ("", None), (None, None), ("x", None)]
+)
 def test_cuda_version_text(text, expected) -> None:
     assert parse_cuda(text) == expected
 
