@@ -175,19 +175,28 @@ def test_suffix_decoding_extension_is_built_without_the_cuda_ops(buildah: Builda
     assert done.stdout.split() == ["suffix-ok", "True"]
 
 
-def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_the_fix(buildah: Buildah, container: str) -> None:
+def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_fix(buildah: Buildah, container: str) -> None:
     """`docker run -v DIR:/opt/nim/.cache` with a DIR made by root (0755): the image's UID 1000 cannot write
     it, and serve says so in one line before it links or downloads anything (exit 3)."""
-    made = buildah.run(container, ["sh", "-c", "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"], user="0:0")
+    # The test base has no vLLM, and serve stops first on that (exit 3 too): a bare distribution record of
+    # vLLM stands in for the install for this one run (nothing of vLLM is imported before the refusal).
+    record = '$(python3 -c "import site; print(site.getsitepackages()[0])")/vllm-0.32.0.dist-info'
+    made = buildah.run(container, ["sh", "-c", "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"
+                                   f' && mkdir -p "{record}" && printf "Metadata-Version: 2.1\\nName: vllm\\n'
+                                   f'Version: 0.32.0\\n" > "{record}/METADATA"'], user="0:0")
     assert made.returncode == 0, made.stderr
     env = {"NIM_CACHE_PATH": "/srv/rootcache", "NIM_MODEL_PATH": "/models/target",
            "NIM_DRAFT_MODEL_PATH": "/models/draft"}
-    done = buildah.run(container, ["nim-specdec", "serve", "--speculative-config", EAGLE3], env=env)
+    try:
+        done = buildah.run(container, ["nim-specdec", "serve", "--speculative-config", EAGLE3], env=env)
+    finally:
+        buildah.run(container, ["sh", "-c", f'rm -rf "{record}"'], user="0:0")
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert done.returncode == 3, done.stdout + done.stderr
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
     line = errors[0]
-    assert "cannot write /srv/rootcache: it is owned by uid 0 with mode 0755, and the launcher runs as uid 1000" in line
+    assert "cannot write /srv/rootcache: it is owned by uid 0 with mode 0755" in line
+    assert "and the launcher runs as uid 1000" in line
     assert "sudo chown -R 1000:0" in line
     listed = buildah.run(container, ["sh", "-c", "ls -A /srv/rootcache | wc -l"], user="0:0")
     assert listed.stdout.strip() == "0", "nothing half-written"
