@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
+from nim_specdec.preflight.nvml import start_nvml
+
 # The first driver branch of each CUDA major (NVIDIA's release notes): what to tell the user to install.
 _DRIVER_FOR_CUDA_MAJOR = {11: "R450", 12: "R525", 13: "R580"}
 _VERSION = re.compile(r"^(\d+)\.(\d+)")
@@ -69,13 +71,8 @@ def image_cuda(env: Mapping[str, str]) -> tuple[int, int] | None:
 
 def read_driver_cuda() -> tuple[int, int] | None:
     """The newest CUDA the host's driver supports, through NVML; None without NVML, a driver or a GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded...: nothing to compare
+    pynvml = start_nvml()
+    if pynvml is None:
         return None
     try:
         read = getattr(pynvml, "nvmlSystemGetCudaDriverVersion_v2", pynvml.nvmlSystemGetCudaDriverVersion)
