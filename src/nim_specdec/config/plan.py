@@ -258,4 +258,5 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         env=redact_env(env),
         warnings=tuple(warnings),
         argv_exec=tuple(argv),
+        vllm_version=facts.vllm_version,
     )
