@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -112,9 +113,9 @@ def _secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
     for i, token in enumerate(args):
         name, _, inline = token.partition("=")
         if token.startswith("--") and is_secret_name(name):
-            value = inline or (args[i + 1] if i + 1 < len(args) else "")
-            if len(value) >= 4:
-                values.append(value)
+            # --api-key takes a list: every value up to the next option is a secret.
+            given = [inline] if inline else list(itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1:]))
+            values += [value for value in given if len(value) >= 4]
     return sorted(set(values), key=len, reverse=True)
 
 
