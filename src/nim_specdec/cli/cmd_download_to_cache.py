@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configured_sources(env: dict[str, str]) -> tuple[list[SourceRef], str | None]:
     """The sources serve would fetch for this environment, and the model vLLM resolves itself (or None)."""
-    from nim_specdec.launch.resolve import resolve
+    from nim_specdec.launch.resolve import resolve  # noqa: PLC0415 - only without URIs
 
     _, plan = resolve(env, [])
     refs = [ref for ref in (plan.target.ref, plan.draft.ref if plan.draft else None) if ref is not None]

@@ -215,7 +215,7 @@ def _judge(args: Sequence[str]) -> Verdict:
 
 def no_device() -> str | None:
     """Why vLLM cannot build an engine config in this process (no platform, so no device), else None."""
-    from vllm.platforms import current_platform
+    from vllm.platforms import current_platform  # noqa: PLC0415 - imports vLLM: seconds
 
     if current_platform.is_unspecified() or not current_platform.device_type:
         return ("vLLM sees no GPU or other device in this process (its platform is unspecified), so it cannot "
@@ -229,7 +229,7 @@ def forget_once_messages() -> None:
     They are remembered by functools.lru_cache (vllm/logger.py) whether or not they were printed, so
     the server, which builds the same config after the check in this process, would never show them.
     The caches are cleared whole: the check runs before vLLM has printed anything worth deduplicating."""
-    from vllm import logger as vllm_logger
+    from vllm import logger as vllm_logger  # noqa: PLC0415 - imports vLLM: seconds
 
     for name in ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once"):
         clear = getattr(getattr(vllm_logger, name, None), "cache_clear", None)
