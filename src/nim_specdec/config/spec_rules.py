@@ -2,7 +2,7 @@
 vllm/v1/spec_decode/dynamic/utils.py so that `plan` refuses what vLLM would refuse at start.
 
 The batch-size schedule has its own module (spec_schedule.py). Rules that need the draft's weights or the platform (vocabulary sizes, max_model_len against the draft,
-supported architectures, Arctic Inference) are left to the vLLM check that `serve` runs (README).
+supported architectures, Arctic Inference) are left to the vLLM check that `serve` runs (docs/configuration.md).
 Pure: (coerced values, target tensor parallel size, draft config.json) -> (problem, fix) or None.
 """
 
