@@ -31,7 +31,7 @@ from nim_specdec.preflight.driver import check_driver
 from nim_specdec.launch.resolve import resolve
 from nim_specdec.launch.early_check import check_while_downloading, with_early_result
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, boot_argv, check_context
-from nim_specdec.launch.vllm_gate import run_check, settled
+from nim_specdec.launch.vllm_gate import check_in_server, run_check, settled
 from nim_specdec.config.target import TARGET_LINK
 
 
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     if plan.cpu_preload["LD_PRELOAD"]:
         env["LD_PRELOAD"] = plan.cpu_preload["LD_PRELOAD"]
     argv, shown = list(plan.argv_exec), list(plan.argv)
-    if (plan.vllm_check or {}).get("deferred"):
+    if check_in_server(plan.vllm_check):  # deferred, or vLLM could not judge in this process
         argv, shown = boot_argv(sys.executable, argv), boot_argv(sys.executable, shown)
         env[CONTEXT_VAR] = check_context(check_view(plan))
     log.info("exec: %s", shlex.join(shown))
