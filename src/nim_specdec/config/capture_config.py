@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.env_values import parse_bool
 from nim_specdec.config.settings import DEFAULT_CACHE_PATH
@@ -100,7 +101,7 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
                           "use a Python regular expression such as ^/v1/chat/completions$") from None
     path = _string(args, "path", default_path(env))
     if not _usable_path(path):
-        raise ConfigError(f"{ARGS_VAR}.path", f"{path[:80]!r} is not a usable file path (NUL or over 4096 bytes)",
+        raise ConfigError(f"{ARGS_VAR}.path", f"{preview(path)!r} is not a usable file path (NUL or over 4096 bytes)",
                           "use an absolute file path such as /opt/nim/.cache/captures/payloads.jsonl")
     if not path.startswith("/"):
         # The server may run from another working directory than the one the value was written for.

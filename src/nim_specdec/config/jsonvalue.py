@@ -6,12 +6,12 @@ import json
 import math
 from typing import Any
 
+from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError, LauncherError
 
 
 def _preview(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return preview(text, limit)  # masked before it is cut: a cut secret is no longer found by its value
 
 
 # vLLM's numbers are 64-bit at most; a longer integer is a typo or an attack on int() (thousands of digits).

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.redact import mask_uri_credentials
+from nim_specdec.common.redact import mask_uri_credentials, preview
 
 REMOTE_SCHEMES = ("ngc", "hf", "s3", "gs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
@@ -63,7 +63,7 @@ def parse_source(text: str, variable: str) -> SourceRef:
             )
         problem = path_problem(value)
         if problem:
-            raise ConfigError(variable, f"path {value[:80]!r}... {problem}", "use an existing absolute directory")
+            raise ConfigError(variable, f"path {preview(value)!r} {problem}", "use an existing absolute directory")
         return SourceRef("local", _normalize_local(value))
     scheme, rest = match.group(1).lower(), match.group(2).strip("/")
     if scheme == "file":
