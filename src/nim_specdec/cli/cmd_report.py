@@ -17,6 +17,7 @@ from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, pri
 from nim_specdec.observe.http_client import request
 from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
 from nim_specdec.common.output_files import write_atomically
+from nim_specdec.common.regular_file import read_regular
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB
@@ -38,9 +39,15 @@ def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> str:
     return answer.text()
 
 
+# A /metrics scrape or an AIPerf export is a few MB at most.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
 def _read_text(path: str, option: str) -> str:
     try:
-        return Path(path).read_text()
+        return read_regular(path, MAX_INPUT_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(option, f"{path} is not UTF-8 text", "give the file the server or AIPerf wrote") from None
     except OSError as err:
         raise ConfigError(option, f"cannot read {path} ({err.strerror or err})", "give an existing file") from None
 

@@ -12,9 +12,12 @@ import argparse
 import json
 import sys
 
+from nim_specdec.common.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, UnreachableError
 
 METHODS = ("ngram", "suffix")
+# A capture is read whole into memory: larger than this is not a trace to simulate.
+MAX_TRACE_BYTES = 4 * 1024**3
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,10 +121,12 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
     if not (args.trace and args.url):
         raise ConfigError(command, "needs --trace and --url (or --records)", f"see nim-specdec {command} --help")
     try:
-        with open(args.trace, encoding="utf-8") as src:
+        with open_regular_text(args.trace, MAX_TRACE_BYTES) as src:
             captured = parse_capture(src)
     except OSError as err:
         raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
+    except UnicodeDecodeError:
+        raise ConfigError("--trace", f"{args.trace} is not UTF-8 text", "point --trace at a JSONL capture") from None
     model, server_len = replay.server_model(args.url)
     # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
     max_model_len = args.max_model_len or server_len

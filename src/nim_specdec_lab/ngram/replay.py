@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from nim_specdec.common.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
 from nim_specdec.observe.http_client import request_json
 from nim_specdec_lab.ngram.corpus import RecordedRequest
@@ -24,6 +25,8 @@ class Replayed:
 
 # One replayed answer holds token ids and logprobs for at most a few thousand tokens.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+# Saved records are read whole into memory.
+MAX_RECORDS_BYTES = 4 * 1024**3
 _ODD_ANSWER = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
@@ -98,7 +101,7 @@ def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
     """The records and the model length they were recorded with (None if unknown)."""
     records, lengths = [], set()
     try:
-        with open(path, encoding="utf-8") as src:
+        with open_regular_text(path, MAX_RECORDS_BYTES) as src:
             for number, line in enumerate(src, start=1):
                 if not line.strip():
                     continue
