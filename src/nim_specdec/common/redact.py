@@ -104,10 +104,15 @@ def _mask_json_text(text: str) -> str:
     return text if masked == value else json.dumps(masked)
 
 
+def _pair_key_is_secret(key: str) -> bool:
+    # A prefix of a secret option counts from 5 characters (`api_k`): free text is full of `a` and `hf`.
+    return is_secret_name(key) or (len(key) >= 5 and is_secret_key(key))
+
+
 def mask_secret_pairs(text: str) -> str:
     """Text that may be broken JSON, a Python repr or `k=v` pairs, with the value of every secret-like key masked."""
     def one(match: re.Match) -> str:
-        if not is_secret_key(match["key"]):
+        if not _pair_key_is_secret(match["key"]):
             return match[0]
         return match[0][: match.start("value") - match.start()] + MASK
     return _PAIR.sub(one, text)
@@ -121,7 +126,7 @@ def preview(text: str, limit: int = 80) -> str:
     """At most `limit` characters of `text` on one line, masked before it is cut (a cut secret is not found).
     Text that names a secret other than as `key: value` (`["--api-key", "K"]`) is not shown at all."""
     masked = mask_uri_credentials(mask_secret_pairs(text))
-    if any(is_secret_key(word) for word in _WORD.findall(_PAIR.sub(" ", masked))):
+    if any(_pair_key_is_secret(word) for word in _WORD.findall(_PAIR.sub(" ", masked))):
         return HIDDEN
     flat = " ".join(masked.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

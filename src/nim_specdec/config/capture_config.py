@@ -8,7 +8,7 @@ again inside the vLLM API server process (which inherits the launcher's environm
     NIM_CAPTURE_ARGS     a JSON object with the keys below, all optional
         path              the JSONL file, absolute (default <NIM_CACHE_PATH>/captures/payloads.jsonl)
         format            "mooncake_payload" (default) or "raw_payload"
-        endpoint_pattern  a regular expression searched in the request path
+        endpoint_pattern  an RE2 expression searched in the request path (linear time; no look-around)
                           (default ^/v1/chat/completions$)
 """
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from nim_specdec.common.linear_regex import PatternError, compile_linear
 from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.env_values import parse_bool
@@ -95,10 +95,11 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
                           f"use one of: {', '.join(sorted(FORMATS))}")
     pattern = _string(args, "endpoint_pattern", DEFAULT_ENDPOINT_PATTERN)
     try:
-        re.compile(pattern)
-    except re.error as err:
-        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern", f"{pattern!r} is not a valid regular expression ({err})",
-                          "use a Python regular expression such as ^/v1/chat/completions$") from None
+        compile_linear(pattern)
+    except PatternError as err:
+        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern", f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
+                          "use an RE2 expression (no back-references or look-around) such as "
+                          "^/v1/chat/completions$") from None
     path = _string(args, "path", default_path(env))
     if not _usable_path(path):
         raise ConfigError(f"{ARGS_VAR}.path", f"{preview(path)!r} is not a usable file path (NUL or over 4096 bytes)",
