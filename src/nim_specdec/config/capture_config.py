@@ -97,7 +97,8 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
     try:
         compile_linear(pattern)
     except PatternError as err:
-        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern", f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
+        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern",
+                          f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
                           "use an RE2 expression (no back-references or look-around) such as "
                           "^/v1/chat/completions$") from None
     path = _string(args, "path", default_path(env))
