@@ -81,3 +81,19 @@ def test_control_characters_in_values_are_escaped_in_error_lines(tmp_path):
     result = outcome_of(tmp_path, {"NIM_LOG_LEVEL": "x\x1b[2J\nINFO forged"})
     assert result.code == 2 and "\x1b" not in result.stderr and len(result.stderr.splitlines()) == 1
     assert "\\x1b[2J" in result.stderr
+
+
+@pytest.mark.parametrize("env", [
+    {"NIM_DRAFT_MODEL_PATH": "s3://b\udcff/d"},
+    {"NIM_MODEL_PATH": "hf://org/re\udcffpo"},
+    {"NIM_DRAFT_MODEL_PATH": "gs://bucket/\udc80x"},
+])
+def test_uri_with_bytes_that_are_not_utf8_is_a_configuration_error(tmp_path, env):
+    result = outcome_of(tmp_path, env)
+    assert result.code == 2 and "is not valid UTF-8 text" in result.stderr, result.stderr
+    result.stderr.encode("utf-8")
+
+
+def test_local_path_with_bytes_that_are_not_utf8_is_reported_printably(tmp_path):
+    result = outcome_of(tmp_path, {"NIM_MODEL_PATH": "/x\udcff/y"})
+    assert result.code == 3 and "\\udcff" in result.stderr, result.stderr
