@@ -14,7 +14,6 @@ again inside the vLLM API server process (which inherits the launcher's environm
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Mapping
@@ -23,6 +22,7 @@ from nim_specdec.common.linear_regex import PatternError, compile_linear
 from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.env_values import parse_bool
+from nim_specdec.config.jsonvalue import loads
 from nim_specdec.config.settings import DEFAULT_CACHE_PATH
 
 # The capture file's line formats (their encoders are server/capture/formats.py, which a test keeps in step).
@@ -55,9 +55,9 @@ def _load_args(text: str) -> dict:
     if not text.strip():
         return {}
     try:
-        args = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ConfigError(ARGS_VAR, f"is not valid JSON ({err.msg} at column {err.colno})",
+        args = loads(text, ARGS_VAR)  # strict: no NaN, no duplicate key, bounded nesting and integers
+    except ConfigError as err:
+        raise ConfigError(ARGS_VAR, f"is not valid JSON: {err.problem}",
                           'write a JSON object such as {"format": "raw_payload"}') from None
     if not isinstance(args, dict):
         raise ConfigError(ARGS_VAR, f"must be a JSON object, got {type(args).__name__}",

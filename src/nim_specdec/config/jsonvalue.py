@@ -37,7 +37,16 @@ def _hooks(where: str, error: type[LauncherError], max_digits: int) -> dict[str,
             raise error(where, f"number {_preview(text, 24)} is out of range", "give a finite number")
         return value
 
-    return {"parse_constant": constant, "parse_int": integer, "parse_float": real}
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # json.loads keeps the last of two equal keys silently: the user meant one of them, not both.
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise error(where, f"key {preview(key, 40)!r} is given twice", "keep one of them")
+            obj[key] = value
+        return obj
+
+    return {"parse_constant": constant, "parse_int": integer, "parse_float": real, "object_pairs_hook": unique}
 
 
 def _depth(text: str) -> int:
