@@ -107,3 +107,27 @@ def test_a_catastrophic_pattern_for_backtracking_is_matched_in_linear_time():
     assert not search_bounded(compile_linear("a"), "a\udcff")
     # A count too large for a number is no repetition to RE2: a literal, compiled without an error.
     assert search_bounded(compile_linear("a{99999999999999999999}"), "/a{99999999999999999999}")
+
+
+@pytest.mark.parametrize("path", ["/etc/payloads.jsonl", "/tmp/payloads.jsonl", "/usr/lib/x.jsonl",
+                                  "/proc/self/x.jsonl", "/var/../etc/x.jsonl", "/x.jsonl"])
+def test_a_capture_file_in_a_system_folder_is_refused_at_plan_time_as_the_cache_is(tmp_path, path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from nim_specdec.common.trust import system_dir_problem
+    from nim_specdec.server.capture.middleware import writer_from_config
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}')
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src), "NIM_MODEL_PATH": str(tmp_path / "m"),
+           "NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_CAPTURE_ENABLE": "1",
+           "NIM_CAPTURE_ARGS": json.dumps({"path": path})}
+    done = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3 and "NIM_CAPTURE_ARGS.path" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert system_dir_problem(path.rsplit("/", 1)[0] or "/")
+    assert writer_from_config(parse_capture(env)) is None  # a server started another way stays out of it too

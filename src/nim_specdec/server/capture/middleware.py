@@ -31,6 +31,7 @@ from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.server.capture.formats import FORMATS
 from nim_specdec.server.capture.counters import capture_counters
 from nim_specdec.common.capture_file import open_capture_file
+from nim_specdec.common.trust import system_dir_problem
 from nim_specdec.common.linear_regex import PatternError, compile_linear, search_bounded
 from nim_specdec.server.capture.writer import CaptureWriter
 from nim_specdec.errors import LauncherError
@@ -54,6 +55,10 @@ class _Clock:
 
 def writer_from_config(cfg: CaptureConfig) -> CaptureWriter | None:
     """A started writer for `cfg`, or None (with a warning) when the file cannot be opened."""
+    problem = system_dir_problem(os.path.dirname(cfg.path) or "/")
+    if problem:  # a server started without the launcher: the launcher refuses this at plan time
+        log.warning("payload capture is off: refusing %r: %s", cfg.path[:200], problem)
+        return None
     try:
         fd = open_capture_file(cfg.path)
     except OSError as err:
