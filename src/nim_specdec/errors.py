@@ -75,3 +75,9 @@ class ServerStartError(MaterializeError):
 
 class UnreachableError(LauncherError):
     exit_code = EXIT_UNREACHABLE
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a pod being stopped): raised where the process is, so that every `finally` and
+    cleanup handler runs (a temporary download folder is removed) before the process exits 128 + 15.
+    A BaseException, so that no `except Exception` takes it for an ordinary failure."""
