@@ -81,7 +81,11 @@ def _ngram_grid(args: argparse.Namespace):
             sets[dest] = parse_int_set(getattr(args, dest))
         except ValueError as err:
             raise ConfigError(flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6") from None
-    grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
+    try:
+        grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
+    except ValueError as err:
+        raise ConfigError("/".join(flags[d] for d in ("ngram_k", "ngram_min", "ngram_max")), str(err),
+                          "narrow the ranges") from None
     if not grid:
         raise ConfigError(f"{flags['ngram_min']}/{flags['ngram_max']}", "no pair with min <= max", "widen the max values or lower the min values")
     return grid
@@ -102,8 +106,11 @@ def _suffix_grid(args: argparse.Namespace):
         try:
             values.append(sg.parse_values(text, kind, low, high))
         except ValueError as err:
-            raise ConfigError(flag, f"bad value list {text!r} ({err})", f"use {fix}") from None
-    return sg.make_grid(*values)
+            raise ConfigError(flag, f"bad value list {text[:80]!r} ({err})", f"use {fix}") from None
+    try:
+        return sg.make_grid(*values)
+    except ValueError as err:
+        raise ConfigError("--suffix-*", str(err), "narrow the value lists") from None
 
 
 def load_records(args: argparse.Namespace, k_max: int, command: str):

@@ -72,7 +72,11 @@ def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int,
         return Replayed(captured.line, None, f"unexpected answer ({type(err).__name__}: {' '.join(str(err).split())[:200]})")
     room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
     continued = continuation(url, greedy, output, room) if room > 0 else []
-    return Replayed(captured.line, RecordedRequest.of(prompt, output, continued or ()), tail_mismatch=continued is None)
+    try:
+        record = RecordedRequest.of(prompt, output, continued or ())
+    except ValueError as err:  # ids out of range: the server's answer, not this request, is wrong
+        return Replayed(captured.line, None, f"unexpected answer ({' '.join(str(err).split())[:200]})")
+    return Replayed(captured.line, record, tail_mismatch=continued is None)
 
 
 def replay(
@@ -109,7 +113,7 @@ def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
                     row = json.loads(line)
                     records.append(RecordedRequest.of(row["prompt_token_ids"], row["output_token_ids"], row.get("tail_token_ids", ())))
                     lengths.add(row.get("max_model_len"))
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, RecursionError):
                     raise ConfigError("--records", f"{path} line {number} is not a record", "use a file written by --save-records") from None
     except OSError as err:
         raise ConfigError("--records", f"cannot read {path} ({err.strerror})", "check the path") from None
