@@ -196,18 +196,13 @@ def _mask_cut(text: str, secret: str) -> str:
     """Mask what remains of a long secret cut at either end: a run of at least _CUT_SECRET of its first
     characters, or of its last."""
     head, tail = secret[:_CUT_SECRET], secret[-_CUT_SECRET:]
-    out, i = [], 0
-    while i < len(text):
-        if text.startswith(head, i):
-            j = _CUT_SECRET
-            while i + j < len(text) and j < len(secret) and text[i + j] == secret[j]:
-                j += 1
-            out.append(MASK)
-            i += j
-            continue
-        out.append(text[i])
-        i += 1
-    text = "".join(out)
+    start = text.find(head)
+    while start >= 0:
+        end = start + _CUT_SECRET
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + MASK + text[end:]
+        start = text.find(head, start + len(MASK))
     start = text.find(tail)
     while start >= 0:
         k = start
