@@ -14,6 +14,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from nim_specdec.common.writable import unwritable_reason
 from nim_specdec.errors import MaterializeError
 
 # Directories whose contents the system or other software owns: a cache or a workspace there would
@@ -106,6 +107,9 @@ def ensure_own_dir(path: Path, what: str) -> None:
     except FileExistsError:
         pass
     except OSError as err:
+        unwritable = unwritable_reason(path)  # names the folder, its owner and mode, and the fix for a mount
+        if unwritable:
+            raise MaterializeError(what, *unwritable) from None
         raise MaterializeError(what, f"cannot create {path} ({err.strerror})", f"make {path.parent} writable") from None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
