@@ -23,24 +23,40 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
-PROMPTS = ("say cat cat cat again and again", "say dog dog dog again and again", "count one two three four five six",
-           "the quick brown fox jumps over the lazy dog, the quick brown fox")
+PROMPTS = (
+    "say cat cat cat again and again",
+    "say dog dog dog again and again",
+    "count one two three four five six",
+    "the quick brown fox jumps over the lazy dog, the quick brown fox",
+)
 SERVER_ARGS = ("--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager")
 
 
 def _trace(path: Path) -> Path:
-    lines = [{"timestamp": 500 * i, "payload": {"model": "demo", "max_tokens": 64, "messages": [{"role": "user", "content": p}]}}
-             for i, p in enumerate(PROMPTS)]
+    lines = [
+        {
+            "timestamp": 500 * i,
+            "payload": {"model": "demo", "max_tokens": 64, "messages": [{"role": "user", "content": p}]},
+        }
+        for i, p in enumerate(PROMPTS)
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
 
 def _env(demo: Path, work: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", VLLM_CACHE_ROOT=str(work / "vllm-cache"),
-               NIM_CACHE_PATH=str(work / "cache"), NIM_WORKSPACE=str(work / "workspace"),
-               NIM_MODEL_PATH=str(demo / "target"), NIM_SERVED_MODEL_NAME="demo", NIM_SPECDEC_ENABLE="0",
-               PYTHONPATH=str(REPO / "src"))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_CACHE_ROOT=str(work / "vllm-cache"),
+        NIM_CACHE_PATH=str(work / "cache"),
+        NIM_WORKSPACE=str(work / "workspace"),
+        NIM_MODEL_PATH=str(demo / "target"),
+        NIM_SERVED_MODEL_NAME="demo",
+        NIM_SPECDEC_ENABLE="0",
+        PYTHONPATH=str(REPO / "src"),
+    )
     return env
 
 
@@ -51,9 +67,32 @@ def _env_file(path: Path, env: dict[str, str], **changes: str) -> Path:
 
 
 def run(name: str, env: dict[str, str], trace: Path, candidate: Path, out: Path, args: argparse.Namespace) -> dict:
-    command = [sys.executable, "-m", "nim_specdec", "bench", "--serve", "--trace", str(trace), "--candidate", str(candidate),
-               "--rounds", str(args.rounds), "--concurrency", args.concurrency, "--request-count", str(args.requests),
-               "--max-tokens", "64", "--greedy", "--aiperf", args.aiperf, "--out", str(out), "--", *SERVER_ARGS]
+    command = [
+        sys.executable,
+        "-m",
+        "nim_specdec",
+        "bench",
+        "--serve",
+        "--trace",
+        str(trace),
+        "--candidate",
+        str(candidate),
+        "--rounds",
+        str(args.rounds),
+        "--concurrency",
+        args.concurrency,
+        "--request-count",
+        str(args.requests),
+        "--max-tokens",
+        "64",
+        "--greedy",
+        "--aiperf",
+        args.aiperf,
+        "--out",
+        str(out),
+        "--",
+        *SERVER_ARGS,
+    ]
     print(f"[{name}] bench --serve --rounds {args.rounds} --concurrency {args.concurrency}", flush=True)
     started = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -70,17 +109,23 @@ def show(name: str, report: dict, target: str) -> bool:
     for row in report["rows"]:
         low, high = row["speedup_interval"]
         faster, slower = row["detectable"]
-        print(f"[{name}] {row['category']}: speedup {row['speedup']:.3f}x, 95% interval [{low:.3f}, {high:.3f}], "
-              f"{row['verdict']}; detectable: above {faster:.3f}x or below {slower:.3f}x")
+        print(
+            f"[{name}] {row['category']}: speedup {row['speedup']:.3f}x, 95% interval [{low:.3f}, {high:.3f}], "
+            f"{row['verdict']}; detectable: above {faster:.3f}x or below {slower:.3f}x"
+        )
         for side in ("baseline", "candidate"):
             values = list(row["rounds_tokens_per_s"][side].values())
-            print(f"[{name}]   {side} tokens/s by round: {', '.join(f'{v:.1f}' for v in values)} "
-                  f"(max/min {max(values) / min(values):.2f})")
+            print(
+                f"[{name}]   {side} tokens/s by round: {', '.join(f'{v:.1f}' for v in values)} "
+                f"(max/min {max(values) / min(values):.2f})"
+            )
         met = met and row["verdict"] == target
     starts = report["serve"]["servers"]
     ready = ", ".join(f"{s.get('ready_s', 0):.0f}" for s in starts)
-    print(f"[{name}] {len(starts)} servers, ready in {ready} s; "
-          f"bench --serve took {report['wall_s']:.0f} s (rounds {report['serve']['seconds']:.0f} s)")
+    print(
+        f"[{name}] {len(starts)} servers, ready in {ready} s; "
+        f"bench --serve took {report['wall_s']:.0f} s (rounds {report['serve']['seconds']:.0f} s)"
+    )
     for line in report.get("expected") or []:
         print(f"[{name}] {line}")
     return met
@@ -102,12 +147,18 @@ def main() -> int:
     make_demo_model(work / "demo")
     env, trace = _env(work / "demo", work), _trace(work / "traffic.jsonl")
     aa = run("A/A", env, trace, _env_file(work / "off.env", env), work / "aa", args)
-    ngram = _env_file(work / "ngram.env", env, NIM_SPECDEC_ENABLE="1",
-                      NIM_SPECDEC_ARGS=json.dumps({"speculative_config": json.dumps(NGRAM)}))
+    ngram = _env_file(
+        work / "ngram.env",
+        env,
+        NIM_SPECDEC_ENABLE="1",
+        NIM_SPECDEC_ARGS=json.dumps({"speculative_config": json.dumps(NGRAM)}),
+    )
     ab = run("A/B", env, trace, ngram, work / "ab", args)
     print()
-    verdicts = [("A/A: no measurable difference", show("A/A", aa, "no measurable difference")),
-                ("A/B off vs n-gram: interval above 1 (faster)", show("A/B", ab, "faster"))]
+    verdicts = [
+        ("A/A: no measurable difference", show("A/A", aa, "no measurable difference")),
+        ("A/B off vs n-gram: interval above 1 (faster)", show("A/B", ab, "faster")),
+    ]
     print()
     for text, ok in verdicts:
         print(f"{'MET ' if ok else 'MISS'} {text}")

@@ -21,12 +21,43 @@ from typing import Mapping, Sequence
 
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
 DEFAULT_MARGIN = 0.03  # the same 3% tune asks of K > 0 over K = 0
-METHOD = ("95% Student t-interval on the log of the paired rounds' ratios (candidate / baseline per round), "
-          "back-transformed; speedup = their geometric mean")
+METHOD = (
+    "95% Student t-interval on the log of the paired rounds' ratios (candidate / baseline per round), "
+    "back-transformed; speedup = their geometric mean"
+)
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (standard tables).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 _Z975 = 1.959964
 
 
@@ -37,7 +68,7 @@ def t975(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     z = _Z975  # Cornish-Fisher expansion: within 1e-3 of the exact value beyond 30
-    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 @dataclass(frozen=True)
@@ -53,8 +84,14 @@ class Speedup:
 
     def to_json(self) -> dict:
         pair = lambda v: None if v is None else [round(v[0], 4), round(v[1], 4)]  # noqa: E731
-        return {"speedup": round(self.speedup, 4), "speedup_interval": pair(self.interval), "verdict": self.verdict,
-                "rounds": self.rounds, "margin": self.margin, "detectable": pair(self.detectable)}
+        return {
+            "speedup": round(self.speedup, 4),
+            "speedup_interval": pair(self.interval),
+            "verdict": self.verdict,
+            "rounds": self.rounds,
+            "margin": self.margin,
+            "detectable": pair(self.detectable),
+        }
 
 
 def verdict(low: float, high: float, margin: float = DEFAULT_MARGIN) -> str:
@@ -65,8 +102,9 @@ def verdict(low: float, high: float, margin: float = DEFAULT_MARGIN) -> str:
     return NO_DIFFERENCE
 
 
-def from_log_ratios(logs: Sequence[float], margin: float = DEFAULT_MARGIN, df: int | None = None,
-                    se: float | None = None) -> Speedup:
+def from_log_ratios(
+    logs: Sequence[float], margin: float = DEFAULT_MARGIN, df: int | None = None, se: float | None = None
+) -> Speedup:
     """The speedup of log ratios `logs`; `se`/`df` override the sample's (a weighted combination)."""
     if not logs:
         raise ValueError("no rounds")
@@ -91,7 +129,9 @@ def paired(pairs: Sequence[tuple[float, float]], margin: float = DEFAULT_MARGIN)
     return from_log_ratios([math.log(c / b) for b, c in pairs], margin)
 
 
-def weighted(parts: Mapping[int, Speedup], weights: Mapping[int, float], margin: float = DEFAULT_MARGIN) -> Speedup | None:
+def weighted(
+    parts: Mapping[int, Speedup], weights: Mapping[int, float], margin: float = DEFAULT_MARGIN
+) -> Speedup | None:
     """One speedup over several concurrencies, weighted (weights sum to 1): the weighted mean of their log
     speedups, its standard error from theirs (independent servers per concurrency would be; the rounds
     share servers, so this is a slight underestimate where concurrencies co-vary), and the fewest rounds'
@@ -142,5 +182,7 @@ def one_line(result: Speedup, what: str) -> str:
     if result.interval is None:
         return f"expected speedup {what}: {result.speedup:.3f}x (one round: no interval)"
     low, high = result.interval
-    return (f"expected speedup {what}: {result.speedup:.3f}x, 95% interval [{low:.3f}, {high:.3f}] over "
-            f"{result.rounds} rounds: {result.verdict}")
+    return (
+        f"expected speedup {what}: {result.speedup:.3f}x, 95% interval [{low:.3f}, {high:.3f}] over "
+        f"{result.rounds} rounds: {result.verdict}"
+    )

@@ -24,25 +24,46 @@ SPEC = SpecCounters(drafts=10, draft_tokens=30, accepted=15, per_position=(8, 5,
 
 
 def m(tok_s, concurrency=2, sampling=SAMPLING, spec=None, latency=0.5):
-    return ReplayMeasurement(8, 8, concurrency, "closed", 2.0, int(tok_s * 2), tok_s, {"p50": latency}, {"p50": 0.05},
-                             {"p50": 0.01}, spec, None, {"latency_mean_s": latency}, 0.95, dict(sampling))
+    return ReplayMeasurement(
+        8,
+        8,
+        concurrency,
+        "closed",
+        2.0,
+        int(tok_s * 2),
+        tok_s,
+        {"p50": latency},
+        {"p50": 0.05},
+        {"p50": 0.01},
+        spec,
+        None,
+        {"latency_mean_s": latency},
+        0.95,
+        dict(sampling),
+    )
 
 
-@pytest.mark.parametrize("lines, expected", [
-    (["A=1", "# comment", "", "  B=x y  ", "C="], {"A": "1", "B": "x y  ", "C": ""}),
-    (['Q="quoted"', "K=a=b"], {"Q": '"quoted"', "K": "a=b"}),
-    (["HOME_FROM_ENV", "UNSET_HERE"], {"HOME_FROM_ENV": "/h"}),
-])
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        (["A=1", "# comment", "", "  B=x y  ", "C="], {"A": "1", "B": "x y  ", "C": ""}),
+        (['Q="quoted"', "K=a=b"], {"Q": '"quoted"', "K": "a=b"}),
+        (["HOME_FROM_ENV", "UNSET_HERE"], {"HOME_FROM_ENV": "/h"}),
+    ],
+)
 def test_env_file_is_docker_form(lines, expected):
     assert parse_env_file(lines, "--baseline", "b.env", {"HOME_FROM_ENV": "/h"}) == expected
 
 
-@pytest.mark.parametrize("line, needle", [
-    ("export A=1", "line 2: 'export A'= is not a variable name"),
-    ("1A=2", "line 2: '1A'= is not a variable name"),
-    ("hf abcdef secret", "line 2: has no '=' and is not a variable name"),
-    ("A-B=secretvalue", "line 2: 'A-B'= is not a variable name"),
-])
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("export A=1", "line 2: 'export A'= is not a variable name"),
+        ("1A=2", "line 2: '1A'= is not a variable name"),
+        ("hf abcdef secret", "line 2: has no '=' and is not a variable name"),
+        ("A-B=secretvalue", "line 2: 'A-B'= is not a variable name"),
+    ],
+)
 def test_env_file_bad_line_names_file_and_line_never_the_value(line, needle):
     with pytest.raises(ConfigError) as err:
         parse_env_file(["OK=1", line], "--candidate", "c.env", {})
@@ -56,16 +77,28 @@ def test_server_envs():
     assert server_env(current, None, speculation_off=True) == {**current, "NIM_SPECDEC_ENABLE": "0"}
     assert server_env(current, None, speculation_off=False) == current
     # A file is the whole NIM_* configuration: the current one's NIM_* variables do not leak in.
-    assert server_env(current, {"NIM_MODEL_PATH": "/other"}, speculation_off=True) == {"PATH": "/bin", "NIM_MODEL_PATH": "/other"}
+    assert server_env(current, {"NIM_MODEL_PATH": "/other"}, speculation_off=True) == {
+        "PATH": "/bin",
+        "NIM_MODEL_PATH": "/other",
+    }
 
 
 def test_rounds_alternate_and_warm_up_scales_with_concurrency():
-    assert [order_of(n) for n in (1, 2, 3)] == [("baseline", "candidate"), ("candidate", "baseline"), ("baseline", "candidate")]
+    assert [order_of(n) for n in (1, 2, 3)] == [
+        ("baseline", "candidate"),
+        ("candidate", "baseline"),
+        ("baseline", "candidate"),
+    ]
     assert warmup_for(1, None) == 4 and warmup_for(8, None) == 18 and warmup_for(8, 0) == 0
 
 
 def test_per_request_metrics_only_where_the_server_speculates():
-    assert side_args(["--seed", "0"], speculating=True) == ["--seed", "0", "--per-request-spec-decode-metrics", "summary"]
+    assert side_args(["--seed", "0"], speculating=True) == [
+        "--seed",
+        "0",
+        "--per-request-spec-decode-metrics",
+        "summary",
+    ]
     assert side_args(["--seed", "0"], speculating=False) == ["--seed", "0"]
     mine = ["--per-request-spec-decode-metrics=detailed"]
     assert side_args(mine, speculating=True) == mine
@@ -113,7 +146,9 @@ def test_different_sampling_gives_no_speedup_and_ignore_eos_warns():
 
 
 def test_expected_speedup_weighs_concurrencies_by_the_capture():
-    runs = _rounds([(100, 150), (110, 160), (90, 140)], concurrency=1) + _rounds([(200, 180), (210, 190), (190, 175)], 4)
+    runs = _rounds([(100, 150), (110, 160), (90, 140)], concurrency=1) + _rounds(
+        [(200, 180), (210, 190), (190, 175)], 4
+    )
     # 41 requests over 10 s, each about 0.5 s: 2.05 in flight, a third of the way from 1 to 4.
     level = capture_in_flight([250 * i for i in range(41)], runs, "traffic")
     assert level == pytest.approx(2.05)
@@ -127,8 +162,12 @@ def test_expected_speedup_weighs_concurrencies_by_the_capture():
 
 
 def test_trace_notes_shares():
-    bodies = [{"messages": [], "temperature": 0.7}, {"messages": [], "temperature": 0, "response_format": {"type": "json_object"}},
-              {"messages": [], "tools": [{"type": "function"}], "n": 2}, {"messages": [], "max_tokens": 100}]
+    bodies = [
+        {"messages": [], "temperature": 0.7},
+        {"messages": [], "temperature": 0, "response_format": {"type": "json_object"}},
+        {"messages": [], "tools": [{"type": "function"}], "n": 2},
+        {"messages": [], "max_tokens": 100},
+    ]
     notes = trace_notes(bodies, greedy=True, max_tokens=None, max_model_len=384, prompt_tokens=[10, 20, 350, 300])
     shares = notes["shares"]
     assert (shares["temperature_above_0"], shares["temperature_unset"], shares["structured_or_tools"]) == (1, 2, 2)
@@ -144,19 +183,37 @@ def test_trace_notes_shares():
 def _bench(tmp_path, *args):
     trace = tmp_path / "t.jsonl"
     trace.write_text(json.dumps({"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}) + "\n")
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "bench", "--serve", "--trace", str(trace),
-                           "--out", str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nim_specdec",
+            "bench",
+            "--serve",
+            "--trace",
+            str(trace),
+            "--out",
+            str(tmp_path / "out"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--rounds", "1"], "--rounds: 1 is below 2"),
-    (["--baseline", "BAD"], "--baseline: cannot read BAD"),
-    (["--candidate", "{env}"], "--candidate: {env} line 1: 'NOT A NAME'= is not a variable name"),
-    (["--schedule", "timestamps"], "--schedule: timestamps with --serve"),
-    (["--concurrency", "2,x"], "--concurrency: 'x'"),
-    (["--aiperf", "/nonexistent/aiperf"], "make aiperf-venv"),
-    (["--url", "http://127.0.0.1:9"], "--serve: starts its own servers"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--rounds", "1"], "--rounds: 1 is below 2"),
+        (["--baseline", "BAD"], "--baseline: cannot read BAD"),
+        (["--candidate", "{env}"], "--candidate: {env} line 1: 'NOT A NAME'= is not a variable name"),
+        (["--schedule", "timestamps"], "--schedule: timestamps with --serve"),
+        (["--concurrency", "2,x"], "--concurrency: 'x'"),
+        (["--aiperf", "/nonexistent/aiperf"], "make aiperf-venv"),
+        (["--url", "http://127.0.0.1:9"], "--serve: starts its own servers"),
+    ],
+)
 def test_serve_refusals_are_one_line_exit_2(tmp_path, args, needle):
     env = tmp_path / "c.env"
     env.write_text("NOT A NAME=hunter2\n")

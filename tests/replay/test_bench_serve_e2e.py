@@ -22,15 +22,29 @@ from vllm_runs import GUIDE_NGRAM, GUIDE_NGRAM_ARGS, SERVER_ARGS, aiperf_bin, de
 
 pytestmark = pytest.mark.e2e
 
-PROMPTS = ("say cat cat cat again and again", "say dog dog dog again and again", "say sun sun sun again and again",
-           "say sea sea sea again and again")
+PROMPTS = (
+    "say cat cat cat again and again",
+    "say dog dog dog again and again",
+    "say sun sun sun again and again",
+    "say sea sea sea again and again",
+)
 ROUNDS = 2
 
 
 def _trace(path: Path) -> Path:
     # One request of four samples at temperature 0.8: bench forces greedy and must say so.
-    lines = [{"timestamp": 400 * i, "payload": {"model": "captured", "max_tokens": 200, **({"temperature": 0.8} if i == 0 else {}),
-                                                "messages": [{"role": "user", "content": p}]}} for i, p in enumerate(PROMPTS)]
+    lines = [
+        {
+            "timestamp": 400 * i,
+            "payload": {
+                "model": "captured",
+                "max_tokens": 200,
+                **({"temperature": 0.8} if i == 0 else {}),
+                "messages": [{"role": "user", "content": p}],
+            },
+        }
+        for i, p in enumerate(PROMPTS)
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
@@ -42,9 +56,35 @@ def _env_file(path: Path, env: dict[str, str], **changes: str) -> Path:
 
 
 def _bench(env: dict[str, str], trace: Path, candidate: Path, out: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "nim_specdec", "bench", "--serve", "--trace", str(trace), "--candidate", str(candidate),
-               "--rounds", str(ROUNDS), "--concurrency", "2", "--request-count", "12", "--max-tokens", "32", "--greedy",
-               "--ignore-eos", "--aiperf", aiperf_bin(), "--ready-timeout", "420", "--out", str(out), "--", *SERVER_ARGS]
+    command = [
+        sys.executable,
+        "-m",
+        "nim_specdec",
+        "bench",
+        "--serve",
+        "--trace",
+        str(trace),
+        "--candidate",
+        str(candidate),
+        "--rounds",
+        str(ROUNDS),
+        "--concurrency",
+        "2",
+        "--request-count",
+        "12",
+        "--max-tokens",
+        "32",
+        "--greedy",
+        "--ignore-eos",
+        "--aiperf",
+        aiperf_bin(),
+        "--ready-timeout",
+        "420",
+        "--out",
+        str(out),
+        "--",
+        *SERVER_ARGS,
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-4000:]
     return done
@@ -60,9 +100,15 @@ def _check_common(report: dict, stderr: str) -> dict:
     (row,) = report["rows"]
     low, high = row["speedup_interval"]
     assert low <= row["speedup"] <= high and row["rounds"] == ROUNDS
-    assert row["verdict"] == verdict(low, high, report["stats"]["margin"]) and row["verdict"] in (FASTER, SLOWER, NO_DIFFERENCE)
+    assert row["verdict"] == verdict(low, high, report["stats"]["margin"]) and row["verdict"] in (
+        FASTER,
+        SLOWER,
+        NO_DIFFERENCE,
+    )
     for side in ("baseline", "candidate"):
-        assert set(row["rounds_tokens_per_s"][side]) == {"1", "2"} and min(row["rounds_tokens_per_s"][side].values()) > 0
+        assert (
+            set(row["rounds_tokens_per_s"][side]) == {"1", "2"} and min(row["rounds_tokens_per_s"][side].values()) > 0
+        )
     for side in ("off", "on"):
         assert row[side]["ok_count"] == row[side]["request_count"] == 12
         assert row[side]["output_tokens"] == 12 * 32  # --ignore-eos: every request ran to --max-tokens
@@ -106,6 +152,13 @@ def test_bench_serve_a_a_and_a_b(demo_model, tmp_path):
     assert "## Speedup" in md and "95% interval" in md and md in ab.stdout
     assert (tmp_path / "ab" / "speedup_interval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The report rebuilds from OUT alone.
-    rebuilt = subprocess.run([sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(tmp_path / "ab")],
-                             capture_output=True, text=True, timeout=300)
-    assert rebuilt.returncode == 0 and json.loads((tmp_path / "ab" / "report.json").read_text())["rows"][0]["speedup"] == row["speedup"]
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(tmp_path / "ab")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        rebuilt.returncode == 0
+        and json.loads((tmp_path / "ab" / "report.json").read_text())["rows"][0]["speedup"] == row["speedup"]
+    )

@@ -94,10 +94,17 @@ def test_one_round_has_no_interval_and_no_verdict():
     assert "no interval" in one_line(result, "here")
 
 
-@pytest.mark.parametrize("low,high,margin,expected", [
-    (1.04, 1.5, 0.03, FASTER), (1.02, 1.5, 0.03, NO_DIFFERENCE), (1.02, 1.5, 0.0, FASTER),
-    (0.5, 0.96, 0.03, SLOWER), (0.5, 0.98, 0.03, NO_DIFFERENCE), (0.9, 1.1, 0.0, NO_DIFFERENCE),
-])
+@pytest.mark.parametrize(
+    "low,high,margin,expected",
+    [
+        (1.04, 1.5, 0.03, FASTER),
+        (1.02, 1.5, 0.03, NO_DIFFERENCE),
+        (1.02, 1.5, 0.0, FASTER),
+        (0.5, 0.96, 0.03, SLOWER),
+        (0.5, 0.98, 0.03, NO_DIFFERENCE),
+        (0.9, 1.1, 0.0, NO_DIFFERENCE),
+    ],
+)
 def test_verdict_table(low, high, margin, expected):
     assert verdict(low, high, margin) == expected
 

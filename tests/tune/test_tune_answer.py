@@ -47,15 +47,21 @@ def test_session_pairs_the_recommendations_own_servers_with_off():
 
     def run(tok_s: float) -> ReplayMeasurement:
         # server_tokens_per_s = 1 x (output tokens / ok) / latency: 64 / 0.5 x tok_s / 128 = tok_s
-        return ReplayMeasurement(8, 8, 1, "closed", 1.0, int(8 * 64 * tok_s / 128), 0.0, {}, {}, {}, None, None,
-                                 {"latency_mean_s": 0.5})
+        return ReplayMeasurement(
+            8, 8, 1, "closed", 1.0, int(8 * 64 * tok_s / 128), 0.0, {}, {}, {}, None, None, {"latency_mean_s": 0.5}
+        )
 
     ngram = cand.Candidate("ngram", {"method": "ngram", "num_speculative_tokens": 3}, configured=False)
-    pooled = {"off": {1: [Round("off", 1, run(100)), Round("off", 2, run(102))]},
-              "ngram-k3": {1: [Round("ngram-k3", 1, run(150)), Round("ngram-k3", 2, run(154))]}}
+    pooled = {
+        "off": {1: [Round("off", 1, run(100)), Round("off", 2, run(102))]},
+        "ngram-k3": {1: [Round("ngram-k3", 1, run(150)), Round("ngram-k3", 2, run(154))]},
+    }
     assert _pool_of(dict(ngram.config), [ngram], pooled) == "ngram-k3"
     assert _pool_of(None, [ngram], pooled) is None
-    assert _pool_of({"method": "ngram", "num_speculative_tokens": 2}, [ngram], {**pooled, "recommended": {}}) == "recommended"
+    assert (
+        _pool_of({"method": "ngram", "num_speculative_tokens": 2}, [ngram], {**pooled, "recommended": {}})
+        == "recommended"
+    )
     captured = [CapturedRequest(i + 1, "/v1/chat/completions", {"messages": []}, 1000.0 * i) for i in range(3)]
     got = _answer(captured, pooled, "ngram-k3", 0.03)
     assert got["in_flight"] == pytest.approx(0.75)  # 3 requests over 2 s, 0.5 s each

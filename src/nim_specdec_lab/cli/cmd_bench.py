@@ -81,10 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate", help="--serve: env file of the candidate (default: the current environment)")
     parser.add_argument("--rounds", type=int, default=3, help="--serve: rounds, each starting both servers (default 3)")
     parser.add_argument("--margin", type=float, default=None,
-                        help="--serve: faster / slower only where the 95%% interval lies beyond 1 +/- this (default 0.03)")
-    parser.add_argument("--ready-timeout", type=float, default=900.0, help="--serve: seconds each server may take to start")
+                        help="--serve: faster / slower only where the 95%% interval lies beyond 1 +/- this "
+                        "(default 0.03)")
+    parser.add_argument("--ready-timeout", type=float, default=900.0,
+                        help="--serve: seconds each server may take to start (default 900)")
     parser.add_argument("vllm_args", nargs=argparse.REMAINDER,
-                        help="--serve: after --, vLLM arguments for both servers, exactly as given to `nim-specdec serve`")
+                        help="--serve: after --, vLLM arguments for both servers, exactly as given to "
+                        "`nim-specdec serve`")
 
 
 def _read_lines(path: Path, option: str, fix: str) -> list[str]:
@@ -178,7 +181,8 @@ def build_report(out: Path) -> Path:
         raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
     report = compare(found)
     for row in report["rows"]:
-        row.update(speedup_interval=None, verdict=None, verdict_note=NO_INTERVAL if row["speedup"] is not None else None)
+        note = NO_INTERVAL if row["speedup"] is not None else None
+        row.update(speedup_interval=None, verdict=None, verdict_note=note)
     ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
     if ignore_eos:
         from nim_specdec_lab.specbench.serve_report import IGNORE_EOS
@@ -198,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
         bench_serve.run_serve(args, _workloads(args), out, _say)
     elif not args.report_only:
         if not (args.url and args.mode):
-            raise ConfigError("bench", "needs --url and --mode, or --serve (or --report-only)", "see nim-specdec bench --help")
+            raise ConfigError("bench", "needs --url and --mode, or --serve (or --report-only)",
+                              "see nim-specdec bench --help")
         if args.vllm_args:
             raise ConfigError("bench", "vLLM arguments after -- are for --serve", "drop them, or use --serve")
         if args.ignore_eos:

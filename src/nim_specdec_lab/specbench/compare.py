@@ -53,10 +53,12 @@ def _warnings(category: str, off: ReplayMeasurement | None, on: ReplayMeasuremen
             out.append(f"{category}: no '{labels[mode]}' run yet (run bench --mode {mode})")
             continue
         if m.ok_count < m.request_count:
-            out.append(f"{category} {labels[mode]}: {m.request_count - m.ok_count} of {m.request_count} requests failed")
+            failed = m.request_count - m.ok_count
+            out.append(f"{category} {labels[mode]}: {failed} of {m.request_count} requests failed")
     for mode, m in (("off", off), ("on", on)):
         if m is not None and m.schedule == "closed" and m.client_busy_share is not None and m.client_busy_share < BUSY_WARNING:
-            out.append(f"{category} {labels[mode]}: requests were in flight for {m.client_busy_share:.0%} of the run x concurrency; "
+            out.append(f"{category} {labels[mode]}: requests were in flight for {m.client_busy_share:.0%} of the run "
+                       "x concurrency; "
                        "the rest is the client's turnaround between requests, which output tokens/s includes "
                        "(raise --concurrency, or run the client on another machine)")
     if baseline_off and off is not None and off.spec is not None and off.spec.drafts > 0:

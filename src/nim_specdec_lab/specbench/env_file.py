@@ -37,7 +37,9 @@ def parse_env_file(lines: Iterable[str], option: str, path: str, environ: Mappin
     return out
 
 
-def server_env(environ: Mapping[str, str], overrides: Mapping[str, str] | None, speculation_off: bool) -> dict[str, str]:
+def server_env(
+    environ: Mapping[str, str], overrides: Mapping[str, str] | None, speculation_off: bool
+) -> dict[str, str]:
     """A side's environment: the current one without its NIM_* variables plus the file's, or (no file) the
     current one, with NIM_SPECDEC_ENABLE=0 for the default baseline."""
     if overrides is None:

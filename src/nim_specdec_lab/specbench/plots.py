@@ -144,8 +144,8 @@ def write_plots(report: dict[str, Any], directory: Path) -> list[Path]:
     plt = _pyplot()
     rows = report["rows"]
     labels = report.get("labels") or {"off": "off", "on": "on"}
-    paths = [directory / "throughput_on_off.png", directory / "latency_on_off.png", directory / "acceptance_by_position.png",
-             directory / "speedup_interval.png"]
+    names = ("throughput_on_off.png", "latency_on_off.png", "acceptance_by_position.png", "speedup_interval.png")
+    paths = [directory / name for name in names]
     _throughput(plt, rows, paths[0])
     _latency(plt, rows, paths[1])
     _acceptance(plt, rows, paths[2])

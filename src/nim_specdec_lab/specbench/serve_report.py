@@ -16,9 +16,11 @@ from nim_specdec_lab.specbench.compare import compare
 from nim_specdec_lab.specbench.serve_rounds import ORDER
 
 LABELS = {"off": "baseline", "on": "candidate"}
-IGNORE_EOS = ("--ignore-eos generates to max_tokens whatever the model emits: the forced continuations repeat "
-              "themselves, which n-gram and suffix drafts predict well, so their acceptance and speedup read "
-              "higher than on the captured traffic")
+IGNORE_EOS = (
+    "--ignore-eos generates to max_tokens whatever the model emits: the forced continuations repeat "
+    "themselves, which n-gram and suffix drafts predict well, so their acceptance and speedup read "
+    "higher than on the captured traffic"
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,9 @@ def capture_in_flight(timestamps_ms: Sequence[int] | None, runs: Sequence[RoundR
     if not mine:
         return None
     lowest = min(r.concurrency for r in mine)
-    times = [r.run.server_means.get("latency_mean_s") or r.run.latency_s.get("p50") for r in mine if r.concurrency == lowest]
+    times = [
+        r.run.server_means.get("latency_mean_s") or r.run.latency_s.get("p50") for r in mine if r.concurrency == lowest
+    ]
     times = [t for t in times if t]
     return stats.in_flight(timestamps_ms, times) if times else None
 
@@ -54,9 +58,14 @@ def _median_run(runs: Sequence[ReplayMeasurement]) -> ReplayMeasurement:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def serve_report(runs: Sequence[RoundRun], margin: float, baseline_off: bool,
-                 levels: Mapping[str, float | None] | None = None, notes: Mapping[str, Any] | None = None,
-                 ignore_eos: bool = False) -> dict[str, Any]:
+def serve_report(
+    runs: Sequence[RoundRun],
+    margin: float,
+    baseline_off: bool,
+    levels: Mapping[str, float | None] | None = None,
+    notes: Mapping[str, Any] | None = None,
+    ignore_eos: bool = False,
+) -> dict[str, Any]:
     """`levels[category]`: requests the capture had in flight on average (None: unknown)."""
     concurrencies = sorted({r.concurrency for r in runs})
     several = len(concurrencies) > 1
@@ -80,8 +89,10 @@ def serve_report(runs: Sequence[RoundRun], margin: float, baseline_off: bool,
         key, result = by_name[row["category"]]
         row["concurrency"] = key[1]
         sides = grouped[key]
-        row["rounds_tokens_per_s"] = {side: {str(n): round(m.output_tokens_per_s, 3) for n, m in sorted(sides[side].items())}
-                                      for side in ("baseline", "candidate")}
+        row["rounds_tokens_per_s"] = {
+            side: {str(n): round(m.output_tokens_per_s, 3) for n, m in sorted(sides[side].items())}
+            for side in ("baseline", "candidate")
+        }
         if row.get("speedup_note") or result is None:
             row.update(speedup=None, speedup_interval=None, verdict=None, rounds=0, detectable=None)
             continue
@@ -96,8 +107,13 @@ def serve_report(runs: Sequence[RoundRun], margin: float, baseline_off: bool,
     return report
 
 
-def _expected(results: Mapping[tuple[str, int], stats.Speedup | None], levels: Mapping[str, float | None],
-              margin: float, concurrencies: Sequence[int], report: dict[str, Any]) -> list[str]:
+def _expected(
+    results: Mapping[tuple[str, int], stats.Speedup | None],
+    levels: Mapping[str, float | None],
+    margin: float,
+    concurrencies: Sequence[int],
+    report: dict[str, Any],
+) -> list[str]:
     """One line per category: the speedup on its traffic, weighted by the capture's concurrency."""
     lines, detail = [], {}
     for category in sorted({k[0] for k in results}):
@@ -106,16 +122,26 @@ def _expected(results: Mapping[tuple[str, int], stats.Speedup | None], levels: M
         parts = {c: results[(category, c)] for c in concurrencies if results.get((category, c)) is not None}
         if set(weights) - set(parts):
             continue
-        combined = stats.weighted(parts, weights, margin) if len(weights) > 1 or any(
-            parts[c].interval is not None for c in weights) else None
+        combined = (
+            stats.weighted(parts, weights, margin)
+            if len(weights) > 1 or any(parts[c].interval is not None for c in weights)
+            else None
+        )
         if combined is None and len(weights) == 1:
             combined = parts[next(iter(weights))]
         if combined is None:
             continue
-        where = (f"{level:.2f} in flight on average in the capture (Little's law), weights "
-                 + ", ".join(f"{w:.2f} at concurrency {c}" for c, w in sorted(weights.items()))
-                 if level is not None else "the capture has no timestamps: concurrencies weighed alike")
+        where = (
+            f"{level:.2f} in flight on average in the capture (Little's law), weights "
+            + ", ".join(f"{w:.2f} at concurrency {c}" for c, w in sorted(weights.items()))
+            if level is not None
+            else "the capture has no timestamps: concurrencies weighed alike"
+        )
         lines.append(stats.one_line(combined, f"on {category} ({where})"))
-        detail[category] = {**combined.to_json(), "in_flight": level, "weights": {str(c): w for c, w in weights.items()}}
+        detail[category] = {
+            **combined.to_json(),
+            "in_flight": level,
+            "weights": {str(c): w for c, w in weights.items()},
+        }
     report["expected_detail"] = detail
     return lines

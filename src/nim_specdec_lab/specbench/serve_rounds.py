@@ -20,8 +20,10 @@ from nim_specdec_lab.replay import ReplaySpec, run_replay
 from nim_specdec_lab.specbench.inputs import Workload
 
 SIDES = ("baseline", "candidate")
-ORDER = ("alternating order: odd rounds start the baseline's server first, even rounds the candidate's; "
-         "each server is started fresh through the launcher and stopped before the next")
+ORDER = (
+    "alternating order: odd rounds start the baseline's server first, even rounds the candidate's; "
+    "each server is started fresh through the launcher and stopped before the next"
+)
 SERVE_DIR = "serve"
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 
@@ -76,7 +78,10 @@ def prompt_lengths(url: str, model: str, requests: Sequence[Mapping[str, Any]]) 
     """Each request's prompt length as the server tokenizes it (vLLM's /tokenize); None where it did not say."""
     out: list[int | None] = []
     for body in requests:
-        ask = {"model": model, **({"messages": body["messages"]} if "messages" in body else {"prompt": body.get("prompt", "")})}
+        ask = {
+            "model": model,
+            **({"messages": body["messages"]} if "messages" in body else {"prompt": body.get("prompt", "")}),
+        }
         status, answer = post_json(url + "/tokenize", ask, timeout=30)
         count = answer.get("count") if status == 200 and isinstance(answer, dict) else None
         out.append(count if isinstance(count, int) else None)
@@ -99,14 +104,25 @@ def run_dir(out: Path, round_no: int, side: str, concurrency: int, category: str
     return out / SERVE_DIR / f"r{round_no}" / side / f"c{concurrency}" / category
 
 
-def run_rounds(envs: Mapping[str, Mapping[str, str]], args: Sequence[str], workloads: Sequence[Workload],
-               settings: ServeSettings, out: Path, say: Say) -> dict[str, Any]:
+def run_rounds(
+    envs: Mapping[str, Mapping[str, str]],
+    args: Sequence[str],
+    workloads: Sequence[Workload],
+    settings: ServeSettings,
+    out: Path,
+    say: Say,
+) -> dict[str, Any]:
     """Every round's measurements under OUT/serve; returns what the report needs beyond them."""
     from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model  # noqa: PLC0415
 
-    run = RunSettings(concurrencies=settings.concurrencies, requests_per_run=settings.request_count,
-                      max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos, aiperf_bin=settings.aiperf,
-                      ready_timeout_s=settings.ready_timeout_s)
+    run = RunSettings(
+        concurrencies=settings.concurrencies,
+        requests_per_run=settings.request_count,
+        max_tokens=settings.max_tokens,
+        ignore_eos=settings.ignore_eos,
+        aiperf_bin=settings.aiperf,
+        ready_timeout_s=settings.ready_timeout_s,
+    )
     argv = {side: side_args(args, speculates(envs[side], args)) for side in SIDES}
     log, facts = ServerLog(), {"max_model_len": None, "prompt_tokens": None}
     started = time.monotonic()
@@ -118,17 +134,31 @@ def run_rounds(envs: Mapping[str, Mapping[str, str]], args: Sequence[str], workl
                 tokenizer = settings.tokenizer or served_tokenizer(server.url)
                 if facts["prompt_tokens"] is None:
                     facts["max_model_len"] = max_len
-                    facts["prompt_tokens"] = {w.category: prompt_lengths(server.url, model, w.requests) for w in workloads}
+                    facts["prompt_tokens"] = {
+                        w.category: prompt_lengths(server.url, model, w.requests) for w in workloads
+                    }
                 for concurrency in settings.concurrencies:
                     for workload in workloads:
-                        spec = ReplaySpec(url=server.url, model=model, requests=workload.requests, concurrency=concurrency,
-                                          schedule="closed", request_count=settings.request_count, greedy=settings.greedy,
-                                          max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
-                                          tokenizer=tokenizer, warmup=warmup_for(concurrency, settings.warmup),
-                                          aiperf_extra=settings.aiperf_extra)
-                        result = run_replay(spec, run_dir(out, round_no, side, concurrency, workload.category),
-                                            settings.aiperf)
-                        say(f"bench: round {round_no}/{settings.rounds}, {side}, {workload.category}, concurrency "
+                        spec = ReplaySpec(
+                            url=server.url,
+                            model=model,
+                            requests=workload.requests,
+                            concurrency=concurrency,
+                            schedule="closed",
+                            request_count=settings.request_count,
+                            greedy=settings.greedy,
+                            max_tokens=settings.max_tokens,
+                            ignore_eos=settings.ignore_eos,
+                            tokenizer=tokenizer,
+                            warmup=warmup_for(concurrency, settings.warmup),
+                            aiperf_extra=settings.aiperf_extra,
+                        )
+                        result = run_replay(
+                            spec, run_dir(out, round_no, side, concurrency, workload.category), settings.aiperf
+                        )
+                        say(
+                            f"bench: round {round_no}/{settings.rounds}, {side}, {workload.category}, concurrency "
                             f"{concurrency}: {result.output_tokens_per_s:.1f} output tokens/s "
-                            f"({result.ok_count}/{result.request_count} ok)")
+                            f"({result.ok_count}/{result.request_count} ok)"
+                        )
     return {"servers": log.starts, "seconds": round(time.monotonic() - started, 1), "argv": argv, **facts}

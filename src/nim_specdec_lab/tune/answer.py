@@ -13,25 +13,42 @@ from typing import Any, Mapping, Sequence
 from nim_specdec_lab import stats
 
 
-def answer(off: Mapping[int, Sequence[float]], recommended: Mapping[int, Sequence[float]] | None,
-           level: float | None, margin: float) -> dict[str, Any]:
+def answer(
+    off: Mapping[int, Sequence[float]],
+    recommended: Mapping[int, Sequence[float]] | None,
+    level: float | None,
+    margin: float,
+) -> dict[str, Any]:
     """`off[c]` / `recommended[c]`: judged tokens/s of every round at concurrency c, in measuring order;
     `recommended` None: the recommendation is speculation off. `level`: requests the capture had in flight."""
     weights = stats.concurrency_weights(level, sorted(off))
-    where = (f"{level:.2f} in flight on average in the capture (Little's law)" if level is not None
-             else "no timestamps in the capture: concurrencies weighed alike")
+    where = (
+        f"{level:.2f} in flight on average in the capture (Little's law)"
+        if level is not None
+        else "no timestamps in the capture: concurrencies weighed alike"
+    )
     base = {"in_flight": level, "weights": {str(c): round(w, 4) for c, w in weights.items()}}
     if recommended is None:
-        return {**base, "speedup": 1.0, "speedup_interval": None, "verdict": None,
-                "line": f"tune: speculation off recommended: expected speedup on this traffic 1.000x ({where})"}
+        return {
+            **base,
+            "speedup": 1.0,
+            "speedup_interval": None,
+            "verdict": None,
+            "line": f"tune: speculation off recommended: expected speedup on this traffic 1.000x ({where})",
+        }
     parts = {}
     for c in weights:
         pairs = [(b, r) for b, r in zip(off.get(c, ()), recommended.get(c, ())) if b > 0 and r > 0]
         if pairs:
             parts[c] = stats.paired(pairs, margin)
     if set(weights) - set(parts):
-        return {**base, "speedup": None, "speedup_interval": None, "verdict": None,
-                "line": "tune: expected speedup on this traffic: not measured at every concurrency it weighs"}
+        return {
+            **base,
+            "speedup": None,
+            "speedup_interval": None,
+            "verdict": None,
+            "line": "tune: expected speedup on this traffic: not measured at every concurrency it weighs",
+        }
     combined = stats.weighted(parts, weights, margin)
     if combined is None:  # one round per server: a speedup without an interval
         mean = sum(w * parts[c].log_mean for c, w in weights.items())
