@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -44,6 +45,10 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError("--margin", f"{args.margin} is not from 0 to below 1", "e.g. 0.03 for 3%")
     if args.ready_timeout <= 0:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not above 0", "give seconds, e.g. 900")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say: Callable[[str], None]) -> None:
@@ -87,6 +92,9 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError("--out", f"cannot use {out} ({err.strerror})", "choose a writable directory") from None
+    # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C, so that the server running now is
+    # stopped by its context manager instead of outliving bench.
+    signal.signal(signal.SIGTERM, _interrupt)
     facts = run_rounds(envs, vllm_args, workloads, settings, out, say)
     context = {
         "rounds": args.rounds,
