@@ -173,7 +173,10 @@ def test_trace_notes_shares():
     assert (shares["temperature_above_0"], shares["temperature_unset"], shares["structured_or_tools"]) == (1, 2, 2)
     assert shares["n_above_1"] == 1 and shares["near_max_model_len"] == 2  # 350 >= 90%; 300 + 100 > 384
     text = " | ".join(notes["lines"])
-    assert "1 of 4 requests (25%) have temperature > 0" in text and "forced greedy" in text
+    assert "1 of 4 requests (25%) have temperature > 0, 2 of 4 requests (50%) set no temperature" in text
+    assert "forced greedy" in text
+    unset_only = trace_notes([{"prompt": "x"}], True, None, None, None)["lines"]
+    assert unset_only[0].startswith("1 of 1 requests (100%) set no temperature")
     assert "2 of 4 requests (50%) use structured output or tools" in text and "n > 1" in text
     quiet = trace_notes([{"messages": [], "temperature": 0}], False, None, 384, [5])
     assert quiet["lines"] == [] and quiet["shares"]["near_max_model_len"] == 0

@@ -90,6 +90,8 @@ def markdown(report: dict[str, Any]) -> str:
                       str(side["output_tokens"]), _num(side["duration_s"], 2), _num(side["output_tokens_per_s"]), speedup])
     out += _table(("category", "mode", "requests ok/sent", "schedule", "output tokens", "duration s", "output tok/s", "speedup"), lines)
     out += ["", f"- {report['how']['throughput']}.", f"- {report['how']['speedup']}."]
+    if report.get("stats"):
+        out += ["- each side's figures here are its median round; the speedup is the paired rounds' (see Speedup)."]
     out += [f"- {row['category']}: {row['speedup_note']}." for row in rows if row.get("speedup_note")]
 
     out += ["", "## Latency (ms, p50 / p90 / p99)", ""]

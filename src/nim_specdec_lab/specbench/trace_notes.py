@@ -83,11 +83,11 @@ def trace_notes(
             if greedy
             else "sampled as captured"
         )
-        lines.append(
-            f"{share(sampled)} have temperature > 0"
-            + (f", {unset} set none (the server's default)" if unset else "")
-            + f"; {how}"
-        )
+        parts = [f"{share(sampled)} have temperature > 0"] if sampled else []
+        if unset:
+            parts.append(f"{share(unset)} set no temperature (the server's default, sampled unless the model's "
+                         "generation config says otherwise)")
+        lines.append(", ".join(parts) + f"; {how}")
     if structured:
         lines.append(
             f"{share(structured)} use structured output or tools (response_format, tools, guided_*): "
