@@ -19,6 +19,7 @@ from typing import Mapping
 from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.launch.compile_cache_claim import claim
 from nim_specdec.launch.facts import base_facts, fetch_context, read_config, require_method_package, vllm_flavor
 from nim_specdec.common.logs import setup_logging
@@ -74,18 +75,22 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
         local = fetch(ref, ctx)
         link(local, workspace / TARGET_LINK, ctx.cache_dir)
         downloaded = True
-        if plan.target.local_dir is None:
-            # Now the target's config.json is known: an auto choice may change (MTP heads).
-            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by))}
+        if plan.target.local_dir != str(local):
+            # Now the target's config.json is known (for a branch: that of the commit just fetched, which
+            # may not be the one the plan saw cached): an auto choice may change (MTP heads).
+            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by),
+                                                           commit_of(local))}
             settings, plan = resolve(env, vllm_args, replace(facts, sources=known))
-        plan = plan.with_local_dirs(target_dir=str(local))
+        plan = plan.with_local_dirs(target_dir=str(local), target_commit=commit_of(local))
 
     log.info("speculative decoding: %s", plan.speculative.reason)
     draft = plan.draft
     if draft is not None:
         local = fetch(draft.ref, ctx)
         downloaded = downloaded or not draft.ref.is_local
-        plan = plan.with_local_dirs(draft_dir=str(local))
+        if draft.local_dir is not None and draft.local_dir != str(local):
+            plan = replace(plan, vllm_check=None)  # it judged the commit cached before; this one is judged anew
+        plan = plan.with_local_dirs(draft_dir=str(local), draft_commit=None if draft.ref.is_local else commit_of(local))
         if draft.name is not None:
             link(local, workspace / draft.name, ctx.cache_dir)
             log.info("draft %s materialized at %s", draft.source, draft.path)

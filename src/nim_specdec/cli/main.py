@@ -82,7 +82,7 @@ _PASSTHROUGH_HELP = """usage: nim-specdec {name} [VLLM ARGS...]
 {help}.
 
 Configured by NIM_* variables (NIM_MODEL_PATH or NIM_MODEL_NAME, NIM_SPECDEC_ENABLE, NIM_SPECDEC_ARGS,
-NIM_DRAFT_MODEL_PATH, NIM_CACHE_PATH, ...; see the README). Every argument after `{name}` is a vLLM
+NIM_DRAFT_MODEL_PATH, NIM_CACHE_PATH, ...; see docs/configuration.md). Every argument after `{name}` is a vLLM
 engine argument and wins over the variables; `nim-specdec plan ARGS` shows the resolved command.
 vLLM's own options: `vllm serve --help` (or `python -m vllm.entrypoints.openai.api_server --help`).
 """

@@ -36,7 +36,7 @@ def check_context(plan_view: Mapping[str, Any]) -> str:
     """What the check's one line needs from the plan (origins and version, no values), as CONTEXT_VAR."""
     return json.dumps({"speculative": {"origin": (plan_view.get("speculative") or {}).get("origin") or {}},
                        "engine_origin": plan_view.get("engine_origin") or {},
-                       "vllm_version": plan_view.get("vllm_version") or ""})
+                       "vllm_version": (plan_view.get("engine") or {}).get("vllm_version") or ""})
 
 
 def server_entry(program: Sequence[str]) -> tuple[str, str, list[str]]:

@@ -128,9 +128,27 @@ def _stage(err: BaseException) -> str:
     return stage
 
 
+def cli_args_module():
+    """vLLM's serve-argument module (make_arg_parser, validate_parsed_serve_args), wherever the running
+    release keeps it: each known release's place, newest first (0.33 moved it to entrypoints/common)."""
+    import importlib
+
+    from nim_specdec.config.vllm_schema import knowledge_for, known_versions
+
+    places = dict.fromkeys(knowledge_for(v).data["cli_args_module"] for v in reversed(known_versions()))
+    for name in places:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name is None or not name.startswith(err.name):
+                raise  # a module it imports is missing: not a question of where the parser lives
+    raise ImportError(f"vLLM's serve argument parser is in none of {', '.join(places)}")
+
+
 def _make_parser():
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    make_arg_parser = cli_args_module().make_arg_parser
 
     class Parser(FlexibleArgumentParser):
         def error(self, message: str):  # argparse would print usage and exit
@@ -148,7 +166,6 @@ def judge(args: Sequence[str]) -> Verdict:
 
 def _judge(args: Sequence[str]) -> Verdict:
     from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
     from vllm.usage.usage_lib import UsageContext
     from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 
@@ -159,7 +176,7 @@ def _judge(args: Sequence[str]) -> Verdict:
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             parsed = _make_parser().parse_args(list(args))
-        validate_parsed_serve_args(parsed)
+        cli_args_module().validate_parsed_serve_args(parsed)
         stage = "engine"
         config = AsyncEngineArgs.from_cli_args(parsed).create_engine_config(UsageContext.OPENAI_API_SERVER)
         spec = config.speculative_config
@@ -223,9 +240,10 @@ def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mappin
     for original, stand_in in path_map.items():
         reason = reason.replace(stand_in, original)
     reason = redact_text(reason, _secrets(args, env))
+    version = plan.get("vllm_version") or (plan.get("engine") or {}).get("vllm_version") or ""
     raise ConfigError(
         _origin(verdict, plan),
-        f"vLLM {plan.get('vllm_version') or ''} refuses this configuration: {reason}".replace("  ", " "),
+        f"vLLM {version} refuses this configuration: {reason}".replace("  ", " "),
         "change the value named above (vLLM's reason is quoted)",
     )
 
