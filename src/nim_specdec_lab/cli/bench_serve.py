@@ -9,17 +9,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.common.output_files import write_atomically
+from nim_specdec_lab.cli.bench_common import concurrencies, write_report
+from nim_specdec_lab.replay.aiperf_run import find_aiperf
+from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
+from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec_lab.specbench.env_file import parse_env_file, server_env
+from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
+from nim_specdec_lab.specbench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds
+from nim_specdec_lab.specbench.trace_notes import trace_notes
+from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
 
 
 def _env_file(path: str | None, option: str) -> dict[str, str] | None:
-    from nim_specdec_lab.specbench.env_file import parse_env_file
 
     if path is None:
         return None
@@ -52,12 +62,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say: Callable[[str], None]) -> None:
-    from nim_specdec.common.output_files import write_atomically
-    from nim_specdec_lab.cli.bench_common import concurrencies
-    from nim_specdec_lab.replay.aiperf_run import find_aiperf
-    from nim_specdec_lab.specbench.env_file import server_env
-    from nim_specdec_lab.specbench.serve_report import IGNORE_EOS
-    from nim_specdec_lab.specbench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds
 
     _check(args)
     levels_c = concurrencies(args.concurrency, several=True)
@@ -86,8 +90,6 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
         say(f"warning: {IGNORE_EOS}")
     try:
         if (out / SERVE_DIR).exists():
-            import shutil
-
             shutil.rmtree(out / SERVE_DIR)  # a new run's rounds never mix with an older run's
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -122,9 +124,6 @@ def has_rounds(out: Path) -> bool:
 
 
 def _runs(out: Path) -> list[Any]:
-    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
-    from nim_specdec_lab.replay.spec import ReplayMeasurement
-    from nim_specdec_lab.specbench.serve_report import RoundRun
 
     found = []
     for path in sorted((out / "serve").glob(f"r*/*/c*/*/{MEASUREMENT_JSON}")):
@@ -141,10 +140,6 @@ def _runs(out: Path) -> list[Any]:
 
 
 def build_serve_report(out: Path) -> Path:
-    from nim_specdec_lab.cli.bench_common import write_report
-    from nim_specdec_lab.specbench.serve_report import capture_in_flight, serve_report
-    from nim_specdec_lab.specbench.trace_notes import trace_notes
-    from nim_specdec_lab.stats import DEFAULT_MARGIN
 
     try:
         context = json.loads((out / "serve" / CONTEXT_JSON).read_text())
