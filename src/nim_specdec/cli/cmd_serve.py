@@ -27,10 +27,11 @@ from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
 from nim_specdec.config.plan_model import Plan, check_view, plan_json
 from nim_specdec.preflight import run_preflight
+from nim_specdec.preflight.driver import check_driver
 from nim_specdec.launch.resolve import resolve
 from nim_specdec.launch.early_check import check_while_downloading, with_early_result
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, boot_argv, check_context
-from nim_specdec.launch.vllm_gate import run_check, settled
+from nim_specdec.launch.vllm_gate import check_in_server, run_check, settled
 from nim_specdec.config.target import TARGET_LINK
 
 
@@ -113,11 +114,14 @@ def run(args: argparse.Namespace) -> int:
     if vllm_flavor() is None:  # before any download: nothing could run what it fetched
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     plan, log = prepare(args.vllm_args, env, for_serve=True)
+    driver = check_driver(env)
+    if driver:
+        log.warning("pre-flight %s", driver)
     env.update(claim(plan.compile_cache, warn=log.warning, info=log.info))  # vLLM keeps the writer lock
     if plan.cpu_preload["LD_PRELOAD"]:
         env["LD_PRELOAD"] = plan.cpu_preload["LD_PRELOAD"]
     argv, shown = list(plan.argv_exec), list(plan.argv)
-    if (plan.vllm_check or {}).get("deferred"):
+    if check_in_server(plan.vllm_check):  # deferred, or vLLM could not judge in this process
         argv, shown = boot_argv(sys.executable, argv), boot_argv(sys.executable, shown)
         env[CONTEXT_VAR] = check_context(check_view(plan))
     log.info("exec: %s", shlex.join(shown))

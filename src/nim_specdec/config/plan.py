@@ -290,4 +290,5 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         model_runner=model_runner,
         engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),
         argv_exec=tuple(argv),
+        vllm_version=facts.vllm_version,
     )

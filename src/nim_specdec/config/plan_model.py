@@ -89,6 +89,7 @@ class Plan:
     preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
     vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
     argv_exec: tuple[str, ...] = field(default=(), metadata=_INTERNAL, repr=False)  # unredacted: exec only
+    vllm_version: str = field(default="", metadata=_INTERNAL)  # the installed vLLM's, for its refusals' one line
 
     def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None,
                         target_commit: str | None = None, draft_commit: str | None = None) -> Plan:
@@ -112,8 +113,9 @@ def _public(value: Any) -> Any:
 
 
 def check_view(plan: Plan) -> dict[str, Any]:
-    """plan_json plus the unredacted command, for the vLLM check alone (it validates what will run)."""
-    return {**plan_json(plan), "_argv_exec": list(plan.argv_exec)}
+    """plan_json plus the unredacted command, for the vLLM check alone (it validates what will run), and the
+    version of the vLLM that judges it."""
+    return {**plan_json(plan), "_argv_exec": list(plan.argv_exec), "vllm_version": plan.vllm_version}
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

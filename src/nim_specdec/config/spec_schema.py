@@ -120,6 +120,31 @@ def _describe(key: str, known: VllmKnowledge = DEFAULT) -> str:
             "str": "a string", "object": "a JSON object"}[KINDS[key]]
 
 
+_UNDECIDED = object()
+_I64 = 2**63
+
+
+def _exact(key: str, value: Any, known: VllmKnowledge) -> Any:
+    """A value already of the field's own type, accepted as pydantic would accept it, else _UNDECIDED.
+
+    The common configs hold only such values (`"method": "ngram"`, `"num_speculative_tokens": 3`), so `plan`
+    decides them without importing pydantic (most of its start-up); anything to coerce, refuse or explain goes
+    to pydantic, the one judge of lax coercion. tests/test_spec_schema_fast_path.py holds the two equal.
+    """
+    kind = KINDS[key]
+    if kind in ("int", "pos_int") and type(value) is int and -_I64 <= value < _I64:
+        return value if kind == "int" or value >= 1 else _UNDECIDED
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind == "str" and type(value) is str:
+        return value
+    if kind == "float" and type(value) is float and value == value and abs(value) != float("inf"):
+        return value
+    if kind == "enum" and type(value) is str and not (key in _OPEN_ENUMS and known.at_least("0.33.0")):
+        return value if value in known.enum(key) else _UNDECIDED
+    return _UNDECIDED
+
+
 def coerce(key: str, value: Any, known: VllmKnowledge = DEFAULT) -> Any:
     """The value as vLLM's pydantic validation reads it; ValueError when vLLM refuses it."""
     if value is None:
@@ -130,6 +155,9 @@ def coerce(key: str, value: Any, known: VllmKnowledge = DEFAULT) -> Any:
         if not isinstance(value, str) or (value.lower() != "auto" and value.upper() not in known.enum(key)):
             raise ValueError("unknown attention backend")
         return None if value.lower() == "auto" else value.upper()
+    exact = _exact(key, value, known)
+    if exact is not _UNDECIDED:
+        return exact
     from pydantic import ValidationError
 
     try:

@@ -9,19 +9,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Mapping
 
 WHOLE = "--speculative-config"
 # The snapshot used where no vLLM is installed (a plan made on a machine without it, or a test's Facts):
 # the release of the CPU build, the one the project's own server tests run against.
 DEFAULT_VERSION = "0.32.0"
+# Beside this module in the installed package (wheels install unzipped). Path, not importlib.resources: the
+# latter imports zipfile and its readers, a noticeable share of `plan`'s start-up.
+_SNAPSHOTS = Path(__file__).resolve().parent / "vllm_schemas"
 
 
 @lru_cache(maxsize=1)
 def known_versions() -> tuple[str, ...]:
     """The versions with a snapshot in this package, oldest first."""
-    names = [p.name for p in resources.files("nim_specdec.config").joinpath("vllm_schemas").iterdir()]
+    names = [p.name for p in _SNAPSHOTS.iterdir()]
     found = [n.removesuffix(".json") for n in names if n.endswith(".json")]
     return tuple(sorted(found, key=release_tuple))
 
@@ -34,8 +37,7 @@ def release_tuple(version: str) -> tuple[int, ...]:
 
 @lru_cache(maxsize=None)
 def _snapshot(version: str) -> Mapping[str, Any]:
-    folder = resources.files("nim_specdec.config").joinpath("vllm_schemas")
-    return json.loads(folder.joinpath(f"{version}.json").read_text())
+    return json.loads((_SNAPSHOTS / f"{version}.json").read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.common import trust
+from nim_specdec.common import trust, writable
 from nim_specdec.fetchers import cache
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
@@ -195,6 +195,9 @@ def _owner_only(root: Path) -> None:
 
 
 def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
+    unwritable = writable.unwritable_reason(Path(cache_dir))
+    if unwritable:
+        raise MaterializeError("NIM_CACHE_PATH", *unwritable)
     try:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):

@@ -14,6 +14,7 @@ from typing import Mapping
 
 from nim_specdec.config.engine_facts import DevicePlan
 from nim_specdec.preflight.gpu import visible
+from nim_specdec.preflight.nvml import start_nvml
 
 NVIDIA_PROC = Path("/proc/driver/nvidia")
 CPUINFO = Path("/proc/cpuinfo")
@@ -37,13 +38,8 @@ def cpu_device(cpuinfo: str, count: int | None) -> DevicePlan:
 
 def gpu_device(env: Mapping[str, str]) -> DevicePlan | None:
     """The first GPU CUDA_VISIBLE_DEVICES leaves visible, through NVML; None without one."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no library, no driver: no GPU here
+    pynvml = start_nvml()
+    if pynvml is None:
         return None
     try:
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
