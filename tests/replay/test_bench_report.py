@@ -69,7 +69,8 @@ def test_markdown_holds_every_figure():
 def test_plots_are_pngs(tmp_path):
     report = compare({"off": {"math": m(100.0)}, "on": {"math": m(150.0, spec=ON_SPEC)}})
     paths = write_plots(report, tmp_path)
-    assert [p.name for p in paths] == ["throughput_on_off.png", "latency_on_off.png", "acceptance_by_position.png"]
+    assert [p.name for p in paths] == ["throughput_on_off.png", "latency_on_off.png", "acceptance_by_position.png",
+                                       "speedup_interval.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
 

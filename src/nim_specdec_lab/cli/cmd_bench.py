@@ -1,6 +1,11 @@
 """bench: measure speculative decoding on vs off over the same traffic, with AIPerf.
 
-Run it once against the server with speculation off (`--mode off`) and once against the same model with
+`--serve` starts the servers itself: in each of `--rounds` rounds a baseline's server (an env file, else the
+current environment with NIM_SPECDEC_ENABLE=0) and a candidate's (an env file, else the current environment),
+one at a time, in alternating order, each measured in the same closed loop; every speedup then comes with a
+95% interval over the paired rounds and a verdict (nim_specdec_lab.stats).
+
+Without --serve, run it once against the server with speculation off (`--mode off`) and once against the same model with
 speculation on (`--mode on`), into the same `--out` directory; one server at a time is enough. Each run
 keeps its artifacts under OUT/runs/MODE/CATEGORY and rebuilds the comparison: OUT/report.md,
 OUT/report.json and three PNG plots.
@@ -20,6 +25,7 @@ from typing import Sequence
 
 from nim_specdec.common.regular_file import read_regular
 from nim_specdec.errors import ConfigError, UnreachableError
+from nim_specdec_lab.cli.bench_common import concurrencies as _concurrencies, write_report
 
 EXTRA = "--extra"
 # A prompts file: one prompt a line.
@@ -31,6 +37,8 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
     out, i = [], 0
     argv = list(argv)
     while i < len(argv):
+        if argv[i] == "--":  # vLLM's arguments for --serve: verbatim
+            return out + argv[i:]
         if argv[i] == EXTRA and i + 1 < len(argv):
             out.append(f"{EXTRA}={argv[i + 1]}")
             i += 2
@@ -51,12 +59,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--categories", default=",".join(SPEED_BENCH_CATEGORIES), help="SPEED-Bench categories (comma-separated)")
     parser.add_argument("--schedule", choices=("closed", "timestamps"), default="closed",
                         help="closed: --concurrency requests in flight (default); timestamps: at the capture's arrival times")
-    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight in the closed loop (default 1)")
+    parser.add_argument("--concurrency", default="1",
+                        help="requests in flight in the closed loop (default 1); with --serve a comma-separated list")
     parser.add_argument("--request-count", type=int, help="requests to send in the closed loop (default: each request once)")
     parser.add_argument("--max-tokens", type=int, help="set max_tokens in every request (default: each request's own)")
     parser.add_argument("--greedy", action="store_true", help="send every request with temperature 0")
     parser.add_argument("--ignore-eos", action="store_true", help="generate up to max_tokens whatever the model emits")
-    parser.add_argument("--warmup", type=int, default=1, help="unmeasured requests sent first (default 1)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="unmeasured requests sent first (default 2 x concurrency + 2)")
     parser.add_argument("--model", help="served model name (default: the server's first model)")
     parser.add_argument("--tokenizer", help="tokenizer AIPerf loads (token counts come from the server): a local directory, or "
                         "'builtin' (tiktoken, fetched from the network on first use); default: the served model's "
@@ -67,6 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one more argument for aiperf profile (repeatable; --extra=--flag or --extra --flag)")
     parser.add_argument("--out", default="specbench", help="output directory (default ./specbench)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT")
+    parser.add_argument("--serve", action="store_true",
+                        help="start the baseline's and the candidate's servers itself, in rounds (see --rounds)")
+    parser.add_argument("--baseline", help="--serve: env file (docker --env-file form) of the baseline "
+                        "(default: the current environment with NIM_SPECDEC_ENABLE=0)")
+    parser.add_argument("--candidate", help="--serve: env file of the candidate (default: the current environment)")
+    parser.add_argument("--rounds", type=int, default=3, help="--serve: rounds, each starting both servers (default 3)")
+    parser.add_argument("--margin", type=float, default=None,
+                        help="--serve: faster / slower only where the 95%% interval lies beyond 1 +/- this "
+                        "(default 0.03)")
+    parser.add_argument("--ready-timeout", type=float, default=900.0,
+                        help="--serve: seconds each server may take to start (default 900)")
+    parser.add_argument("vllm_args", nargs=argparse.REMAINDER,
+                        help="--serve: after --, vLLM arguments for both servers, exactly as given to "
+                        "`nim-specdec serve`")
 
 
 def _read_lines(path: Path, option: str, fix: str) -> list[str]:
@@ -96,16 +120,14 @@ def _workloads(args: argparse.Namespace):
 
 
 def _tokenizer(url: str) -> str:
-    """The served model's own directory (vLLM's /v1/models `root`) when it is on this machine: AIPerf
-    needs a tokenizer to start, and its builtin one is downloaded on first use."""
-    from nim_specdec.errors import LauncherError
-    from nim_specdec_lab.ngram.replay import http_json
+    from nim_specdec_lab.specbench.serve_rounds import served_tokenizer
 
-    try:
-        root = http_json(url.rstrip("/") + "/v1/models", timeout=30)["data"][0].get("root")
-    except (LauncherError, KeyError, IndexError, TypeError, AttributeError):
-        return "builtin"
-    return root if isinstance(root, str) and (Path(root) / "tokenizer_config.json").is_file() else "builtin"
+    return served_tokenizer(url)
+
+
+DRIFT_NOTE = ("note: the off and on runs were measured on servers started elsewhere, at different times; drift "
+              "between them is not controlled and the speedup has no interval (bench --serve measures both in rounds)")
+NO_INTERVAL = "one run per side: no interval (bench --serve measures paired rounds)"
 
 
 def _say(line: str) -> None:
@@ -126,28 +148,30 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
                               "use --schedule closed")
         if args.request_count is not None:
             raise ConfigError("--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps")
+    (concurrency,) = _concurrencies(args.concurrency, several=False)
     model = args.model or server_model(args.url)[0]
     tokenizer = args.tokenizer or _tokenizer(args.url)
     for number, workload in enumerate(workloads, start=1):
         _say(f"[{number}/{len(workloads)}] {workload.category}, speculation {args.mode}: {len(workload.requests)} requests"
              + (f" ({workload.note})" if workload.note else ""))
         spec = ReplaySpec(
-            url=args.url, model=model, requests=workload.requests, concurrency=args.concurrency, schedule=args.schedule,
+            url=args.url, model=model, requests=workload.requests, concurrency=concurrency, schedule=args.schedule,
             timestamps_ms=workload.timestamps_ms, request_count=args.request_count, greedy=args.greedy,
             max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, tokenizer=tokenizer, metrics_path=args.metrics_path,
-            warmup=args.warmup, aiperf_extra=tuple(args.extra),
+            warmup=2 * concurrency + 2 if args.warmup is None else args.warmup, aiperf_extra=tuple(args.extra),
         )
         run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
 
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec.common.output_files import write_atomically
+    from nim_specdec_lab.cli import bench_serve
     from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
     from nim_specdec_lab.replay.spec import ReplayMeasurement
     from nim_specdec_lab.specbench.compare import MODES, compare
-    from nim_specdec_lab.specbench.plots import write_plots
-    from nim_specdec_lab.specbench.report_md import markdown
+
+    if bench_serve.has_rounds(out):
+        return bench_serve.build_serve_report(out)
 
     found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
     for mode in MODES:
@@ -159,19 +183,45 @@ def build_report(out: Path) -> Path:
     if not any(found.values()):
         raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
     report = compare(found)
-    write_atomically(str(out / "report.json"), json.dumps(report, indent=2) + "\n", "--out")
-    write_atomically(str(out / "report.md"), markdown(report), "--out")
-    write_plots(report, out)
+    for row in report["rows"]:
+        note = NO_INTERVAL if row["speedup"] is not None else None
+        row.update(speedup_interval=None, verdict=None, verdict_note=note)
+    ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
+    if ignore_eos:
+        from nim_specdec_lab.specbench.serve_report import IGNORE_EOS
+
+        report["warnings"].append(IGNORE_EOS)
+    write_report(report, out)
     return out / "report.md"
 
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    if not args.report_only:
+    if args.serve:
+        from nim_specdec_lab.cli import bench_serve
+
+        if args.url or args.mode or args.report_only:
+            raise ConfigError("--serve", "starts its own servers", "drop --url, --mode and --report-only with --serve")
+        bench_serve.run_serve(args, _workloads(args), out, _say)
+    elif not args.report_only:
         if not (args.url and args.mode):
-            raise ConfigError("bench", "needs --url and --mode (or --report-only)", "see nim-specdec bench --help")
+            raise ConfigError("bench", "needs --url and --mode, or --serve (or --report-only)",
+                              "see nim-specdec bench --help")
+        if args.vllm_args:
+            raise ConfigError("bench", "vLLM arguments after -- are for --serve", "drop them, or use --serve")
+        if args.ignore_eos:
+            from nim_specdec_lab.specbench.serve_report import IGNORE_EOS
+
+            _say(f"warning: {IGNORE_EOS}")
         _measure(args, out)
+        _say(DRIFT_NOTE)
     report = build_report(out)
     _say(f"report: {report}, {out / 'report.json'}, plots: {', '.join(p.name for p in sorted(out.glob('*.png')))}")
     print(report.read_text(), end="")
+    if args.serve:
+        built = json.loads((out / "report.json").read_text())
+        for line in built.get("trace_notes") or []:
+            _say(f"trace: {line}")
+        for line in built.get("expected") or []:
+            _say(line)
     return 0

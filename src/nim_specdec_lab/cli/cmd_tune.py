@@ -130,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
     # is stopped by its context manager instead of outliving tune.
     signal.signal(signal.SIGTERM, _interrupt)
     result = tune(dict(os.environ), options, lambda line: print(line, file=sys.stderr, flush=True))
+    for line in (result.get("trace_notes") or {}).get("lines", []):
+        print(f"tune: trace: {line}", file=sys.stderr, flush=True)
+    if result.get("answer"):
+        print(result["answer"]["line"], file=sys.stderr, flush=True)
     for key, value in result["recommended"].items():
         print(f"{key}={value}")
     return 0

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from nim_specdec.observe.server_timings import client_busy_share, server_means
 from nim_specdec.observe.spec_counters import SpecCounters, counter_totals, parse_prometheus, summed
-from nim_specdec_lab.replay.spec import ReplayMeasurement, ReplaySpec, percentiles, sent_count
+from nim_specdec_lab.replay.spec import ReplayMeasurement, ReplaySpec, percentiles, sampling, sent_count
 
 PROFILE_JSON = "profile_export_aiperf.json"
 GENERATION_TOKENS = "vllm:generation_tokens"
@@ -66,4 +66,5 @@ def measurement(spec: ReplaySpec, profile: Mapping[str, Any], before: str, after
         server_spec_config=server_config,
         server_means=server_means(before, after),
         client_busy_share=client_busy_share(latency_ms * MS if latency_ms else None, ok, duration, spec.concurrency),
+        sampling=sampling(spec),
     )

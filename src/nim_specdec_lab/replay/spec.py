@@ -60,6 +60,8 @@ class ReplayMeasurement:
     # The server's own means over the run (observe.server_timings): ttft_mean_s, tpot_mean_s, latency_mean_s.
     server_means: Mapping[str, float] = field(default_factory=dict)
     client_busy_share: float | None = None  # see observe.server_timings.client_busy_share
+    # What the requests were sent with (greedy, max_tokens, ignore_eos): two runs compare only when equal.
+    sampling: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def server_tokens_per_s(self) -> float | None:
@@ -99,6 +101,7 @@ class ReplayMeasurement:
             "server_means": dict(self.server_means),
             "client_busy_share": self.client_busy_share,
             "server_tokens_per_s": self.server_tokens_per_s,
+            "sampling": dict(self.sampling),
         }
 
     @classmethod
@@ -127,6 +130,7 @@ class ReplayMeasurement:
             server_spec_config=data.get("server_spec_config"),
             server_means=means_from_json(data.get("server_means") if isinstance(data.get("server_means"), Mapping) else None),
             client_busy_share=_share(data.get("client_busy_share")),
+            sampling=dict(data["sampling"]) if isinstance(data.get("sampling"), Mapping) else {},
         )
 
 
@@ -207,6 +211,11 @@ def warmup_bodies(spec: ReplaySpec) -> list[dict[str, Any]]:
         body.pop("max_completion_tokens", None)
         bodies.append(body)
     return bodies
+
+
+def sampling(spec: ReplaySpec) -> dict[str, Any]:
+    """The sampling a run forced on every request (None: each request's own)."""
+    return {"greedy": spec.greedy, "max_tokens": spec.max_tokens, "ignore_eos": spec.ignore_eos}
 
 
 def sent_count(spec: ReplaySpec) -> int:

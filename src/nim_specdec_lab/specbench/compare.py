@@ -39,31 +39,42 @@ def _comparable(off: ReplayMeasurement, on: ReplayMeasurement) -> str | None:
     for name in ("schedule", "concurrency", "request_count"):
         if getattr(off, name) != getattr(on, name):
             return f"off and on ran with different {name.replace('_', ' ')} ({getattr(off, name)} vs {getattr(on, name)})"
+    # Runs written before the sampling was recorded carry none: nothing to compare there.
+    if off.sampling and on.sampling and dict(off.sampling) != dict(on.sampling):
+        return f"off and on ran with different sampling ({dict(off.sampling)} vs {dict(on.sampling)})"
     return None
 
 
-def _warnings(category: str, off: ReplayMeasurement | None, on: ReplayMeasurement | None) -> list[str]:
+def _warnings(category: str, off: ReplayMeasurement | None, on: ReplayMeasurement | None,
+              labels: Mapping[str, str], baseline_off: bool) -> list[str]:
     out = []
     for mode, m in (("off", off), ("on", on)):
         if m is None:
-            out.append(f"{category}: no '{mode}' run yet (run bench --mode {mode})")
+            out.append(f"{category}: no '{labels[mode]}' run yet (run bench --mode {mode})")
             continue
         if m.ok_count < m.request_count:
-            out.append(f"{category} {mode}: {m.request_count - m.ok_count} of {m.request_count} requests failed")
+            failed = m.request_count - m.ok_count
+            out.append(f"{category} {labels[mode]}: {failed} of {m.request_count} requests failed")
     for mode, m in (("off", off), ("on", on)):
         if m is not None and m.schedule == "closed" and m.client_busy_share is not None and m.client_busy_share < BUSY_WARNING:
-            out.append(f"{category} {mode}: requests were in flight for {m.client_busy_share:.0%} of the run x concurrency; "
+            out.append(f"{category} {labels[mode]}: requests were in flight for {m.client_busy_share:.0%} of the run "
+                       "x concurrency; "
                        "the rest is the client's turnaround between requests, which output tokens/s includes "
                        "(raise --concurrency, or run the client on another machine)")
-    if off is not None and off.spec is not None and off.spec.drafts > 0:
-        out.append(f"{category}: the 'off' server drafted {off.spec.drafts:g} times: it runs speculation")
+    if baseline_off and off is not None and off.spec is not None and off.spec.drafts > 0:
+        out.append(f"{category}: the '{labels['off']}' server drafted {off.spec.drafts:g} times: it runs speculation")
     if on is not None and (on.spec is None or on.spec.drafts == 0):
-        out.append(f"{category}: the 'on' server made no drafts: speculation was not active")
+        out.append(f"{category}: the '{labels['on']}' server made no drafts: speculation was not active")
     return out
 
 
-def compare(found: Mapping[str, Mapping[str, ReplayMeasurement]]) -> dict[str, Any]:
-    """`found[mode][category]`: the measurements; returns report.json's content."""
+LABELS = {"off": "off", "on": "on"}
+
+
+def compare(found: Mapping[str, Mapping[str, ReplayMeasurement]], labels: Mapping[str, str] = LABELS,
+            baseline_off: bool = True) -> dict[str, Any]:
+    """`found[mode][category]`: the measurements; returns report.json's content. `labels`: what the two
+    sides are called (bench --serve: baseline and candidate); `baseline_off`: the 'off' side must not draft."""
     categories = sorted(set().union(*(found.get(mode, {}) for mode in MODES)))
     rows, warnings = [], []
     for category in categories:
@@ -83,9 +94,9 @@ def compare(found: Mapping[str, Mapping[str, ReplayMeasurement]]) -> dict[str, A
             if not why and off.server_means.get("tpot_mean_s") and on.server_means.get("tpot_mean_s"):
                 row["tpot_ratio"] = off.server_means["tpot_mean_s"] / on.server_means["tpot_mean_s"]
         rows.append(row)
-        warnings += _warnings(category, off, on)
+        warnings += _warnings(category, off, on, labels, baseline_off)
     return {"how": {"throughput": THROUGHPUT, "speedup": SPEEDUP,
                     "latency_p50_ratio": "request latency p50 off / on (above 1: requests finish sooner with speculation)",
                     "tpot_ratio": "the server's mean time per output token off / on (above 1: tokens come faster with speculation)",
                     "server_means": SERVER_TIMES},
-            "rows": rows, "warnings": warnings}
+            "labels": dict(labels), "rows": rows, "warnings": warnings}

@@ -42,8 +42,10 @@ def _throughput(plt, rows: list[dict[str, Any]], path: Path) -> None:
         ax.bar_label(bars, labels=[f"{v:.0f}" if v else "" for v in values], padding=2, fontsize=8)
     for x, row in zip(xs, rows):
         if row.get("speedup") is not None:
-            ax.annotate(f"{row['speedup']:.2f}x", (x, top * 1.12), ha="center", fontsize=10, fontweight="bold")
-    ax.set_ylim(0, top * 1.25 or 1)
+            pair = row.get("speedup_interval")
+            text = f"{row['speedup']:.2f}x" + (f"\n[{pair[0]:.2f}, {pair[1]:.2f}]" if pair else "")
+            ax.annotate(text, (x, top * 1.12), ha="center", fontsize=9, fontweight="bold")
+    ax.set_ylim(0, top * 1.35 or 1)
     ax.set_xticks(list(xs), [r["category"] for r in rows])
     ax.set_ylabel("output tokens/s (server-counted)")
     ax.set_title("Throughput off vs on (bold: speedup on/off)")
@@ -118,11 +120,34 @@ def _acceptance(plt, rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def _speedup(plt, rows: list[dict[str, Any]], labels: dict[str, str], path: Path) -> None:
+    """Each comparison's speedup with its 95% interval as an error bar; 1 (no change) as a line."""
+    rows = [r for r in rows if r.get("speedup") is not None]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(rows) + 3), 4.2))
+    xs = list(range(len(rows)))
+    for x, row in zip(xs, rows):
+        pair = row.get("speedup_interval")
+        error = [[row["speedup"] - pair[0]], [pair[1] - row["speedup"]]] if pair else None
+        ax.errorbar([x], [row["speedup"]], yerr=error, fmt="o", capsize=6, color=COLORS["on"])
+        ax.annotate(f"{row['speedup']:.2f}x\n{row.get('verdict') or 'no interval'}", (x, row["speedup"]),
+                    textcoords="offset points", xytext=(12, 0), va="center", fontsize=8)
+    ax.axhline(1.0, color=COLORS["off"], linestyle="--", linewidth=1)
+    ax.set_xticks(xs, [r["category"] for r in rows])
+    ax.set_xlim(-0.6, max(len(rows) - 0.4, 0.6))
+    ax.set_ylabel(f"speedup {labels['on']} / {labels['off']}")
+    ax.set_title("Speedup with its 95% interval (bars)")
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
 def write_plots(report: dict[str, Any], directory: Path) -> list[Path]:
     plt = _pyplot()
     rows = report["rows"]
-    paths = [directory / "throughput_on_off.png", directory / "latency_on_off.png", directory / "acceptance_by_position.png"]
+    labels = report.get("labels") or {"off": "off", "on": "on"}
+    names = ("throughput_on_off.png", "latency_on_off.png", "acceptance_by_position.png", "speedup_interval.png")
+    paths = [directory / name for name in names]
     _throughput(plt, rows, paths[0])
     _latency(plt, rows, paths[1])
     _acceptance(plt, rows, paths[2])
+    _speedup(plt, rows, labels, paths[3])
     return paths

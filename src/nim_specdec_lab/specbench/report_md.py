@@ -36,31 +36,67 @@ def _schedule(side: dict[str, Any]) -> str:
     return "captured times" if side["schedule"] == "timestamps" else f"closed loop, {side['concurrency']} in flight"
 
 
-def _sides(rows: list[dict[str, Any]]):
+def _sides(rows: list[dict[str, Any]], labels: dict[str, str] | None = None):
+    """(row, the side's name as the report calls it, the side)."""
     for row in rows:
         for mode in MODES:
             if row[mode] is not None:
-                yield row, mode, row[mode]
+                yield row, (labels or {}).get(mode, mode), row[mode]
+
+
+def _interval(row: dict[str, Any]) -> str:
+    pair = row.get("speedup_interval")
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]" if pair else "-"
+
+
+def _speed_section(report: dict[str, Any]) -> list[str]:
+    """The speedup of each comparison with its interval and verdict."""
+    rows = [r for r in report["rows"] if r.get("speedup") is not None]
+    if not rows:
+        return []
+    lines = []
+    for row in rows:
+        found = row.get("detectable")
+        lines.append([row["category"], str(row.get("rounds") or 1), f"{row['speedup']:.3f}x", _interval(row),
+                      row.get("verdict") or row.get("verdict_note") or "-",
+                      f"above {found[0]:.3f}x or below {found[1]:.3f}x" if found else "-"])
+    out = ["## Speedup", ""]
+    out += _table(("comparison", "rounds", "speedup", "95% interval", "verdict", "detectable this run"), lines)
+    stats = report.get("stats")
+    if stats:
+        out += ["", f"- {stats['method']}.", f"- verdict: faster / slower where the interval lies beyond "
+                f"1 +/- {stats['margin']:g}, else no measurable difference; detectable: the smallest effect whose "
+                "interval would have cleared that margin at this run's spread.", f"- {stats['order']}."]
+    if report.get("expected"):
+        out += [f"- {line}." for line in report["expected"]]
+    return out + [""]
 
 
 def markdown(report: dict[str, Any]) -> str:
     rows = report["rows"]
-    out = ["# Speculative decoding: on vs off", ""]
+    labels = report.get("labels") or {m: m for m in MODES}
+    title = "on vs off" if labels.get("on") == "on" else f"{labels['on']} vs {labels['off']}"
+    out = [f"# Speculative decoding: {title}", ""]
     if any(side["schedule"] == "timestamps" for _, _, side in _sides(rows)):
         out += [f"**Note:** {ARRIVAL_RATE}.", ""]
+    if report.get("trace_notes"):
+        out += ["## What the trace holds that is not measured", "", *(f"- {n}" for n in report["trace_notes"]), ""]
+    out += _speed_section(report)
     out += ["## Throughput", ""]
     lines = []
-    for row, mode, side in _sides(rows):
-        speedup = _num(row["speedup"], 3) + "x" if mode == "on" and row["speedup"] is not None else ""
+    for row, mode, side in _sides(rows, labels):
+        speedup = _num(row["speedup"], 3) + "x" if mode == labels["on"] and row["speedup"] is not None else ""
         lines.append([row["category"], mode, f"{side['ok_count']}/{side['request_count']}", _schedule(side),
                       str(side["output_tokens"]), _num(side["duration_s"], 2), _num(side["output_tokens_per_s"]), speedup])
     out += _table(("category", "mode", "requests ok/sent", "schedule", "output tokens", "duration s", "output tok/s", "speedup"), lines)
     out += ["", f"- {report['how']['throughput']}.", f"- {report['how']['speedup']}."]
+    if report.get("stats"):
+        out += ["- each side's figures here are its median round; the speedup is the paired rounds' (see Speedup)."]
     out += [f"- {row['category']}: {row['speedup_note']}." for row in rows if row.get("speedup_note")]
 
     out += ["", "## Latency (ms, p50 / p90 / p99)", ""]
     lines = [[row["category"], mode, _ms(side["latency_s"]), _ms(side["ttft_s"]), _ms(side["itl_s"]),
-              _server(side.get("server_means"))] for row, mode, side in _sides(rows)]
+              _server(side.get("server_means"))] for row, mode, side in _sides(rows, labels)]
     out += _table(("category", "mode", "request latency", "time to first token", "inter-token latency",
                    "server means: TTFT / TPOT / latency"), lines)
     out += ["", "The first three columns are AIPerf's, timed as the client read the stream; "
@@ -72,11 +108,11 @@ def markdown(report: dict[str, Any]) -> str:
     if tpot:
         out += ["", f"Server time per output token, off / on: {', '.join(tpot)}."]
 
-    out += ["", "## Acceptance (speculation on)", ""]
+    out += ["", f"## Acceptance ({'speculation on' if labels['on'] == 'on' else 'each side that drafted'})", ""]
     lines = []
-    for row, mode, side in _sides(rows):
+    for row, mode, side in _sides(rows, labels):
         acc = side.get("acceptance")
-        if mode != "on" and not (acc and acc.get("drafts")):
+        if mode != labels["on"] and not (acc and acc.get("drafts")):
             continue
         if not acc or acc.get("status") != "active":
             lines.append([row["category"], mode, "-", "-", "-", _num(acc["drafts"] if acc else None, 0)])
@@ -90,7 +126,7 @@ def markdown(report: dict[str, Any]) -> str:
 
     out += ["", "## What each server ran", ""]
     lines = []
-    for row, mode, side in _sides(rows):
+    for row, mode, side in _sides(rows, labels):
         config = side.get("server_spec_config") or {}
         spec = config.get("speculative_config", "unknown") if config else "unknown"
         text = "off (none)" if spec is None else json.dumps(spec, sort_keys=True)

@@ -110,8 +110,8 @@ def server_env(env: Mapping[str, str]) -> dict[str, str]:
 
 @contextmanager
 def served(name: str, env: Mapping[str, str], args: Sequence[str], out: Path, settings: RunSettings,
-           log: ServerLog, say: Say) -> Iterator[Any]:
-    say(f"tune: starting server '{name}' (server {len(log.starts) + 1}; log {out / 'logs' / (name + '.log')})")
+           log: ServerLog, say: Say, who: str = "tune") -> Iterator[Any]:
+    say(f"{who}: starting server '{name}' (server {len(log.starts) + 1}; log {out / 'logs' / (name + '.log')})")
     started = time.monotonic()
     spec = ServerSpec(env=server_env(env), args=tuple(args), ready_timeout_s=settings.ready_timeout_s,
                       log_path=out / "logs" / f"{name}.log")
@@ -120,11 +120,11 @@ def served(name: str, env: Mapping[str, str], args: Sequence[str], out: Path, se
     with running_server(spec) as server:
         entry["ready_s"] = round(time.monotonic() - started, 1)
         entry["port"] = server.port
-        say(f"tune: server '{name}' ready in {entry['ready_s']:.0f} s on port {server.port}")
+        say(f"{who}: server '{name}' ready in {entry['ready_s']:.0f} s on port {server.port}")
         try:
             yield server
         finally:
-            say(f"tune: stopping server '{name}'")
+            say(f"{who}: stopping server '{name}'")
     entry["total_s"] = round(time.monotonic() - started, 1)
 
 

@@ -17,7 +17,9 @@ from typing import Any, Mapping, Sequence
 from nim_specdec.launch.resolve import public, resolve
 from nim_specdec.common.output_files import write_atomically
 from nim_specdec_lab.tune import candidates as cand
+from nim_specdec_lab.specbench.trace_notes import trace_notes
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_positions
+from nim_specdec_lab.tune.answer import answer, trace_level
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose, static_prediction
 from nim_specdec_lab.tune.cost_model import Observation, fit
 from nim_specdec_lab.tune.repeats import later_passes
@@ -199,6 +201,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     rows, rec_config = _last_word(rows, run.concurrencies, notes)
     score = choice.chosen.score if choice.chosen and rec_config == predicted_config else None
     chosen_json = _chosen_json(rec_config, score)
+    final = _answer(captured, pooled, _pool_of(rec_config, candidates, pooled), options.margin)
+    prompts = [len(r.prompt) for r in records] if len(records) == len(bodies) else None
+    shown_notes = trace_notes(bodies, True, run.max_tokens, max_len, prompts)
     result = build_result(
         recommended_env=cand.spec_env(engine, rec_config), chosen=chosen_json, rows=rows,
         concurrencies=run.concurrencies, cost_model=model_fit.to_json(),
@@ -210,8 +215,30 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         runs=servers.rounds, repeat=run.repeat, servers_per_configuration=run.servers,
         notes=notes, duration_s=time.monotonic() - started,
     )
+    result.update(answer=final, trace_notes=shown_notes)
     _write(out, result, say)
     return result
+
+
+def _pool_of(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate],
+             pooled: Mapping[str, Any]) -> str | None:
+    """The servers whose rounds measured the final recommendation; None: it is speculation off."""
+    if config is None:
+        return None
+    for candidate in candidates:
+        if dict(candidate.config) == dict(config):
+            return _server_names(candidate)[0]
+    return "recommended" if "recommended" in pooled else None
+
+
+def _answer(captured: Sequence[Any], pooled: Mapping[str, Mapping[int, Sequence[Round]]], name: str | None,
+            margin: float) -> dict[str, Any]:
+    tps = lambda rounds: {c: [judged_tokens_per_s(r.run) for r in found] for c, found in rounds.items()}  # noqa: E731
+    off = pooled["off"]
+    lowest = min(off)
+    latencies = [r.run.server_means.get("latency_mean_s") or r.run.latency_s.get("p50") for r in off[lowest]]
+    level = trace_level([c.timestamp_ms for c in captured], [t for t in latencies if t])
+    return answer(tps(off), None if name is None else tps(pooled[name]), level, margin)
 
 
 def _last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[str]) -> tuple[list[ConfigRow], Any]:

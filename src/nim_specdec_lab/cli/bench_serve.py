@@ -1,0 +1,168 @@
+"""`nim-specdec bench --serve`: the edges (env files, os.environ, OUT/serve) around the rounds and the report.
+
+Everything that can be refused is refused before the first server starts: the env files, the options,
+AIPerf, the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from nim_specdec.errors import ConfigError
+from nim_specdec.common.output_files import write_atomically
+from nim_specdec_lab.cli.bench_common import concurrencies, write_report
+from nim_specdec_lab.replay.aiperf_run import find_aiperf
+from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
+from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec_lab.specbench.env_file import parse_env_file, server_env
+from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
+from nim_specdec_lab.specbench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds
+from nim_specdec_lab.specbench.trace_notes import trace_notes
+from nim_specdec_lab.stats import DEFAULT_MARGIN
+
+CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
+
+
+def _env_file(path: str | None, option: str) -> dict[str, str] | None:
+
+    if path is None:
+        return None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(
+            option,
+            f"cannot read {path} ({getattr(err, 'strerror', None) or err})",
+            "point it at an env file (docker run --env-file form)",
+        ) from None
+    return parse_env_file(lines, option, path, os.environ)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.rounds < 2:
+        raise ConfigError("--rounds", f"{args.rounds} is below 2", "use 2 or more rounds: an interval needs two pairs")
+    if args.schedule != "closed":
+        raise ConfigError(
+            "--schedule", f"{args.schedule} with --serve", "--serve measures the closed loop; drop --schedule"
+        )
+    if args.margin is not None and not 0 <= args.margin < 1:
+        raise ConfigError("--margin", f"{args.margin} is not from 0 to below 1", "e.g. 0.03 for 3%")
+    if args.ready_timeout <= 0:
+        raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not above 0", "give seconds, e.g. 900")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say: Callable[[str], None]) -> None:
+
+    _check(args)
+    levels_c = concurrencies(args.concurrency, several=True)
+    baseline, candidate = _env_file(args.baseline, "--baseline"), _env_file(args.candidate, "--candidate")
+    envs = {
+        "baseline": server_env(os.environ, baseline, speculation_off=True),
+        "candidate": server_env(os.environ, candidate, speculation_off=False),
+    }
+    vllm_args = list(args.vllm_args or [])
+    if vllm_args[:1] == ["--"]:
+        vllm_args = vllm_args[1:]
+    settings = ServeSettings(
+        rounds=args.rounds,
+        concurrencies=levels_c,
+        request_count=args.request_count,
+        greedy=args.greedy,
+        max_tokens=args.max_tokens,
+        ignore_eos=args.ignore_eos,
+        warmup=args.warmup,
+        tokenizer=args.tokenizer,
+        aiperf=Path(find_aiperf(args.aiperf)),
+        ready_timeout_s=args.ready_timeout,
+        aiperf_extra=tuple(args.extra),
+    )
+    if args.ignore_eos:
+        say(f"warning: {IGNORE_EOS}")
+    try:
+        if (out / SERVE_DIR).exists():
+            shutil.rmtree(out / SERVE_DIR)  # a new run's rounds never mix with an older run's
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError("--out", f"cannot use {out} ({err.strerror})", "choose a writable directory") from None
+    # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C, so that the server running now is
+    # stopped by its context manager instead of outliving bench.
+    signal.signal(signal.SIGTERM, _interrupt)
+    facts = run_rounds(envs, vllm_args, workloads, settings, out, say)
+    context = {
+        "rounds": args.rounds,
+        "margin": args.margin,
+        "baseline_off": args.baseline is None,
+        "ignore_eos": args.ignore_eos,
+        "greedy": args.greedy,
+        "max_tokens": args.max_tokens,
+        "timestamps_ms": {w.category: list(w.timestamps_ms) if w.timestamps_ms else None for w in workloads},
+        "requests": {w.category: [dict(r) for r in w.requests] for w in workloads},
+        "max_model_len": facts["max_model_len"],
+        "prompt_tokens": facts["prompt_tokens"],
+        "servers": facts["servers"],
+        "seconds": facts["seconds"],
+        "per_request_spec_decode_metrics": {
+            side: "--per-request-spec-decode-metrics" in argv for side, argv in facts["argv"].items()
+        },
+    }
+    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context) + "\n", "--out")
+    say(f"bench: {args.rounds} rounds done in {facts['seconds']:.0f} s")
+
+
+def has_rounds(out: Path) -> bool:
+    return (out / "serve" / CONTEXT_JSON).is_file()
+
+
+def _runs(out: Path) -> list[Any]:
+
+    found = []
+    for path in sorted((out / "serve").glob(f"r*/*/c*/*/{MEASUREMENT_JSON}")):
+        category_dir = path.parent
+        c_dir, side_dir, round_dir = category_dir.parent, category_dir.parent.parent, category_dir.parent.parent.parent
+        try:
+            run = ReplayMeasurement.from_json(json.loads(path.read_text()))
+            found.append(RoundRun(int(round_dir.name[1:]), side_dir.name, int(c_dir.name[1:]), category_dir.name, run))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ConfigError(
+                "--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again"
+            ) from None
+    return found
+
+
+def build_serve_report(out: Path) -> Path:
+
+    try:
+        context = json.loads((out / "serve" / CONTEXT_JSON).read_text())
+    except (OSError, ValueError) as err:
+        raise ConfigError(
+            "--out", f"{out / 'serve' / CONTEXT_JSON} is unreadable ({err})", "run bench --serve again"
+        ) from None
+    runs = _runs(out)
+    if not runs:
+        raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
+    levels = {c: capture_in_flight(stamps, runs, c) for c, stamps in context["timestamps_ms"].items()}
+    notes = {
+        c: trace_notes(
+            requests,
+            context["greedy"],
+            context["max_tokens"],
+            context["max_model_len"],
+            (context.get("prompt_tokens") or {}).get(c),
+        )
+        for c, requests in context["requests"].items()
+    }
+    margin = DEFAULT_MARGIN if context.get("margin") is None else context["margin"]
+    report = serve_report(runs, margin, context["baseline_off"], levels, notes, context["ignore_eos"])
+    report["serve"] = {k: context[k] for k in ("rounds", "servers", "seconds", "per_request_spec_decode_metrics")}
+    write_report(report, out)
+    return out / "report.md"

@@ -1,0 +1,164 @@
+"""The shell of `bench --serve`: rounds of a baseline and a candidate server, each started through the
+launcher (tune's runner), measured in the same closed loop, and stopped before the next one starts (also on
+Ctrl-C or an error).
+
+Order: alternating. Odd rounds start the baseline first, even rounds the candidate, so that a machine that
+speeds up or slows down over the run weighs on both sides alike, and the first server of a run (cold page
+cache, cold compile cache) is not always the same side.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from nim_specdec.errors import LauncherError
+from nim_specdec.observe.smoke import post_json
+from nim_specdec_lab.replay import ReplaySpec, run_replay
+from nim_specdec_lab.specbench.inputs import Workload
+
+SIDES = ("baseline", "candidate")
+ORDER = (
+    "alternating order: odd rounds start the baseline's server first, even rounds the candidate's; "
+    "each server is started fresh through the launcher and stopped before the next"
+)
+SERVE_DIR = "serve"
+PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    rounds: int
+    concurrencies: tuple[int, ...]
+    request_count: int | None
+    greedy: bool
+    max_tokens: int | None
+    ignore_eos: bool
+    warmup: int | None  # None: 2 x concurrency + 2
+    tokenizer: str | None
+    aiperf: Path
+    ready_timeout_s: float
+    aiperf_extra: tuple[str, ...] = ()
+
+
+def order_of(round_no: int) -> tuple[str, str]:
+    return SIDES if round_no % 2 == 1 else (SIDES[1], SIDES[0])
+
+
+def warmup_for(concurrency: int, asked: int | None) -> int:
+    """At least 2 x concurrency + 2 unmeasured requests by default: the first steps of a fresh server at a
+    new batch shape are slow (tune measured the first run up to 1.5x slow with `concurrency` alone)."""
+    return 2 * concurrency + 2 if asked is None else asked
+
+
+def speculates(env: Mapping[str, str], args: Sequence[str]) -> bool:
+    """Whether the launcher's plan for this side speculates (a plan that cannot resolve: no; its server's
+    start reports why)."""
+    from nim_specdec.launch.resolve import resolve  # noqa: PLC0415
+
+    try:
+        return bool(resolve(env, list(args))[1].speculative.enabled)
+    except LauncherError:
+        return False
+
+
+def side_args(args: Sequence[str], speculating: bool) -> list[str]:
+    """vLLM 0.32 has --per-request-spec-decode-metrics (summary: each response's acceptance); it refuses
+    the flag on a server without speculation, so only a speculating side gets it, unless the user set it."""
+    if not speculating or any(a == PER_REQUEST_FLAG or a.startswith(PER_REQUEST_FLAG + "=") for a in args):
+        return list(args)
+    return [*args, PER_REQUEST_FLAG, "summary"]
+
+
+def prompt_lengths(url: str, model: str, requests: Sequence[Mapping[str, Any]]) -> list[int | None]:
+    """Each request's prompt length as the server tokenizes it (vLLM's /tokenize); None where it did not say."""
+    out: list[int | None] = []
+    for body in requests:
+        ask = {
+            "model": model,
+            **({"messages": body["messages"]} if "messages" in body else {"prompt": body.get("prompt", "")}),
+        }
+        status, answer = post_json(url + "/tokenize", ask, timeout=30)
+        count = answer.get("count") if status == 200 and isinstance(answer, dict) else None
+        out.append(count if isinstance(count, int) else None)
+    return out
+
+
+def served_tokenizer(url: str) -> str:
+    """The served model's own directory (vLLM's /v1/models `root`) when it is on this machine: AIPerf
+    needs a tokenizer to start, and its builtin one is downloaded on first use."""
+    from nim_specdec_lab.ngram.replay import http_json  # noqa: PLC0415
+
+    try:
+        root = http_json(url.rstrip("/") + "/v1/models", timeout=30)["data"][0].get("root")
+    except (LauncherError, KeyError, IndexError, TypeError, AttributeError):
+        return "builtin"
+    return root if isinstance(root, str) and (Path(root) / "tokenizer_config.json").is_file() else "builtin"
+
+
+def run_dir(out: Path, round_no: int, side: str, concurrency: int, category: str) -> Path:
+    return out / SERVE_DIR / f"r{round_no}" / side / f"c{concurrency}" / category
+
+
+def run_rounds(
+    envs: Mapping[str, Mapping[str, str]],
+    args: Sequence[str],
+    workloads: Sequence[Workload],
+    settings: ServeSettings,
+    out: Path,
+    say: Say,
+) -> dict[str, Any]:
+    """Every round's measurements under OUT/serve; returns what the report needs beyond them."""
+    from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model  # noqa: PLC0415
+
+    run = RunSettings(
+        concurrencies=settings.concurrencies,
+        requests_per_run=settings.request_count,
+        max_tokens=settings.max_tokens,
+        ignore_eos=settings.ignore_eos,
+        aiperf_bin=settings.aiperf,
+        ready_timeout_s=settings.ready_timeout_s,
+    )
+    argv = {side: side_args(args, speculates(envs[side], args)) for side in SIDES}
+    log, facts = ServerLog(), {"max_model_len": None, "prompt_tokens": None}
+    started = time.monotonic()
+    say(f"bench: {settings.rounds} rounds x 2 servers; {ORDER}")
+    for round_no in range(1, settings.rounds + 1):
+        for side in order_of(round_no):
+            with served(f"{side}-r{round_no}", envs[side], argv[side], out, run, log, say, "bench") as server:
+                model, max_len = served_model(server.url)
+                tokenizer = settings.tokenizer or served_tokenizer(server.url)
+                if facts["prompt_tokens"] is None:
+                    facts["max_model_len"] = max_len
+                    facts["prompt_tokens"] = {
+                        w.category: prompt_lengths(server.url, model, w.requests) for w in workloads
+                    }
+                for concurrency in settings.concurrencies:
+                    for workload in workloads:
+                        spec = ReplaySpec(
+                            url=server.url,
+                            model=model,
+                            requests=workload.requests,
+                            concurrency=concurrency,
+                            schedule="closed",
+                            request_count=settings.request_count,
+                            greedy=settings.greedy,
+                            max_tokens=settings.max_tokens,
+                            ignore_eos=settings.ignore_eos,
+                            tokenizer=tokenizer,
+                            warmup=warmup_for(concurrency, settings.warmup),
+                            aiperf_extra=settings.aiperf_extra,
+                        )
+                        result = run_replay(
+                            spec, run_dir(out, round_no, side, concurrency, workload.category), settings.aiperf
+                        )
+                        say(
+                            f"bench: round {round_no}/{settings.rounds}, {side}, {workload.category}, concurrency "
+                            f"{concurrency}: {result.output_tokens_per_s:.1f} output tokens/s "
+                            f"({result.ok_count}/{result.request_count} ok)"
+                        )
+    return {"servers": log.starts, "seconds": round(time.monotonic() - started, 1), "argv": argv, **facts}

@@ -1,0 +1,67 @@
+"""tune's answer in one line: the recommendation's expected speedup over off on this traffic, with its 95%
+interval from the measured rounds, weighted by the concurrency the capture had (pure).
+
+Rounds pair by position: round i of the recommendation's servers with round i of off's (the same place in
+each server's interleaved sweep). They were measured minutes apart on different servers, so the interval
+carries the drift between them too: it is wide, which is what it should be.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from nim_specdec_lab import stats
+
+
+def answer(
+    off: Mapping[int, Sequence[float]],
+    recommended: Mapping[int, Sequence[float]] | None,
+    level: float | None,
+    margin: float,
+) -> dict[str, Any]:
+    """`off[c]` / `recommended[c]`: judged tokens/s of every round at concurrency c, in measuring order;
+    `recommended` None: the recommendation is speculation off. `level`: requests the capture had in flight."""
+    weights = stats.concurrency_weights(level, sorted(off))
+    where = (
+        f"{level:.2f} in flight on average in the capture (Little's law)"
+        if level is not None
+        else "no timestamps in the capture: concurrencies weighed alike"
+    )
+    base = {"in_flight": level, "weights": {str(c): round(w, 4) for c, w in weights.items()}}
+    if recommended is None:
+        return {
+            **base,
+            "speedup": 1.0,
+            "speedup_interval": None,
+            "verdict": None,
+            "line": f"tune: speculation off recommended: expected speedup on this traffic 1.000x ({where})",
+        }
+    parts = {}
+    for c in weights:
+        pairs = [(b, r) for b, r in zip(off.get(c, ()), recommended.get(c, ())) if b > 0 and r > 0]
+        if pairs:
+            parts[c] = stats.paired(pairs, margin)
+    if set(weights) - set(parts):
+        return {
+            **base,
+            "speedup": None,
+            "speedup_interval": None,
+            "verdict": None,
+            "line": "tune: expected speedup on this traffic: not measured at every concurrency it weighs",
+        }
+    combined = stats.weighted(parts, weights, margin)
+    if combined is None:  # one round per server: a speedup without an interval
+        mean = sum(w * parts[c].log_mean for c, w in weights.items())
+        combined = stats.from_log_ratios([mean], margin)
+    result = {**base, **combined.to_json(), "line": "tune: " + stats.one_line(combined, f"on this traffic ({where})")}
+    if combined.verdict != stats.FASTER:
+        result["line"] += "; these rounds cannot tell it from off (more --repeat or --servers narrow the interval)"
+    return result
+
+
+def trace_level(timestamps_ms: Sequence[int | None], off_latencies_s: Sequence[float]) -> float | None:
+    """Little's law on the capture: its arrival rate times off's mean request time."""
+    stamps = [t for t in timestamps_ms if t is not None]
+    if len(stamps) != len(timestamps_ms):
+        return None
+    return stats.in_flight(stamps, off_latencies_s)
