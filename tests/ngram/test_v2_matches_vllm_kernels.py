@@ -18,6 +18,9 @@ from nim_specdec_lab.ngram.reference import propose
 from nim_specdec_lab.ngram.simulator import NgramParams
 from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
 
+# Triton must be imported with its interpreter on in the process: these run in a pytest process of their own.
+pytestmark = pytest.mark.interpreter
+
 # Records the other n-gram tests simulate (simulate's CLI tests and tune-ngram's edge test).
 KNOWN_RECORDS = [
     RecordedRequest.of([1, 2, 3, 4, 1, 2], [3, 4, 1, 2, 3, 4, 1, 2, 3], [4, 1, 2]),

@@ -63,6 +63,14 @@ def _patch_builtin_cached(pkg, builder, scope) -> None:
 @contextmanager
 def interpreting(fast: bool = True):
     """Triton asks for the interpreter when it is imported, when it wraps a kernel and when it launches one."""
+    if "triton.language" in sys.modules:
+        import triton.language.standard as standard
+
+        # Triton decides at import whether its own jit helpers (tl.sum, tl.max, ...) are interpreted: a process
+        # that imported it first without the interpreter cannot run these kernels in it.
+        if type(standard.sum).__name__ != "InterpretedFunction":
+            raise AssertionError("triton was imported without TRITON_INTERPRET=1 in this process: run the tests "
+                                 "marked `interpreter` in a pytest process of their own (make test does)")
     before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     from triton.runtime import interpreter

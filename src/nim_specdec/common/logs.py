@@ -45,6 +45,7 @@ def setup_logging(level: str, jsonl: bool, env: Mapping[str, str]) -> logging.Lo
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+    logger.disabled = False  # a library's logging.config (disable_existing_loggers) must not silence the launcher
     if jsonl:
         # What a library logs or warns (at import, too: backends are imported after this) goes through the
         # same JSON handler, instead of Python's plain last-resort line or `UserWarning: ...` text.
