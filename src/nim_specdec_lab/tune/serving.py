@@ -33,8 +33,8 @@ def without_dropped_schedule(choice: Choice, serving: ServingEngine, model: Cost
     """The choice unchanged, or (when the serving engine would drop its schedule) the chosen method's best
     static K, or off, with the one line that says why."""
     chosen = choice.chosen
-    if chosen is None or serving.drop is None or curve is None:
-        return choice, None
+    if chosen is None or serving.drop is None or curve is None or len(set(chosen.k_by_batch)) < 2:
+        return choice, None  # nothing to drop: a uniform K is written without a schedule
     static = best_static(model, chosen.method, curve, concurrencies)
     instead = f"{chosen.method} at K = {static.k_by_batch[0]} at every batch size" if static else "speculation off"
     return (replace(choice, chosen=static),
