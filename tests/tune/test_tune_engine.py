@@ -23,11 +23,13 @@ from nim_specdec_lab.tune.serving import best_static, engine_differences, withou
 ENGINE_LINE = ("(EngineCore pid=1) INFO 12-02 17:27:17 [core.py:133] Initializing a V1 LLM engine (v{v}) with config: "
                "model='/m', speculative_config=None, device_config={d}, seed=0, compilation_config={{'mode': "
                "<CompilationMode.NONE: 0>, 'cudagraph_mode': <CUDAGraphMode.{g}: 2>, 'cudagraph_num_of_warmups': 0}}")
-V1_NO_TRITON = "(EngineCore pid=1) WARNING [vllm.py:725] Model Runner V2 requires Triton; using the V1 model runner instead."
+V1_NO_TRITON = ("(EngineCore pid=1) WARNING [vllm.py:725] Model Runner V2 requires Triton; using the V1 model runner "
+                "instead.")
 V1_UNSUPPORTED = ("WARNING [vllm.py:733] Model Runner V2 does not yet support speculative method 'suffix'; using the "
                   "V1 model runner instead.")
 V2 = "(VllmWorker-0 pid=2) INFO [gpu_worker.py:518] Using V2 Model Runner"
-ASYNC_OFF = "WARNING [vllm.py:1606] Async scheduling not supported with ngram-based speculative decoding and will be disabled."
+ASYNC_OFF = ("WARNING [vllm.py:1606] Async scheduling not supported with ngram-based speculative decoding and will "
+             "be disabled.")
 
 LOGS = [
     ("cpu-v1", [ENGINE_LINE.format(v="0.32.0", d="cpu", g="NONE"), V1_NO_TRITON],
