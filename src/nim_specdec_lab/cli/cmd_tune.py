@@ -45,9 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=None,
                         help="predicted gain K > 0 must bring over K = 0 at a batch size (default 0.03 = 3%%)")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds each server may take to start (default 900)")
-    parser.add_argument("--serving-platform", choices=("cpu", "cuda"), default=None,
-                        help="platform the recommendation will serve on (default: this machine's); a schedule "
-                             "vLLM would drop there is not recommended")
+    parser.add_argument("--serving-platform", default=None,
+                        help="cpu or cuda: the platform the recommendation will serve on (default: this "
+                             "machine's); a schedule vLLM would drop there is not recommended")
     parser.add_argument("--serving-vllm-version", default=None,
                         help="vLLM version the recommendation will serve with (default: the installed one)")
     parser.add_argument("--aiperf", default=None, help="AIPerf executable (default $AIPERF_BIN, else aiperf on PATH)")
@@ -95,6 +95,9 @@ def _check(args: argparse.Namespace) -> None:
             raise ConfigError(flag, f"{value} is below {low}", f"use {low} or more")
     if args.margin is not None and not 0 <= args.margin < 1:
         raise ConfigError("--margin", f"{args.margin} is not in [0, 1)", "use a fraction such as 0.03")
+    if args.serving_platform is not None and args.serving_platform not in ("cpu", "cuda"):
+        raise ConfigError("--serving-platform", f"{args.serving_platform[:40]!r} is not a serving platform",
+                          "use cpu or cuda, or leave it out for this machine's")
     if not args.ready_timeout > 0:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not positive", "give seconds, e.g. 900")
 
