@@ -12,8 +12,12 @@ NANOBIND := nanobind==2.9.2
 # AIPERF_BIN. The lock lets checkouts on one machine share one venv (AIPERF_VENV=/shared/path).
 AIPERF_VENV ?= .venv-aiperf
 AIPERF_LOCK ?= /tmp/aiperf-venv.lock
+# olah (a Hub server from PyPI, for the hf:// tests) needs a newer FastAPI than vLLM: a venv of its own, found
+# through OLAH_BIN; tests/servers/olah_hub.py makes the same venv when it is missing.
+OLAH_VENV ?= .venv-olah
+OLAH_LOCK ?= /tmp/olah-venv.lock
 
-.PHONY: install test test-fast serve plan-demo bench bench-startup clean aiperf-venv
+.PHONY: install test test-fast serve plan-demo bench bench-startup clean aiperf-venv olah-venv
 
 install: $(STAMP)
 
@@ -35,18 +39,22 @@ $(STAMP): pyproject.toml
 aiperf-venv:
 	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
 
+olah-venv:
+	flock $(OLAH_LOCK) sh -c 'test -x $(OLAH_VENV)/bin/olah-cli || \
+	  { $(PYTHON) -m venv $(OLAH_VENV) && $(OLAH_VENV)/bin/pip install -q olah==0.5.4; }'
+
 # Two passes: the tests that start no vLLM server on two workers (pytest-xdist; 3 min instead of 5.5 on
 # 2 cores), then the vLLM servers one at a time, so that nothing else disturbs what they measure.
 # Both passes run even when the first fails; the target fails if either did.
-test: install aiperf-venv
+test: install aiperf-venv olah-venv
 	rc=0; \
-	$(PY) -m pytest -q -m "not e2e" -n 2 || rc=1; \
+	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e" -n 2 || rc=1; \
 	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m e2e || rc=1; \
 	exit $$rc
 
 # Everything but the tests that start a vLLM server (marked e2e): a few minutes, no AIPerf needed.
-test-fast: install
-	$(PY) -m pytest -q -m "not e2e" -n 2
+test-fast: install olah-venv
+	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e" -n 2
 
 # Without NIM_MODEL_PATH: the demo model, made offline once (demo-model skips the parts already complete),
 # with HF_HUB_OFFLINE=1 and 1 GiB of CPU KV cache. With NIM_MODEL_PATH set (a GPU machine): that model.
@@ -69,7 +77,8 @@ bench: install
 	$(PY) bench/bench_ngram_sim.py
 	$(PY) bench/bench_suffix_sim.py
 	$(PY) bench/bench_capture.py
+	$(PY) bench/bench_hf_revision.py
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(AIPERF_VENV) $(DEMO_DIR) .nim-cache .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(DEMO_DIR) .nim-cache .pytest_cache

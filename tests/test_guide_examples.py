@@ -105,7 +105,7 @@ def test_air_gapped_local_target_and_draft(models):
     ws = f"{models['cache']}/workspace"
     assert p["argv"][:3] == ["vllm", "serve", str(models["target"])]
     assert p["draft"] == {"name": "eagle3_draft", "source": str(models["draft"]), "path": f"{ws}/eagle3_draft",
-                          "chosen_by": "NIM_DRAFT_MODEL_PATH", "local_dir": str(models["draft"])}
+                          "chosen_by": "NIM_DRAFT_MODEL_PATH", "local_dir": str(models["draft"]), "commit": None}
     assert p["warnings"] == []
 
 

@@ -16,7 +16,7 @@ from core_fixtures import make_models
 
 GOLDEN = Path(__file__).parent / "data" / "guide_plans.json"
 PUBLIC_KEYS = {"mode", "target", "speculative", "draft", "engine_args", "engine_origin", "workspace", "cache_path",
-               "compile_cache", "cpu_preload", "vllm_check", "model_runner",
+               "compile_cache", "cpu_preload", "vllm_check", "model_runner", "engine",
                "argv", "env", "warnings", "capture", "preflight"}
 
 

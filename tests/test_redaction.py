@@ -25,7 +25,7 @@ def shown_plan(models, env_extra: dict, args: list[str]) -> str:
 
 @pytest.mark.parametrize("args", [
     ["--api-key", SECRET], ["--api-key=" + SECRET], ["--api-k", SECRET], ["--api_key", SECRET],
-    ["--hf-tok=" + SECRET], ["--hf_token", SECRET],
+    ["--hf-tok=" + SECRET], ["--hf_token", SECRET], ["--api-key", "first-key-1234", SECRET, "--seed", "0"],
 ])
 def test_secret_options_in_any_spelling_vllm_accepts(models, args):
     assert SECRET not in shown_plan(models, {}, args)
@@ -110,3 +110,11 @@ def test_secret_options_match_the_installed_vllm():
     found = {o for a in parser._actions if a.nargs != 0 for o in a.option_strings
              if o.startswith("--") and is_secret_name(o)}
     assert found == set(SECRET_OPTIONS)
+
+
+def test_every_key_of_a_multi_key_option_is_masked_in_the_checks_quote_of_vllm():
+    from nim_specdec.launch.vllm_check import _secrets
+
+    args = ["--model", "/m", "--api-key", "first-key-1234", SECRET, "--seed", "0"]
+    quoted = redact_text(f"bad tokens first-key-1234 and {SECRET} for /m", _secrets(args, {}))
+    assert "first-key-1234" not in quoted and SECRET not in quoted and "/m" in quoted

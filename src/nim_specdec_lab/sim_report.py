@@ -43,6 +43,7 @@ def row(scored: Scored) -> dict[str, Any]:
         "acceptance_length": round(r.acceptance_length, 4),
         "speedup": round(scored.speedup, 4),
         "accepted_per_pos": list(r.accepted_per_pos),
+        "model_runner": r.model_runner,
     }
 
 
@@ -58,7 +59,7 @@ def table(ranked: Sequence[Scored], limit: int | None, current: Scored | None = 
     rows = [row(s) for s in shown]
     if not rows:
         return ""
-    keys = [k for k in rows[0] if k not in ("method", "accepted_per_pos")]
+    keys = [k for k in rows[0] if k not in ("method", "accepted_per_pos", "model_runner")]
     header = [SHORT.get(k, k) for k in keys]
     cells = [[str(r[k]) for k in keys] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
@@ -98,6 +99,7 @@ def recommended(best: Scored) -> dict[str, Any]:
 
 
 def recommendation_line(label: str, best: Scored) -> str:
+    label = f"{label} [{best.result.model_runner.upper()} model runner]"
     if best.speedup <= 1.0:
         return f"{label}: no setting is predicted to help this traffic (best {best.speedup:.3f}x); keep speculation off"
     args = specdec_args(speculative_config(best.result.params))

@@ -23,7 +23,8 @@ LEFT_TO_VLLM = {
     "platform": r"Unsupported speculative method|are not supported for now|Model Runner V\d does not support|Arctic Inference",
     "draft-files": r"greater than the derived max_model_len|cannot be larger than|vocab_size|must be divisible by n_predict",
     "draft-load-config": r"^draft_load_config\.",
-    "engine-arguments": r"^argument --|^unrecognized arguments|^max_num_seqs|^max_num_batched_tokens",
+    # vLLM 0.33 reads --kv-cache-dtype as any string (platform backends add their own); its CacheConfig refuses it
+    "engine-arguments": r"^argument --|^unrecognized arguments|^max_num_seqs|^max_num_batched_tokens|^cache_dtype: ",
 }
 # False refusals kept on purpose (docs/configuration.md: "Deliberate differences").
 DELIBERATE = {

@@ -38,9 +38,10 @@ def buildah():
     base_tag = f"{BASE_NAME}:{(base_dir / 'rootfs.key').read_text().strip()}"
     if not tool.has_image(base_tag):
         tool.build(REPO / "docker" / "test-base" / "Containerfile", base_dir, base_tag)
-    # The test base has no torch to build arctic-inference against: that step is skipped.
     print(f"\nimage-test: test base ready in {time.monotonic() - start:.1f} s")
-    seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": base_tag, "ARCTIC_INFERENCE": "", "EXTRAS": ""})
+    # ARCTIC_INFERENCE keeps its default: the wheel stage builds the suffix-tree extension against the
+    # base's torch (a CPU build here; the extension uses neither CUDA nor torch).
+    seconds = tool.build(REPO / "docker" / "Dockerfile", REPO, IMAGE_TAG, {"BASE_IMAGE": base_tag, "EXTRAS": ""})
     print(f"image-test: docker/Dockerfile built in {seconds:.1f} s")
     yield tool
     # Keep the base (it is reused), drop this build and its intermediate stage.
@@ -157,3 +158,45 @@ def test_healthcheck_follows_the_ready_endpoint(buildah: Buildah, container: str
     )
     done = buildah.run(container, ["sh", "-c", script, "healthcheck", *test[1:]], env={"NIM_SERVER_PORT": str(port)})
     assert "not-ready:1" in done.stdout and "ready:0" in done.stdout, done.stdout + done.stderr
+
+
+def test_suffix_decoding_extension_is_built_without_the_cuda_ops(buildah: Buildah, container: str) -> None:
+    """What vLLM's suffix method imports works in the image; the CUDA custom ops (opt-in) were not built."""
+    script = (
+        "import importlib.util\n"
+        "from arctic_inference.suffix_decoding import SuffixDecodingCache\n"
+        "cache = SuffixDecodingCache(max_tree_depth=8, max_cached_requests=4)\n"
+        "cache.start_request('r', [1, 2, 3, 1, 2, 3])\n"
+        "cache.add_active_response('r', [1, 2])\n"
+        "print('suffix-ok', importlib.util.find_spec('arctic_inference.custom_ops') is None)\n"
+    )
+    done = buildah.run(container, ["python3", "-c", script])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["suffix-ok", "True"]
+
+
+def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_fix(buildah: Buildah, container: str) -> None:
+    """`docker run -v DIR:/opt/nim/.cache` with a DIR made by root (0755): the image's UID 1000 cannot write
+    it, and serve says so in one line before it links or downloads anything (exit 3)."""
+    # The test base has no vLLM, and serve stops first on that (exit 3 too): a bare distribution record of
+    # vLLM stands in for the install for this one run (nothing of vLLM is imported before the refusal).
+    record = '$(python3 -c "import site; print(site.getsitepackages()[0])")/vllm-0.32.0.dist-info'
+    made = buildah.run(container, ["sh", "-c", "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"
+                                   f' && mkdir -p "{record}" && printf "Metadata-Version: 2.1\\nName: vllm\\n'
+                                   f'Version: 0.32.0\\n" > "{record}/METADATA"'], user="0:0")
+    assert made.returncode == 0, made.stderr
+    env = {"NIM_CACHE_PATH": "/srv/rootcache", "NIM_MODEL_PATH": "/models/target",
+           "NIM_DRAFT_MODEL_PATH": "/models/draft"}
+    try:
+        done = buildah.run(container, ["nim-specdec", "serve", "--speculative-config", EAGLE3], env=env)
+    finally:
+        buildah.run(container, ["sh", "-c", f'rm -rf "{record}"'], user="0:0")
+    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    line = errors[0]
+    assert "cannot write /srv/rootcache: it is owned by uid 0 with mode 0755" in line
+    assert "and the launcher runs as uid 1000" in line
+    assert "sudo chown -R 1000:0" in line
+    listed = buildah.run(container, ["sh", "-c", "ls -A /srv/rootcache | wc -l"], user="0:0")
+    assert listed.stdout.strip() == "0", "nothing half-written"

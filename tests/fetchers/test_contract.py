@@ -48,6 +48,13 @@ def test_download_then_cache_hit_without_network(server, source, cache, monkeypa
     path = fetcher.fetch(ref, ctx)
     assert tree_bytes(path) == source.files
     assert leftovers(cache) == []
+    # With network, a second start downloads nothing; an hf:// source named by a branch (here main) asks
+    # once which commit the branch is now, and nothing else.
+    before = len(server.proxy.state.records)
+    assert fetcher.fetch(ref, ctx) == path
+    asked = [(r.method, r.path.split("?")[0]) for r in server.proxy.state.records[before:]]
+    location = ref.location
+    assert asked == ([("GET", f"/api/models/{location}/revision/main")] if ref.scheme == "hf" else []), asked
 
     def refuse(*args, **kwargs):
         raise OSError("network access attempted on a cache hit")
@@ -60,7 +67,8 @@ def test_download_then_cache_hit_without_network(server, source, cache, monkeypa
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     requests_before = len(server.proxy.state.records)
     assert fetcher.cached(ref, ctx) == path
-    assert fetcher.fetch(ref, ctx) == path
+    if ref.scheme != "hf":
+        assert fetcher.fetch(ref, ctx) == path
     assert get_fetcher(ref.scheme).fetch(ref, FetchContext(env={}, cache_dir=cache, offline=True)) == path
     assert len(server.proxy.state.records) == requests_before
 

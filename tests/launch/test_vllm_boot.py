@@ -35,10 +35,12 @@ def test_boot_argv_keeps_vllms_command_whole():
 
 def test_check_context_names_sources_never_values():
     view = {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}, "config": {"model": "secret-ish"}},
-            "engine_origin": {"api_key": "cli"}, "vllm_version": "0.32.0", "_argv_exec": ["vllm", "--api-key", "s3cr3t"]}
+            "engine_origin": {"api_key": "cli"},
+            "engine": {"vllm_version": "0.33.0", "device": {"name": "NVIDIA H200"}},
+            "_argv_exec": ["vllm", "--api-key", "s3cr3t"]}
     context = json.loads(check_context(view))
     assert context == {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}},
-                       "engine_origin": {"api_key": "cli"}, "vllm_version": "0.32.0"}
+                       "engine_origin": {"api_key": "cli"}, "vllm_version": "0.33.0"}
     assert "s3cr3t" not in check_context(view)
 
 

@@ -113,6 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
             step = max(1, fault.bytes_per_second // 20)
             for i in range(0, len(data), step):
                 if self.state.stop.is_set():
+                    self.close_connection = True  # the client sees the body cut short, as from a dead server
                     break
                 self.wfile.write(data[i : i + step])
                 self.wfile.flush()

@@ -1,5 +1,6 @@
 """`nim-specdec cache ls`: the entries of the download cache under NIM_CACHE_PATH.
-`nim-specdec cache prune`: remove the compile caches of keys unused for a while."""
+`nim-specdec cache prune`: remove the compile caches of keys unused for a while, and the hf:// commits
+their branch left as long ago."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from nim_specdec.errors import ConfigError, printable
 from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.fetchers.context import cache_dir
 from nim_specdec.fetchers.progress import human_bytes
+from nim_specdec.fetchers.prune_commits import prune_commits
 from nim_specdec.common.redact import redact_text, secret_values
 
 
@@ -20,9 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = sub.add_parser("ls", help="list cached sources: URI, size, completed at")
     ls.add_argument("--json", action="store_true", help="one JSON object per entry")
-    prune = sub.add_parser("prune", help="remove compile caches (NIM_CACHE_PATH/compile/<key>) unused for N days")
+    prune = sub.add_parser("prune", help="remove compile caches (NIM_CACHE_PATH/compile/<key>) and hf:// commits "
+                                         "their branch has left, unused for N days")
     prune.add_argument("--older-than", required=True, metavar="DAYS",
-                       help="remove keys whose last start is at least this many days ago (0: every idle key)")
+                       help="remove keys whose last start, and commits whose branch moved on, at least this many days "
+                            "ago (0: every idle key and every superseded commit)")
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     prune.add_argument("--json", action="store_true", help="one JSON object per key")
 
@@ -33,7 +37,10 @@ def format_table(entries: list[EntryInfo]) -> str:
         if e.untrusted:
             rows.append((f"(not trusted, never served: {printable(e.untrusted)})", "-", "-", "-", printable(e.name)))
         elif e.completed_at:
-            rows.append((printable(e.uri), human_bytes(e.size), str(e.files), printable(e.completed_at), printable(e.name)))
+            # An hf:// entry is a commit; the branch or tag it was fetched as says why it is there.
+            uri = f"{e.uri} (as {e.requested})" if e.requested and e.requested != e.uri else e.uri
+            rows.append((printable(uri), human_bytes(e.size), str(e.files), printable(e.completed_at),
+                         printable(e.name)))
         else:
             rows.append(("(incomplete: unused, removed by the next download)", "-", "-", "-", printable(e.name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -54,19 +61,23 @@ def run_prune(args: argparse.Namespace) -> int:
     from nim_specdec.launch.compile_cache_prune import prune  # noqa: PLC0415
 
     days = _days(args.older_than)
-    base = cache_dir(os.environ) / "compile"
-    states = prune(base, days * 86400.0, time.time(), dry_run=args.dry_run)
+    root, now = cache_dir(os.environ), time.time()
+    base = root / "compile"
+    states = [("compile", s) for s in prune(base, days * 86400.0, now, dry_run=args.dry_run)]
+    # The same rule for the hf:// commits a branch has left: unused for that many days, they go.
+    layout = CacheLayout.under(root)
+    states += [("commit", s) for s in prune_commits(layout, days * 86400.0, now, dry_run=args.dry_run)]
     if args.json:
-        for state in states:
-            print(json.dumps(asdict(state)))
+        for kind, state in states:
+            print(json.dumps({"kind": kind, **asdict(state)}))
         return 0
     if not states:
-        print(f"no compile caches under {printable(str(base))}")
+        print(f"no compile caches or superseded hf:// commits under {printable(str(root))}")
         return 0
-    for state in states:
+    for _, state in states:
         used = time.strftime("%Y-%m-%d %H:%M", time.gmtime(state.last_used)) if state.last_used else "-"
         print(f"{state.action:<22}  {human_bytes(state.size_bytes):>9}  last used {used} UTC  {printable(state.key)}")
-    freed = sum(s.size_bytes for s in states if s.action in ("removed", "would remove"))
+    freed = sum(s.size_bytes for _, s in states if s.action in ("removed", "would remove"))
     print(f"{'would free' if args.dry_run else 'freed'} {human_bytes(freed)}")
     return 0
 
@@ -77,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     root = cache_dir(os.environ)
     secrets = secret_values(os.environ)
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
-    entries = [replace(e, uri=redact_text(e.uri, secrets)) for e in list_entries(CacheLayout.under(root))]
+    entries = [replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))
+               for e in list_entries(CacheLayout.under(root))]
     if args.json:
         for e in entries:
             print(json.dumps(asdict(e)))

@@ -19,6 +19,7 @@ from typing import Mapping
 from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.launch.compile_cache_claim import claim
 from nim_specdec.launch.facts import base_facts, fetch_context, read_config, require_method_package, vllm_flavor
 from nim_specdec.common.logs import setup_logging
@@ -26,10 +27,11 @@ from nim_specdec.launch.workspace import fetch, link
 from nim_specdec.config.plan import SourceFacts
 from nim_specdec.config.plan_model import Plan, check_view, plan_json
 from nim_specdec.preflight import run_preflight
+from nim_specdec.preflight.driver import check_driver
 from nim_specdec.launch.resolve import resolve
 from nim_specdec.launch.early_check import check_while_downloading, with_early_result
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, boot_argv, check_context
-from nim_specdec.launch.vllm_gate import run_check, settled
+from nim_specdec.launch.vllm_gate import check_in_server, run_check, settled
 from nim_specdec.config.target import TARGET_LINK
 
 
@@ -74,18 +76,22 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
         local = fetch(ref, ctx)
         link(local, workspace / TARGET_LINK, ctx.cache_dir)
         downloaded = True
-        if plan.target.local_dir is None:
-            # Now the target's config.json is known: an auto choice may change (MTP heads).
-            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by))}
+        if plan.target.local_dir != str(local):
+            # Now the target's config.json is known (for a branch: that of the commit just fetched, which
+            # may not be the one the plan saw cached): an auto choice may change (MTP heads).
+            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by),
+                                                           commit_of(local))}
             settings, plan = resolve(env, vllm_args, replace(facts, sources=known))
-        plan = plan.with_local_dirs(target_dir=str(local))
+        plan = plan.with_local_dirs(target_dir=str(local), target_commit=commit_of(local))
 
     log.info("speculative decoding: %s", plan.speculative.reason)
     draft = plan.draft
     if draft is not None:
         local = fetch(draft.ref, ctx)
         downloaded = downloaded or not draft.ref.is_local
-        plan = plan.with_local_dirs(draft_dir=str(local))
+        if draft.local_dir is not None and draft.local_dir != str(local):
+            plan = replace(plan, vllm_check=None)  # it judged the commit cached before; this one is judged anew
+        plan = plan.with_local_dirs(draft_dir=str(local), draft_commit=None if draft.ref.is_local else commit_of(local))
         if draft.name is not None:
             link(local, workspace / draft.name, ctx.cache_dir)
             log.info("draft %s materialized at %s", draft.source, draft.path)
@@ -108,11 +114,14 @@ def run(args: argparse.Namespace) -> int:
     if vllm_flavor() is None:  # before any download: nothing could run what it fetched
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     plan, log = prepare(args.vllm_args, env, for_serve=True)
+    driver = check_driver(env)
+    if driver:
+        log.warning("pre-flight %s", driver)
     env.update(claim(plan.compile_cache, warn=log.warning, info=log.info))  # vLLM keeps the writer lock
     if plan.cpu_preload["LD_PRELOAD"]:
         env["LD_PRELOAD"] = plan.cpu_preload["LD_PRELOAD"]
     argv, shown = list(plan.argv_exec), list(plan.argv)
-    if (plan.vllm_check or {}).get("deferred"):
+    if check_in_server(plan.vllm_check):  # deferred, or vLLM could not judge in this process
         argv, shown = boot_argv(sys.executable, argv), boot_argv(sys.executable, shown)
         env[CONTEXT_VAR] = check_context(check_view(plan))
     log.info("exec: %s", shlex.join(shown))

@@ -22,6 +22,8 @@ LAUNCHER_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("prepare", "nim_specdec.cli.cmd_prepare", "download and link the target and draft as serve would, then stop"),
     ("report", "nim_specdec.cli.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cli.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
+    ("download-to-cache", "nim_specdec.cli.cmd_download_to_cache",
+     "NIM's name for `download`; without URIs, the target and draft the NIM_* variables name"),
     ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache (`cache ls`); remove old compile caches (`cache prune`)"),
 )
 

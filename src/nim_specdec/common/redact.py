@@ -93,13 +93,13 @@ def _mask_json_text(text: str) -> str:
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
-    """Mask the value after (or inside) a secret option, secret keys inside JSON values, URI credentials."""
+    """Mask the values after (or inside) a secret option, secret keys inside JSON values, URI credentials.
+    Every value up to the next option is masked: vLLM's --api-key takes a list."""
     out: list[str] = []
     mask_next = False
     for token in argv:
         if mask_next and not token.startswith("--"):
             out.append(MASK)
-            mask_next = False
             continue
         mask_next = False
         if token.startswith("--") and is_secret_option(token):

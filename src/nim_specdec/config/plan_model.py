@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.config.sources import SourceRef
 
 # Marks a field that never reaches the JSON.
@@ -25,6 +26,8 @@ class TargetPlan:
     builtin: str | None
     served_model_name: str | None
     local_dir: str | None  # where the files are, once known
+    # hf://: the commit local_dir holds (a branch or tag is resolved to one); None for other sources
+    commit: str | None = None
     ref: SourceRef | None = field(default=None, metadata=_INTERNAL)  # None: a hub id vLLM resolves itself
 
 
@@ -45,6 +48,7 @@ class DraftPlan:
     path: str  # what vLLM is given
     chosen_by: str
     local_dir: str | None
+    commit: str | None = None  # as TargetPlan.commit
     ref: SourceRef | None = field(default=None, metadata=_INTERNAL)
 
 
@@ -80,14 +84,21 @@ class Plan:
     env: dict[str, str]  # secrets masked
     warnings: tuple[str, ...]
     model_runner: ModelRunnerPlan | None = None  # build_plan always sets it
+    engine: EnginePlan | None = None  # the vLLM release and the device this plan assumes
     capture: CapturePlan | None = None
     preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
     vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
     argv_exec: tuple[str, ...] = field(default=(), metadata=_INTERNAL, repr=False)  # unredacted: exec only
+    vllm_version: str = field(default="", metadata=_INTERNAL)  # the installed vLLM's, for its refusals' one line
 
-    def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None) -> Plan:
-        target = replace(self.target, local_dir=target_dir) if target_dir is not None else self.target
-        draft = replace(self.draft, local_dir=draft_dir) if draft_dir is not None and self.draft else self.draft
+    def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None,
+                        target_commit: str | None = None, draft_commit: str | None = None) -> Plan:
+        """Where the fetched files are, and (hf://) which commit: a directory given replaces both."""
+        target, draft = self.target, self.draft
+        if target_dir is not None:
+            target = replace(target, local_dir=target_dir, commit=target_commit)
+        if draft_dir is not None and draft is not None:
+            draft = replace(draft, local_dir=draft_dir, commit=draft_commit)
         return replace(self, target=target, draft=draft)
 
 
@@ -102,8 +113,9 @@ def _public(value: Any) -> Any:
 
 
 def check_view(plan: Plan) -> dict[str, Any]:
-    """plan_json plus the unredacted command, for the vLLM check alone (it validates what will run)."""
-    return {**plan_json(plan), "_argv_exec": list(plan.argv_exec)}
+    """plan_json plus the unredacted command, for the vLLM check alone (it validates what will run), and the
+    version of the vLLM that judges it."""
+    return {**plan_json(plan), "_argv_exec": list(plan.argv_exec), "vllm_version": plan.vllm_version}
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
@@ -117,7 +129,7 @@ def plan_schema() -> dict[str, Any]:
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
-    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, ModelRunnerPlan):
+    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, ModelRunnerPlan, EnginePlan, DevicePlan):
         where = schema if cls is Plan else defs[cls.__name__]
         hidden = {f.name for f in fields(cls) if f.metadata.get("internal")}
         where["properties"] = {k: v for k, v in where["properties"].items() if k not in hidden}

@@ -3,7 +3,8 @@ vllm/v1/spec_decode/dynamic/utils.py so that `plan` refuses what vLLM would refu
 
 The batch-size schedule has its own module (spec_schedule.py). Rules that need the draft's weights or the platform (vocabulary sizes, max_model_len against the draft,
 supported architectures, Arctic Inference) are left to the vLLM check that `serve` runs (docs/configuration.md).
-Pure: (coerced values, target tensor parallel size, draft config.json) -> (problem, fix) or None.
+Rules a release added are applied from that release on (VllmKnowledge.at_least).
+Pure: (coerced values, target tensor parallel size, draft config.json, release) -> (problem, fix) or None.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from nim_specdec.config.method_infer import effective_method
-from nim_specdec.config.vllm_schema import schema
+from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge
 
 # Methods whose proposer needs no draft checkpoint (vLLM fills `model` itself or needs none).
 NO_DRAFT = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "mtp", "dspark"})
@@ -77,7 +78,10 @@ def _synthetic(values: Mapping[str, Any], k: int | None) -> Problem:
     return None
 
 
-def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int) -> Problem:
+def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, known: VllmKnowledge) -> Problem:
+    if values.get("use_heterogeneous_vocab") and values.get("use_local_argmax_reduction") and known.at_least("0.33.0"):
+        return ("use_heterogeneous_vocab and use_local_argmax_reduction exclude each other (vLLM 0.33)",
+                "disable one of them")
     if values.get("use_heterogeneous_vocab"):
         if method != "draft_model":
             return "use_heterogeneous_vocab only works with method 'draft_model'", "remove use_heterogeneous_vocab"
@@ -93,7 +97,7 @@ def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int) ->
         if tp is not None and tp not in (1, target_tp):
             return f"draft_tensor_parallel_size {tp} must be 1 or the target's tensor parallel size ({target_tp})", "use 1"
         quantization = values.get("quantization")
-        if quantization is not None and quantization not in schema()["enums"]["quantization"]:
+        if quantization is not None and quantization not in known.enum("quantization"):
             return f"quantization {quantization!r} is not a vLLM quantization method", "use one of vLLM's methods, e.g. fp8"
         if values.get("dspark_draft_topk") is not None and method != "dspark":
             return "dspark_draft_topk only applies to method 'dspark'", "remove it"
@@ -113,7 +117,34 @@ def _suffix(values: Mapping[str, Any], method: str | None) -> Problem:
     return None
 
 
-def check_rules(values: Mapping[str, Any], target_tp: int = 1, draft: Mapping[str, Any] | None = None) -> Problem:
-    method = effective_method(values, draft)
-    return (_tokens(values, method, draft) or _ngram(values, method) or _synthetic(values, _k(values, method, draft))
-            or _exclusive(values, method, target_tp) or _suffix(values, method))
+def _fly(values: Mapping[str, Any], method: str | None, k: int | None) -> Problem:
+    """vLLM 0.33's FLy verification (rejection_sample_method "fly"); the key exists in 0.33 only."""
+    if values.get("rejection_sample_method") != "fly":
+        return None
+    if method == "extract_hidden_states":
+        return "rejection_sample_method 'fly' does not work with method 'extract_hidden_states'", "use 'standard'"
+    if k is not None and k < 2:
+        return (f"rejection_sample_method 'fly' needs num_speculative_tokens >= 2, not {k}",
+                "set num_speculative_tokens to 2 or more")
+    window = values.get("fly_window_size")
+    if k is not None and window is not None and window >= k:
+        return (f"fly_window_size ({window}) must be smaller than num_speculative_tokens ({k})",
+                f"set fly_window_size to at most {k - 1}, or leave it out (vLLM picks min(6, k - 1))")
+    return None
+
+
+def _draft_head(values: Mapping[str, Any], method: str | None) -> Problem:
+    """vLLM 0.33's draft_lm_head_quantization: only drafters that share the target's lm_head."""
+    if values.get("draft_lm_head_quantization") is not None and method not in ("eagle", "eagle3", "mtp"):
+        return (f"draft_lm_head_quantization is not supported for method {method!r}",
+                "use it with eagle, eagle3 or mtp, or remove it")
+    return None
+
+
+def check_rules(values: Mapping[str, Any], target_tp: int = 1, draft: Mapping[str, Any] | None = None,
+                known: VllmKnowledge = DEFAULT) -> Problem:
+    method = effective_method(values, draft, known)
+    k = _k(values, method, draft)
+    return (_tokens(values, method, draft) or _ngram(values, method) or _synthetic(values, k)
+            or _exclusive(values, method, target_tp, known) or _suffix(values, method) or _fly(values, method, k)
+            or _draft_head(values, method))

@@ -1,8 +1,9 @@
-"""The speculative_config schema of the pinned vLLM release, kept here so that validation
+"""The speculative_config schema of each supported vLLM release, kept here so that validation
 costs microseconds instead of the ~4 s that importing vLLM takes.
 
-tests/test_spec_schema_drift.py compares this table with the installed vLLM's
-SpeculativeConfig wherever vLLM is installed, so a version bump that adds, drops or
+Which keys, methods, enum values and bounds a release has comes from its snapshot (VllmKnowledge);
+the kind of each key is kept here, for every key any supported release has. tests/test_spec_schema_drift.py
+compares the installed vLLM's SpeculativeConfig with its snapshot, so a version bump that adds, drops or
 retypes a field fails the tests instead of silently passing a bad config to vLLM.
 """
 
@@ -12,33 +13,31 @@ import difflib
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Mapping
 
-from nim_specdec.config.method_infer import MTP_METHODS
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
-from nim_specdec.config.vllm_schema import schema
+from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 
-VLLM_VERSION = "0.32.0"
-
-METHODS = (
-    "ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
-    "extract_hidden_states", *MTP_METHODS, "dflash", "ngram_gpu", "dspark",
-)
+# The default release's names, for callers that need no particular release.
+VLLM_VERSION = DEFAULT.snapshot
+METHODS = DEFAULT.methods
+MTP_METHODS = DEFAULT.mtp_methods
 # Methods whose drafter is a separate checkpoint named by `model`.
 NEEDS_MODEL = frozenset({"eagle", "eagle3", "draft_model", "medusa", "mlp_speculator", "dflash", "dspark"})
 NGRAM_METHODS = frozenset({"ngram", "ngram_gpu"})
 
-# field -> kind; kinds: int, pos_int (>= 1), bool, str, float, list, object, or a tuple of allowed strings.
-FIELDS: Mapping[str, Any] = {
+# field -> kind, for every field of every supported release (which fields a release has: its snapshot);
+# kinds: int, pos_int (>= 1), bool, str, float, list, object, enum (values from the snapshot).
+KINDS: Mapping[str, str] = {
     "enforce_eager": "bool",
     "num_speculative_tokens": "pos_int",
     "model": "str",
-    "method": METHODS,
+    "method": "enum",
     "draft_tensor_parallel_size": "pos_int",
     "tensor_parallel_size": "pos_int",
     "quantization": "str",
-    "moe_backend": "str",
+    "moe_backend": "enum",
     "attention_backend": "str",
-    "kv_cache_dtype": "str",
+    "kv_cache_dtype": "enum",
     "max_model_len": "pos_int",
     "revision": "str",
     "code_revision": "str",
@@ -56,14 +55,24 @@ FIELDS: Mapping[str, Any] = {
     "suffix_decoding_max_spec_factor": "float",
     "suffix_decoding_min_token_prob": "float",
     "draft_load_config": "object",
-    "rejection_sample_method": ("standard", "synthetic", "block"),
+    "rejection_sample_method": "enum",
     "synthetic_acceptance_rates": "list",
     "synthetic_acceptance_length": "float",
     "enable_adaptive_verification": "bool",
-    "draft_sample_method": ("greedy", "probabilistic"),
+    "draft_sample_method": "enum",
     "dspark_draft_topk": "pos_int",
+    # 0.33
+    "disable_lookahead_block_hashes": "bool",
+    "draft_lm_head_quantization": "enum",
+    "xpress_topc": "int",
+    "fly_window_size": "int",
+    "fly_entropy_threshold": "float",
+    "fly_entropy_top_k": "int",
 }
-# Inclusive bounds vLLM's SpeculativeConfig enforces (None: unbounded on that side).
+# The default release's fields, for callers that need no particular release.
+FIELDS: Mapping[str, str] = {key: KINDS[key] for key in sorted(DEFAULT.fields)}
+# Inclusive bounds vLLM's SpeculativeConfig enforces in __post_init__ (None: unbounded on that side); the
+# bounds of its pydantic Field(ge=, le=) come from the snapshot.
 RANGES: Mapping[str, tuple[float | None, float | None]] = {
     "suffix_decoding_max_tree_depth": (1, None),
     "suffix_decoding_max_cached_requests": (0, None),
@@ -77,52 +86,82 @@ INTERNAL_FIELDS = frozenset(
 
 
 _LISTS = {"synthetic_acceptance_rates": list[float], "num_speculative_tokens_per_batch_size": list[tuple[int, int, int]]}
-_ENUMS = ("method", "kv_cache_dtype", "moe_backend", "rejection_sample_method", "draft_sample_method")
+_OPEN_ENUMS = ("kv_cache_dtype",)  # 0.33 also accepts a custom dtype a platform backend registers
 
 
 @lru_cache(maxsize=None)
-def _adapter(key: str):
+def _adapter(key: str, known: VllmKnowledge):
     """A pydantic validator with vLLM's own lax coercion ("3", 3.0 and true are integers; "yes" a boolean)."""
     from pydantic import Field, TypeAdapter
 
-    kind = FIELDS[key]
+    kind = KINDS[key]
     if key in _LISTS:
         tp: Any = _LISTS[key]
-    elif key in _ENUMS:
-        tp = Literal[tuple(schema()["enums"][key])]
+    elif key in _OPEN_ENUMS and known.at_least("0.33.0"):
+        tp = str
+    elif kind == "enum":
+        tp = Literal[tuple(known.enum(key))]
     elif kind == "pos_int":
         tp = Annotated[int, Field(ge=1)]
     else:
-        tp = {"int": int, "bool": bool, "str": str, "float": float, "object": dict}[kind if isinstance(kind, str) else "str"]
+        tp = {"int": int, "bool": bool, "str": str, "float": float, "object": dict}[kind]
     return TypeAdapter(tp)
 
 
-def _describe(key: str) -> str:
-    if key in _ENUMS or key in ("attention_backend", "quantization"):
-        values = schema()["enums"][key]
+def _describe(key: str, known: VllmKnowledge = DEFAULT) -> str:
+    if KINDS[key] == "enum" or key in ("attention_backend", "quantization"):
+        values = known.enum(key)
         shown = ", ".join(values) if len(values) <= 8 else ", ".join(values[:8]) + ", ..."
         return f"one of: {shown}"
     if key in _LISTS:
         return {"synthetic_acceptance_rates": "a list of numbers",
                 "num_speculative_tokens_per_batch_size": "a list of [first, last, k] integer triples"}[key]
     return {"pos_int": "an integer >= 1", "int": "an integer", "float": "a number", "bool": "true or false",
-            "str": "a string", "object": "a JSON object"}[FIELDS[key]]
+            "str": "a string", "object": "a JSON object"}[KINDS[key]]
 
 
-def coerce(key: str, value: Any) -> Any:
+_UNDECIDED = object()
+_I64 = 2**63
+
+
+def _exact(key: str, value: Any, known: VllmKnowledge) -> Any:
+    """A value already of the field's own type, accepted as pydantic would accept it, else _UNDECIDED.
+
+    The common configs hold only such values (`"method": "ngram"`, `"num_speculative_tokens": 3`), so `plan`
+    decides them without importing pydantic (most of its start-up); anything to coerce, refuse or explain goes
+    to pydantic, the one judge of lax coercion. tests/test_spec_schema_fast_path.py holds the two equal.
+    """
+    kind = KINDS[key]
+    if kind in ("int", "pos_int") and type(value) is int and -_I64 <= value < _I64:
+        return value if kind == "int" or value >= 1 else _UNDECIDED
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind == "str" and type(value) is str:
+        return value
+    if kind == "float" and type(value) is float and value == value and abs(value) != float("inf"):
+        return value
+    if kind == "enum" and type(value) is str and not (key in _OPEN_ENUMS and known.at_least("0.33.0")):
+        return value if value in known.enum(key) else _UNDECIDED
+    return _UNDECIDED
+
+
+def coerce(key: str, value: Any, known: VllmKnowledge = DEFAULT) -> Any:
     """The value as vLLM's pydantic validation reads it; ValueError when vLLM refuses it."""
     if value is None:
-        if key in schema()["nullable"]:
+        if key in known.data["nullable"]:
             return None
         raise ValueError("null is not accepted for this key")
     if key == "attention_backend":
-        if not isinstance(value, str) or (value.lower() != "auto" and value.upper() not in schema()["enums"][key]):
+        if not isinstance(value, str) or (value.lower() != "auto" and value.upper() not in known.enum(key)):
             raise ValueError("unknown attention backend")
         return None if value.lower() == "auto" else value.upper()
+    exact = _exact(key, value, known)
+    if exact is not _UNDECIDED:
+        return exact
     from pydantic import ValidationError
 
     try:
-        return _adapter(key).validate_python(value)
+        return _adapter(key, known).validate_python(value)
     except ValidationError as err:
         raise ValueError(err.errors(include_url=False, include_input=False)[0]["msg"]) from None
 
@@ -135,32 +174,59 @@ def normalise_keys(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def validate_spec_config(config: Mapping[str, Any], where: str) -> None:
+def validate_spec_config(config: Mapping[str, Any], where: str, known: VllmKnowledge = DEFAULT) -> None:
     """Raise ConfigError for the first problem found; `where` names the source (variable or argument)."""
     config = normalise_keys(config, where)
-    validate_fields(config, where)
-    validate_complete(config, where)
+    validate_fields(config, where, known)
+    validate_complete(config, where, known=known)
 
 
-def validate_fields(config: Mapping[str, Any], where: str) -> None:
+def _ranges(known: VllmKnowledge) -> dict[str, tuple[float | None, float | None]]:
+    return {**{key: tuple(bounds) for key, bounds in known.data["bounds"].items()}, **RANGES}
+
+
+def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge = DEFAULT) -> None:
     """Key names, types and ranges of one layer, which may be partial."""
+    fields = known.fields
+    ranges = _ranges(known)
     for key, value in config.items():
-        if key not in FIELDS:
-            close = difflib.get_close_matches(key, list(FIELDS), n=1, cutoff=0.6)
-            fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(FIELDS))}"
+        if key not in fields:
+            close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+            fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(fields))}"
             if key in INTERNAL_FIELDS:
                 fix = "vLLM sets it itself; remove it"
-            raise ConfigError(where, f"unknown speculative_config key {key!r} for vLLM {VLLM_VERSION}", fix)
+            elif key in KINDS:
+                fix = f"{key} is not in vLLM {known.snapshot} (the launcher knows {_releases_with(key)}); remove it"
+            raise ConfigError(where, f"unknown speculative_config key {key!r} for vLLM {known.snapshot}", fix)
         if key == "tensor_parallel_size":
             raise ConfigError(where, "speculative_config.tensor_parallel_size is not accepted by vLLM",
                               "use draft_tensor_parallel_size (1 or the target's tensor parallel size)")
         try:
-            coerced = coerce(key, value)
+            coerced = coerce(key, value, known)
         except ValueError as err:
-            problem = f"speculative_config.{key} = {value!r} is not {_describe(key)} ({err})"
-            raise ConfigError(where, problem, f"set {key} to {_describe(key)}") from None
-        if key in RANGES and coerced is not None:
-            _check_range(key, coerced, RANGES[key], where)
+            described = _describe(key, known)
+            problem = f"speculative_config.{key} = {value!r} is not {described} for vLLM {known.snapshot} ({err})"
+            fix = f"set {key} to {described}"
+            elsewhere = _releases_with_value(key, value)
+            if elsewhere:  # a value of another release: say so rather than list pydantic's choices
+                problem = (f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} "
+                           f"(vLLM {elsewhere} has it)")
+                fix = f"set {key} to {described}, or run vLLM {elsewhere}"
+            raise ConfigError(where, problem, fix) from None
+        if key in ranges and coerced is not None:
+            _check_range(key, coerced, ranges[key], where)
+
+
+def _releases_with(key: str) -> str:
+    return ", ".join(v for v in known_versions() if key in knowledge_for(v).fields)
+
+
+def _releases_with_value(key: str, value: Any) -> str:
+    """The known releases that accept an enum value this one refuses (medusa: 0.32.0)."""
+    if KINDS[key] != "enum" or not isinstance(value, str):
+        return ""
+    return ", ".join(v for v in known_versions() if key in knowledge_for(v).data["enums"]
+                     and value in knowledge_for(v).enum(key))
 
 
 def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
@@ -172,12 +238,12 @@ def _check_range(key: str, value: float, bounds: tuple[float | None, float | Non
 
 
 def validate_complete(config: Mapping[str, Any], where: str, target_tp: int = 1,
-                      draft_config: Mapping[str, Any] | None = None) -> None:
+                      draft_config: Mapping[str, Any] | None = None, known: VllmKnowledge = DEFAULT) -> None:
     """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
     from nim_specdec.config.spec_rules import check_rules
 
-    values = {key: coerce(key, value) for key, value in config.items() if key in FIELDS}
-    problem = check_rules(values, target_tp, draft_config)
+    values = {key: coerce(key, value, known) for key, value in config.items() if key in known.fields}
+    problem = check_rules(values, target_tp, draft_config, known)
     if problem:
         raise ConfigError(where, problem[0], problem[1])
     schedule = config.get(SCHEDULE_KEY)

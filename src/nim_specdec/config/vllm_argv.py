@@ -14,7 +14,9 @@ from typing import Any
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.jsonvalue import kebab, loads, snake
-from nim_specdec.config.vllm_schema import WHOLE as SPEC_OPTION, normalise_flag, option_dest, resolve_option, schema, speculative_role
+from nim_specdec.config.vllm_schema import (
+    DEFAULT, WHOLE as SPEC_OPTION, VllmKnowledge, normalise_flag, option_dest, resolve_option, speculative_role,
+)
 
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -122,7 +124,7 @@ def _update(original: dict[str, Any], update: dict[str, Any]) -> None:
             original[key] = value
 
 
-def extract_speculative(tokens: list[str], where: str) -> tuple[list[str], SpecArgs]:
+def extract_speculative(tokens: list[str], where: str, known: VllmKnowledge = DEFAULT) -> tuple[list[str], SpecArgs]:
     """Lift every speculative spelling vLLM's parser accepts out of `tokens`, folded as vLLM folds them:
     the whole-value options in order, then each dotted group (appended by vLLM's parser after all other
     arguments), the last one winning; then --spec-method/--spec-model/--spec-tokens on top."""
@@ -136,7 +138,7 @@ def extract_speculative(tokens: list[str], where: str) -> tuple[list[str], SpecA
         flag, eq, inline_text = token.partition("=")
         inline = inline_text if eq else None
         head = flag.split(".", 1)[0]
-        role = speculative_role(head) if token.startswith("-") and not _looks_like_value(token) else None
+        role = speculative_role(head, known) if token.startswith("-") and not _looks_like_value(token) else None
         if role is None:
             rest.append(token)
             i += 1
@@ -159,7 +161,7 @@ def extract_speculative(tokens: list[str], where: str) -> tuple[list[str], SpecA
             whole.append(_whole_value(value_text, label))
         else:
             value_text, i = _take_value(tokens, i, flag, inline, where)
-            fields[name] = _single_value(name, value_text, label)
+            fields[name] = _single_value(name, value_text, label, known)
     spec = SpecArgs(given=bool(whole or groups or fields))
     if groups:
         spec.config = list(groups.values())[-1]
@@ -173,22 +175,23 @@ def extract_speculative(tokens: list[str], where: str) -> tuple[list[str], SpecA
     return rest, spec
 
 
-def _single_value(name: str, text: str, where: str) -> Any:
+def _single_value(name: str, text: str, where: str, known: VllmKnowledge) -> Any:
     """--spec-tokens is read as a plain integer and --spec-method checked against vLLM's methods."""
     if name == "num_speculative_tokens":
         try:
             return int(text)
         except ValueError:
             raise ConfigError(where, f"invalid value {text!r}", "give an integer such as 3") from None
-    if name == "method" and text not in schema()["enums"]["method"]:
-        raise ConfigError(where, f"invalid method {text!r}", f"use one of: {', '.join(schema()['enums']['method'][:12])}, ...")
+    if name == "method" and known.exact and text not in known.enum("method"):
+        raise ConfigError(where, f"invalid method {text!r} for vLLM {known.snapshot}",
+                          f"use one of: {', '.join(known.enum('method')[:12])}, ...")
     return text
 
 
-def parse_vllm_args(tokens: list[str], where: str) -> ParsedArgs:
+def parse_vllm_args(tokens: list[str], where: str, known: VllmKnowledge = DEFAULT) -> ParsedArgs:
     """`where` names the source in errors: "argument" for the command line, or a variable name."""
     parsed = ParsedArgs()
-    remaining, spec = extract_speculative(list(tokens), where)
+    remaining, spec = extract_speculative(list(tokens), where, known)
     parsed.spec, parsed.spec_given = spec.config, spec.given
     positionals, groups = split_options(remaining)
     if positionals:
@@ -199,15 +202,15 @@ def parse_vllm_args(tokens: list[str], where: str) -> ParsedArgs:
         flag, values = group[0], group[1:]
         inline = flag.split("=", 1)[1] if "=" in flag else None
         bare = flag.split("=", 1)[0]
-        if resolve_option(bare) == "--model":
+        if resolve_option(bare, known) == "--model":
             parsed.model = inline if inline is not None else (values[0] if values else None)
             parsed.model_where = f"{where} --model"
             rest = values if inline is not None else values[1:]
             if rest:
                 parsed.options.append(Option("_positional", tuple(rest)))
         else:
-            name = option_dest(bare) or _option_name(bare)
-            if name.startswith("no_") and option_dest(bare) is None:
+            name = option_dest(bare, known) or _option_name(bare)
+            if name.startswith("no_") and option_dest(bare, known) is None:
                 name = name[3:]
             parsed.options.append(Option(name, tuple(group)))
     return parsed

@@ -3,13 +3,15 @@
     <cache>/sources/
         entries/<name>/files/          the model files, as the source holds them
         entries/<name>/complete.json   written last; an entry without it is never used
+        refs/<name>.json               hf:// only: the commit a branch or tag named when last asked (branch_refs.py)
         tmp/<name>.<pid>.<random>/     a download in progress (same filesystem, renamed into entries/)
         locks/<name>.lock              one file lock per entry, held while downloading
         locks/<name>.owner             who holds it (pid, host), for the waiting message
 
 <name> is readable (scheme and location) and ends with a hash of the normalized URI and revision,
-so two sources never share an entry. The marker holds the URI, file list, sizes and time; never
-credentials. An entry is used only when everything in it passes the trust rule (fetchers/trust.py).
+so two sources never share an entry; an hf:// entry is named by its commit, never by a branch. The
+marker holds the URI, file list, sizes and time (and, for hf://, the commit and the revision asked for);
+never credentials. An entry is used only when everything in it passes the trust rule (fetchers/trust.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.common import trust
@@ -136,14 +139,24 @@ def complete_files(layout: CacheLayout, name: str) -> Path | None:
     return files if trust.path_foreign_reason(files) is None else None
 
 
-def marker_document(uri: str, files: list[tuple[str, int]], now: float | None = None) -> dict:
+def marker_document(uri: str, files: list[tuple[str, int]], now: float | None = None,
+                    extra: Mapping[str, str] | None = None) -> dict:
+    """`extra`: what a scheme records besides (hf://: "commit", and "requested", the URI as named)."""
     return {
         "complete": True,
         "uri": uri,
+        **(extra or {}),
         "files": [{"path": p, "size": s} for p, s in sorted(files)],
         "size": sum(s for _, s in files),
         "completed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())),
     }
+
+
+def commit_of(files: Path) -> str | None:
+    """The commit an entry's marker records, given the entry's files directory (what a fetch returns)."""
+    marker = read_marker(Path(files).parent / MARKER)
+    commit = marker.get("commit") if marker else None
+    return commit if isinstance(commit, str) else None
 
 
 def write_marker(path: Path, document: dict) -> None:
@@ -167,6 +180,8 @@ class EntryInfo:
     files: int
     completed_at: str  # "" while incomplete
     untrusted: str = ""  # why the entry is never served (another UID could have written it)
+    commit: str = ""  # hf://: the commit the files are
+    requested: str = ""  # hf://: the URI as first named (a branch or tag) when that commit was downloaded
 
 
 def list_entries(layout: CacheLayout) -> list[EntryInfo]:
@@ -181,6 +196,11 @@ def list_entries(layout: CacheLayout) -> list[EntryInfo]:
             found.append(EntryInfo(entry.name, "", 0, 0, "", reason))
         else:
             found.append(EntryInfo(
-                entry.name, marker["uri"], marker["size"], len(marker["files"]), marker["completed_at"], reason
+                entry.name, marker["uri"], marker["size"], len(marker["files"]), marker["completed_at"], reason,
+                _text(marker.get("commit")), _text(marker.get("requested")),
             ))
     return found
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""

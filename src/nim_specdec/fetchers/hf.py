@@ -1,5 +1,8 @@
 """hf://ORG/NAME[@REVISION] through huggingface_hub's snapshot_download.
 
+A branch or tag is first resolved to its commit (one metadata request), and the cache holds commits:
+hf_branch.py decides what is served. The backend below always downloads one commit.
+
 HF_TOKEN (or HUGGING_FACE_HUB_TOKEN), HF_ENDPOINT and HF_HUB_OFFLINE are honoured. The file list
 comes from the Hub's tree API first, so that names are checked before anything is written and the
 LFS sha256 of each weight file is verified after the download. snapshot_download uses the hf_xet
@@ -11,17 +14,22 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import shutil
+import time
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers import hf_branch
+from nim_specdec.fetchers.branch_refs import is_commit
+from nim_specdec.fetchers.cache import normalized_uri
+from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
+from nim_specdec.config.download_settings import download_settings
 from nim_specdec.config.env_values import truthy
 from nim_specdec.config.sources import SourceRef
-
+from nim_specdec.common.redact import redact_text, secret_values
 
 
 def _token(env) -> str | bool:
@@ -41,7 +49,9 @@ class HFBackend:
         api = HfApi(endpoint=endpoint, token=_token(job.env))
         revision = job.ref.revision or "main"
         try:
-            sha = api.repo_info(job.ref.location, revision=revision, timeout=job.settings.timeout).sha
+            # A commit is what the fetcher hands over; only fetch_only's early read may name a branch.
+            sha = revision if is_commit(revision) else api.repo_info(
+                job.ref.location, revision=revision, timeout=job.settings.timeout).sha
             budget = ListingBudget(job.uri, job.settings.timeout)
             tree = []
             for entry in api.list_repo_tree(job.ref.location, recursive=True, revision=sha):
@@ -138,11 +148,51 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
         raise MaterializeError(uri, "access denied (403)", "check HF_TOKEN's permissions") from None
 
 
+def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
+    """The commit `ref`'s branch or tag names now: one metadata request (`expand=sha` keeps the Hub's answer
+    small), retried like a download when the failure is transient."""
+    from huggingface_hub import HfApi  # noqa: PLC0415 - imported only when an hf:// source is fetched
+
+    uri = normalized_uri(ref)
+    revision = ref.revision or "main"
+    settings = download_settings(ctx.env)
+    api = HfApi(endpoint=ctx.env.get("HF_ENDPOINT") or None, token=_token(ctx.env))
+    for attempt in range(settings.retries + 1):
+        try:
+            sha = api.model_info(ref.location, revision=revision, timeout=settings.timeout, expand=["sha"]).sha
+        except Exception as err:  # noqa: BLE001 - one line, as for a download
+            _raise_permanent(uri, err)
+            detail = redact_text(first_line(err), secret_values(ctx.env))
+            if not HFBackend().is_transient(err):
+                raise MaterializeError(uri, f"cannot resolve {revision!r} to a commit: {detail}") from None
+            if attempt == settings.retries:
+                raise MaterializeError(
+                    uri, f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",
+                    "check that HF_ENDPOINT is reachable, or set NIM_DISABLE_MODEL_DOWNLOAD=1 to serve the cached one",
+                ) from None
+            delay = retry_delay(attempt)
+            ctx.log(f"{uri}: asking for the commit of {revision!r} failed ({detail}); retrying in {delay:.1f}s")
+            time.sleep(delay)
+            continue
+        if not is_commit(sha):
+            raise MaterializeError(uri, f"the Hub answered no commit id for {revision!r} ({sha!r:.60})",
+                                   "check HF_ENDPOINT: it should be a Hugging Face Hub")
+        return sha
+    raise AssertionError("unreachable")
+
+
 class HFFetcher(CachedFetcher):
     def backend(self) -> HFBackend:
         return HFBackend()
 
     def fetch(self, ref: SourceRef, ctx: FetchContext) -> Path:
-        if truthy(ctx.env.get("HF_HUB_OFFLINE")) and not ctx.offline:
-            ctx = dataclasses.replace(ctx, offline=True)
-        return super().fetch(ref, ctx)
+        return hf_branch.fetch(ref, _offline_if_asked(ctx), self.backend(), resolve_commit)
+
+    def cached(self, ref: SourceRef, ctx: FetchContext) -> Path | None:
+        return hf_branch.cached(ref, ctx)
+
+
+def _offline_if_asked(ctx: FetchContext) -> FetchContext:
+    if truthy(ctx.env.get("HF_HUB_OFFLINE")) and not ctx.offline:
+        return dataclasses.replace(ctx, offline=True)
+    return ctx

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.common import trust
+from nim_specdec.common import trust, writable
 from nim_specdec.fetchers import cache
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
@@ -67,7 +67,9 @@ def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
     return cache.complete_files(layout, cache.entry_name(ref))
 
 
-def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend) -> Path:
+def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend,
+                marker_extra: Mapping[str, str] | None = None) -> Path:
+    """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
     trust.refuse_system_dir(ctx.cache_dir, "NIM_CACHE_PATH")
     layout = cache.CacheLayout.under(ctx.cache_dir)
@@ -98,7 +100,7 @@ def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend) -> Path:
             ctx.log(f"{uri}: downloaded by another launcher, using the cached copy")
             return hit
         _clean_leftovers(layout, name)
-        return _download_with_retries(ref, uri, ctx, backend, settings, layout, name)
+        return _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marker_extra)
 
 
 def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: frozenset[str], into: Path) -> Path:
@@ -115,7 +117,8 @@ def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: froze
     except MaterializeError:
         raise
     except Exception as err:  # noqa: BLE001 - one line, as for a full download
-        raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {redact_text(_first_line(err), secret_values(ctx.env))}") from None
+        detail = redact_text(first_line(err), secret_values(ctx.env))
+        raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {detail}") from None
     return dest
 
 
@@ -132,7 +135,7 @@ def _download_verified(backend: Backend, ref: SourceRef, uri: str, env: Mapping[
     return expected
 
 
-def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Path:
+def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marker_extra=None) -> Path:
     secrets = secret_values(ctx.env)
     terminal = sys.stderr if sys.stderr.isatty() else None
     for attempt in range(settings.retries + 1):
@@ -145,7 +148,8 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
             _owner_only(tmp)
             os.rename(tmp, layout.entry(name))
             cache.fsync_dir(layout.entry(name).parent)
-            cache.write_marker(layout.marker(name), cache.marker_document(uri, [(f.name, f.size) for f in expected]))
+            document = cache.marker_document(uri, [(f.name, f.size) for f in expected], extra=marker_extra)
+            cache.write_marker(layout.marker(name), document)
             ctx.log(f"{uri}: cached at {layout.files(name)}")
             return layout.files(name)
         except MaterializeError:
@@ -153,7 +157,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
             raise
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
             shutil.rmtree(tmp, ignore_errors=True)
-            detail = redact_text(_first_line(err), secrets)
+            detail = redact_text(first_line(err), secrets)
             if not backend.is_transient(err):
                 raise MaterializeError(uri, f"download failed: {detail}") from None
             if attempt == settings.retries:
@@ -162,7 +166,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
                     f"download failed after {attempt + 1} attempts: {detail}",
                     "check that the endpoint is reachable; NIM_DOWNLOAD_TIMEOUT and NIM_DOWNLOAD_RETRIES tune the limits",
                 ) from None
-            delay = min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
+            delay = retry_delay(attempt)
             ctx.log(f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s")
             time.sleep(delay)
         except BaseException:
@@ -171,7 +175,12 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name) -> Pa
     raise AssertionError("unreachable")
 
 
-def _first_line(err: BaseException) -> str:
+def retry_delay(attempt: int) -> float:
+    """Seconds before retry `attempt + 1`: exponential, capped, jittered so that launchers do not retry in step."""
+    return min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
+
+
+def first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
@@ -186,6 +195,9 @@ def _owner_only(root: Path) -> None:
 
 
 def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
+    unwritable = writable.unwritable_reason(Path(cache_dir))
+    if unwritable:
+        raise MaterializeError("NIM_CACHE_PATH", *unwritable)
     try:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):

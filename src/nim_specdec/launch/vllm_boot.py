@@ -36,7 +36,7 @@ def check_context(plan_view: Mapping[str, Any]) -> str:
     """What the check's one line needs from the plan (origins and version, no values), as CONTEXT_VAR."""
     return json.dumps({"speculative": {"origin": (plan_view.get("speculative") or {}).get("origin") or {}},
                        "engine_origin": plan_view.get("engine_origin") or {},
-                       "vllm_version": plan_view.get("vllm_version") or ""})
+                       "vllm_version": (plan_view.get("engine") or {}).get("vllm_version") or ""})
 
 
 def server_entry(program: Sequence[str]) -> tuple[str, str, list[str]]:
@@ -69,7 +69,10 @@ def _check(context: Mapping[str, Any], program: Sequence[str], env: Mapping[str,
     start = time.monotonic()
     note = check_plan({**context, "_argv_exec": list(program)}, env, {})  # raises ConfigError on a refusal
     took = time.monotonic() - start
-    info(f"vLLM check: {note}" if note else f"vLLM check passed in {took:.1f} s, in the server's process")
+    if note is not None and not note.checked:
+        info(f"vLLM check: not checked: {note.text}; vLLM's own start decides")
+    else:
+        info(f"vLLM check: {note.text}" if note else f"vLLM check passed in {took:.1f} s, in the server's process")
 
 
 def main(program: Sequence[str]) -> int:

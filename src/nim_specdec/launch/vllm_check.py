@@ -7,12 +7,17 @@ does not die in vLLM later for a configuration reason. Importing vLLM costs seco
 
 Only config.json (and the tokenizer files if present) of the target and draft are read, so the check
 runs against small directories that stand in for the workspace paths the command line names.
+
+A process that sees no device (an init container that only pre-fetches, with the CUDA build) gets vLLM's
+unspecified platform, on which every engine config fails: that is no verdict on the configuration, so
+the outcome is "not checked" (Note.checked False) and the server's start checks again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -36,6 +41,16 @@ class Verdict:
     stage: str = ""  # "parser", "speculative", "engine" or "scheduler"
     keys: tuple[str, ...] = ()  # argument or speculative_config keys vLLM's error names
     spec: tuple[tuple[str, Any], ...] | None = None  # what vLLM resolved: method, model, num_speculative_tokens
+
+
+UNCHECKED = "unchecked"  # Verdict.stage when vLLM cannot judge in this process (no device)
+
+
+@dataclass(frozen=True)
+class Note:
+    """What check_plan says when vLLM did not refuse: a remark, or why it could not judge here."""
+    text: str
+    checked: bool = True  # False: not checked in this process; the server's start checks again
 
 
 class _ParserError(Exception):
@@ -98,9 +113,9 @@ def _secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
     for i, token in enumerate(args):
         name, _, inline = token.partition("=")
         if token.startswith("--") and is_secret_name(name):
-            value = inline or (args[i + 1] if i + 1 < len(args) else "")
-            if len(value) >= 4:
-                values.append(value)
+            # --api-key takes a list: every value up to the next option is a secret.
+            given = [inline] if inline else list(itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1:]))
+            values += [value for value in given if len(value) >= 4]
     return sorted(set(values), key=len, reverse=True)
 
 
@@ -128,9 +143,27 @@ def _stage(err: BaseException) -> str:
     return stage
 
 
+def cli_args_module():
+    """vLLM's serve-argument module (make_arg_parser, validate_parsed_serve_args), wherever the running
+    release keeps it: each known release's place, newest first (0.33 moved it to entrypoints/common)."""
+    import importlib
+
+    from nim_specdec.config.vllm_schema import knowledge_for, known_versions
+
+    places = dict.fromkeys(knowledge_for(v).data["cli_args_module"] for v in reversed(known_versions()))
+    for name in places:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name is None or not name.startswith(err.name):
+                raise  # a module it imports is missing: not a question of where the parser lives
+    raise ImportError(f"vLLM's serve argument parser is in none of {', '.join(places)}")
+
+
 def _make_parser():
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    make_arg_parser = cli_args_module().make_arg_parser
 
     class Parser(FlexibleArgumentParser):
         def error(self, message: str):  # argparse would print usage and exit
@@ -148,7 +181,6 @@ def judge(args: Sequence[str]) -> Verdict:
 
 def _judge(args: Sequence[str]) -> Verdict:
     from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
     from vllm.usage.usage_lib import UsageContext
     from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 
@@ -157,9 +189,12 @@ def _judge(args: Sequence[str]) -> Verdict:
     logging.disable(logging.WARNING)
     stage = "parser"
     try:
+        missing = no_device()
+        if missing:  # on this platform even vLLM's parser fails (its defaults build a DeviceConfig)
+            return Verdict(True, missing, UNCHECKED)
         with contextlib.redirect_stderr(io.StringIO()):
             parsed = _make_parser().parse_args(list(args))
-        validate_parsed_serve_args(parsed)
+        cli_args_module().validate_parsed_serve_args(parsed)
         stage = "engine"
         config = AsyncEngineArgs.from_cli_args(parsed).create_engine_config(UsageContext.OPENAI_API_SERVER)
         spec = config.speculative_config
@@ -180,6 +215,9 @@ def _judge(args: Sequence[str]) -> Verdict:
     except Exception as err:  # noqa: BLE001 - any exception is vLLM refusing the configuration
         if _MISSING_PACKAGE.search(str(err)):  # e.g. Ray for multi-node, raised as ValueError
             return Verdict(True, f"not conclusive on this machine: {' '.join(str(err).split())}", "inconclusive")
+        missing = no_device()
+        if missing:  # the device went away meanwhile: still no verdict on the configuration
+            return Verdict(True, missing, UNCHECKED)
         found = _pydantic_reason(err)
         reason, keys = found if found else (" ".join(str(err).split()) or type(err).__name__, ())
         if stage == "engine":
@@ -189,6 +227,31 @@ def _judge(args: Sequence[str]) -> Verdict:
         return Verdict(False, reason, stage, keys)
     finally:
         logging.disable(logging.NOTSET)
+        forget_once_messages()
+
+
+def no_device() -> str | None:
+    """Why vLLM cannot build an engine config in this process (no platform, so no device), else None."""
+    from vllm.platforms import current_platform  # noqa: PLC0415 - imports vLLM: seconds
+
+    if current_platform.is_unspecified() or not current_platform.device_type:
+        return ("vLLM sees no GPU or other device in this process (its platform is unspecified), so it cannot "
+                "judge the engine configuration here; the server's start checks it again")
+    return None
+
+
+def forget_once_messages() -> None:
+    """Let vLLM's warning_once/info_once lines that fired while logging was muted print again.
+
+    They are remembered by functools.lru_cache (vllm/logger.py) whether or not they were printed, so
+    the server, which builds the same config after the check in this process, would never show them.
+    The caches are cleared whole: the check runs before vLLM has printed anything worth deduplicating."""
+    from vllm import logger as vllm_logger  # noqa: PLC0415 - imports vLLM: seconds
+
+    for name in ("_print_debug_once", "_print_info_once", "_print_warning_once", "_print_error_once"):
+        clear = getattr(getattr(vllm_logger, name, None), "cache_clear", None)
+        if clear is not None:
+            clear()
 
 
 def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
@@ -212,22 +275,25 @@ def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
     return "vLLM arguments"
 
 
-def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mapping[str, str]) -> str | None:
-    """Raise ConfigError (exit 2) naming the origin and vLLM's reason when vLLM would refuse to start;
-    return a note when the check could not conclude on this machine."""
+def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mapping[str, str]) -> Note | None:
+    """Raise ConfigError (exit 2) naming the origin, vLLM's version and its reason when vLLM would refuse
+    to start; return a Note when the check could not conclude on this machine or could not run here."""
     args = substitute_paths(serve_args(plan["_argv_exec"]), path_map)
     verdict = judge(args)
     if verdict.ok:
-        return redact_text(verdict.reason, _secrets(args, env)) or None
+        text = redact_text(verdict.reason, _secrets(args, env))
+        return Note(text, checked=verdict.stage != UNCHECKED) if text else None
     reason = verdict.reason
     for original, stand_in in path_map.items():
         reason = reason.replace(stand_in, original)
     reason = redact_text(reason, _secrets(args, env))
+    version = plan.get("vllm_version") or (plan.get("engine") or {}).get("vllm_version") or ""
     raise ConfigError(
         _origin(verdict, plan),
-        f"vLLM {plan.get('vllm_version') or ''} refuses this configuration: {reason}".replace("  ", " "),
+        f"vLLM {version} refuses this configuration: {reason}".replace("  ", " "),
         "change the value named above (vLLM's reason is quoted)",
     )
 
 
-__all__ = ["Verdict", "check_plan", "judge", "local_paths", "serve_args", "substitute_paths", "unavailable", "MASK"]
+__all__ = ["Note", "UNCHECKED", "Verdict", "check_plan", "forget_once_messages", "no_device", "judge", "local_paths",
+           "serve_args", "substitute_paths", "unavailable", "MASK"]

@@ -17,6 +17,7 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.common.trust import refuse_system_dir
+from nim_specdec.common.writable import unwritable_reason
 from nim_specdec.config.sources import SourceRef
 
 
@@ -51,6 +52,9 @@ def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
     reason = foreign_link_reason(link_path, target, cache_dir)
     if reason:
         raise MaterializeError(str(link_path), reason, "remove it, or choose another workspace or bare draft name")
+    unwritable = unwritable_reason(link_path.parent)
+    if unwritable:
+        raise MaterializeError("NIM_WORKSPACE", *unwritable)
     try:
         link_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = link_path.with_name(f".{link_path.name}.{secrets.token_hex(6)}.tmp")

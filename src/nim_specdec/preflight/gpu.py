@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
+from nim_specdec.preflight.nvml import start_nvml
+
 Reading = tuple[int, int, str]  # (total_bytes, used_bytes, name)
 
 
@@ -57,13 +59,8 @@ class NvmlProbe:
     env: Mapping[str, str]
 
     def read(self) -> Sequence[Reading] | None:
-        try:
-            import pynvml
-        except ImportError:
-            return None
-        try:
-            pynvml.nvmlInit()
-        except Exception:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded...: no GPU here
+        pynvml = start_nvml()
+        if pynvml is None:
             return None
         try:
             handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]

@@ -4,6 +4,13 @@
     GET /v1/health/live    200 while the process serves
     GET /v1/specdec/config the speculative config on this server's command line (null when off)
     GET /v1/health/ready   200 once the model has answered a one-token completion and /health is 200; else 503
+    GET /v1/version        the launcher's and vLLM's versions
+    GET /v1/metadata       the served model names, the speculative method and config, the versions
+
+This middleware is vLLM's outermost, so these paths answer without an API key (as NIM's do) while vLLM's
+authentication still guards /v1/models and the completions. The readiness probe's own requests go
+inside it, so they carry one of the keys the server was given (read from vLLM's parsed arguments, never
+logged nor returned).
 
 vLLM starts listening only after the engine has loaded the model, so before that ready is refused; between
 the socket opening and the first answer it is 503. The first successful probe is remembered on the instance:
@@ -15,17 +22,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from typing import Any
 
 from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
-from nim_specdec.server.spec_info import spec_config_document
+from nim_specdec.server.identity import (app_state, installed_vllm_version, metadata_document, resolved_method,
+                                         served_model_names, server_api_key, version_document)
+from nim_specdec.server.spec_info import spec_config_document, speculative_config_from_argv
 
 _log = logging.getLogger(__name__)
 
 LIVE = "/v1/health/live"
 SPEC_CONFIG = "/v1/specdec/config"
 READY = "/v1/health/ready"
+VERSION = "/v1/version"
+METADATA = "/v1/metadata"
 METRICS_ALIAS = {"/v1/metrics": "/metrics", "/v1/metrics/": "/metrics"}
 
 
@@ -36,16 +48,14 @@ async def _respond(send: Send, status: int, payload: dict) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def call_inner(app: ASGIApp, scope: Scope, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+async def call_inner(app: ASGIApp, scope: Scope, method: str, path: str, body: bytes = b"",
+                     api_key: str | None = None) -> tuple[int, bytes]:
     """Run one request through the wrapped application in-process; returns (status, body)."""
     inner = dict(scope)
-    inner.update(
-        method=method,
-        path=path,
-        raw_path=path.encode(),
-        query_string=b"",
-        headers=[(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if api_key:
+        headers.append((b"authorization", b"Bearer " + api_key.encode()))
+    inner.update(method=method, path=path, raw_path=path.encode(), query_string=b"", headers=headers)
     pending = [{"type": "http.request", "body": body, "more_body": False}]
     finished = asyncio.Event()
     status = 500
@@ -81,6 +91,7 @@ class NimEndpointsMiddleware:
     def __init__(self, app: ASGIApp, **_: Any) -> None:
         self.app = app
         self.model_answered = False
+        self.vllm_version: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -97,8 +108,20 @@ class NimEndpointsMiddleware:
         elif path == READY:
             ready, detail = await self._ready(scope)
             await _respond(send, 200 if ready else 503, {"status": "ready" if ready else "not ready", **detail})
+        elif path == VERSION:
+            await _respond(send, 200, version_document(self._vllm_version()))
+        elif path == METADATA:
+            state = app_state(scope)
+            await _respond(send, 200, metadata_document(
+                served_model_names(getattr(state, "args", None)), speculative_config_from_argv(sys.argv),
+                resolved_method(getattr(state, "vllm_config", None)), self._vllm_version()))
         else:
             await self.app(scope, receive, send)
+
+    def _vllm_version(self) -> str:
+        if self.vllm_version is None:
+            self.vllm_version = installed_vllm_version()
+        return self.vllm_version
 
     async def _ready(self, scope: Scope) -> tuple[bool, dict]:
         try:
@@ -115,12 +138,15 @@ class NimEndpointsMiddleware:
             return False, {"detail": f"probe failed: {type(err).__name__}: {err}"}
 
     async def _model_answers(self, scope: Scope) -> bool:
-        status, body = await call_inner(self.app, scope, "GET", "/v1/models")
+        # vLLM's authentication sits inside this middleware: the probe shows it a key the server accepts.
+        key = server_api_key(getattr(app_state(scope), "args", None), os.environ)
+        status, body = await call_inner(self.app, scope, "GET", "/v1/models", api_key=key)
         if status != 200:
             return False
         models = json.loads(body).get("data") or []
         if not models:
             return False
         request = {"model": models[0]["id"], "prompt": "ready?", "max_tokens": 1, "temperature": 0}
-        status, body = await call_inner(self.app, scope, "POST", "/v1/completions", json.dumps(request).encode())
+        status, body = await call_inner(self.app, scope, "POST", "/v1/completions", json.dumps(request).encode(),
+                                        api_key=key)
         return status == 200 and bool(json.loads(body).get("choices"))

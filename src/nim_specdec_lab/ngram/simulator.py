@@ -42,6 +42,7 @@ class SimResult:
     steps: int  # decode forward passes after the prefill, drafting or not
     baseline_steps: int  # the same without speculation: output tokens - 1 per request
     per_request: np.ndarray  # [request, (drafts, draft_tokens, accepted)]
+    model_runner: str = "v1"  # the vLLM model runner whose drafter and loop were simulated
 
     @property
     def acceptance_rate(self) -> float:
@@ -76,7 +77,7 @@ def _draft_lengths_and_hits(corpus: Corpus, params: NgramParams, max_model_len: 
     return length, hits
 
 
-def _chain_members(nxt: np.ndarray, heads: np.ndarray, terminal: int) -> np.ndarray:
+def chain_members(nxt: np.ndarray, heads: np.ndarray, terminal: int) -> np.ndarray:
     """All nodes reached from `heads` by following `nxt` until `terminal` (each chain disjoint)."""
     jumps = [nxt]
     while True:
@@ -122,6 +123,8 @@ def simulate(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 40) 
     drafts, nodes q..2q-1 the zero drafts vLLM schedules near the model length (see reference.py).
     Which kind the next step is follows from this step's sequence length, so it is part of the jump.
     """
+    if corpus.occurrence != "first":
+        raise ValueError("the V1 proposer takes the first occurrence: build the corpus with occurrence='first'")
     q = corpus.num_queries
     ngram_len, ngram_hits = _draft_lengths_and_hits(corpus, params, max_model_len)
     zero_len, zero_hits = _zero_drafts(corpus, params, max_model_len)
@@ -139,14 +142,19 @@ def simulate(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 40) 
     heads = corpus.first_queries.astype(np.int64)
     # After the prefill the sequence is the prompt: context of the first step minus one.
     heads = heads + np.where(corpus.query_ctx_len[heads] - 1 + params.k > max_model_len, q, 0)
-    visited = _chain_members(nxt, heads, terminal)
+    visited = chain_members(nxt, heads, terminal)
+    return collect(params, visited, length, hits, np.concatenate((corpus.query_request, corpus.query_request)), corpus)
 
-    v_drafted = drafted[visited]
+
+def collect(params: Any, visited: np.ndarray, length: np.ndarray, hits: np.ndarray, request: np.ndarray,
+            corpus: Corpus, model_runner: str = "v1") -> SimResult:
+    """The counters of the steps `visited` (node ids into `length`, `hits` and `request`)."""
+    v_drafted = length[visited] > 0
     v_len = length[visited]
     v_hits = hits[visited]
     per_pos = np.bincount(v_hits[v_hits > 0] - 1, minlength=params.k)[: params.k]
     per_pos = np.cumsum(per_pos[::-1])[::-1]
-    req = np.concatenate((corpus.query_request, corpus.query_request))[visited]
+    req = request[visited]
     per_request = np.stack(
         [
             np.bincount(req, weights=v_drafted, minlength=corpus.num_requests),
@@ -162,6 +170,7 @@ def simulate(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 40) 
         accepted=int(v_hits.sum()),
         accepted_per_pos=tuple(int(x) for x in per_pos),
         steps=int(visited.shape[0]),
-        baseline_steps=q,
+        baseline_steps=corpus.num_queries,
         per_request=per_request,
+        model_runner=model_runner,
     )

@@ -26,6 +26,7 @@ class AcceptancePoint:
 class AcceptanceCurve:
     source: str  # "simulator" or "server counters"
     points: tuple[AcceptancePoint, ...]  # index = K, from 0 to the largest K
+    model_runner: str | None = None  # the vLLM model runner a simulated curve holds for ("v1" or "v2")
 
     @property
     def kmax(self) -> int:
@@ -35,7 +36,8 @@ class AcceptanceCurve:
         return self.points[k]
 
     def to_json(self) -> dict:
-        return {"source": self.source, "by_k": [
+        runner = {} if self.model_runner is None else {"model_runner": self.model_runner}
+        return {"source": self.source, **runner, "by_k": [
             {"k": p.k, "tokens_per_slot": round(p.tokens_per_slot, 4),
              "draft_tokens_per_slot": round(p.draft_tokens_per_slot, 4)} for p in self.points]}
 
@@ -51,13 +53,13 @@ def slot_figures(output_tokens: float, accepted: float, draft_tokens: float) -> 
     return output_tokens / slots, draft_tokens / slots
 
 
-def curve_from_simulation(runs: Sequence[tuple[int, float, float, float]]) -> AcceptanceCurve:
+def curve_from_simulation(runs: Sequence[tuple[int, float, float, float]], model_runner: str = "v1") -> AcceptanceCurve:
     """From simulator totals per K: (k, output tokens, accepted, draft tokens), K = 1..kmax in any order."""
     by_k = {k: slot_figures(out, acc, drafted) for k, out, acc, drafted in runs}
     if sorted(by_k) != list(range(1, len(by_k) + 1)):
         raise ValueError(f"simulated K values {sorted(by_k)} are not 1..K")
     points = [OFF_POINT] + [AcceptancePoint(k, *by_k[k]) for k in sorted(by_k)]
-    return AcceptanceCurve("simulator", tuple(points))
+    return AcceptanceCurve("simulator", tuple(points), model_runner)
 
 
 def curve_from_positions(per_position: Sequence[float], drafts: float, output_tokens: float,

@@ -147,7 +147,8 @@ def render_markdown(result: Mapping[str, Any]) -> str:
                      f"per_draft_token_s = {cost['per_draft_token_s'] * 1e3:.3f} ms")
     lines += ["", "## Acceptance (tokens per request per engine step, by K)", ""]
     for name, curve in result["acceptance"].items():
-        lines.append(f"- {name} ({curve['source']}): " + ", ".join(
+        runner = f", {curve['model_runner'].upper()} model runner" if curve.get("model_runner") else ""
+        lines.append(f"- {name} ({curve['source']}{runner}): " + ", ".join(
             f"K={p['k']}: {p['tokens_per_slot']:.3f}" for p in curve["by_k"]))
     lines += ["", f"{len(result['servers'])} server starts; tune took {result['duration_s']:.0f} s."]
     if result["notes"]:

