@@ -23,8 +23,10 @@ PARSED = [
     ("unset", None, None),
     ("empty", "  ", None),
     ("cpu", CPU, TunedFor("0.32.0", "v1", "cpu")),
-    ("later-keys-ignored", '{"vllm": "0.33.1+cu129", "runner": "v2", "platform": "cuda", "device": "H200"}',
-     TunedFor("0.33.1+cu129", "v2", "cuda")),
+    ("device", '{"vllm": "0.33.1+cu129", "runner": "v2", "platform": "cuda", "device": " NVIDIA  H200 "}',
+     TunedFor("0.33.1+cu129", "v2", "cuda", "NVIDIA H200")),
+    ("later-keys-ignored", '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu", "gpus": 8}',
+     TunedFor("0.32.0", "v1", "cpu")),
 ]
 
 
@@ -39,6 +41,7 @@ REFUSED = [
     ("no-runner", '{"vllm": "0.32.0", "platform": "cpu"}', "'runner' is missing or not a string"),
     ("number-version", '{"vllm": 0.32, "runner": "v1", "platform": "cpu"}', "'vllm' is missing or not a string"),
     ("bad-runner", '{"vllm": "0.32.0", "runner": "v3", "platform": "cpu"}', "invalid runner 'v3'"),
+    ("number-device", '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu", "device": 1}', "'device' is not a string"),
     ("bad-platform", '{"vllm": "0.32.0", "runner": "v1", "platform": "tpu"}', "invalid platform 'tpu'"),
 ]
 
@@ -59,6 +62,18 @@ WARNED = [
     ("version", TunedFor("0.32.0", "v2", "cuda"), "0.33.0", "v2", "cuda", "(vLLM 0.32.0 -> 0.33.0)"),
     ("runner-only", TunedFor("0.32.0", "v2", "cuda"), "0.32.0", "v1", "cuda", "(model runner V2 -> V1)"),
 ]
+DEVICES = [
+    ("other-gpu", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "(device NVIDIA H100 80GB HBM3 -> NVIDIA H200)"),
+    ("same-gpu-spacing", "NVIDIA H200", "NVIDIA  H200", None),
+    ("device-not-read-here", "NVIDIA H200", None, None),
+    ("no-device-in-marker", None, "NVIDIA H200", None),
+]
+
+
+@pytest.mark.parametrize("measured,here,words", [c[1:] for c in DEVICES], ids=[c[0] for c in DEVICES])
+def test_device_warning(measured, here, words):
+    warning = tuned_for_warning(TunedFor("0.32.0", "v2", "cuda", measured), "0.32.0", "v2", "cuda", here)
+    assert (warning is None) if words is None else (words in warning)
 
 
 @pytest.mark.parametrize("tuned,vllm,runner,platform,words", [c[1:] for c in WARNED], ids=[c[0] for c in WARNED])

@@ -4,6 +4,8 @@ schedule fallback, the differences said in words and the top of tune.md."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from nim_specdec.config.model_runner import RunnerInputs
@@ -259,11 +261,13 @@ def test_the_summary_compares_the_server_of_the_recommended_method_and_marks_its
     servers = [_server("off", None), _server("ngram-k3", "ngram", runner="v2", platform="cuda")]
     summary, marker = engine_summary(servers, ServingEngine("0.32.0", "cuda", "v2", "r"), "ngram", None)
     assert summary["differences"] == [] and summary["measured_on"] == {"vllm": "0.32.0", "runner": "v2",
-                                                                       "platform": "cuda"}
-    assert marker == {"NIM_TUNED_FOR": '{"vllm": "0.32.0", "runner": "v2", "platform": "cuda"}'}
+                                                                       "platform": "cuda", "device": "AMD EPYC 7B12"}
+    assert marker == {"NIM_TUNED_FOR": '{"vllm": "0.32.0", "runner": "v2", "platform": "cuda", "device": '
+                                       '"AMD EPYC 7B12"}'}
     off, off_marker = engine_summary(servers, ServingEngine("0.32.0", "cuda", "v2", "r"), None, "a note")
     assert len(off["differences"]) == 2 and off["schedule_fallback"] == "a note"
-    assert off_marker["NIM_TUNED_FOR"] == '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}'
+    assert json.loads(off_marker["NIM_TUNED_FOR"]) == {"vllm": "0.32.0", "runner": "v1", "platform": "cpu",
+                                                        "device": "AMD EPYC 7B12"}
     assert engine_summary([], ServingEngine("0.32.0", "cpu", "v1", "r"), None, None)[1] == {}
 
 

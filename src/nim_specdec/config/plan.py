@@ -246,7 +246,8 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
     platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
     model_runner = plan_model_runner(facts.vllm_version, platform, settings.use_v2_model_runner, view,
                                      config if enabled else None, method, origin, warnings)
-    tuned = tuned_for_warning(settings.tuned_for, model_runner.vllm_version, model_runner.runner, model_runner.platform)
+    tuned = tuned_for_warning(settings.tuned_for, model_runner.vllm_version, model_runner.runner, model_runner.platform,
+                              facts.device.name if facts.device else None)
     if tuned:
         warnings.append(tuned)
     model = vllm_model(target, settings.workspace)

@@ -1,9 +1,10 @@
 """NIM_TUNED_FOR: the engine a `nim-specdec tune` recommendation was measured on, carried with its variables.
 
 tune writes it next to NIM_SPECDEC_ENABLE and NIM_SPECDEC_ARGS, e.g.
-`NIM_TUNED_FOR={"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}`. The plan compares it with the engine it
-will serve on (its model_runner) and warns where they differ: the recommendation's speed-ups were measured on
-the other engine. Keys other than these three are ignored, so that a later tune may add some.
+`NIM_TUNED_FOR={"vllm": "0.32.0", "runner": "v1", "platform": "cpu", "device": "AMD EPYC 7B12"}`. The plan
+compares it with the engine it will serve on (its model_runner, and its device where both are known) and warns
+where they differ: the recommendation's speed-ups were measured on the other engine. `device` is optional;
+other keys are ignored, so that a later tune may add some.
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ class TunedFor:
     vllm: str
     runner: str
     platform: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"vllm": self.vllm, "runner": self.runner, "platform": self.platform}
+    device: str | None = None  # the GPU's name or the CPU model; None: not compared
 
 
 def parse_tuned_for(raw: str | None) -> TunedFor | None:
@@ -51,7 +50,10 @@ def parse_tuned_for(raw: str | None) -> TunedFor | None:
     if value["platform"] not in PLATFORMS:
         raise ConfigError(ENV, f"invalid platform {value['platform'][:20]!r} in {shown!r}",
                           f"use one of {', '.join(PLATFORMS)}")
-    return TunedFor(value["vllm"].strip(), value["runner"], value["platform"])
+    device = value.get("device")
+    if device is not None and not isinstance(device, str):
+        raise ConfigError(ENV, f"invalid value {shown!r}: 'device' is not a string", _FIX)
+    return TunedFor(value["vllm"].strip(), value["runner"], value["platform"], " ".join((device or "").split()) or None)
 
 
 def engine_differences(tuned: TunedFor, serving: Mapping[str, str]) -> list[str]:
@@ -63,14 +65,18 @@ def engine_differences(tuned: TunedFor, serving: Mapping[str, str]) -> list[str]
         found.append(f"vLLM {tuned.vllm} -> {serving['vllm']}")
     if tuned.runner != serving["runner"]:
         found.append(f"model runner {tuned.runner.upper()} -> {serving['runner'].upper()}")
+    device = " ".join((serving.get("device") or "").split())
+    if tuned.device and device and tuned.device != device:
+        found.append(f"device {tuned.device} -> {device}")
     return found
 
 
-def tuned_for_warning(tuned: TunedFor | None, vllm: str, runner: str, platform: str) -> str | None:
+def tuned_for_warning(tuned: TunedFor | None, vllm: str, runner: str, platform: str,
+                      device: str | None = None) -> str | None:
     """One warning line when the recommendation was measured on another engine than the one that will serve."""
     if tuned is None:
         return None
-    found = engine_differences(tuned, {"vllm": vllm, "runner": runner, "platform": platform})
+    found = engine_differences(tuned, {"vllm": vllm, "runner": runner, "platform": platform, "device": device or ""})
     if not found:
         return None
     return (f"{ENV}: the tuned speculative settings were measured on another engine ({', '.join(found)}); "

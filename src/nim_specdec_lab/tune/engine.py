@@ -104,4 +104,7 @@ def serving_engine(version: str, platform: str, inputs: RunnerInputs, use_v2: bo
 
 def tuned_for(record: Mapping[str, Any]) -> dict[str, str]:
     """NIM_TUNED_FOR's value (config.tuned_for): the engine of the server that measured the recommendation."""
-    return {"vllm": str(record["vllm_version"]), "runner": str(record["runner"]), "platform": str(record["platform"])}
+    device = record.get("device") or {}
+    name = device["gpus"][0]["name"] if device.get("gpus") else device.get("cpu")
+    return {"vllm": str(record["vllm_version"]), "runner": str(record["runner"]), "platform": str(record["platform"]),
+            **({"device": name} if name and name != "unknown" else {})}
