@@ -13,7 +13,7 @@ from nim_specdec.errors import ConfigError
 from nim_specdec_lab.tune.acceptance import curve_from_simulation
 from nim_specdec_lab.tune.choice import choose, plan_method, static_prediction
 from nim_specdec_lab.tune.cost_model import CostModel, MethodCost
-from nim_specdec_lab.tune.device import cpu_device, cpu_model, describe_device
+from nim_specdec_lab.tune.device import cpu_device, describe_device
 from nim_specdec_lab.tune.engine import (
     LOG, PLAN, RULE, PlannedEngine, ServingEngine, async_scheduling, engine_record, planned_engine, serving_engine,
 )
@@ -55,14 +55,14 @@ CPUINFO = [
     ("x86", "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 49\nmodel name\t: AMD EPYC 7B12\nprocessor\t: 1\n"
             "model name\t: AMD EPYC 7B12\n", "AMD EPYC 7B12"),
     ("arm-board", "processor\t: 0\nBogoMIPS\t: 108.00\n\nHardware\t: BCM2835\nModel\t\t: Raspberry Pi 4\n",
-     "Raspberry Pi 4"),
+     "BCM2835"),
     ("nothing", "processor\t: 0\n", None),
 ]
 
 
 @pytest.mark.parametrize("text,expected", [c[1:] for c in CPUINFO], ids=[c[0] for c in CPUINFO])
-def test_cpu_model(text, expected):
-    assert cpu_model(text) == expected
+def test_the_cpu_record_names_the_model_the_plan_reads(text, expected):
+    assert cpu_device(text, 2)["cpu"] == (expected or "unknown")
 
 
 def test_devices_in_one_line():

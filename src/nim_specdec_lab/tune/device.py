@@ -1,7 +1,7 @@
 """The device tune's servers ran on: the visible GPUs through NVML (name, memory, driver), else the CPU model.
 
-Read once per server at the edge; `cpu_model` is the pure part. NVML (the nvidia-ml-py package) is optional:
-without it, or without a driver, the record is the CPU's, and says so in `source`.
+Read once per server at the edge; `cpu_model` (the plan's own) is the pure part. NVML (the nvidia-ml-py
+package) is optional: without it, or without a driver, the record is the CPU's, and says so in `source`.
 """
 
 from __future__ import annotations
@@ -9,20 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
+from nim_specdec.preflight.device import cpu_model  # the plan's reading: NIM_TUNED_FOR compares the two
 from nim_specdec.preflight.gpu import visible
 
 CPUINFO = "/proc/cpuinfo"
-
-
-def cpu_model(cpuinfo: str) -> str | None:
-    """The first `model name` of /proc/cpuinfo (x86), else its `Model`/`Hardware` line (Arm boards)."""
-    found: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        key, sep, value = line.partition(":")
-        key, value = key.strip().lower(), value.strip()
-        if sep and value and key not in found:
-            found[key] = value
-    return found.get("model name") or found.get("model") or found.get("hardware")
 
 
 def _text(value: bytes | str) -> str:
