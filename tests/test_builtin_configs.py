@@ -11,6 +11,7 @@ import pytest
 from nim_specdec.config.builtin import default_config_dir, find, load_registry
 from nim_specdec.config.method_choice import draft_method, mtp_heads
 from nim_specdec.config.sources import parse_source
+from nim_specdec.errors import ConfigError
 from nim_specdec.config.spec_schema import MTP_METHODS, validate_spec_config
 
 DATA = Path(__file__).parent / "data" / "model_configs"
@@ -84,3 +85,20 @@ def test_mtp_detection_on_real_configs(directory, heads):
 ])
 def test_draft_method_on_real_configs(directory, method):
     assert draft_method(json.loads((DATA / directory / "config.json").read_text())) == method
+
+
+@pytest.mark.parametrize("document", [
+    '{"model_id": 7, "source": "hf://a/b", "speculative_config": {}}',
+    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": []}',
+    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "aliases": [1]}',
+    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": "x"}',
+    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": {"source": 3}}',
+    '{"model_id": "a/b", "source": null, "speculative_config": {}}',
+    '["not", "an", "object"]', "[" * 100000, '{"model_id": ' + "9" * 5000 + "}", '{"x": NaN}', "\xff",
+])
+def test_a_built_in_config_of_the_wrong_shape_is_one_configuration_error(tmp_path, document):
+    (tmp_path / "bad.json").write_bytes(document.encode("utf-8", "surrogateescape") if document != "\xff"
+                                        else b"\xff")
+    with pytest.raises(ConfigError) as err:
+        load_registry(tmp_path)
+    assert "built-in config bad.json" in err.value.one_line() and err.value.exit_code == 2

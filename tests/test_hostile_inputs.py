@@ -81,3 +81,52 @@ def test_control_characters_in_values_are_escaped_in_error_lines(tmp_path):
     result = outcome_of(tmp_path, {"NIM_LOG_LEVEL": "x\x1b[2J\nINFO forged"})
     assert result.code == 2 and "\x1b" not in result.stderr and len(result.stderr.splitlines()) == 1
     assert "\\x1b[2J" in result.stderr
+
+
+@pytest.mark.parametrize("env", [
+    {"NIM_DRAFT_MODEL_PATH": "s3://b\udcff/d"},
+    {"NIM_MODEL_PATH": "hf://org/re\udcffpo"},
+    {"NIM_DRAFT_MODEL_PATH": "gs://bucket/\udc80x"},
+])
+def test_uri_with_bytes_that_are_not_utf8_is_a_configuration_error(tmp_path, env):
+    result = outcome_of(tmp_path, env)
+    assert result.code == 2 and "is not valid UTF-8 text" in result.stderr, result.stderr
+    result.stderr.encode("utf-8")
+
+
+def test_local_path_with_bytes_that_are_not_utf8_is_reported_printably(tmp_path):
+    result = outcome_of(tmp_path, {"NIM_MODEL_PATH": "/x\udcff/y"})
+    assert result.code == 3 and "\\udcff" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("env,fragment", [
+    ({"NIM_SPECDEC_ARGS": '{"max_num_seqs": 4, "max_num_seqs": 8}'}, "key 'max_num_seqs' is given twice"),
+    ({"NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 2}, '
+                          '"speculative-config": {"method": "ngram", "num_speculative_tokens": 3}}'},
+     "key 'speculative-config' is given twice"),
+    ({"NIM_SPECDEC_ARGS": '{"speculative_config": null, "speculative-config": {"method": "ngram"}}'}, "given twice"),
+    ({"NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram", "method": "eagle3"}}'},
+     "key 'method' is given twice"),
+    ({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"format": "raw_payload", "format": "mooncake_payload"}'},
+     "key 'format' is given twice"),
+])
+def test_duplicate_json_keys_are_refused_like_duplicate_engine_keys(tmp_path, env, fragment):
+    result = outcome_of(tmp_path, env)
+    assert result.code == 2 and fragment in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("env,token", [
+    ({"NIM_SERVED_MODEL_NAME": "-x"}, "--served-model-name=-x"),
+    ({"NIM_SERVED_MODEL_NAME": "--port"}, "--served-model-name=--port"),
+    ({"NIM_SPECDEC_ARGS": '{"served_model_name": ["-m"]}'}, "--served-model-name=-m"),
+])
+def test_a_value_starting_with_a_dash_reaches_vllm_as_the_value_of_its_option(tmp_path, env, token):
+    result = outcome_of(tmp_path, env)
+    assert result.code == 0, result.stderr
+    argv = json.loads(result.stdout)["argv"]
+    assert token in argv and argv.count("--port") <= 1
+
+
+def test_several_values_one_starting_with_a_dash_are_refused(tmp_path):
+    result = outcome_of(tmp_path, {"NIM_SPECDEC_ARGS": '{"served_model_name": ["-a", "b"]}'})
+    assert result.code == 2 and "starting with '-'" in result.stderr, result.stderr

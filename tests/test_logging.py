@@ -34,3 +34,23 @@ def test_secret_values_are_masked_in_log_lines(capsys):
     log.info("token is %s, value %s", "hf_verysecret", "plain")
     err = capsys.readouterr().err
     assert "hf_verysecret" not in err and "token is ***, value plain" in err
+
+
+def test_with_jsonl_a_library_warning_or_log_line_at_import_is_json_too(tmp_path):
+    """A module imported after logging is set up warns and logs, as SDKs do at import: every stderr line is JSON."""
+    (tmp_path / "noisy_library.py").write_text(
+        "import logging, warnings\n"
+        "warnings.warn('deprecated thing', UserWarning)\n"
+        "logging.getLogger('noisy_library').warning('library says hello')\n"
+    )
+    code = ("import importlib, logging\n"
+            "from nim_specdec.common.logs import setup_logging\n"
+            "setup_logging('INFO', True, {})\n"
+            "importlib.import_module('noisy_library')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0 and len(lines) == 2, proc.stderr
+    records = [json.loads(line) for line in lines]
+    assert any("deprecated thing" in r["message"] for r in records)
+    assert any(r["message"] == "library says hello" and r["logger"] == "noisy_library" for r in records)

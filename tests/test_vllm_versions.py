@@ -149,6 +149,8 @@ def test_every_guide_example_plans_alike_on_032_and_033(name, tmp_path):
         view = dict(plan_json(resolve(env, args, replace(facts(), vllm_version=version))[1]))  # a copy: conftest checks
         assert view.pop("engine")["vllm_snapshot"] == version
         view.pop("compile_cache")  # its key names the vLLM release
+        runner = view.pop("model_runner")  # it names the release it was decided for
+        assert runner["vllm_version"] == version
         views[version] = view
     assert views["0.32.0"] == views["0.33.0"]
 

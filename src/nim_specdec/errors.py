@@ -33,8 +33,14 @@ _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
 
 
 def printable(text: str) -> str:
-    """`text` with every control character written as an escape (\\x1b, \\x0a): one line, inert."""
-    return text.translate(_CONTROL)
+    """`text` with every control character written as an escape (\\x1b, \\x0a): one line, inert. A lone
+    surrogate (a byte that was not UTF-8 in a file name or variable) becomes an escape too: it cannot be printed."""
+    text = text.translate(_CONTROL)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 class LauncherError(Exception):
@@ -69,3 +75,9 @@ class ServerStartError(MaterializeError):
 
 class UnreachableError(LauncherError):
     exit_code = EXIT_UNREACHABLE
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a pod being stopped): raised where the process is, so that every `finally` and
+    cleanup handler runs (a temporary download folder is removed) before the process exits 128 + 15.
+    A BaseException, so that no `except Exception` takes it for an ordinary failure."""

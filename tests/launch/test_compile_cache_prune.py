@@ -116,3 +116,33 @@ def test_cli_reports_each_key_as_json(tmp_path):
     rows = {r["key"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert rows["old"]["action"] == "removed" and rows["recent"]["action"] == "kept: used recently"
     assert not (tmp_path / "compile" / "old").exists()
+
+
+@pytest.mark.parametrize("plant,action", [
+    (lambda p: p.mkdir(), "kept: its lock is not a regular file"),
+    (lambda p: os.mkfifo(p), "kept: its lock is not a regular file"),
+    (lambda p: p.symlink_to("/dev/zero"), "kept: a link or not a directory"),
+])
+def test_a_lock_that_is_not_a_file_keeps_the_key_without_blocking(tmp_path, plant, action):
+    root = key_dir(tmp_path, "odd", None)
+    plant(root / LOCK)
+    os.utime(root, (time.time() - 30 * DAY,) * 2)
+    assert actions(prune(tmp_path / "compile", 7 * DAY, time.time())) == {"odd": action}
+    assert root.is_dir()
+
+
+def test_keys_whose_names_are_not_utf8_are_listed_escaped(tmp_path):
+    key_dir(tmp_path, "ok", 1)
+    os.mkdir(os.fsencode(tmp_path / "compile") + b"/bad\xff\x1b")
+    os.makedirs(os.fsencode(tmp_path) + b"/sources/entries/s3--bad\xff--0123", mode=0o700)
+    os.chmod(tmp_path / "sources", 0o700)
+    os.chmod(tmp_path / "sources" / "entries", 0o700)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "NIM_CACHE_PATH": str(tmp_path)}
+    for args in (["prune", "--older-than", "7"], ["prune", "--older-than", "7", "--json"], ["ls"], ["ls", "--json"]):
+        done = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", *args], env=env, capture_output=True,
+                              timeout=60)
+        assert done.returncode == 0, (args, done.stderr)
+        done.stdout.decode("utf-8")  # printable text, whatever the names on disk
+        assert b"\x1b" not in done.stdout
+        if args[0] == "prune" and "--json" not in args:
+            assert b"bad\\udcff\\x1b" in done.stdout, done.stdout

@@ -15,8 +15,11 @@ from pathlib import Path
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
 from nim_specdec.observe.http_client import request
-from nim_specdec.observe.spec_counters import difference, parse_aiperf_export, parse_prometheus, render_text, report
+from nim_specdec.observe.spec_counters import (
+    counters_problem, difference, parse_aiperf_export, parse_prometheus, render_text, report, result_problem,
+)
 from nim_specdec.common.output_files import write_atomically
+from nim_specdec.common.regular_file import read_regular
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB
@@ -38,9 +41,15 @@ def scrape(url: str, timeout: float = SCRAPE_TIMEOUT_S) -> str:
     return answer.text()
 
 
+# A /metrics scrape or an AIPerf export is a few MB at most.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
 def _read_text(path: str, option: str) -> str:
     try:
-        return Path(path).read_text()
+        return read_regular(path, MAX_INPUT_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(option, f"{path} is not UTF-8 text", "give the file the server or AIPerf wrote") from None
     except OSError as err:
         raise ConfigError(option, f"cannot read {path} ({err.strerror or err})", "give an existing file") from None
 
@@ -65,6 +74,12 @@ def _load_aiperf(path: str) -> dict:
                           "give server_metrics_export.json") from None
 
 
+def _refuse(problem: str | None, where: str) -> None:
+    if problem:
+        raise UnreachableError(where, f"the counters cannot be reported: {problem}",
+                               "scrape again; with --since, save a new scrape after the server restarted")
+
+
 def _save(path: str, text: str) -> None:
     # Written beside the target and renamed, so an interrupted save never leaves half a scrape behind.
     write_atomically(path, text, "--save")
@@ -75,16 +90,22 @@ def run(args: argparse.Namespace) -> int:
         if args.since or args.save:
             raise ConfigError("--aiperf-export", "already holds the growth during the run", "drop --since/--save")
         counters = _load_aiperf(args.aiperf_export)
+        _refuse(counters_problem(counters), "--aiperf-export")
     else:
         text = scrape(args.url)
         counters = _parse_prometheus(text, "--url", UnreachableError)
+        _refuse(counters_problem(counters), "--url")
         if args.since:
-            counters = difference(counters, _parse_prometheus(_read_text(args.since, "--since"), "--since"))
+            earlier = _parse_prometheus(_read_text(args.since, "--since"), "--since")
+            _refuse(counters_problem(earlier), "--since")
+            counters = difference(counters, earlier)
+            _refuse(counters_problem(counters, since=True), "--since")
         if args.save:
             _save(args.save, text)
     result = report(counters)
+    _refuse(result_problem(result), "--aiperf-export" if args.aiperf_export else "--url")
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
+        print(json.dumps(result, indent=2, sort_keys=True, allow_nan=False))
     else:
         print(render_text(result), end="")
     return 0

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from typing import Sequence
 
-from nim_specdec.errors import EXIT_CONFIG, EXIT_INTERNAL, LauncherError
+from nim_specdec.errors import EXIT_CONFIG, EXIT_INTERNAL, LauncherError, Terminated
 
 # (name, module, one-line help). The module defines run(args) -> int, and add_arguments(parser) unless
 # its arguments all go to vLLM (PASSTHROUGH).
@@ -128,8 +130,14 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "_module", None):
         _parser().print_help()
         return 2
+    # exec (serve) gives vLLM the default action back; only the main thread may set a handler
+    previous = signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         return importlib.import_module(args._module).run(args)
+    except Terminated:
+        error_line("nim-specdec: stopped by SIGTERM; what was being downloaded was removed")
+        return 128 + signal.SIGTERM
     except LauncherError as err:
         error_line(f"nim-specdec: error: {err.one_line()}")
         return err.exit_code
@@ -140,6 +148,13 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as err:  # noqa: BLE001 - last line of defence: never a traceback
         error_line(f"nim-specdec: internal error: {type(err).__name__}: {' '.join(str(err).split())[:500]}")
         return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def error_line(text: str) -> None:

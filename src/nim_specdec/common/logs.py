@@ -45,6 +45,13 @@ def setup_logging(level: str, jsonl: bool, env: Mapping[str, str]) -> logging.Lo
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+    if jsonl:
+        # What a library logs or warns (at import, too: backends are imported after this) goes through the
+        # same JSON handler, instead of Python's plain last-resort line or `UserWarning: ...` text.
+        root = logging.getLogger()
+        root.handlers = [handler]
+        root.setLevel(logging.WARNING)
+        logging.captureWarnings(True)
     return logger
 
 

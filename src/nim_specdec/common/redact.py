@@ -14,6 +14,8 @@ import re
 import shlex
 from typing import Any, Iterable, Mapping
 
+from nim_specdec.errors import printable
+
 MASK = "***"
 # Variables shown in the plan: the launcher's own and those of the libraries it drives.
 SHOWN_PREFIXES = ("NIM_", "VLLM_", "HF_", "HUGGING", "NGC_", "AWS_", "GOOGLE_", "GCS_", "STORAGE_EMULATOR",
@@ -21,6 +23,8 @@ SHOWN_PREFIXES = ("NIM_", "VLLM_", "HF_", "HUGGING", "NGC_", "AWS_", "GOOGLE_", 
 # The options of the pinned vLLM release whose value is a secret (checked against the installed parser
 # by tests/test_redaction.py).
 SECRET_OPTIONS = ("--api-key", "--hf-token")
+# Those that take several values (vLLM's `--api-key K1 K2`, a list): every value up to the next option is masked.
+MULTI_VALUE_OPTIONS = ("--api-key",)
 _ANYWHERE = {"SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "CREDENTIAL", "CREDENTIALS", "KEY", "KEYS"}
 _LAST_SUFFIXES = ("KEY", "KEYS", "TOKEN")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -34,6 +38,14 @@ _QUERY_SECRET = re.compile(
 # "***ing"; a long one wherever it appears (an accidental match is then practically impossible).
 _LONG_SECRET = 12
 _MIN_SECRET = 4
+# A cut secret (a preview, a truncated log line) is still found by its first or last characters: this many
+# of a long secret are practically never an accident.
+_CUT_SECRET = 8
+# `key: value` or `key=value` in text that is not valid JSON: a quoted value (with escapes), a list, or a word.
+_PAIR = re.compile(
+    r"""(?P<q>["']?)(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z][A-Za-z0-9_.-]*)(?P=q)\s*[:=]\s*"""
+    r"""(?P<value>"(?:[^"\\]|\\.)*"?|'[^']*'?|\[[^\]]*\]?|[^\s,;{}\[\]"'&]+)"""
+)
 
 
 def _words(name: str) -> list[str]:
@@ -83,23 +95,57 @@ def _mask_json_text(text: str) -> str:
     """A JSON object or array given as text, re-dumped with its secrets masked; other text as it was."""
     stripped = text.strip()
     if not stripped.startswith(("{", "[")):
-        return mask_uri_credentials(text)
+        return mask_uri_credentials(mask_secret_pairs(text))
     try:
         value = json.loads(stripped)
     except (ValueError, RecursionError):
-        return mask_uri_credentials(text)
+        return mask_uri_credentials(mask_secret_pairs(text))
     masked = mask_json(value)
     return text if masked == value else json.dumps(masked)
+
+
+def _pair_key_is_secret(key: str) -> bool:
+    # A prefix of a secret option counts from 5 characters (`api_k`): free text is full of `a` and `hf`.
+    return is_secret_name(key) or (len(key) >= 5 and is_secret_key(key))
+
+
+def mask_secret_pairs(text: str) -> str:
+    """Text that may be broken JSON, a Python repr or `k=v` pairs, with the value of every secret-like key masked."""
+    def one(match: re.Match) -> str:
+        if not _pair_key_is_secret(match["key"]):
+            return match[0]
+        return match[0][: match.start("value") - match.start()] + MASK
+    return _PAIR.sub(one, text)
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+HIDDEN = "(not shown: it names a secret)"
+
+
+def preview(text: str, limit: int = 80) -> str:
+    """At most `limit` characters of `text` on one line, masked before it is cut (a cut secret is not found).
+    Text that names a secret other than as `key: value` (`["--api-key", "K"]`) is not shown at all."""
+    masked = mask_uri_credentials(mask_secret_pairs(text))
+    if any(_pair_key_is_secret(word) for word in _WORD.findall(_PAIR.sub(" ", masked))):
+        return HIDDEN
+    flat = " ".join(masked.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _takes_many(flag: str) -> bool:
+    dashed = flag.split("=", 1)[0].replace("_", "-").lower()
+    return len(dashed) > 2 and any(option.startswith(dashed) for option in MULTI_VALUE_OPTIONS)
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
     """Mask the values after (or inside) a secret option, secret keys inside JSON values, URI credentials.
     Every value up to the next option is masked: vLLM's --api-key takes a list."""
     out: list[str] = []
-    mask_next = False
+    mask_next = many = False
     for token in argv:
-        if mask_next and not token.startswith("--"):
+        if mask_next and not token.startswith("-"):
             out.append(MASK)
+            mask_next = many  # `--api-key K1 K2`: every value until the next option
             continue
         mask_next = False
         if token.startswith("--") and is_secret_option(token):
@@ -107,7 +153,7 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
                 out.append(token.split("=", 1)[0] + "=" + MASK)
             else:
                 out.append(token)
-                mask_next = True
+                mask_next, many = True, _takes_many(token)
             continue
         if token.startswith("--") and "=" in token:
             flag, value = token.split("=", 1)
@@ -138,12 +184,48 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def _spellings(secret: str) -> list[str]:
+    """The forms a secret takes once printed: as it is, with white space collapsed (a one-line message),
+    control characters escaped, JSON- or repr-escaped. Longest first."""
+    flat = " ".join(secret.split())
+    forms = {secret, flat, printable(secret), printable(flat), json.dumps(secret)[1:-1], repr(secret)[1:-1],
+             secret.encode("unicode_escape").decode("ascii")}
+    return sorted((f for f in forms if len(f) >= _MIN_SECRET), key=len, reverse=True)
+
+
+def _mask_cut(text: str, secret: str) -> str:
+    """Mask what remains of a long secret cut at either end: a run of at least _CUT_SECRET of its first
+    characters, or of its last."""
+    head, tail = secret[:_CUT_SECRET], secret[-_CUT_SECRET:]
+    start = text.find(head)
+    while start >= 0:
+        end = start + _CUT_SECRET
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + MASK + text[end:]
+        start = text.find(head, start + len(MASK))
+    start = text.find(tail)
+    while start >= 0:
+        k = start
+        offset = len(secret) - _CUT_SECRET
+        while k > 0 and offset > 0 and text[k - 1] == secret[offset - 1]:
+            k, offset = k - 1, offset - 1
+        text = text[:k] + MASK + text[start + _CUT_SECRET:]
+        start = text.find(tail, k + len(MASK))
+    return text
+
+
 def redact_text(text: str, secrets: Iterable[str]) -> str:
-    for value in secrets:
+    """`text` with every secret masked: by value before and after escaping, and what is left of a cut one."""
+    forms = [form for secret in secrets for form in _spellings(secret)]
+    for value in forms:
         if len(value) >= _LONG_SECRET:
             text = text.replace(value, MASK)
-        elif len(value) >= _MIN_SECRET and value in text:
+        elif value in text:
             text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", MASK, text)
+    for value in forms:  # whole forms first, so that a cut is only looked for in what is left
+        if len(value) >= _LONG_SECRET:
+            text = _mask_cut(text, value)
     return mask_uri_credentials(text)
 
 

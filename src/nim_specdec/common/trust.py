@@ -14,6 +14,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from nim_specdec.common.writable import unwritable_reason
 from nim_specdec.errors import MaterializeError
 
 # Directories whose contents the system or other software owns: a cache or a workspace there would
@@ -99,20 +100,38 @@ def tree_foreign_reason(root: Path) -> str | None:
 
 def ensure_own_dir(path: Path, what: str) -> None:
     """Create `path` owner-only, or check that the one there is ours (and make it owner-only again:
-    a kubelet applying fsGroup may have opened it to the group)."""
+    a kubelet applying fsGroup may have opened it to the group). The check and the re-mode go through one
+    descriptor opened without following a link, so nothing swapped in between is re-moded."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    reason = path_foreign_reason(path)
-    if reason:
-        raise MaterializeError(
-            what,
-            f"refusing {path}: it {reason}, so another user could have placed or could replace what the launcher reads there",
-            f"remove {path} (it is recreated owner-only), or run every launcher sharing the volume as uid {os.geteuid()}",
-        )
-    if stat.S_IMODE(os.lstat(path).st_mode) != 0o700:
-        os.chmod(path, 0o700)
+    except OSError as err:
+        unwritable = unwritable_reason(path)  # names the folder, its owner and mode, and the fix for a mount
+        if unwritable:
+            raise MaterializeError(what, *unwritable) from None
+        raise MaterializeError(what, f"cannot create {path} ({err.strerror})", f"make {path.parent} writable") from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        fd = None
+    try:
+        st = os.fstat(fd) if fd is not None else None
+        reason = foreign_reason(st) if st is not None else (path_foreign_reason(path) or "cannot be opened")
+        if reason:
+            owner = f" (owner uid {st.st_uid})" if st is not None else ""
+            raise MaterializeError(
+                what,
+                f"refusing {path}{owner}: it {reason}, so another user could have placed or could replace what "
+                "the launcher reads there",
+                f"remove {path} (it is recreated owner-only), or run every launcher sharing the volume as uid "
+                f"{os.geteuid()}",
+            )
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def create_exclusive(directory: Path, prefix: str, mode: int = 0o600) -> tuple[int, Path]:

@@ -8,11 +8,12 @@ directory (shell); lookup is pure.
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from nim_specdec.common.regular_file import read_regular
+from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError
 
 
@@ -34,15 +35,30 @@ class BuiltinEntry:
         return (self.model_id, *self.aliases)
 
 
-def entry_from_json(data: dict[str, Any], file: str) -> BuiltinEntry:
-    draft = data.get("draft") or {}
+def _field(data: dict[str, Any], key: str, kind: type, optional: bool = False) -> Any:
+    value = data.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise TypeError(f"{key} is {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def entry_from_json(data: Any, file: str) -> BuiltinEntry:
+    """An entry from a file's JSON; TypeError naming the field when one has the wrong type."""
+    if not isinstance(data, dict):
+        raise TypeError("the file is not a JSON object")
+    draft = _field(data, "draft", dict, optional=True) or {}
+    aliases = _field(data, "aliases", list, optional=True) or []
+    if not all(isinstance(a, str) for a in aliases):
+        raise TypeError("aliases is not a list of strings")
     return BuiltinEntry(
-        model_id=data["model_id"],
-        aliases=tuple(data.get("aliases", ())),
-        source=data["source"],
-        speculative_config=dict(data["speculative_config"]),
-        draft_source=draft.get("source"),
-        draft_published_at=draft.get("published_at"),
+        model_id=_field(data, "model_id", str),
+        aliases=tuple(aliases),
+        source=_field(data, "source", str),
+        speculative_config=dict(_field(data, "speculative_config", dict)),
+        draft_source=_field(draft, "source", str, optional=True),
+        draft_published_at=_field(draft, "published_at", str, optional=True),
         file=file,
     )
 
@@ -56,13 +72,20 @@ def default_config_dir() -> Path:
     return package.parents[1] / "configs" / "builtin_specdec"
 
 
+# A built-in config is a few hundred bytes.
+MAX_BUILTIN_BYTES = 1024 * 1024
+
+
 def load_registry(directory: Path) -> tuple[BuiltinEntry, ...]:
     entries = []
     for path in sorted(directory.glob("*.json")):
         try:
-            entries.append(entry_from_json(json.loads(path.read_text()), path.name))
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ConfigError(f"built-in config {path.name}", f"cannot be read ({err})", "reinstall nim-specdec") from None
+            data = loads(read_regular(path, MAX_BUILTIN_BYTES), f"built-in config {path.name}")
+            entries.append(entry_from_json(data, path.name))
+        except (OSError, ValueError, TypeError) as err:
+            detail = err.strerror if isinstance(err, OSError) and err.strerror else err
+            raise ConfigError(f"built-in config {path.name}", f"cannot be read ({detail})",
+                              "reinstall nim-specdec") from None
     return tuple(entries)
 
 

@@ -8,20 +8,21 @@ again inside the vLLM API server process (which inherits the launcher's environm
     NIM_CAPTURE_ARGS     a JSON object with the keys below, all optional
         path              the JSONL file, absolute (default <NIM_CACHE_PATH>/captures/payloads.jsonl)
         format            "mooncake_payload" (default) or "raw_payload"
-        endpoint_pattern  a regular expression searched in the request path
+        endpoint_pattern  an RE2 expression searched in the request path (linear time; no look-around)
                           (default ^/v1/chat/completions$)
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from nim_specdec.common.linear_regex import PatternError, compile_linear
+from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.env_values import parse_bool
+from nim_specdec.config.jsonvalue import loads
 from nim_specdec.config.settings import DEFAULT_CACHE_PATH
 
 # The capture file's line formats (their encoders are server/capture/formats.py, which a test keeps in step).
@@ -54,9 +55,9 @@ def _load_args(text: str) -> dict:
     if not text.strip():
         return {}
     try:
-        args = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ConfigError(ARGS_VAR, f"is not valid JSON ({err.msg} at column {err.colno})",
+        args = loads(text, ARGS_VAR)  # strict: no NaN, no duplicate key, bounded nesting and integers
+    except ConfigError as err:
+        raise ConfigError(ARGS_VAR, f"is not valid JSON: {err.problem}",
                           'write a JSON object such as {"format": "raw_payload"}') from None
     if not isinstance(args, dict):
         raise ConfigError(ARGS_VAR, f"must be a JSON object, got {type(args).__name__}",
@@ -94,13 +95,15 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
                           f"use one of: {', '.join(sorted(FORMATS))}")
     pattern = _string(args, "endpoint_pattern", DEFAULT_ENDPOINT_PATTERN)
     try:
-        re.compile(pattern)
-    except re.error as err:
-        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern", f"{pattern!r} is not a valid regular expression ({err})",
-                          "use a Python regular expression such as ^/v1/chat/completions$") from None
+        compile_linear(pattern)
+    except PatternError as err:
+        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern",
+                          f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
+                          "use an RE2 expression (no back-references or look-around) such as "
+                          "^/v1/chat/completions$") from None
     path = _string(args, "path", default_path(env))
     if not _usable_path(path):
-        raise ConfigError(f"{ARGS_VAR}.path", f"{path[:80]!r} is not a usable file path (NUL or over 4096 bytes)",
+        raise ConfigError(f"{ARGS_VAR}.path", f"{preview(path)!r} is not a usable file path (NUL or over 4096 bytes)",
                           "use an absolute file path such as /opt/nim/.cache/captures/payloads.jsonl")
     if not path.startswith("/"):
         # The server may run from another working directory than the one the value was written for.

@@ -6,12 +6,12 @@ import json
 import math
 from typing import Any
 
+from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError, LauncherError
 
 
 def _preview(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return preview(text, limit)  # masked before it is cut: a cut secret is no longer found by its value
 
 
 # vLLM's numbers are 64-bit at most; a longer integer is a typo or an attack on int() (thousands of digits).
@@ -37,7 +37,16 @@ def _hooks(where: str, error: type[LauncherError], max_digits: int) -> dict[str,
             raise error(where, f"number {_preview(text, 24)} is out of range", "give a finite number")
         return value
 
-    return {"parse_constant": constant, "parse_int": integer, "parse_float": real}
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # json.loads keeps the last of two equal keys silently: the user meant one of them, not both.
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise error(where, f"key {preview(key, 40)!r} is given twice", "keep one of them")
+            obj[key] = value
+        return obj
+
+    return {"parse_constant": constant, "parse_int": integer, "parse_float": real, "object_pairs_hook": unique}
 
 
 def _depth(text: str) -> int:

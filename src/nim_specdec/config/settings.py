@@ -16,6 +16,7 @@ from nim_specdec.config.model_runner import ENV as USE_V2_ENV, parse_use_v2_env
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_tuned_for
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.sources import SourceRef, parse_source, path_problem
+from nim_specdec.common.redact import preview
 
 DEFAULT_CACHE_PATH = "/opt/nim/.cache"
 DEFAULT_PORT = 8000
@@ -68,7 +69,7 @@ def _abs_dir(env: Mapping[str, str], name: str, default: str) -> str:
         raise ConfigError(name, f"relative path {value[:200]!r} is not allowed", "use an absolute directory")
     problem = path_problem(value)
     if problem:
-        raise ConfigError(name, f"path {value[:80]!r}... {problem}", "use a shorter absolute directory")
+        raise ConfigError(name, f"path {preview(value)!r} {problem}", "use a shorter absolute directory")
     return value.rstrip("/") or "/"
 
 

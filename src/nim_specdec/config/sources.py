@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.redact import mask_uri_credentials
+from nim_specdec.common.redact import mask_uri_credentials, preview
 
 REMOTE_SCHEMES = ("ngc", "hf", "s3", "gs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
@@ -49,6 +49,14 @@ def _split_revision(scheme: str, rest: str) -> tuple[str, str | None]:
     return rest, None
 
 
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_source(text: str, variable: str) -> SourceRef:
     value = text.strip()
     if not value:
@@ -63,7 +71,7 @@ def parse_source(text: str, variable: str) -> SourceRef:
             )
         problem = path_problem(value)
         if problem:
-            raise ConfigError(variable, f"path {value[:80]!r}... {problem}", "use an existing absolute directory")
+            raise ConfigError(variable, f"path {preview(value)!r} {problem}", "use an existing absolute directory")
         return SourceRef("local", _normalize_local(value))
     scheme, rest = match.group(1).lower(), match.group(2).strip("/")
     if scheme == "file":
@@ -81,6 +89,10 @@ def parse_source(text: str, variable: str) -> SourceRef:
             f"refusing {scheme}:// URI with credentials or a query ({mask_uri_credentials(value)!r})",
             "give credentials through the environment (HF_TOKEN, NGC_API_KEY, AWS_*, GOOGLE_APPLICATION_CREDENTIALS)",
         )
+    if not _is_text(rest):
+        # Bytes that are not UTF-8 (kept as surrogates by os.environ) cannot go into a URL or a cache name.
+        raise ConfigError(variable, f"{scheme}:// URI {value!r} is not valid UTF-8 text",
+                          "write the URI in UTF-8 (bucket, object and repository names are text)")
     location, revision = _split_revision(scheme, rest)
     if not location or any(part in ("", ".", "..") for part in location.split("/")):
         raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])

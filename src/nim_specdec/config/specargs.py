@@ -42,11 +42,15 @@ def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]
     obj = loads_object(raw, VARIABLE)
     spec: dict[str, Any] | None = None
     engine: dict[str, Any] = {}
+    seen: set[str] = set()
     for key, value in obj.items():
         name = snake(key)
         if not _KEY.match(name):
             raise ConfigError(VARIABLE, f"key {key!r} is not a vLLM argument name", "use names like gpu_memory_utilization")
         if name == SPEC_KEY:
+            if SPEC_KEY in seen:
+                raise ConfigError(VARIABLE, f"key {key!r} is given twice (snake and kebab case)", "keep one spelling")
+            seen.add(SPEC_KEY)
             spec = parse_spec_value(value, VARIABLE)
         elif name in engine:
             raise ConfigError(VARIABLE, f"key {key!r} is given twice (snake and kebab case)", "keep one spelling")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.common.redact import preview
 from nim_specdec.config.jsonvalue import kebab, loads, snake
 from nim_specdec.config.vllm_schema import (
     DEFAULT, WHOLE as SPEC_OPTION, VllmKnowledge, normalise_flag, option_dest, resolve_option, speculative_role,
@@ -228,5 +229,14 @@ def to_cli(name: str, value: Any) -> list[str]:
     if isinstance(value, dict):
         return [flag, json.dumps(value, separators=(",", ":"))]
     if isinstance(value, list):
-        return [flag, *(json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value)]
-    return [flag, str(value)]
+        items = [json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]
+        if len(items) == 1 and not _looks_like_value(items[0]):
+            return [f"{flag}={items[0]}"]
+        if not all(_looks_like_value(item) for item in items):
+            # vLLM's parser would read `-x` as an option of its own; several values have no `=` spelling.
+            raise ConfigError(flag, f"value {preview(' '.join(items), 60)!r} has an item starting with '-'",
+                              "rename it, or give that single value alone")
+        return [flag, *items]
+    text = str(value)
+    # `--served-model-name -x` would reach vLLM as an option -x: the `=` spelling keeps it a value.
+    return [flag, text] if _looks_like_value(text) else [f"{flag}={text}"]

@@ -45,7 +45,7 @@ def normalized_uri(ref: SourceRef) -> str:
 
 def entry_name(ref: SourceRef) -> str:
     uri = normalized_uri(ref)
-    digest = hashlib.sha256(uri.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(uri.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     readable = _UNSAFE.sub("-", uri.split("://", 1)[1]).strip("-.")[:80]
     return f"{ref.scheme}--{readable}--{digest}"
 

@@ -22,6 +22,8 @@ import zlib
 from pathlib import Path
 from typing import Callable, Protocol
 
+from nim_specdec.common.regular_file import open_regular
+
 _READ = 8 * 1024 * 1024
 
 
@@ -106,7 +108,7 @@ def digest_bytes(data: bytes, name: str) -> str:
 
 def file_digest(path: Path, name: str) -> str:
     d = ALGORITHMS[name][0]()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(_READ):
             d.update(chunk)
     return d.result()

@@ -6,6 +6,7 @@ rule whose types match. A transient error is retried; a permanent one ends the d
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +30,25 @@ def transient_status(status: int | None) -> bool | None:
 
 def match(err: BaseException, rules: tuple[Rule, ...]) -> Rule | None:
     return next((rule for rule in rules if isinstance(err, rule.types)), None)
+
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded")
+
+
+def disk_full(err: BaseException) -> bool:
+    """Whether `err`, or an error it was raised from (SDKs wrap OSError in their own), is a full disk or
+    quota: never a network problem, and never cured by a retry."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _DISK_FULL:
+            return True
+        if any(text in str(current).lower() for text in _DISK_FULL_TEXT):  # a tool's message (s5cmd)
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def is_transient(err: BaseException, rules: tuple[Rule, ...], status: int | None = None) -> bool:

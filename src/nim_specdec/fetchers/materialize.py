@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.common import trust, writable
-from nim_specdec.fetchers import cache
+from nim_specdec.fetchers import cache, error_map
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.errors import printable
@@ -158,6 +158,10 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
             shutil.rmtree(tmp, ignore_errors=True)
             detail = redact_text(first_line(err), secrets)
+            if error_map.disk_full(err):
+                raise MaterializeError(uri, f"the cache volume is full ({detail}); the partial download was removed",
+                                       f"free space under {ctx.cache_dir} (nim-specdec cache ls shows what it holds) "
+                                       "or mount a larger volume") from None
             if not backend.is_transient(err):
                 raise MaterializeError(uri, f"download failed: {detail}") from None
             if attempt == settings.retries:

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from nim_specdec.common.regular_file import read_regular
 from nim_specdec.config.compile_cache import relocate
 
 LOCK = ".writer.lock"
@@ -110,13 +111,17 @@ def _skip_temporary(directory: str, names: list[str]) -> list[str]:
     return [n for n in names if n.endswith(".tmp") or n == LOCK]
 
 
+# vLLM's compile index is a few KB; a larger one is not worth parsing.
+MAX_INDEX_BYTES = 16 * 1024 * 1024
+
+
 def drop_torn(root: Path) -> list[Path]:
     """Remove each compile directory whose index does not parse (copied while the writer rewrote it):
     vLLM would fail on it, and without it vLLM compiles that part again."""
     dropped = []
     for index in sorted(root.rglob(_TORN_CHECK)):
         try:
-            ast.literal_eval(index.read_text())
+            ast.literal_eval(read_regular(index, MAX_INDEX_BYTES).decode("utf-8"))
         except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
             shutil.rmtree(index.parent, ignore_errors=True)
             dropped.append(index.parent)

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,13 +72,17 @@ def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) ->
 def _prune_key(path: Path, older_than_s: float, now: float, dry_run: bool) -> KeyState:
     size = tree_size(path)
     try:
-        fd = os.open(path / LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # Read-only and non-blocking: a FIFO planted as the lock must not block, a folder must open to be judged.
+        fd = os.open(path / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         fd = None  # never claimed by a writer (or made by an older launcher): the directory's own time
     except OSError as err:
         if err.errno != errno.ELOOP:
-            raise
+            return KeyState(path.name, size, 0.0, f"kept: its lock cannot be opened ({err.strerror})")
         return KeyState(path.name, size, 0.0, "kept: a link or not a directory")
+    if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return KeyState(path.name, size, 0.0, "kept: its lock is not a regular file")
     try:
         if fd is not None:
             try:

@@ -5,6 +5,7 @@ typed sources hold locally (or in the cache) and builds the plan again with thos
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
@@ -26,6 +27,8 @@ def resolve(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | No
     refuse_system_dir(settings.cache_path, "NIM_CACHE_PATH")
     refuse_system_dir(settings.workspace, "NIM_WORKSPACE")
     capture = parse_capture(env)
+    if capture is not None:  # the capture file is created, and its folder re-moded, as the cache's are
+        refuse_system_dir(os.path.dirname(capture.path) or "/", "NIM_CAPTURE_ARGS.path")
     facts = facts or base_facts(env)
     facts = replace(facts, extra_middlewares=tuple(capture_middleware_args(capture)[1::2]))
     ctx = fetch_context(settings, env)

@@ -1,22 +1,24 @@
 """Making the target and the draft available where the plan says: fetch, then link into the
 workspace. A link is replaced atomically, so a concurrent launcher never sees a missing path.
 
-The workspace may sit on a volume others can write, so an existing link is replaced only when it is
-ours: made by this UID and pointing into our cache (or already where we want it). Anything else
-there is left alone and reported.
+The workspace may sit on a volume others can write, so it follows the cache's `sources/` rule: it is
+created owner-only and refused when another user owns it or can write it. Inside it an existing link is
+replaced only when it is ours: made by this UID and naming our cache (or already where we want it). A
+link is read with readlink, never resolved, so a link another user planted further along is not followed.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.common.trust import refuse_system_dir
+from nim_specdec.common.trust import ensure_own_dir, refuse_system_dir
 from nim_specdec.common.writable import unwritable_reason
 from nim_specdec.config.sources import SourceRef
 
@@ -35,19 +37,33 @@ def foreign_link_reason(link_path: Path, target: str, cache_dir: Path) -> str | 
         st = os.lstat(link_path)
     except FileNotFoundError:
         return None
-    if not os.path.islink(link_path):
+    if not stat.S_ISLNK(st.st_mode):
         return "exists in the workspace and is not a link"
     if st.st_uid != os.geteuid():
         return f"is a link made by uid {st.st_uid}, not by this launcher's uid {os.geteuid()}"
-    current = os.path.realpath(link_path)
+    current = os.path.normpath(os.path.join(link_path.parent, os.readlink(link_path)))
     entries = os.path.realpath(CacheLayout.under(cache_dir).root / "entries")
     if current == target or _inside(current, entries):
         return None
     return f"is a link to {current}, which is not in this launcher's cache"
 
 
+def ensure_workspace(workspace: Path) -> None:
+    """The workspace folder, created owner-only (with any missing parent); refused if another user owns or can
+    write it."""
+    refuse_system_dir(workspace, "NIM_WORKSPACE")
+    try:
+        workspace.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as err:
+        raise MaterializeError(
+            "NIM_WORKSPACE", f"cannot create {workspace.parent} ({err.strerror})",
+            "make NIM_WORKSPACE (or NIM_CACHE_PATH) writable",
+        ) from None
+    ensure_own_dir(workspace, "NIM_WORKSPACE")
+
+
 def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
-    refuse_system_dir(link_path.parent, "NIM_WORKSPACE")
+    ensure_workspace(link_path.parent)
     target = os.path.realpath(source_dir)
     reason = foreign_link_reason(link_path, target, cache_dir)
     if reason:
@@ -56,7 +72,6 @@ def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
     if unwritable:
         raise MaterializeError("NIM_WORKSPACE", *unwritable)
     try:
-        link_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = link_path.with_name(f".{link_path.name}.{secrets.token_hex(6)}.tmp")
         os.symlink(target, tmp, target_is_directory=True)  # fails rather than reuse anything already there
         os.replace(tmp, link_path)

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError
+from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
 from nim_specdec.observe.http_client import request, request_json
 
 PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
@@ -55,11 +55,20 @@ def wait_ready(base: str, deadline_s: float, poll_s: float = 1.0, alive=lambda: 
     raise TimeoutError(f"{base}/v1/health/ready did not answer 200 within {deadline_s:.0f} s (statuses seen: {sorted(set(seen))})")
 
 
+def _say(text: str) -> None:
+    """One line on stderr: whatever the server put in it (an error body, a model id), its control characters
+    are escapes, never terminal commands or forged lines."""
+    print(printable("smoke: " + text), file=sys.stderr)
+
+
 def served_model(base: str) -> str:
     status, body = http_get(base + "/v1/models")
     if status != 200:
         raise RuntimeError(f"GET /v1/models answered {status}")
-    return json.loads(body)["data"][0]["id"]
+    model = json.loads(body)["data"][0]["id"]
+    if not isinstance(model, str) or not model:
+        raise TypeError("GET /v1/models names no model id")
+    return model
 
 
 def spec_counters(base: str):
@@ -87,28 +96,33 @@ def send_requests(base: str, model: str, max_tokens: int = 32) -> list[str]:
 
 
 def run(base: str, expect_spec: bool, deadline_s: float) -> int:
-    from nim_specdec.observe.spec_counters import difference, render_text, report
+    from nim_specdec.observe.spec_counters import counters_problem, difference, render_text, report, result_problem
 
     base = base.rstrip("/")
     try:
         wait_ready(base, deadline_s)
     except TimeoutError as err:
-        print(f"smoke: not ready: {err}", file=sys.stderr)
+        _say(f"not ready: {err}")
         return EXIT_UNREACHABLE
     model = served_model(base)
     before = spec_counters(base)
     failures = send_requests(base, model)
-    result = report(difference(spec_counters(base), before))
+    for failure in failures:
+        _say(failure)
+    grown = difference(spec_counters(base), before)
+    result = report(grown)
+    problem = counters_problem(grown, since=True) or result_problem(result)
+    if problem:
+        _say(f"the counters cannot be reported: {problem}")
+        return EXIT_UNREACHABLE
     print(render_text(result), end="")
     drafts = sum(entry["drafts"] for entry in result.values())
-    for failure in failures:
-        print(f"smoke: {failure}", file=sys.stderr)
     if expect_spec and drafts <= 0:
-        print("smoke: speculative decoding was expected but no drafts were made", file=sys.stderr)
+        _say("speculative decoding was expected but no drafts were made")
         return EXIT_UNREACHABLE
     if failures:
         return EXIT_UNREACHABLE
-    print(f"smoke: ok ({len(PROMPTS) * 2} requests to {model}, {drafts:g} drafts)")
+    print(printable(f"smoke: ok ({len(PROMPTS) * 2} requests to {model[:200]}, {drafts:g} drafts)"))
     return EXIT_OK
 
 
@@ -120,11 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args.url, args.expect_spec, args.deadline)
-    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as err:  # the server's answers
-        print(f"smoke: the server answered wrongly: {type(err).__name__}: {' '.join(str(err).split())[:300]}", file=sys.stderr)
+    except (RuntimeError, ValueError, KeyError, IndexError, TypeError, AttributeError,
+            RecursionError) as err:  # the server's answers
+        _say(f"the server answered wrongly: {type(err).__name__}: {' '.join(str(err).split())[:300]}")
         return EXIT_UNREACHABLE
     except Exception as err:  # noqa: BLE001 - a bug here: one line, never a traceback
-        print(f"smoke: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        _say(f"internal error: {type(err).__name__}: {' '.join(str(err).split())[:300]}")
         return EXIT_INTERNAL
 
 

@@ -149,6 +149,37 @@ def difference(now: dict[str, SpecCounters], earlier: dict[str, SpecCounters]) -
     return {model: counters.minus(earlier.get(model, SpecCounters())) for model, counters in now.items()}
 
 
+def _values(counters: SpecCounters) -> list[tuple[str, float]]:
+    return [("drafts", counters.drafts), ("draft tokens", counters.draft_tokens), ("accepted", counters.accepted),
+            *((f"accepted at position {i}", v) for i, v in enumerate(counters.per_position))]
+
+
+def counters_problem(per_model: dict[str, SpecCounters], since: bool = False) -> str | None:
+    """Why these counters cannot be reported, or None: a count that is not finite (a sum that overflowed)
+    or below zero (with `since`: a counter that went down, as after a server restart)."""
+    for model, counters in sorted(per_model.items()):
+        for name, value in _values(counters):
+            label = f"model {printable(model[:80]) or '(unnamed)'}: {name}"
+            if not math.isfinite(value):
+                return f"{label} is {value}, not a finite count"
+            if value < 0:
+                went = "went down by" if since else "is"
+                return f"{label} {went} {abs(value) if since else value:g}" + (
+                    " since the saved scrape (the server restarted?)" if since else ", not a count")
+    return None
+
+
+def result_problem(result: dict[str, dict]) -> str | None:
+    """Why a report cannot be printed as JSON, or None: a figure that is not finite (a huge count divided by
+    a tiny one)."""
+    for model, entry in result.items():
+        for key, value in entry.items():
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+                return f"model {printable(model[:80]) or '(unnamed)'}: {key} is not a finite number"
+    return None
+
+
 def figures(counters: SpecCounters) -> dict:
     """The report for one model: AR, AL, per-position rates; or the inactive status without any division."""
     base = {

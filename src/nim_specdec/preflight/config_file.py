@@ -5,11 +5,13 @@ naming it instead of a crash somewhere in the arithmetic.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from nim_specdec.common.regular_file import read_regular
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
 from nim_specdec.errors import MaterializeError
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
@@ -34,15 +36,14 @@ MAX_COUNT = 2**48
 def read_bounded(path: Path, limit: int, where: str) -> bytes:
     """The file's bytes; a link is read where it points (model folders use them), but never a non-file."""
     try:
-        with open(path, "rb") as fh:
-            if not os.path.isfile(path):
-                raise MaterializeError(where, f"{path} is not a regular file", _FIX)
-            data = fh.read(limit + 1)
+        return read_regular(path, limit)
     except OSError as err:
-        raise MaterializeError(where, f"{path} cannot be read ({err.strerror})", "check the file and its permissions") from None
-    if len(data) > limit:
-        raise MaterializeError(where, f"{path} is larger than {limit // (1024 * 1024)} MiB, not a model's metadata", _FIX)
-    return data
+        if err.errno == errno.EFBIG:
+            raise MaterializeError(where, f"{path} {err.strerror}, not a model's metadata", _FIX) from None
+        if err.errno == errno.EINVAL:
+            raise MaterializeError(where, f"{path} {err.strerror}", _FIX) from None
+        raise MaterializeError(where, f"{path} cannot be read ({err.strerror})",
+                               "check the file and its permissions") from None
 
 
 def count_problem(cfg: Mapping[str, Any]) -> str | None:

@@ -14,6 +14,7 @@ import pickletools
 import zipfile
 from pathlib import Path
 
+from nim_specdec.common.regular_file import open_regular
 from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo
 
 _REBUILDERS = ("torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_parameter")
@@ -71,13 +72,14 @@ def _tensors_from_pickle(data: bytes) -> dict[str, TensorInfo]:
 def read_pickled_tensors(path: Path) -> dict[str, TensorInfo] | None:
     """The state dict's tensors; None for a legacy (non-zip) torch file, whose layout is not read."""
     try:
-        if not zipfile.is_zipfile(path):
-            return None
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if m.filename.endswith("data.pkl")]
-            if len(members) != 1 or members[0].file_size > _MAX_PICKLE_BYTES:
-                raise HeaderError(f"{path}: not a torch.save archive with one data.pkl")
-            data = archive.read(members[0])
+        with open_regular(path) as fh:  # a FIFO would block the open, a device read without end
+            if not zipfile.is_zipfile(fh):
+                return None
+            with zipfile.ZipFile(fh) as archive:
+                members = [m for m in archive.infolist() if m.filename.endswith("data.pkl")]
+                if len(members) != 1 or members[0].file_size > _MAX_PICKLE_BYTES:
+                    raise HeaderError(f"{path}: not a torch.save archive with one data.pkl")
+                data = archive.read(members[0])
     except (OSError, zipfile.BadZipFile) as err:
         raise HeaderError(f"{path}: cannot be read as a torch.save archive ({err})") from None
     try:

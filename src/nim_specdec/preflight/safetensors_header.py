@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from nim_specdec.common.regular_file import open_regular
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
 from nim_specdec.errors import MaterializeError
 
@@ -69,7 +70,7 @@ def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
 def read_header(path: Path) -> dict[str, TensorInfo]:
     """Read one file's header: 8 bytes of length, then that many bytes of JSON."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO would block the open, /dev/zero read without end
             prefix = fh.read(8)
             if len(prefix) < 8:
                 raise HeaderError(f"{path}: shorter than a safetensors header")

@@ -18,9 +18,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from nim_specdec.common.regular_file import read_regular
 from nim_specdec.errors import ConfigError, UnreachableError
 
 EXTRA = "--extra"
+# A prompts file: one prompt a line.
+MAX_PROMPTS_BYTES = 256 * 1024 * 1024
 
 
 def rewrite_argv(argv: Sequence[str]) -> list[str]:
@@ -68,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _read_lines(path: Path, option: str, fix: str) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_regular(path, MAX_PROMPTS_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(option, f"cannot read {path} ({getattr(err, 'strerror', None) or err})", fix) from None
 

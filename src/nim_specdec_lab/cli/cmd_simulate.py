@@ -12,9 +12,12 @@ import argparse
 import json
 import sys
 
+from nim_specdec.common.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, UnreachableError
 
 METHODS = ("ngram", "suffix")
+# A capture is read whole into memory: larger than this is not a trace to simulate.
+MAX_TRACE_BYTES = 4 * 1024**3
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +88,11 @@ def _ngram_grid(args: argparse.Namespace):
             sets[dest] = parse_int_set(getattr(args, dest))
         except ValueError as err:
             raise ConfigError(flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6") from None
-    grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
+    try:
+        grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
+    except ValueError as err:
+        raise ConfigError("/".join(flags[d] for d in ("ngram_k", "ngram_min", "ngram_max")), str(err),
+                          "narrow the ranges") from None
     if not grid:
         raise ConfigError(f"{flags['ngram_min']}/{flags['ngram_max']}", "no pair with min <= max", "widen the max values or lower the min values")
     return grid
@@ -106,8 +113,11 @@ def _suffix_grid(args: argparse.Namespace):
         try:
             values.append(sg.parse_values(text, kind, low, high))
         except ValueError as err:
-            raise ConfigError(flag, f"bad value list {text!r} ({err})", f"use {fix}") from None
-    return sg.make_grid(*values)
+            raise ConfigError(flag, f"bad value list {text[:80]!r} ({err})", f"use {fix}") from None
+    try:
+        return sg.make_grid(*values)
+    except ValueError as err:
+        raise ConfigError("--suffix-*", str(err), "narrow the value lists") from None
 
 
 def load_records(args: argparse.Namespace, k_max: int, command: str):
@@ -125,10 +135,12 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
     if not (args.trace and args.url):
         raise ConfigError(command, "needs --trace and --url (or --records)", f"see nim-specdec {command} --help")
     try:
-        with open(args.trace, encoding="utf-8") as src:
+        with open_regular_text(args.trace, MAX_TRACE_BYTES) as src:
             captured = parse_capture(src)
     except OSError as err:
         raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
+    except UnicodeDecodeError:
+        raise ConfigError("--trace", f"{args.trace} is not UTF-8 text", "point --trace at a JSONL capture") from None
     model, server_len = replay.server_model(args.url)
     # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
     max_model_len = args.max_model_len or server_len

@@ -13,9 +13,14 @@ the position alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import operator
 from typing import Sequence
 
 import numpy as np
+
+
+# Vocabularies are far smaller; ids at or above this are not token ids.
+MAX_TOKEN_ID = 2**31
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,24 @@ class RecordedRequest:
 
     @classmethod
     def of(cls, prompt: Sequence[int], output: Sequence[int], tail: Sequence[int] = ()) -> "RecordedRequest":
-        return cls(tuple(int(t) for t in prompt), tuple(int(t) for t in output), tuple(int(t) for t in tail))
+        """ValueError for an id that is not a whole number from 0 to 2**31 - 1: the corpus pads with -1
+        and stores 64-bit integers, so a negative or huge id would match padding or overflow."""
+        return cls(_ids(prompt), _ids(output), _ids(tail))
+
+
+def _ids(values: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes, dict)):
+        raise ValueError("token ids are not a list")
+    ids = []
+    for value in values:
+        try:
+            number = operator.index(value) if not isinstance(value, bool) else -1  # numpy integers too
+        except TypeError:
+            number = -1
+        if not 0 <= number < MAX_TOKEN_ID:
+            raise ValueError(f"token id {str(value)[:24]!r} is not a whole number from 0 to {MAX_TOKEN_ID - 1}")
+        ids.append(number)
+    return tuple(ids)
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,29 @@ DEFAULT_MAX = (1, 2, 3, 4, 5)
 DEFAULT_VERIFY_COST = 0.1
 
 
+# vLLM's n-gram lookups and K are small numbers; a range beyond this is a typo that would build a
+# grid of millions of candidates (or a set of 10**12 integers).
+MAX_VALUE = 1024
+MAX_GRID = 4096
+
+
 def parse_int_set(text: str) -> tuple[int, ...]:
     """'1,2,4-6' -> (1, 2, 4, 5, 6). Raises ValueError on anything else."""
     values: set[int] = set()
+    if len(text) > 10000:
+        raise ValueError("the list is longer than 10000 characters")
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
         low, dash, high = part.partition("-")
+        if len(low.strip()) > 6 or len(high.strip()) > 6:
+            raise ValueError(f"bad range {part[:40]!r}: need integers from 1 to {MAX_VALUE}")
         lo, hi = int(low), int(high) if dash else int(low)
         if lo < 1 or hi < lo:
             raise ValueError(f"bad range {part!r}: need positive integers, low <= high")
+        if hi > MAX_VALUE:
+            raise ValueError(f"bad range {part!r}: need integers from 1 to {MAX_VALUE}")
         values.update(range(lo, hi + 1))
     if not values:
         raise ValueError(f"no values in {text!r}")
@@ -36,8 +48,14 @@ def parse_int_set(text: str) -> tuple[int, ...]:
 
 
 def make_grid(ks: Iterable[int], mins: Iterable[int], maxes: Iterable[int]) -> list[NgramParams]:
-    """Every (k, min, max) with min <= max."""
-    return [NgramParams(k, lo, hi) for k in ks for lo in mins for hi in maxes if lo <= hi]
+    """Every (k, min, max) with min <= max; ValueError when that is more than MAX_GRID candidates."""
+    ks, mins, maxes = list(ks), list(mins), list(maxes)
+    if len(ks) * len(mins) * len(maxes) > MAX_GRID * 4:
+        raise ValueError(f"{len(ks)} x {len(mins)} x {len(maxes)} values is more than {MAX_GRID} candidates")
+    grid = [NgramParams(k, lo, hi) for k in ks for lo in mins for hi in maxes if lo <= hi]
+    if len(grid) > MAX_GRID:
+        raise ValueError(f"{len(grid)} candidates is more than {MAX_GRID}")
+    return grid
 
 
 def default_grid() -> list[NgramParams]:

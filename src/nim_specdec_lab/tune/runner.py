@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from nim_specdec.common.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec_lab.server_process import ServerSpec, running_server
 from nim_specdec.observe.smoke import http_get
@@ -83,6 +84,8 @@ def keep(log: ServerLog, configuration: str, rounds: Mapping[int, Sequence[Round
 # or client read moves its figure by a quarter (measured: 384-token runs at concurrency 4 read 0.87x and
 # 1.16x of their neighbours in one sweep).
 MIN_RUN_TOKENS = 2048
+# A capture is read whole into memory: larger than this is not a trace to tune on.
+MAX_TRACE_BYTES = 4 * 1024**3
 
 
 def run_count(settings: RunSettings, trace_len: int, concurrency: int, mean_output_tokens: float | None = None) -> int:
@@ -225,7 +228,7 @@ def read_trace(path: Path) -> list[CapturedRequest]:
     from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
 
     try:
-        with open(path, encoding="utf-8") as src:
+        with open_regular_text(path, MAX_TRACE_BYTES) as src:
             captured = parse_capture(src, "--trace")
     except OSError as err:
         raise ConfigError("--trace", f"cannot read {path} ({err.strerror})", "point --trace at a capture file") from None

@@ -9,7 +9,7 @@ It is a pure ASGI middleware: it tees the `http.request` messages the applicatio
 receives, so the request is neither buffered, delayed nor changed, and the response is not
 touched (streaming responses included). When the last body chunk has passed, the whole body is
 queued for the writer thread with the request's arrival time; a full queue drops the record, not
-the request. Only POST requests whose path matches `endpoint_pattern` (re.search) are recorded, and
+the request. Only POST requests whose path matches `endpoint_pattern` (an RE2 search) are recorded, and
 only once their body is complete: a client that disconnects mid-body leaves no record. The record
 is written whatever the response turns out to be.
 
@@ -24,7 +24,6 @@ import asyncio
 import atexit
 import logging
 import os
-import re
 import time
 from typing import Mapping
 
@@ -32,6 +31,8 @@ from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.server.capture.formats import FORMATS
 from nim_specdec.server.capture.counters import capture_counters
 from nim_specdec.common.capture_file import open_capture_file
+from nim_specdec.common.trust import system_dir_problem
+from nim_specdec.common.linear_regex import PatternError, compile_linear, search_bounded
 from nim_specdec.server.capture.writer import CaptureWriter
 from nim_specdec.errors import LauncherError
 from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send
@@ -54,6 +55,10 @@ class _Clock:
 
 def writer_from_config(cfg: CaptureConfig) -> CaptureWriter | None:
     """A started writer for `cfg`, or None (with a warning) when the file cannot be opened."""
+    problem = system_dir_problem(os.path.dirname(cfg.path) or "/")
+    if problem:  # a server started without the launcher: the launcher refuses this at plan time
+        log.warning("payload capture is off: refusing %r: %s", cfg.path[:200], problem)
+        return None
     try:
         fd = open_capture_file(cfg.path)
     except OSError as err:
@@ -76,7 +81,11 @@ class CaptureMiddleware:
                 return
         if config is None:
             return
-        self._pattern = re.compile(config.endpoint_pattern)
+        try:
+            self._pattern = compile_linear(config.endpoint_pattern)
+        except PatternError as err:
+            log.warning("payload capture is off: endpoint_pattern %r: %s", config.endpoint_pattern[:200], err)
+            return
         self.writer = writer if writer is not None else writer_from_config(config)
         if self.writer is not None:
             self._clock = _Clock()
@@ -96,7 +105,7 @@ class CaptureMiddleware:
 
     def _matches(self, scope: Scope) -> bool:
         return (scope["type"] == "http" and scope.get("method") == "POST"
-                and self._pattern.search(scope.get("path", "")) is not None)
+                and search_bounded(self._pattern, scope.get("path", "")))
 
     def _teeing_receive(self, receive: Receive) -> Receive:
         writer = self.writer
