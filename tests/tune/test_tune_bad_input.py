@@ -49,6 +49,11 @@ CASES = [
      {"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
          "method": "ngram", "num_speculative_tokens": 2, "num_speculative_tokens_per_batch_size": [[2, 8, 2]]}})},
      "starts at batch size 2, not 1"),
+    ("serving-version-word", ["--serving-vllm-version", "latest"], GOOD_LINE + "\n", {},
+     "--serving-vllm-version: 'latest' is not a vLLM version"),
+    ("serving-platform-unknown", ["--serving-platform", "tpu"], GOOD_LINE + "\n", {},
+     "--serving-platform: 'tpu' is not a serving platform"),
+    ("tuned-for-malformed", [], GOOD_LINE + "\n", {"NIM_TUNED_FOR": "v1"}, "NIM_TUNED_FOR: invalid value 'v1'"),
     ("port-argument", ["--", "--port", "9"], GOOD_LINE + "\n", {}, "tune: --port is chosen by tune"),
     ("missing-aiperf", [], GOOD_LINE + "\n", {"AIPERF_BIN": "/nonexistent/aiperf"}, "AIPERF_BIN: no AIPerf executable"),
 ]

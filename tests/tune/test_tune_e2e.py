@@ -50,6 +50,8 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
                # (runner.MIN_RUN_TOKENS, tested in test_tune_core): the disagreeing draft runs at a third of
                # off's speed, and the suite's time is shared.
                "--repeat", "2", "--requests-per-run", "32",
+               # Measured here on the CPU build, to serve on CUDA: tune must say what differs.
+               "--serving-platform", "cuda",
                "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -86,10 +88,30 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     assert off_kept == pytest.approx({int(c): v for c, v in off.items()}, abs=0.01)
     assert "## Spread over 2 rounds" in (out / "tune.md").read_text()
 
-    # The variables are ready to use: `plan` accepts them with the same environment.
+    # What each server ran on, from its own log where vLLM says it: the CPU build's V1 runner without CUDA graphs.
+    for server in result["servers"]:
+        engine = server["engine"]
+        assert (engine["platform"], engine["runner"], engine["cudagraph_mode"], engine["async_scheduling"]) == (
+            "cpu", "v1", "NONE", False), server
+        assert engine["device"]["kind"] in ("cpu", "gpu") and engine["vllm_version"].startswith("0.")
+        logged = ("vllm_version", "platform", "runner", "cudagraph_mode")
+        assert {k: engine["sources"][k] for k in logged} == dict.fromkeys(logged, "server log"), engine["sources"]
+    measured_on = json.loads(recommended["NIM_TUNED_FOR"])
+    assert {k: measured_on[k] for k in ("vllm", "runner", "platform")} == {
+        "vllm": result["servers"][0]["engine"]["vllm_version"], "runner": "v1", "platform": "cpu"}
+    serving = result["engine"]["serving"]
+    assert (serving["platform"], serving["schedule_dropped"]) == ("cuda", None)
+    differences = result["engine"]["differences"]
+    assert differences and differences[0].startswith("measured on cpu, to serve on cuda"), differences
+    assert any(line.startswith("tune: serving engine: measured on cpu") for line in done.stderr.splitlines())
+    assert "## What this was measured on" in (out / "tune.md").read_text()
+
+    # The variables are ready to use: `plan` accepts them with the same environment, and on this engine (the one
+    # measured) does not warn of another.
     planned = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True,
                              env={**_env(demo_model, tmp_path), **recommended}, timeout=120)
     assert planned.returncode == 0, planned.stderr
+    assert "NIM_TUNED_FOR" not in planned.stderr, planned.stderr
     plan = json.loads(planned.stdout)["speculative"]
     assert plan["enabled"] is (recommended["NIM_SPECDEC_ENABLE"] == "1")
 

@@ -24,6 +24,7 @@ from nim_specdec.config.method_infer import effective_method, infer_method
 from nim_specdec.config.method_choice import choose
 from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.runner_plan import plan_model_runner
+from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
@@ -245,6 +246,10 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
     platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
     model_runner = plan_model_runner(facts.vllm_version, platform, settings.use_v2_model_runner, view,
                                      config if enabled else None, method, origin, warnings)
+    tuned = tuned_for_warning(settings.tuned_for, model_runner.vllm_version, model_runner.runner, model_runner.platform,
+                              facts.device.name if facts.device else None)
+    if tuned:
+        warnings.append(tuned)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
     argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,

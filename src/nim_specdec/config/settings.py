@@ -13,6 +13,7 @@ from typing import Mapping
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.config.env_values import parse_bool
 from nim_specdec.config.model_runner import ENV as USE_V2_ENV, parse_use_v2_env
+from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_tuned_for
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.sources import SourceRef, parse_source, path_problem
 from nim_specdec.common.redact import preview
@@ -41,6 +42,7 @@ class Settings:
     builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
     download: DownloadSettings = DownloadSettings()  # NIM_DOWNLOAD_*, NIM_CACHE_LOCK_TIMEOUT, NIM_S3_*, ...
     use_v2_model_runner: bool | None = None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
+    tuned_for: TunedFor | None = None  # NIM_TUNED_FOR: the engine a tune recommendation was measured on
 
 
 def _int(env: Mapping[str, str], name: str, lo: int, hi: int, default: int | None) -> int | None:
@@ -116,4 +118,5 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         builtin_config_dir=_text(env, "NIM_BUILTIN_CONFIG_DIR"),
         download=download_settings(env),
         use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),
+        tuned_for=parse_tuned_for(env.get(TUNED_FOR_ENV)),
     )

@@ -45,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=None,
                         help="predicted gain K > 0 must bring over K = 0 at a batch size (default 0.03 = 3%%)")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds each server may take to start (default 900)")
+    parser.add_argument("--serving-platform", default=None,
+                        help="cpu or cuda: the platform the recommendation will serve on (default: this "
+                             "machine's); a schedule vLLM would drop there is not recommended")
+    parser.add_argument("--serving-vllm-version", default=None,
+                        help="vLLM version the recommendation will serve with (default: the installed one)")
     parser.add_argument("--aiperf", default=None, help="AIPerf executable (default $AIPERF_BIN, else aiperf on PATH)")
     parser.add_argument("vllm_args", nargs=argparse.REMAINDER,
                         help="after --: vLLM arguments, exactly as given to `nim-specdec serve`")
@@ -90,6 +95,9 @@ def _check(args: argparse.Namespace) -> None:
             raise ConfigError(flag, f"{value} is below {low}", f"use {low} or more")
     if args.margin is not None and not 0 <= args.margin < 1:
         raise ConfigError("--margin", f"{args.margin} is not in [0, 1)", "use a fraction such as 0.03")
+    if args.serving_platform is not None and args.serving_platform not in ("cpu", "cuda"):
+        raise ConfigError("--serving-platform", f"{args.serving_platform[:40]!r} is not a serving platform",
+                          "use cpu or cuda, or leave it out for this machine's")
     if not args.ready_timeout > 0:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not positive", "give seconds, e.g. 900")
 
@@ -100,6 +108,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nim_specdec_lab.tune.choice import DEFAULT_MARGIN  # noqa: PLC0415
+    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
     from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415
     from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415
 
@@ -121,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     options = TuneOptions(
         trace=Path(args.trace), out=out, vllm_args=tuple(vllm_args), max_k=args.max_k,
         margin=DEFAULT_MARGIN if args.margin is None else args.margin, methods=_methods(args.methods),
+        serving_platform=args.serving_platform, serving_vllm_version=serving_vllm_version(args.serving_vllm_version),
         run=RunSettings(concurrencies=parse_concurrencies(args.concurrency), requests_per_run=args.requests_per_run,
                         max_tokens=args.max_tokens, ignore_eos=args.ignore_eos,
                         aiperf_bin=Path(args.aiperf) if args.aiperf else None, ready_timeout_s=args.ready_timeout, repeat=args.repeat,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from nim_specdec_lab.tune.engine_report import engine_lines
 from nim_specdec_lab.tune.repeats import spreads_by_configuration
 
 OFF, STATIC, RECOMMENDED = "off", "static", "recommended"
@@ -77,9 +78,11 @@ def build_result(*, recommended_env: Mapping[str, str], chosen: Mapping[str, Any
                  rows: Sequence[ConfigRow], concurrencies: Sequence[int], cost_model: Mapping[str, Any],
                  acceptance: Mapping[str, Any], methods: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]],
                  runs: Sequence[Mapping[str, Any]], notes: Sequence[str], duration_s: float,
-                 repeat: int = 1, servers_per_configuration: int = 1) -> dict[str, Any]:
+                 repeat: int = 1, servers_per_configuration: int = 1,
+                 engine: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {
         "recommended": dict(recommended_env),
+        "engine": None if engine is None else dict(engine),
         "recommendation": chosen,
         "concurrencies": list(concurrencies),
         "configurations": [
@@ -106,7 +109,7 @@ def _cell(value: float | None, digits: int = 1) -> str:
 
 def render_markdown(result: Mapping[str, Any]) -> str:
     conc = result["concurrencies"]
-    lines = ["# nim-specdec tune", "", "## Recommended variables", ""]
+    lines = ["# nim-specdec tune", ""] + engine_lines(result) + ["## Recommended variables", ""]
     lines += ["```"] + [f"{k}={v}" for k, v in result["recommended"].items()] + ["```", ""]
     chosen = result["recommendation"]
     if chosen:

@@ -22,6 +22,7 @@ from nim_specdec.observe.smoke import http_get
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.trace import CapturedRequest
 from nim_specdec_lab.replay import ReplayMeasurement, ReplaySpec, run_replay
+from nim_specdec_lab.tune.measured import measured_engine
 from nim_specdec_lab.tune.repeats import kept_by_concurrency
 
 Say = Callable[[str], None]
@@ -120,6 +121,8 @@ def served(name: str, env: Mapping[str, str], args: Sequence[str], out: Path, se
     with running_server(spec) as server:
         entry["ready_s"] = round(time.monotonic() - started, 1)
         entry["port"] = server.port
+        # What the server ran on, read now: vLLM has logged its engine configuration by the time it is ready.
+        entry["engine"] = measured_engine(server.log_text(), env, args)
         say(f"{who}: server '{name}' ready in {entry['ready_s']:.0f} s on port {server.port}")
         try:
             yield server

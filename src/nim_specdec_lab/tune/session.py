@@ -22,6 +22,7 @@ from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_position
 from nim_specdec_lab.tune.answer import answer, trace_level
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose, static_prediction
 from nim_specdec_lab.tune.cost_model import Observation, fit
+from nim_specdec_lab.tune.measured import engine_summary, serving_target
 from nim_specdec_lab.tune.repeats import later_passes
 from nim_specdec_lab.tune.report import (
     NOT_KEPT, OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
@@ -30,6 +31,7 @@ from nim_specdec_lab.tune.runner import (
     Round, RunSettings, Say, ServerLog, judged_tokens_per_s, keep, local_model_dir, measure, read_trace,
     record_token_ids, served, served_model, server_name,
 )
+from nim_specdec_lab.tune.serving import without_dropped_schedule
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class TuneOptions:
     max_k: int = 4
     margin: float = DEFAULT_MARGIN
     methods: tuple[str, ...] = cand.MODEL_FREE
+    serving_platform: str | None = None  # None: this machine's
+    serving_vllm_version: str | None = None  # None: the installed vLLM
 
 
 def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
@@ -108,6 +112,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
     shown = public(plan, env)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
+    target = serving_target(shown, env, options.serving_platform, options.serving_vllm_version)
+    for method in ([configured.method] if configured else []) + list(options.methods):
+        target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
     engine = cand.engine_keys(env)
     args = cand.strip_spec_args(options.vllm_args)
     notes: list[str] = []
@@ -187,6 +194,15 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
                                                 for p in choice.plans))
 
     rec_config = cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if choice.chosen else None
+    fallback = None
+    if rec_config is not None:  # never a schedule the serving engine would drop
+        choice, fallback = without_dropped_schedule(choice, target.engine_for(rec_config), model_fit,
+                                                    curves.get(choice.chosen.method), run.concurrencies)
+        rec_config = cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if (
+            choice.chosen) else None
+    if fallback:
+        notes.append(fallback)
+        say("tune: " + fallback)
     reused = _already_measured(rec_config, candidates)
     if reused is not None:
         notes.append(f"the recommendation is exactly the measured '{reused}' configuration; its runs verify it")
@@ -204,8 +220,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     final = _answer(captured, pooled, _pool_of(rec_config, candidates, pooled), options.margin)
     prompts = [len(r.prompt) for r in records] if len(records) == len(bodies) else None
     shown_notes = trace_notes(bodies, True, run.max_tokens, max_len, prompts)
+    summary, marker = engine_summary(servers.starts, target.engine_for(rec_config),
+                                     None if rec_config is None else rec_config["method"], fallback)
     result = build_result(
-        recommended_env=cand.spec_env(engine, rec_config), chosen=chosen_json, rows=rows,
+        recommended_env={**cand.spec_env(engine, rec_config), **marker}, chosen=chosen_json, rows=rows,
         concurrencies=run.concurrencies, cost_model=model_fit.to_json(),
         acceptance={m: curves[m].to_json() for m in by_method},
         methods=[{"method": p.method, "score": round(p.score, 4), "k_by_batch_size": list(p.k_by_batch),
@@ -213,10 +231,12 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
                  for p in choice.plans],
         servers=servers.starts,
         runs=servers.rounds, repeat=run.repeat, servers_per_configuration=run.servers,
-        notes=notes, duration_s=time.monotonic() - started,
+        notes=notes, duration_s=time.monotonic() - started, engine=summary,
     )
     result.update(answer=final, trace_notes=shown_notes)
     _write(out, result, say)
+    for line in summary["differences"]:
+        say("tune: serving engine: " + line)
     return result
 
 

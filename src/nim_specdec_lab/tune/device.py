@@ -1,0 +1,77 @@
+"""The device tune's servers ran on: the visible GPUs through NVML (name, memory, driver), else the CPU model.
+
+Read once per server at the edge; `cpu_model` (the plan's own) is the pure part. NVML (the nvidia-ml-py
+package) is optional: without it, or without a driver, the record is the CPU's, and says so in `source`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from nim_specdec.preflight.device import cpu_model  # the plan's reading: NIM_TUNED_FOR compares the two
+from nim_specdec.preflight.gpu import visible
+
+CPUINFO = "/proc/cpuinfo"
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def nvml_devices(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The GPUs CUDA_VISIBLE_DEVICES leaves visible, with the driver version; None where NVML cannot tell."""
+    try:
+        import pynvml  # noqa: PLC0415
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no library or no driver: no GPU to report
+        return None
+    try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
+        indices = visible(len(handles), uuids, env.get("CUDA_VISIBLE_DEVICES"))
+        if not indices:
+            return None
+        gpus = [{"name": _text(pynvml.nvmlDeviceGetName(handles[i])),
+                 "memory_gib": round(int(pynvml.nvmlDeviceGetMemoryInfo(handles[i]).total) / 2**30, 1)}
+                for i in indices]
+        return {"kind": "gpu", "gpus": gpus, "driver": _text(pynvml.nvmlSystemGetDriverVersion()), "source": "nvml"}
+    except Exception:  # noqa: BLE001 - a GPU that cannot be read is reported as absent
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def cpu_device(cpuinfo: str | None, cores: int | None) -> dict[str, Any]:
+    return {"kind": "cpu", "cpu": (cpu_model(cpuinfo) if cpuinfo else None) or "unknown", "cores": cores,
+            "source": CPUINFO if cpuinfo else "none"}
+
+
+def read_device(env: Mapping[str, str]) -> dict[str, Any]:
+    gpus = nvml_devices(env)
+    if gpus is not None:
+        return gpus
+    try:
+        with open(CPUINFO, encoding="utf-8", errors="replace") as src:
+            cpuinfo: str | None = src.read()
+    except OSError:
+        cpuinfo = None
+    return cpu_device(cpuinfo, os.cpu_count())
+
+
+def describe_device(device: Mapping[str, Any]) -> str:
+    """One line for tune.md: `2 x NVIDIA H100 80GB HBM3 (79.6 GiB each), driver 550.54` or the CPU model."""
+    if device.get("kind") == "gpu":
+        gpus = device["gpus"]
+        names = sorted({g["name"] for g in gpus})
+        memory = sorted({g["memory_gib"] for g in gpus})
+        return (f"{len(gpus)} x {', '.join(names)} ({', '.join(f'{m} GiB' for m in memory)} each), "
+                f"driver {device['driver']}")
+    cores = f", {device['cores']} cores" if device.get("cores") else ""
+    return f"CPU {device.get('cpu', 'unknown')}{cores}"
