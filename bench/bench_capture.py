@@ -11,7 +11,7 @@ Then the middleware's own event-loop time per request, against a no-op applicati
 file, timed from the first submit to the end of the flush.
 
     PYTHONPATH=src python bench/bench_capture.py [--requests 1500] [--concurrency 2]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -49,8 +49,13 @@ def chat_app():
         for i in range(TOKENS):
             await asyncio.sleep(TOKEN_PAUSE_S)
             chunk = {"choices": [{"index": 0, "delta": {"content": f" t{i}"}}], "model": request["model"]}
-            await send({"type": "http.response.body", "body": b"data: " + json.dumps(chunk).encode() + b"\n\n",
-                        "more_body": True})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"data: " + json.dumps(chunk).encode() + b"\n\n",
+                    "more_body": True,
+                }
+            )
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
     return app
@@ -75,9 +80,16 @@ def free_port() -> int:
 
 
 def request_body(i: int) -> dict:
-    return {"model": "m", "stream": True, "max_tokens": 64, "temperature": 0,
-            "messages": [{"role": "system", "content": "You are a helpful assistant. " * 8},
-                         {"role": "user", "content": f"Question {i}: " + "explain speculative decoding. " * 20}]}
+    return {
+        "model": "m",
+        "stream": True,
+        "max_tokens": 64,
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant. " * 8},
+            {"role": "user", "content": f"Question {i}: " + "explain speculative decoding. " * 20},
+        ],
+    }
 
 
 async def drive(urls: dict[str, str], count: int, concurrency: int) -> dict[str, dict[int, float]]:
@@ -88,6 +100,7 @@ async def drive(urls: dict[str, str], count: int, concurrency: int) -> dict[str,
     gate = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+
         async def one(name: str, i: int) -> None:
             start = time.perf_counter()
             async with client.stream("POST", urls[name], json=request_body(i)) as response:
@@ -175,8 +188,9 @@ def writer_throughput(folder: Path, records: int) -> tuple[float, int]:
 
     body = json.dumps(request_body(0)).encode()
     counters = capture_counters(CollectorRegistry())
-    writer = CaptureWriter(open_capture_file(str(folder / "writer.jsonl")), FORMATS["mooncake_payload"], counters,
-                           queue_size=records)
+    writer = CaptureWriter(
+        open_capture_file(str(folder / "writer.jsonl")), FORMATS["mooncake_payload"], counters, queue_size=records
+    )
     start = time.perf_counter()
     for i in range(records):
         writer.submit(float(i), body)
@@ -198,8 +212,10 @@ def main() -> int:
         capture = folder / "capture.jsonl"
         ports = {"off": free_port(), "on": free_port()}
         ctx = multiprocessing.get_context("spawn")
-        servers = [ctx.Process(target=serve, args=(ports["off"], None), daemon=True),
-                   ctx.Process(target=serve, args=(ports["on"], str(capture)), daemon=True)]
+        servers = [
+            ctx.Process(target=serve, args=(ports["off"], None), daemon=True),
+            ctx.Process(target=serve, args=(ports["on"], str(capture)), daemon=True),
+        ]
         for p in servers:
             p.start()
         try:
@@ -220,16 +236,22 @@ def main() -> int:
     # The same request on both servers, one right after the other: the ratio of each pair cancels
     # most of the noise of a shared machine.
     paired = statistics.median(latencies["on"][i] / latencies["off"][i] for i in latencies["on"])
-    print(f"requests per server: {len(on)}, concurrency {args.concurrency}, "
-          f"{TOKENS} streamed chunks of {TOKEN_PAUSE_S * 1000:.0f} ms; lines captured: {captured} "
-          f"(warm-up included)")
+    print(
+        f"requests per server: {len(on)}, concurrency {args.concurrency}, "
+        f"{TOKENS} streamed chunks of {TOKEN_PAUSE_S * 1000:.0f} ms; lines captured: {captured} "
+        f"(warm-up included)"
+    )
     for q in (50, 99):
         p_on, p_off = percentile(on, q), percentile(off, q)
-        print(f"p{q} latency  capture off {p_off * 1000:7.2f} ms   on {p_on * 1000:7.2f} ms   "
-              f"ratio on/off {p_on / p_off:.3f}")
+        print(
+            f"p{q} latency  capture off {p_off * 1000:7.2f} ms   on {p_on * 1000:7.2f} ms   "
+            f"ratio on/off {p_on / p_off:.3f}"
+        )
     print(f"median of per-request ratios on/off (paired) {paired:.3f}")
-    print(f"event-loop time per request, no-op app: {cost_off:.1f} µs without capture, {cost_on:.1f} µs with "
-          f"(+{cost_on - cost_off:.1f} µs)")
+    print(
+        f"event-loop time per request, no-op app: {cost_off:.1f} µs without capture, {cost_on:.1f} µs with "
+        f"(+{cost_on - cost_off:.1f} µs)"
+    )
     print(f"writer: {args.writer_records} records of {size} B: {rate:,.0f} records/s")
     return 0
 

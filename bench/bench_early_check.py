@@ -24,14 +24,26 @@ from servers.fault_proxy import Fault  # noqa: E402
 from servers.harness import WEIGHTS, cli_env, model_files  # noqa: E402
 from servers.s3_store import S3Store  # noqa: E402
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
-          "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64,
-          "vocab_size": 330, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "vocab_size": 330,
+    "max_position_embeddings": 2048,
+    "torch_dtype": "bfloat16",
+}
 
 
 def _timed(args: list[str], env: dict, ok: int = 0) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True, timeout=900
+    )
     if done.returncode != ok:
         sys.exit(f"{args[0]} exited {done.returncode}: {done.stderr[-2000:]}")
     return time.perf_counter() - start
@@ -53,8 +65,13 @@ def main() -> None:
                 store.proxy.reset()
                 store.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=args.kib_per_s * 1024))
                 with tempfile.TemporaryDirectory() as tmp:
-                    env = cli_env(store, Path(tmp) / "cache", NIM_MODEL_PATH=target, NIM_SPECDEC_ENABLE="0",
-                                  NIM_SPECDEC_PREFLIGHT="off")
+                    env = cli_env(
+                        store,
+                        Path(tmp) / "cache",
+                        NIM_MODEL_PATH=target,
+                        NIM_SPECDEC_ENABLE="0",
+                        NIM_SPECDEC_PREFLIGHT="off",
+                    )
                     if kind == "overlapped":
                         overlapped.append(_timed(["prepare"], env))
                     elif kind == "serial":
@@ -65,7 +82,9 @@ def main() -> None:
         store.close()
     download_s = args.mib * 1024 / args.kib_per_s
     med = statistics.median
-    print(f"remote target, {args.mib:g} MiB of weights at {args.kib_per_s} KiB/s (about {download_s:.1f} s), {args.runs} runs, medians:")
+    print(
+        f"remote target, {args.mib:g} MiB of weights at {args.kib_per_s} KiB/s (about {download_s:.1f} s), {args.runs} runs, medians:"  # noqa: E501
+    )
     print(f"  prepare, check while downloading:        {med(overlapped):6.2f} s")
     print(f"  download, then prepare on the warm cache: {med(serial):6.2f} s  ({med(serial) / med(overlapped):.2f}x)")
     print(f"  prepare of a configuration vLLM refuses: {med(refused):6.2f} s to exit 2, download stopped")

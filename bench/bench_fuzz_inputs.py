@@ -43,10 +43,53 @@ from nim_specdec.server.capture.formats import FORMATS
 from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
 from nim_specdec_lab.ngram.trace import parse_capture as parse_trace
 
-PIECES = ["{", "}", "[", "]", '"', ":", ",", "\\", "\\u", "d800", "\\ud800", "NaN", "Infinity", "-", "1e999",
-          "9" * 5000, "[" * 3000, "null", "true", "api_key", "speculative_config", "speculative-config",
-          "method", "ngram", "eagle3", "num_speculative_tokens", "max_num_seqs", "--api-key", "-x", " ", "\t",
-          "\n", "\x1b[2J", "\udcff", "é", "s3://", "hf://", "gs://", "/", "..", "@", "?", "#", "=", "'"]
+PIECES = [
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    ":",
+    ",",
+    "\\",
+    "\\u",
+    "d800",
+    "\\ud800",
+    "NaN",
+    "Infinity",
+    "-",
+    "1e999",
+    "9" * 5000,
+    "[" * 3000,
+    "null",
+    "true",
+    "api_key",
+    "speculative_config",
+    "speculative-config",
+    "method",
+    "ngram",
+    "eagle3",
+    "num_speculative_tokens",
+    "max_num_seqs",
+    "--api-key",
+    "-x",
+    " ",
+    "\t",
+    "\n",
+    "\x1b[2J",
+    "\udcff",
+    "é",
+    "s3://",
+    "hf://",
+    "gs://",
+    "/",
+    "..",
+    "@",
+    "?",
+    "#",
+    "=",
+    "'",
+]
 HOSTILE = st.one_of(st.text(max_size=200), st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
 JSONISH = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30), st.sampled_from(PIECES)),
@@ -65,8 +108,13 @@ def _quiet(call):
 
 def plan_with(env_extra: dict[str, str], args: list[str], workdir: Path) -> None:
     """`nim-specdec plan` in this process; only exit 0, 2 or 3 is an answer to bad input."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "NIM_CACHE_PATH": str(workdir / "cache"),
-           "NIM_MODEL_PATH": str(workdir / "target"), **env_extra}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(workdir),
+        "NIM_CACHE_PATH": str(workdir / "cache"),
+        "NIM_MODEL_PATH": str(workdir / "target"),
+        **env_extra,
+    }
     saved = dict(os.environ)
     err = io.StringIO()
     try:
@@ -84,8 +132,12 @@ def plan_with(env_extra: dict[str, str], args: list[str], workdir: Path) -> None
 
 
 def _redaction(secret: str, around: str) -> None:
-    for text in (f"{around} {secret} {around}", printable(" ".join(f"x {secret} y".split())),
-                 json.dumps(secret), (around + secret)[:80] + "..."):
+    for text in (
+        f"{around} {secret} {around}",
+        printable(" ".join(f"x {secret} y".split())),
+        json.dumps(secret),
+        (around + secret)[:80] + "...",
+    ):
         masked = redact_text(text, [secret])
         visible = secret if secret in text else ""
         if visible and visible in masked:
@@ -165,6 +217,7 @@ def launcher_error_only(call):
             call(*values)
         except LauncherError:
             pass
+
     return run
 
 
@@ -172,14 +225,23 @@ def inputs(workdir: Path) -> dict[str, tuple]:
     tokens = st.lists(st.one_of(st.sampled_from(PIECES), HOSTILE), max_size=8)
     env_text = TEXTS.map(lambda t: t.replace("\x00", ""))  # no environment can carry a NUL
     return {
-        "NIM_SPECDEC_ARGS (plan)": (env_text, lambda t: plan_with({"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": t},
-                                                               [], workdir)),
+        "NIM_SPECDEC_ARGS (plan)": (
+            env_text,
+            lambda t: plan_with({"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": t}, [], workdir),
+        ),
         "NIM_PASSTHROUGH_ARGS (plan)": (env_text, lambda t: plan_with({"NIM_PASSTHROUGH_ARGS": t}, [], workdir)),
-        "vLLM arguments (plan)": (tokens.map(lambda a: [t.replace("\x00", "") for t in a]), lambda a: plan_with({}, a, workdir)),
-        "NIM_DRAFT_MODEL_PATH (plan)": (env_text, lambda t: plan_with({"NIM_SPECDEC_ENABLE": "1",
-                                                                      "NIM_DRAFT_MODEL_PATH": t}, [], workdir)),
-        "NIM_CAPTURE_ARGS": (TEXTS, launcher_error_only(lambda t: parse_capture({"NIM_CAPTURE_ENABLE": "1",
-                                                                                  "NIM_CAPTURE_ARGS": t}))),
+        "vLLM arguments (plan)": (
+            tokens.map(lambda a: [t.replace("\x00", "") for t in a]),
+            lambda a: plan_with({}, a, workdir),
+        ),
+        "NIM_DRAFT_MODEL_PATH (plan)": (
+            env_text,
+            lambda t: plan_with({"NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": t}, [], workdir),
+        ),
+        "NIM_CAPTURE_ARGS": (
+            TEXTS,
+            launcher_error_only(lambda t: parse_capture({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": t})),
+        ),
         "JSON values": (TEXTS, launcher_error_only(lambda t: loads(t, "x"))),
         "NIM_SPECDEC_ARGS (parser)": (TEXTS, launcher_error_only(parse_specdec_args)),
         "vLLM arguments (parser)": (tokens, launcher_error_only(lambda a: parse_vllm_args(a, "argument"))),
@@ -200,8 +262,9 @@ def fuzz(name: str, strategy, target, cases: int, show: int) -> tuple[int, int, 
     counts = collections.Counter()
     examples: list[str] = []
 
-    @settings(max_examples=cases, database=None, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=cases, database=None, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(strategy)
     def run(value):
         counts["cases"] += 1
@@ -211,8 +274,10 @@ def fuzz(name: str, strategy, target, cases: int, show: int) -> tuple[int, int, 
             counts["internal"] += 1
             if len(examples) < show:
                 where = traceback.extract_tb(err.__traceback__)[-1]
-                examples.append(f"{type(err).__name__}: {str(err)[:200]} at {where.filename}:{where.lineno} "
-                                f"for {str(value)[:120]!r}")
+                examples.append(
+                    f"{type(err).__name__}: {str(err)[:200]} at {where.filename}:{where.lineno} "
+                    f"for {str(value)[:120]!r}"
+                )
 
     run()
     return counts["cases"], counts["internal"], examples
@@ -221,8 +286,12 @@ def fuzz(name: str, strategy, target, cases: int, show: int) -> tuple[int, int, 
 def main_() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10000, help="cases per input (default 10000)")
-    parser.add_argument("--plan-cases", type=int, default=None,
-                        help="cases for the inputs that run a whole plan (default: --cases; a plan costs ~25 ms)")
+    parser.add_argument(
+        "--plan-cases",
+        type=int,
+        default=None,
+        help="cases for the inputs that run a whole plan (default: --cases; a plan costs ~25 ms)",
+    )
     parser.add_argument("--only", nargs="*", default=None, help="inputs whose name contains one of these words")
     parser.add_argument("--show", type=int, default=3, help="internal errors to print per input")
     args = parser.parse_args()
@@ -230,10 +299,21 @@ def main_() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         (workdir / "target").mkdir()
-        (workdir / "target" / "config.json").write_text(json.dumps({
-            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "vocab_size": 128,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "intermediate_size": 128, "max_position_embeddings": 256}))
+        (workdir / "target" / "config.json").write_text(
+            json.dumps(
+                {
+                    "architectures": ["LlamaForCausalLM"],
+                    "model_type": "llama",
+                    "hidden_size": 64,
+                    "vocab_size": 128,
+                    "num_hidden_layers": 2,
+                    "num_attention_heads": 4,
+                    "num_key_value_heads": 2,
+                    "intermediate_size": 128,
+                    "max_position_embeddings": 256,
+                }
+            )
+        )
         print(f"{'input':<30} {'cases':>7} {'internal errors':>16} {'seconds':>8}")
         for name, (strategy, target) in inputs(workdir).items():
             if args.only and not any(word.lower() in name.lower() for word in args.only):

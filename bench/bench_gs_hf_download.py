@@ -40,7 +40,7 @@ WORKERS = 8
 def payload(big_mib: int, small_mib: int) -> dict[str, bytes]:
     def blob(mib: int, seed: int) -> bytes:
         block = os.urandom(1024 * 1024)
-        return b"".join(block[(i + seed) % 251:] + block[:(i + seed) % 251] for i in range(mib))
+        return b"".join(block[(i + seed) % 251 :] + block[: (i + seed) % 251] for i in range(mib))
 
     return {"model.safetensors": blob(big_mib, 0), **{f"part-{i}.bin": blob(small_mib, i + 1) for i in range(3)}}
 
@@ -58,11 +58,17 @@ def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
 
     def run() -> None:
         cache = work / "cache-ours"
-        full = {**os.environ, **env, "NIM_CACHE_PATH": str(cache), "NIM_DOWNLOAD_VERIFY": verify,
-                "NIM_PROGRESS_INTERVAL": "3600"}
+        full = {
+            **os.environ,
+            **env,
+            "NIM_CACHE_PATH": str(cache),
+            "NIM_DOWNLOAD_VERIFY": verify,
+            "NIM_PROGRESS_INTERVAL": "3600",
+        }
         ref = parse_source(scheme_uri, "bench")
         get_fetcher(ref.scheme).fetch(ref, FetchContext(env=full, cache_dir=cache))
         shutil.rmtree(cache)
+
     return run
 
 
@@ -77,6 +83,7 @@ def digest_floor(files: dict[str, bytes], work: Path, algorithm: str):
     def run() -> None:
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda path: file_digest(path, algorithm), sorted(folder.iterdir())))
+
     return run
 
 
@@ -91,8 +98,9 @@ def gs_contenders(files: dict[str, bytes], work: Path) -> dict[str, object]:
     uri = store.publish("draft", files)
 
     def client():
-        return storage.Client(project="bench", credentials=AnonymousCredentials(),
-                              client_options={"api_endpoint": store.direct_url})
+        return storage.Client(
+            project="bench", credentials=AnonymousCredentials(), client_options={"api_endpoint": store.direct_url}
+        )
 
     def many(checksum: str | None):
         def run() -> None:
@@ -101,12 +109,17 @@ def gs_contenders(files: dict[str, bytes], work: Path) -> dict[str, object]:
             c = client()
             blobs = list(c.list_blobs(BUCKET, prefix="draft/"))
             pairs = [(b, str(out / Path(b.name).name)) for b in blobs]
-            for result in transfer_manager.download_many(pairs, download_kwargs={"checksum": checksum},
-                                                         worker_type=transfer_manager.THREAD, max_workers=WORKERS,
-                                                         raise_exception=True):
+            for result in transfer_manager.download_many(
+                pairs,
+                download_kwargs={"checksum": checksum},
+                worker_type=transfer_manager.THREAD,
+                max_workers=WORKERS,
+                raise_exception=True,
+            ):
                 if isinstance(result, BaseException):
                     raise result
             shutil.rmtree(out)
+
         return run
 
     def sliced() -> None:
@@ -114,8 +127,13 @@ def gs_contenders(files: dict[str, bytes], work: Path) -> dict[str, object]:
         out.mkdir()
         c = client()
         for b in c.list_blobs(BUCKET, prefix="draft/"):
-            transfer_manager.download_chunks_concurrently(b, str(out / Path(b.name).name), chunk_size=32 * 1024 * 1024,
-                                                          worker_type=transfer_manager.THREAD, max_workers=WORKERS)
+            transfer_manager.download_chunks_concurrently(
+                b,
+                str(out / Path(b.name).name),
+                chunk_size=32 * 1024 * 1024,
+                worker_type=transfer_manager.THREAD,
+                max_workers=WORKERS,
+            )
         shutil.rmtree(out)
 
     env = {"STORAGE_EMULATOR_HOST": store.direct_url}
@@ -179,11 +197,15 @@ def main() -> int:
         medians = {name: statistics.median(v) for name, v in times.items()}
         clients = {n: t for n, t in medians.items() if not n.startswith("ours") and "no download" not in n}
         fastest_name = min(clients, key=clients.get)
-        print(f"\n{scheme}:// {total_mib:.0f} MiB in {len(files)} files, {args.runs} runs, medians "
-              f"(ratio to the fastest client, {fastest_name})")
+        print(
+            f"\n{scheme}:// {total_mib:.0f} MiB in {len(files)} files, {args.runs} runs, medians "
+            f"(ratio to the fastest client, {fastest_name})"
+        )
         for name, seconds in medians.items():
-            print(f"  {name:<34} {seconds:7.2f} s  {seconds / clients[fastest_name]:5.2f}x  "
-                  f"{total_mib / seconds:7.1f} MiB/s")
+            print(
+                f"  {name:<34} {seconds:7.2f} s  {seconds / clients[fastest_name]:5.2f}x  "
+                f"{total_mib / seconds:7.1f} MiB/s"
+            )
     return 0
 
 

@@ -61,7 +61,9 @@ def main() -> None:
             points.append(time.perf_counter() - t0)
     build, point = statistics.median(builds), statistics.median(points)
     amortized = point + build / len(grid)
-    print(f"trace: {args.requests} requests, {total:,} tokens ({outputs:,} output), grid of {len(grid)} points, max n {max_n}")
+    print(
+        f"trace: {args.requests} requests, {total:,} tokens ({outputs:,} output), grid of {len(grid)} points, max n {max_n}"  # noqa: E501
+    )
     print(f"table build (once per trace): median {build * 1e3:.1f} ms")
     print(f"one grid point: median {point * 1e3:.1f} ms")
     print(f"tokens/s per grid point, build amortized over the grid: {total / amortized:,.0f}")

@@ -53,8 +53,10 @@ def main() -> None:
         alone.append(total / point)
         amortized.append(total / (point + build / len(grid)))
         single.append(total / (build + point))
-    print(f"trace: {args.requests} requests, {total:,} tokens, grid of {len(grid)} settings, max n {max_n}, "
-          f"{args.repeats} rounds")
+    print(
+        f"trace: {args.requests} requests, {total:,} tokens, grid of {len(grid)} settings, max n {max_n}, "
+        f"{args.repeats} rounds"
+    )
     print(f"table build (once per trace), ms: {_spread(builds)}")
     print(f"one setting, ms: {_spread(per_point)}")
     print(f"tokens/s per setting, the shared table build left out: {_spread(alone)}")

@@ -48,7 +48,11 @@ def main() -> None:
                 {**base, "NIM_MODEL_PATH": "hf://meta-llama/Llama-3.1-8B-Instruct"},
             ),
             "plan: local EAGLE3 draft": (
-                plan + ["--speculative-config", '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'],
+                plan
+                + [
+                    "--speculative-config",
+                    '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}',
+                ],
                 {**base, "NIM_MODEL_PATH": target, "NIM_DRAFT_MODEL_PATH": draft},
             ),
         }

@@ -41,21 +41,26 @@ def write_safetensors(path: Path, tensors: dict) -> int:
 
 
 def llama_tensors(layers: int, hidden: int, inter: int, vocab: int, kv: int = 8, head_dim: int = 128) -> dict:
-    t = {"model.embed_tokens.weight": ("BF16", (vocab, hidden)), "model.norm.weight": ("BF16", (hidden,)),
-         "lm_head.weight": ("BF16", (vocab, hidden))}
+    t = {
+        "model.embed_tokens.weight": ("BF16", (vocab, hidden)),
+        "model.norm.weight": ("BF16", (hidden,)),
+        "lm_head.weight": ("BF16", (vocab, hidden)),
+    }
     for i in range(layers):
         p = f"model.layers.{i}."
-        t.update({
-            p + "self_attn.q_proj.weight": ("BF16", (hidden, hidden)),
-            p + "self_attn.k_proj.weight": ("BF16", (kv * head_dim, hidden)),
-            p + "self_attn.v_proj.weight": ("BF16", (kv * head_dim, hidden)),
-            p + "self_attn.o_proj.weight": ("BF16", (hidden, hidden)),
-            p + "mlp.gate_proj.weight": ("BF16", (inter, hidden)),
-            p + "mlp.up_proj.weight": ("BF16", (inter, hidden)),
-            p + "mlp.down_proj.weight": ("BF16", (hidden, inter)),
-            p + "input_layernorm.weight": ("BF16", (hidden,)),
-            p + "post_attention_layernorm.weight": ("BF16", (hidden,)),
-        })
+        t.update(
+            {
+                p + "self_attn.q_proj.weight": ("BF16", (hidden, hidden)),
+                p + "self_attn.k_proj.weight": ("BF16", (kv * head_dim, hidden)),
+                p + "self_attn.v_proj.weight": ("BF16", (kv * head_dim, hidden)),
+                p + "self_attn.o_proj.weight": ("BF16", (hidden, hidden)),
+                p + "mlp.gate_proj.weight": ("BF16", (inter, hidden)),
+                p + "mlp.up_proj.weight": ("BF16", (inter, hidden)),
+                p + "mlp.down_proj.weight": ("BF16", (hidden, inter)),
+                p + "input_layernorm.weight": ("BF16", (hidden,)),
+                p + "post_attention_layernorm.weight": ("BF16", (hidden,)),
+            }
+        )
     return t
 
 
@@ -68,34 +73,68 @@ def write_model(directory: Path, config: dict, tensors: dict, shards: int) -> in
         part = {n: tensors[n] for n in names[i::shards]}
         total += write_safetensors(directory / shard, part)
         weight_map.update(dict.fromkeys(part, shard))
-    (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
+    (directory / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map})
+    )
     return len(tensors)
 
 
-LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256,
-            "torch_dtype": "bfloat16", "max_position_embeddings": 131072,
-            "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}}
-DRAFT_40L = {**LLAMA_8B, "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 16, "num_hidden_layers": 40}
+LLAMA_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "vocab_size": 128256,
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 131072,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192},
+}
+DRAFT_40L = {
+    **LLAMA_8B,
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 40,
+}
 EAGLE3 = {**LLAMA_8B, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "draft_vocab_size": 32000}
 
 
 def eagle3_tensors() -> dict:
     h, i = 4096, 14336
-    t = {"fc.weight": ("BF16", (h, 3 * h)), "norm.weight": ("BF16", (h,)), "lm_head.weight": ("BF16", (32000, h)),
-         "d2t": ("I64", (32000,)), "t2d": ("BOOL", (128256,))}
-    for name, shape in [("self_attn.q_proj", (h, 2 * h)), ("self_attn.k_proj", (1024, 2 * h)),
-                        ("self_attn.v_proj", (1024, 2 * h)), ("self_attn.o_proj", (h, h)), ("mlp.gate_proj", (i, h)),
-                        ("mlp.up_proj", (i, h)), ("mlp.down_proj", (h, i))]:
+    t = {
+        "fc.weight": ("BF16", (h, 3 * h)),
+        "norm.weight": ("BF16", (h,)),
+        "lm_head.weight": ("BF16", (32000, h)),
+        "d2t": ("I64", (32000,)),
+        "t2d": ("BOOL", (128256,)),
+    }
+    for name, shape in [
+        ("self_attn.q_proj", (h, 2 * h)),
+        ("self_attn.k_proj", (1024, 2 * h)),
+        ("self_attn.v_proj", (1024, 2 * h)),
+        ("self_attn.o_proj", (h, h)),
+        ("mlp.gate_proj", (i, h)),
+        ("mlp.up_proj", (i, h)),
+        ("mlp.down_proj", (h, i)),
+    ]:
         t[f"midlayer.{name}.weight"] = ("BF16", shape)
     return t
 
 
 def plan(method: str, target: Path, draft: Path) -> dict:
-    return {"speculative": {"enabled": True, "method": method, "config": {"method": method, "model": str(draft),
-                                                                           "num_speculative_tokens": 3}},
-            "target": {"local_dir": str(target)}, "draft": {"name": "draft", "source": str(draft), "local_dir": str(draft)},
-            "engine_args": {"max_model_len": 8192}}
+    return {
+        "speculative": {
+            "enabled": True,
+            "method": method,
+            "config": {"method": method, "model": str(draft), "num_speculative_tokens": 3},
+        },
+        "target": {"local_dir": str(target)},
+        "draft": {"name": "draft", "source": str(draft), "local_dir": str(draft)},
+        "engine_args": {"max_model_len": 8192},
+    }
 
 
 def median_ms(fn, repeat: int) -> tuple[float, float]:
@@ -114,6 +153,7 @@ def main() -> int:
     args = parser.parse_args()
     start = time.perf_counter()
     from nim_specdec.preflight import StaticProbe, run_preflight
+
     import_ms = (time.perf_counter() - start) * 1000
     gpu = StaticProbe([(85520809984, 512 * 1024**2, "NVIDIA H100 80GB HBM3")])
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,11 +170,14 @@ def main() -> int:
             results = {c["name"]: c["result"] for c in section["checks"]}
             assert all(r == "pass" for r in results.values()), results
             checks_med, checks_p90 = median_ms(lambda: run_preflight(p, {}, gpu), args.repeat)
-            configs_med, _ = median_ms(lambda: [json.loads((d / "config.json").read_text()) for d in (root / "target", draft)],
-                                       args.repeat)
-            print(f"{method:12s} draft {n:4d} tensors: all checks median {checks_med:6.2f} ms, p90 {checks_p90:6.2f} ms; "
-                  f"reading the two config.json alone {configs_med:5.2f} ms (ratio {checks_med / configs_med:4.1f}x); "
-                  f"target 50 ms: {'met' if checks_p90 < 50 else 'NOT met'}")
+            configs_med, _ = median_ms(
+                lambda: [json.loads((d / "config.json").read_text()) for d in (root / "target", draft)], args.repeat
+            )
+            print(
+                f"{method:12s} draft {n:4d} tensors: all checks median {checks_med:6.2f} ms, p90 {checks_p90:6.2f} ms; "
+                f"reading the two config.json alone {configs_med:5.2f} ms (ratio {checks_med / configs_med:4.1f}x); "
+                f"target 50 ms: {'met' if checks_p90 < 50 else 'NOT met'}"
+            )
     return 0
 
 

@@ -14,7 +14,7 @@ PutObject and a CRC64NVME checksum (`draft-crc`: what S3 keeps for every object 
 Also the floor that a verified download pays here: each digest of the same files already on disk
 (two threads, no download). Then the warm start: `nim-specdec download URI` on a cache hit, a 1 MiB draft against a 1 GiB one.
 Prints medians and ratios. Every file lives in a temporary directory that is removed at the end.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -75,8 +75,12 @@ def start_rclone(root: Path) -> tuple[subprocess.Popen, str]:
 def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET, AWS_ENDPOINT_URL_S3=endpoint, AWS_REGION="us-east-1",
-        NIM_CACHE_PATH=str(cache), NIM_PROGRESS_INTERVAL="3600",
+        AWS_ACCESS_KEY_ID=KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET,
+        AWS_ENDPOINT_URL_S3=endpoint,
+        AWS_REGION="us-east-1",
+        NIM_CACHE_PATH=str(cache),
+        NIM_PROGRESS_INTERVAL="3600",
         PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])),
     )
     env.update(extra)
@@ -152,7 +156,9 @@ def run_s5cmd(endpoint: str, work: Path, prefix: str) -> float:
     started = time.perf_counter()
     subprocess.run(
         [tool("s5cmd"), "--endpoint-url", endpoint, "cp", f"s3://{BUCKET}/{prefix}/*", f"{out}/"],
-        env=env, check=True, stdout=subprocess.DEVNULL,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
     )
     elapsed = time.perf_counter() - started
     shutil.rmtree(out)
@@ -223,18 +229,24 @@ def main() -> None:
                 upload_with_crc(endpoint, draft, "draft-crc")
                 run_s5cmd(endpoint, work, "draft")  # warm-up: rclone hashes files on the first listing
                 run_s5cmd(endpoint, work, "draft-crc")
-            contenders = {} if args.warm_only else {
-                "ours, default (verify=checksum)": lambda: run_ours(endpoint, work, "draft", "checksum"),
-                "ours, default (verify=size)": lambda: run_ours(endpoint, work, "draft", "size"),
-                "ours, boto3 (verify=checksum)": lambda: run_ours(endpoint, work, "draft", "checksum", "0"),
-                "MD5 alone, no download": lambda: digest_only(draft, "md5"),
-                "boto3 transfer manager, defaults": lambda: run_boto3_defaults(endpoint, work, "draft"),
-                "s5cmd cp": lambda: run_s5cmd(endpoint, work, "draft"),
-                "crc: ours, default (verify=checksum)": lambda: run_ours(endpoint, work, "draft-crc", "checksum"),
-                "crc: ours, boto3 (verify=checksum)": lambda: run_ours(endpoint, work, "draft-crc", "checksum", "0"),
-                "crc: CRC64NVME alone, no download": lambda: digest_only(draft, "crc64nvme"),
-                "crc: s5cmd cp": lambda: run_s5cmd(endpoint, work, "draft-crc"),
-            }
+            contenders = (
+                {}
+                if args.warm_only
+                else {
+                    "ours, default (verify=checksum)": lambda: run_ours(endpoint, work, "draft", "checksum"),
+                    "ours, default (verify=size)": lambda: run_ours(endpoint, work, "draft", "size"),
+                    "ours, boto3 (verify=checksum)": lambda: run_ours(endpoint, work, "draft", "checksum", "0"),
+                    "MD5 alone, no download": lambda: digest_only(draft, "md5"),
+                    "boto3 transfer manager, defaults": lambda: run_boto3_defaults(endpoint, work, "draft"),
+                    "s5cmd cp": lambda: run_s5cmd(endpoint, work, "draft"),
+                    "crc: ours, default (verify=checksum)": lambda: run_ours(endpoint, work, "draft-crc", "checksum"),
+                    "crc: ours, boto3 (verify=checksum)": lambda: run_ours(
+                        endpoint, work, "draft-crc", "checksum", "0"
+                    ),
+                    "crc: CRC64NVME alone, no download": lambda: digest_only(draft, "crc64nvme"),
+                    "crc: s5cmd cp": lambda: run_s5cmd(endpoint, work, "draft-crc"),
+                }
+            )
             times: dict[str, list[float]] = {name: [] for name in contenders}
             for _ in range(args.runs):
                 for name, run in contenders.items():  # alternated, so drift hits every contender alike
@@ -243,27 +255,35 @@ def main() -> None:
                 report_cold(times, total_mib, args)
             warm = warm_start(endpoint, work, ["tiny", "draft"], 9)
             small, big = warm["tiny"], warm["draft"]
-            print(f"warm start (`nim-specdec download`, cache hit, new process, median of 9, alternated): "
-                  f"1 MiB draft {small:.3f} s, {total_mib} MiB draft {big:.3f} s, ratio {big / small:.3f}")
+            print(
+                f"warm start (`nim-specdec download`, cache hit, new process, median of 9, alternated): "
+                f"1 MiB draft {small:.3f} s, {total_mib} MiB draft {big:.3f} s, ratio {big / small:.3f}"
+            )
             hit = warm_in_process(endpoint, work, ["tiny", "draft"], 201)
-            print(f"cache hit in process (fetch(), median of 201, alternated): 1 MiB draft {hit['tiny'] * 1e6:.0f} us, "
-                  f"{total_mib} MiB draft {hit['draft'] * 1e6:.0f} us, ratio {hit['draft'] / hit['tiny']:.3f}")
+            print(
+                f"cache hit in process (fetch(), median of 201, alternated): 1 MiB draft {hit['tiny'] * 1e6:.0f} us, "
+                f"{total_mib} MiB draft {hit['draft'] * 1e6:.0f} us, ratio {hit['draft'] / hit['tiny']:.3f}"
+            )
         finally:
             rclone.kill()
             rclone.wait()
 
 
 def report_cold(times: dict[str, list[float]], total_mib: int, args) -> None:
-    print(f"cold download of {total_mib} MiB (1 x {args.big_mib} MiB + 3 x {args.small_mib} MiB) "
-          f"from rclone serve s3 on loopback, {args.runs} runs each, alternated; `crc:` rows read the objects "
-          f"uploaded with a CRC64NVME checksum, and are compared with s5cmd on those")
+    print(
+        f"cold download of {total_mib} MiB (1 x {args.big_mib} MiB + 3 x {args.small_mib} MiB) "
+        f"from rclone serve s3 on loopback, {args.runs} runs each, alternated; `crc:` rows read the objects "
+        f"uploaded with a CRC64NVME checksum, and are compared with s5cmd on those"
+    )
     boto = statistics.median(times["boto3 transfer manager, defaults"])
     for name, values in times.items():
         med = statistics.median(values)
         s5 = statistics.median(times["crc: s5cmd cp" if name.startswith("crc:") else "s5cmd cp"])
-        print(f"  {name:38s} median {med:6.2f} s  ({total_mib / med:7.0f} MiB/s)  "
-              f"x{med / s5:4.2f} of s5cmd  x{med / boto:4.2f} of boto3 defaults  "
-              f"runs: {', '.join(f'{v:.2f}' for v in values)}")
+        print(
+            f"  {name:38s} median {med:6.2f} s  ({total_mib / med:7.0f} MiB/s)  "
+            f"x{med / s5:4.2f} of s5cmd  x{med / boto:4.2f} of boto3 defaults  "
+            f"runs: {', '.join(f'{v:.2f}' for v in values)}"
+        )
 
 
 if __name__ == "__main__":

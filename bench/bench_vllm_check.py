@@ -35,8 +35,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_demo_model(root / "demo")
-        base = {**os.environ, "NIM_MODEL_PATH": str(root / "demo" / "target"), "NIM_CACHE_PATH": str(root / "cache"),
-                "HF_HUB_OFFLINE": "1", "NIM_SPECDEC_ENABLE": "1"}
+        base = {
+            **os.environ,
+            "NIM_MODEL_PATH": str(root / "demo" / "target"),
+            "NIM_CACHE_PATH": str(root / "cache"),
+            "HF_HUB_OFFLINE": "1",
+            "NIM_SPECDEC_ENABLE": "1",
+        }
         cases = {
             "ngram": ({**base}, ["--speculative-config", NGRAM]),
             "eagle3": ({**base, "NIM_DRAFT_MODEL_PATH": str(root / "demo" / "draft-eagle3")}, []),
@@ -50,8 +55,10 @@ def main() -> None:
                 checked.append(seconds)
                 inner.append(plan["vllm_check"]["seconds"])
             p, c = statistics.median(plain), statistics.median(checked)
-            print(f"{name}: plan {p:.2f} s, plan --check-vllm {c:.2f} s (+{c - p:.2f} s, x{c / p:.1f}); "
-                  f"the check inside serve/prepare: {statistics.median(inner):.2f} s (median of {runs})")
+            print(
+                f"{name}: plan {p:.2f} s, plan --check-vllm {c:.2f} s (+{c - p:.2f} s, x{c / p:.1f}); "
+                f"the check inside serve/prepare: {statistics.median(inner):.2f} s (median of {runs})"
+            )
 
 
 if __name__ == "__main__":

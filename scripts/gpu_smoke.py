@@ -51,8 +51,7 @@ def ready(args: argparse.Namespace) -> int:
             last = str(getattr(err, "code", "") or err)
         time.sleep(args.interval)
     else:
-        print(f"gpu-smoke: {args.url}/v1/health/ready not ready within {args.deadline:.0f} s ({last})",
-              file=sys.stderr)
+        print(f"gpu-smoke: {args.url}/v1/health/ready not ready within {args.deadline:.0f} s ({last})", file=sys.stderr)
         return FAILED
     if _key(args):  # the key must be what lets a request in: without it the API answers 401
         try:
@@ -61,8 +60,10 @@ def ready(args: argparse.Namespace) -> int:
         except urllib.error.HTTPError as err:
             refused = err.code
         if refused != 401:
-            print(f"gpu-smoke: {args.url}/v1/models answered {refused or 200} without the API key, not 401",
-                  file=sys.stderr)
+            print(
+                f"gpu-smoke: {args.url}/v1/models answered {refused or 200} without the API key, not 401",
+                file=sys.stderr,
+            )
             return FAILED
         _request(f"{args.url}/v1/models", _key(args), timeout=10)
     print(f"ready: {args.url}" + (" (API key required and accepted)" if _key(args) else ""))
@@ -84,8 +85,10 @@ def same(args: argparse.Namespace) -> int:
     first, second = (json.loads(Path(path).read_text()) for path in (args.a, args.b))
     differing = [i for i, (x, y) in enumerate(zip(first, second)) if x != y]
     if len(first) != len(second) or differing or not first:
-        print(f"gpu-smoke: greedy outputs differ between {args.a} and {args.b} (prompts {differing or 'count'})",
-              file=sys.stderr)
+        print(
+            f"gpu-smoke: greedy outputs differ between {args.a} and {args.b} (prompts {differing or 'count'})",
+            file=sys.stderr,
+        )
         return FAILED
     print(f"same: {len(first)} greedy outputs identical")
     return 0
@@ -116,12 +119,18 @@ def warm_problems(log: str) -> list[str]:
     cache_lines = [line for line in lines if "compile cache: " in line]
     checks = (
         ("it downloaded", any("downloading " in line for line in lines)),
-        ("vLLM's check did not run inside vllm_boot",
-         not any("exec: " in line and "vllm_boot" in line for line in lines)),
-        ("the compile cache was not used in place",
-         not cache_lines or any("for this start" in line or "from a copy" in line for line in cache_lines)),
-        ("vLLM compiled again instead of loading its compiled graphs",
-         not any("Directly load the compiled graph" in line for line in lines)),
+        (
+            "vLLM's check did not run inside vllm_boot",
+            not any("exec: " in line and "vllm_boot" in line for line in lines),
+        ),
+        (
+            "the compile cache was not used in place",
+            not cache_lines or any("for this start" in line or "from a copy" in line for line in cache_lines),
+        ),
+        (
+            "vLLM compiled again instead of loading its compiled graphs",
+            not any("Directly load the compiled graph" in line for line in lines),
+        ),
     )
     return [what for what, bad in checks if bad]
 

@@ -27,8 +27,16 @@ CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launch
 INTERNAL_FIELDS = frozenset(
     {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
 )
-ENUM_FIELDS = ("method", "kv_cache_dtype", "quantization", "attention_backend", "moe_backend",
-               "rejection_sample_method", "draft_sample_method", "draft_lm_head_quantization")
+ENUM_FIELDS = (
+    "method",
+    "kv_cache_dtype",
+    "quantization",
+    "attention_backend",
+    "moe_backend",
+    "rejection_sample_method",
+    "draft_sample_method",
+    "draft_lm_head_quantization",
+)
 
 
 def _literals(tp) -> list[str]:
@@ -125,8 +133,7 @@ def generate() -> dict:
     make_arg_parser = cli_args.make_arg_parser
 
     parser = make_arg_parser(FlexibleArgumentParser())
-    hints = typing.get_type_hints(SpeculativeConfig, include_extras=True,
-                                  localns={"me_quant": quant})
+    hints = typing.get_type_hints(SpeculativeConfig, include_extras=True, localns={"me_quant": quant})
     whole: list[str] = []
     single: dict[str, str] = {}
     for action in parser._actions:

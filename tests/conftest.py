@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import make_models
+
 # The shared vLLM runs and the one demo model: session fixtures every test folder can use.
 from vllm_runs import demo_model, eagle3_run, ngram_run, off_run, runs_dir  # noqa: F401
 

@@ -21,7 +21,10 @@ REGISTRY = tuple(
             "aliases": ["llama-3.1-8b-instruct"],
             "source": "hf://meta-llama/Llama-3.1-8B-Instruct",
             "speculative_config": {"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3},
-            "draft": {"source": "hf://yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "published_at": "https://huggingface.co/yuhuili"},
+            "draft": {
+                "source": "hf://yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                "published_at": "https://huggingface.co/yuhuili",
+            },
         },
         {
             "model_id": "deepseek-ai/DeepSeek-V3",
@@ -34,7 +37,12 @@ REGISTRY = tuple(
             "model_id": "mistralai/Mistral-7B-Instruct-v0.3",
             "aliases": [],
             "source": "hf://mistralai/Mistral-7B-Instruct-v0.3",
-            "speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1},
+            "speculative_config": {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "prompt_lookup_min": 1,
+            },
             "draft": None,
         },
     )

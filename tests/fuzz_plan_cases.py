@@ -20,26 +20,124 @@ from pathlib import Path
 
 from nim_specdec.cli.main import main
 
-NUMBERS = ["0", "1", "-1", "4", "0.5", "1.5", "NaN", "nan", "Infinity", "-Infinity", "inf", "1e999", "-1e999",
-           "1e-999", "9" * 5000, "-" + "9" * 400, "0x10", "1_000", "", " ", "abc", "4k", "32K", "1e3", "true",
-           "null", "[]", "{}", "\u0661\u0662", "1" + "0" * 30]
-JSON_NUMBERS = ["0", "1", "-1", "4", "0.5", "NaN", "Infinity", "-Infinity", "1e999", "9" * 5000, '"4"', '"abc"',
-                "true", "null", "[]", "{}", "[" * 3000 + "]" * 3000, "1" + "0" * 30, "-0", "1e-400"]
-ENGINE_KEYS = ["max_num_seqs", "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "max_num_batched_tokens",
-               "swap_space", "dtype", "kv_cache_dtype", "block_size", "seed"]
-SPEC_KEYS = ["num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "draft_tensor_parallel_size",
-             "method", "model"]
+NUMBERS = [
+    "0",
+    "1",
+    "-1",
+    "4",
+    "0.5",
+    "1.5",
+    "NaN",
+    "nan",
+    "Infinity",
+    "-Infinity",
+    "inf",
+    "1e999",
+    "-1e999",
+    "1e-999",
+    "9" * 5000,
+    "-" + "9" * 400,
+    "0x10",
+    "1_000",
+    "",
+    " ",
+    "abc",
+    "4k",
+    "32K",
+    "1e3",
+    "true",
+    "null",
+    "[]",
+    "{}",
+    "\u0661\u0662",
+    "1" + "0" * 30,
+]
+JSON_NUMBERS = [
+    "0",
+    "1",
+    "-1",
+    "4",
+    "0.5",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e999",
+    "9" * 5000,
+    '"4"',
+    '"abc"',
+    "true",
+    "null",
+    "[]",
+    "{}",
+    "[" * 3000 + "]" * 3000,
+    "1" + "0" * 30,
+    "-0",
+    "1e-400",
+]
+ENGINE_KEYS = [
+    "max_num_seqs",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "tensor_parallel_size",
+    "max_num_batched_tokens",
+    "swap_space",
+    "dtype",
+    "kv_cache_dtype",
+    "block_size",
+    "seed",
+]
+SPEC_KEYS = [
+    "num_speculative_tokens",
+    "prompt_lookup_max",
+    "prompt_lookup_min",
+    "draft_tensor_parallel_size",
+    "method",
+    "model",
+]
 METHODS = ['"ngram"', '"eagle3"', '"draft_model"', '"mtp"', '"eagle"', '"medusa"', '"bogus"', "3", "null"]
 TEXT = ["", " ", "x", "\x1b[31mred", "line\nbreak", "a" * 5000, "\u202e", "'", '"', "{", "--", "-", "é", "\t"]
-FLAGS = ["--max-num-seqs", "--gpu-memory-utilization", "--max-model-len", "--tensor-parallel-size", "--port",
-         "--speculative-config", "--speculative-config.num_speculative_tokens", "--speculative-config.method",
-         "--dtype", "--kv-cache-dtype", "--api-key", "--model", "--served-model-name", "--max-num-batched-tokens"]
-CONFIG_NUMBER_KEYS = ["hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                      "head_dim", "max_position_embeddings", "intermediate_size", "num_nextn_predict_layers",
-                      "kv_lora_rank", "draft_vocab_size", "target_hidden_size"]
-LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "vocab_size": 128,
-         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-         "max_position_embeddings": 256, "torch_dtype": "bfloat16"}
+FLAGS = [
+    "--max-num-seqs",
+    "--gpu-memory-utilization",
+    "--max-model-len",
+    "--tensor-parallel-size",
+    "--port",
+    "--speculative-config",
+    "--speculative-config.num_speculative_tokens",
+    "--speculative-config.method",
+    "--dtype",
+    "--kv-cache-dtype",
+    "--api-key",
+    "--model",
+    "--served-model-name",
+    "--max-num-batched-tokens",
+]
+CONFIG_NUMBER_KEYS = [
+    "hidden_size",
+    "vocab_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "max_position_embeddings",
+    "intermediate_size",
+    "num_nextn_predict_layers",
+    "kv_lora_rank",
+    "draft_vocab_size",
+    "target_hidden_size",
+]
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "vocab_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 256,
+    "torch_dtype": "bfloat16",
+}
 DRAFT = {**LLAMA, "num_hidden_layers": 1}
 EAGLE3 = {**LLAMA, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "draft_vocab_size": 64}
 
@@ -58,12 +156,24 @@ class Outcome:
     stderr: str
 
 
-GOOD = {"max_num_seqs": ["4", "8"], "gpu_memory_utilization": ["0.5", "0.9"], "max_model_len": ["128", "256", '"1k"'],
-        "tensor_parallel_size": ["1"], "max_num_batched_tokens": ["512"], "swap_space": ["0", "4"], "dtype": ['"auto"'],
-        "kv_cache_dtype": ['"auto"', '"fp8"'], "block_size": ["16"], "seed": ["0"], "num_speculative_tokens": ["1", "3"],
-        "prompt_lookup_max": ["4"], "prompt_lookup_min": ["1"], "draft_tensor_parallel_size": ["1"],
-        "method": ['"ngram"', '"eagle3"', '"draft_model"'],
-        "model": ['"{dir}/draft"', '"draft"', '"' + "d" * 300 + '"', '"/' + "d" * 300 + '"', '"../x"']}
+GOOD = {
+    "max_num_seqs": ["4", "8"],
+    "gpu_memory_utilization": ["0.5", "0.9"],
+    "max_model_len": ["128", "256", '"1k"'],
+    "tensor_parallel_size": ["1"],
+    "max_num_batched_tokens": ["512"],
+    "swap_space": ["0", "4"],
+    "dtype": ['"auto"'],
+    "kv_cache_dtype": ['"auto"', '"fp8"'],
+    "block_size": ["16"],
+    "seed": ["0"],
+    "num_speculative_tokens": ["1", "3"],
+    "prompt_lookup_max": ["4"],
+    "prompt_lookup_min": ["1"],
+    "draft_tensor_parallel_size": ["1"],
+    "method": ['"ngram"', '"eagle3"', '"draft_model"'],
+    "model": ['"{dir}/draft"', '"draft"', '"' + "d" * 300 + '"', '"/' + "d" * 300 + '"', '"../x"'],
+}
 # How often a drawn value is a hostile one rather than a plausible one: low enough that most cases get
 # through the configuration and reach the model files and the pre-flight checks.
 HOSTILE = 0.25
@@ -100,8 +210,12 @@ def _config(rnd: random.Random, base: dict) -> bytes:
     if rnd.random() < 0.1:
         text = text[:-1] + ', "text_config": ' + rnd.choice(["[]", "3", '{"hidden_size": "x"}', "{}"]) + "}"
     if rnd.random() < 0.1:
-        text = text[:-1] + ', "rope_scaling": ' + rnd.choice(['{"factor": "x", "rope_type": "linear"}',
-                                                              '{"factor": 1e999, "type": "dynamic"}', "[]"]) + "}"
+        text = (
+            text[:-1]
+            + ', "rope_scaling": '
+            + rnd.choice(['{"factor": "x", "rope_type": "linear"}', '{"factor": 1e999, "type": "dynamic"}', "[]"])
+            + "}"
+        )
     return text.encode()
 
 
@@ -109,24 +223,46 @@ def _safetensors(rnd: random.Random) -> bytes:
     kind = rnd.random()
     if kind < 0.1:
         return rnd.choice([b"", b"short", struct.pack("<Q", 2**63) + b"{}", struct.pack("<Q", 50) + b"{}"])
-    header = rnd.choice([
-        {"lm_head.weight": {"dtype": "BF16", "shape": [128, 64], "data_offsets": [0, 16384]}},
-        {"midlayer.self_attn.q_proj.weight": {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]},
-         "d2t": {"dtype": "I64", "shape": [64], "data_offsets": [16384, 16896]}},
-        {"x": {"dtype": "BF16", "shape": ["a"], "data_offsets": [0, 1]}},
-        {"x": {"dtype": "BF16", "shape": [10**400], "data_offsets": [0, 10**400]}},
-        {"x": {"dtype": "BF16", "shape": [1], "data_offsets": [0]}},
-        {"x": []}, [], {"__metadata__": {"format": "pt"}},
-    ])
+    header = rnd.choice(
+        [
+            {"lm_head.weight": {"dtype": "BF16", "shape": [128, 64], "data_offsets": [0, 16384]}},
+            {
+                "midlayer.self_attn.q_proj.weight": {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]},
+                "d2t": {"dtype": "I64", "shape": [64], "data_offsets": [16384, 16896]},
+            },
+            {"x": {"dtype": "BF16", "shape": ["a"], "data_offsets": [0, 1]}},
+            {"x": {"dtype": "BF16", "shape": [10**400], "data_offsets": [0, 10**400]}},
+            {"x": {"dtype": "BF16", "shape": [1], "data_offsets": [0]}},
+            {"x": []},
+            [],
+            {"__metadata__": {"format": "pt"}},
+        ]
+    )
     raw = json.dumps(header).encode() if rnd.random() < 0.9 else rnd.choice([b"{bad", b"[" * 50000, b'{"x": NaN}'])
     return struct.pack("<Q", len(raw)) + raw
 
 
 def _index(rnd: random.Random) -> bytes:
-    target = rnd.choice(["model.safetensors", "../outside.safetensors", "/etc/hostname", "sub/../../x.safetensors",
-                         "", 3, None, "a" * 300])
-    doc = rnd.choice([{"weight_map": {"lm_head.weight": target}}, {"weight_map": []}, {},
-                      {"metadata": {"total_size": rnd.choice([1, -1, "x", 1e308])}, "weight_map": {"a": target}}])
+    target = rnd.choice(
+        [
+            "model.safetensors",
+            "../outside.safetensors",
+            "/etc/hostname",
+            "sub/../../x.safetensors",
+            "",
+            3,
+            None,
+            "a" * 300,
+        ]
+    )
+    doc = rnd.choice(
+        [
+            {"weight_map": {"lm_head.weight": target}},
+            {"weight_map": []},
+            {},
+            {"metadata": {"total_size": rnd.choice([1, -1, "x", 1e308])}, "weight_map": {"a": target}},
+        ]
+    )
     return json.dumps(doc).encode()
 
 
@@ -134,15 +270,26 @@ def random_case(rnd: random.Random) -> Case:
     case = Case()
     case.files["target/config.json"] = _config(rnd, LLAMA) if rnd.random() < 0.2 else json.dumps(LLAMA).encode()
     draft_base = rnd.choice([DRAFT, EAGLE3])
-    case.files["draft/config.json"] = _config(rnd, draft_base) if rnd.random() < 0.2 else json.dumps(draft_base).encode()
+    case.files["draft/config.json"] = (
+        _config(rnd, draft_base) if rnd.random() < 0.2 else json.dumps(draft_base).encode()
+    )
     if rnd.random() < 0.5:
         case.files["draft/model.safetensors"] = _safetensors(rnd)
     if rnd.random() < 0.1:
         case.files["draft/model.safetensors.index.json"] = _index(rnd)
     env = case.env
-    env["NIM_MODEL_PATH"] = rnd.choice(["{dir}/target"] * 30 + ["{dir}/missing", "relative", "hf://org/name",
-                                                                "s3://b/p?token=zzzsecret", "{dir}/target/config.json",
-                                                                "/" + "a" * 300, "{dir}/" + "a/" * 3000])
+    env["NIM_MODEL_PATH"] = rnd.choice(
+        ["{dir}/target"] * 30
+        + [
+            "{dir}/missing",
+            "relative",
+            "hf://org/name",
+            "s3://b/p?token=zzzsecret",
+            "{dir}/target/config.json",
+            "/" + "a" * 300,
+            "{dir}/" + "a/" * 3000,
+        ]
+    )
     if rnd.random() < 0.9:
         env["NIM_SPECDEC_ENABLE"] = rnd.choice(["1"] * 8 + ["0", "yes", "maybe", ""])
     if rnd.random() < 0.6:
@@ -151,18 +298,33 @@ def random_case(rnd: random.Random) -> Case:
         spec = _spec_json(rnd) if rnd.random() < 0.7 else json.dumps(_spec_json(rnd))
         engine = _json_object(rnd, ENGINE_KEYS, f'"speculative_config": {spec}')
         env["NIM_SPECDEC_ARGS"] = engine if rnd.random() < 0.95 else rnd.choice(TEXT + ["[" * 5000, "NaN", "{}"])
-    for name, values in (("NIM_MAX_MODEL_LEN", NUMBERS), ("NIM_SERVER_PORT", NUMBERS),
-                         ("NIM_LOG_LEVEL", ["info", "debug", "LOUD", ""]),
-                         ("NIM_SPECDEC_PREFLIGHT", ["error", "warn", "off", "compatibility=warn", "x=y", "memory=off"]),
-                         ("NIM_CACHE_PATH", ["{dir}/cache", "/", "rel", "{dir}/" + "d" * 300, "/etc"]),
-                         ("NIM_WORKSPACE", ["{dir}/ws", "/usr", "x"]),
-                         ("NIM_DOWNLOAD_TIMEOUT", NUMBERS), ("NIM_DOWNLOAD_RETRIES", NUMBERS),
-                         ("NIM_CACHE_LOCK_TIMEOUT", NUMBERS), ("NIM_DOWNLOAD_CONCURRENCY", NUMBERS),
-                         ("NIM_CAPTURE_ENABLE", ["1", "0", "x"]),
-                         ("NIM_CAPTURE_ARGS", ['{"path": "{dir}/cap/c.jsonl"}', '{"path": "rel"}', "[", '{"format": 1}',
-                                               '{"endpoint_pattern": "("}', '{"path": "/' + "p" * 5000 + '"}']),
-                         ("NIM_SERVED_MODEL_NAME", TEXT), ("NIM_JSONL_LOGGING", ["1", "0", "2"]),
-                         ("HF_TOKEN", ["test", "hf_" + "s" * 20])):
+    for name, values in (
+        ("NIM_MAX_MODEL_LEN", NUMBERS),
+        ("NIM_SERVER_PORT", NUMBERS),
+        ("NIM_LOG_LEVEL", ["info", "debug", "LOUD", ""]),
+        ("NIM_SPECDEC_PREFLIGHT", ["error", "warn", "off", "compatibility=warn", "x=y", "memory=off"]),
+        ("NIM_CACHE_PATH", ["{dir}/cache", "/", "rel", "{dir}/" + "d" * 300, "/etc"]),
+        ("NIM_WORKSPACE", ["{dir}/ws", "/usr", "x"]),
+        ("NIM_DOWNLOAD_TIMEOUT", NUMBERS),
+        ("NIM_DOWNLOAD_RETRIES", NUMBERS),
+        ("NIM_CACHE_LOCK_TIMEOUT", NUMBERS),
+        ("NIM_DOWNLOAD_CONCURRENCY", NUMBERS),
+        ("NIM_CAPTURE_ENABLE", ["1", "0", "x"]),
+        (
+            "NIM_CAPTURE_ARGS",
+            [
+                '{"path": "{dir}/cap/c.jsonl"}',
+                '{"path": "rel"}',
+                "[",
+                '{"format": 1}',
+                '{"endpoint_pattern": "("}',
+                '{"path": "/' + "p" * 5000 + '"}',
+            ],
+        ),
+        ("NIM_SERVED_MODEL_NAME", TEXT),
+        ("NIM_JSONL_LOGGING", ["1", "0", "2"]),
+        ("HF_TOKEN", ["test", "hf_" + "s" * 20]),
+    ):
         if rnd.random() < 0.05:
             env[name] = rnd.choice(values)
     if rnd.random() < 0.2:
@@ -199,8 +361,11 @@ def run_case(case: Case, directory: Path) -> Outcome:
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(directory),
-           **{k: _fill(v, directory) for k, v in case.env.items()}}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(directory),
+        **{k: _fill(v, directory) for k, v in case.env.items()},
+    }
     env.setdefault("NIM_CACHE_PATH", str(directory / "cache"))
     saved = dict(os.environ)
     out, err = io.StringIO(), io.StringIO()
@@ -228,8 +393,10 @@ def problem(outcome: Outcome) -> str | None:
     errors = [line for line in lines if line.startswith("nim-specdec: error: ")]
     others = [line for line in lines if not line.startswith("nim-specdec: error: ")]
     for line in others:
-        if not (line.startswith(("WARNING nim-specdec: ", "INFO nim-specdec: ", "nim-specdec: warning: "))
-                or _is_json_log(line)):
+        if not (
+            line.startswith(("WARNING nim-specdec: ", "INFO nim-specdec: ", "nim-specdec: warning: "))
+            or _is_json_log(line)
+        ):
             return f"stray stderr line: {line[:300]!r}"
     if outcome.code != 0:
         return None if len(errors) == 1 else f"{len(errors)} error lines on exit {outcome.code}"

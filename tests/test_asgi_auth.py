@@ -22,15 +22,24 @@ KEYS = ["first-key-1234", "second-key-5678"]
 def stack(keys=KEYS, args_keys=KEYS):
     """(the app vLLM builds, its inner routes, the application object Starlette puts in each scope)."""
     inner = FakeVllm()
-    app = SimpleNamespace(state=SimpleNamespace(args=Namespace(api_key=args_keys, served_model_name=["demo"],
-                                                               model="/ws/target")))
+    app = SimpleNamespace(
+        state=SimpleNamespace(args=Namespace(api_key=args_keys, served_model_name=["demo"], model="/ws/target"))
+    )
     return NimEndpointsMiddleware(AuthenticationMiddleware(inner, tokens=keys)), inner, app
 
 
 def call(app, application, path, key=None, method="GET", body=b""):
     headers = [(b"authorization", f"Bearer {key}".encode())] if key else []
-    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
-             "headers": headers, "app": application, "root_path": ""}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": headers,
+        "app": application,
+        "root_path": "",
+    }
     messages, pending = [], [{"type": "http.request", "body": body, "more_body": False}]
 
     async def receive():

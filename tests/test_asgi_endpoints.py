@@ -53,7 +53,14 @@ class FakeVllm:
 
 
 def get(app, path):
-    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"", "headers": []}
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [],
+    }
     messages = []
 
     async def receive():
@@ -112,10 +119,17 @@ def test_other_scopes_pass_through():
 def test_spec_config_is_read_from_the_server_command_line(monkeypatch):
     import sys
 
-    monkeypatch.setattr(sys, "argv", ["api_server", "--model", "m", "--speculative-config", '{"method":"ngram","num_speculative_tokens":2}'])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["api_server", "--model", "m", "--speculative-config", '{"method":"ngram","num_speculative_tokens":2}'],
+    )
     status, body = get(NimEndpointsMiddleware(FakeVllm()), "/v1/specdec/config")
     assert status == 200
-    assert json.loads(body) == {"speculative_config": {"method": "ngram", "num_speculative_tokens": 2}, "source": "server command line"}
+    assert json.loads(body) == {
+        "speculative_config": {"method": "ngram", "num_speculative_tokens": 2},
+        "source": "server command line",
+    }
     monkeypatch.setattr(sys, "argv", ["api_server", "--model", "m"])
     assert json.loads(get(NimEndpointsMiddleware(FakeVllm()), "/v1/specdec/config")[1])["speculative_config"] is None
 

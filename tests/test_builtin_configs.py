@@ -64,41 +64,53 @@ def test_names_are_unique():
         assert find(REGISTRY, [entry.model_id.upper()]) is entry
 
 
-@pytest.mark.parametrize("directory,heads", [
-    ("deepseek-ai--DeepSeek-V3", ("num_nextn_predict_layers", 1)),
-    ("zai-org--GLM-5", ("num_nextn_predict_layers", 1)),
-    ("Qwen--Qwen3.5-27B", ("text_config.mtp_num_hidden_layers", 1)),
-    ("Qwen--Qwen3-Next-80B-A3B-Thinking", ("model_type=qwen3_next", 1)),  # no key: vLLM maps the type
-    ("moonshotai--Kimi-K2-Instruct", None),  # num_nextn_predict_layers: 0 is an explicit "none"
-    ("meta-llama--Llama-3.1-8B-Instruct", None),
-    ("Qwen--Qwen2.5-7B-Instruct", None),
-])
+@pytest.mark.parametrize(
+    "directory,heads",
+    [
+        ("deepseek-ai--DeepSeek-V3", ("num_nextn_predict_layers", 1)),
+        ("zai-org--GLM-5", ("num_nextn_predict_layers", 1)),
+        ("Qwen--Qwen3.5-27B", ("text_config.mtp_num_hidden_layers", 1)),
+        ("Qwen--Qwen3-Next-80B-A3B-Thinking", ("model_type=qwen3_next", 1)),  # no key: vLLM maps the type
+        ("moonshotai--Kimi-K2-Instruct", None),  # num_nextn_predict_layers: 0 is an explicit "none"
+        ("meta-llama--Llama-3.1-8B-Instruct", None),
+        ("Qwen--Qwen2.5-7B-Instruct", None),
+    ],
+)
 def test_mtp_detection_on_real_configs(directory, heads):
     assert mtp_heads(json.loads((DATA / directory / "config.json").read_text())) == heads
 
 
-@pytest.mark.parametrize("directory,method", [
-    ("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),  # architectures says LlamaForCausalLM
-    ("AQ-MedAI--Kimi-K2-Instruct-eagle3", "eagle3"),
-    ("nm-testing--EAGLE3-LLaMA3.1-Instruct-8B-converted", "eagle3"),
-    ("meta-llama--Llama-3.1-8B-Instruct", "draft_model"),
-])
+@pytest.mark.parametrize(
+    "directory,method",
+    [
+        ("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),  # architectures says LlamaForCausalLM
+        ("AQ-MedAI--Kimi-K2-Instruct-eagle3", "eagle3"),
+        ("nm-testing--EAGLE3-LLaMA3.1-Instruct-8B-converted", "eagle3"),
+        ("meta-llama--Llama-3.1-8B-Instruct", "draft_model"),
+    ],
+)
 def test_draft_method_on_real_configs(directory, method):
     assert draft_method(json.loads((DATA / directory / "config.json").read_text())) == method
 
 
-@pytest.mark.parametrize("document", [
-    '{"model_id": 7, "source": "hf://a/b", "speculative_config": {}}',
-    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": []}',
-    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "aliases": [1]}',
-    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": "x"}',
-    '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": {"source": 3}}',
-    '{"model_id": "a/b", "source": null, "speculative_config": {}}',
-    '["not", "an", "object"]', "[" * 100000, '{"model_id": ' + "9" * 5000 + "}", '{"x": NaN}', "\xff",
-])
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"model_id": 7, "source": "hf://a/b", "speculative_config": {}}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": []}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "aliases": [1]}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": "x"}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": {"source": 3}}',
+        '{"model_id": "a/b", "source": null, "speculative_config": {}}',
+        '["not", "an", "object"]',
+        "[" * 100000,
+        '{"model_id": ' + "9" * 5000 + "}",
+        '{"x": NaN}',
+        "\xff",
+    ],
+)
 def test_a_built_in_config_of_the_wrong_shape_is_one_configuration_error(tmp_path, document):
-    (tmp_path / "bad.json").write_bytes(document.encode("utf-8", "surrogateescape") if document != "\xff"
-                                        else b"\xff")
+    (tmp_path / "bad.json").write_bytes(document.encode("utf-8", "surrogateescape") if document != "\xff" else b"\xff")
     with pytest.raises(ConfigError) as err:
         load_registry(tmp_path)
     assert "built-in config bad.json" in err.value.one_line() and err.value.exit_code == 2

@@ -23,8 +23,9 @@ def cli_env(**extra: str) -> dict[str, str]:
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_help_of_passthrough_subcommands(command, flag):
     """No model is configured: the help must come before anything looks for one."""
-    proc = subprocess.run([sys.executable, "-m", "nim_specdec", command, flag], env=cli_env(), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", command, flag], env=cli_env(), capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"usage: nim-specdec {command}")
     assert "NIM_MODEL_PATH" in proc.stdout and "vllm serve --help" in proc.stdout
@@ -33,8 +34,9 @@ def test_help_of_passthrough_subcommands(command, flag):
 
 def test_closed_pipe_ends_quietly(models):
     env = cli_env(NIM_MODEL_PATH=str(models["target"]), NIM_CACHE_PATH=str(models["cache"]))
-    proc = subprocess.Popen([sys.executable, "-m", "nim_specdec", "plan"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # the reader is gone before the plan is written, as with `plan | head -0`
     _, err = proc.communicate(timeout=60)
     assert err.decode() == ""

@@ -119,7 +119,9 @@ def test_successor_map_cycles_over_ordinary_tokens(seed):
 def test_cli_writes_and_reports(tmp_path):
     run = lambda: subprocess.run(  # noqa: E731
         [sys.executable, "-m", "nim_specdec", "demo-model", str(tmp_path / "m"), "--json"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     first, second = run(), run()
     assert first.returncode == 0, first.stderr
@@ -130,5 +132,7 @@ def test_cli_writes_and_reports(tmp_path):
 def test_cli_refuses_a_file(tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "demo-model", str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "demo-model", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and "is not a directory" in done.stderr and "Traceback" not in done.stderr

@@ -21,9 +21,15 @@ X86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654  9
 ARM = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n\nHardware\t: Neoverse-N1\n"
 
 
-@pytest.mark.parametrize("text, expected", [
-    (X86, "AMD EPYC 9654 96-Core Processor"), (ARM, "Neoverse-N1"), ("", None), ("model name\t:\n", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (X86, "AMD EPYC 9654 96-Core Processor"),
+        (ARM, "Neoverse-N1"),
+        ("", None),
+        ("model name\t:\n", None),
+    ],
+)
 def test_cpu_model_from_cpuinfo(text, expected):
     assert device.cpu_model(text) == expected
 
@@ -36,19 +42,31 @@ def test_a_cpu_without_a_model_name_is_named_by_its_architecture():
 H200 = EngineFacts("0.33.0", "v2", "NVIDIA H200")
 
 
-@pytest.mark.parametrize("measured, serving, expected", [
-    (H200, H200, []),
-    (H200, replace(H200, vllm_version="0.33.0+cu129"), []),
-    (H200, EngineFacts(), []),  # nothing known about the server: nothing to compare
-    (replace(H200, vllm_version="0.32.0"), H200, ["measured on vLLM 0.32.0, serving with vLLM 0.33.0"]),
-    (replace(H200, model_runner="V2"), H200, []),
-    (replace(H200, model_runner="v1"), H200, ["measured with the v1 model runner, serving with v2"]),
-    (replace(H200, device="NVIDIA A100-SXM4-80GB"), H200,
-     ["measured on NVIDIA A100-SXM4-80GB, serving on NVIDIA H200"]),
-    (EngineFacts("0.32.0", "v1", "AMD EPYC"), H200, [
-        "measured on vLLM 0.32.0, serving with vLLM 0.33.0", "measured with the v1 model runner, serving with v2",
-        "measured on AMD EPYC, serving on NVIDIA H200"]),
-])
+@pytest.mark.parametrize(
+    "measured, serving, expected",
+    [
+        (H200, H200, []),
+        (H200, replace(H200, vllm_version="0.33.0+cu129"), []),
+        (H200, EngineFacts(), []),  # nothing known about the server: nothing to compare
+        (replace(H200, vllm_version="0.32.0"), H200, ["measured on vLLM 0.32.0, serving with vLLM 0.33.0"]),
+        (replace(H200, model_runner="V2"), H200, []),
+        (replace(H200, model_runner="v1"), H200, ["measured with the v1 model runner, serving with v2"]),
+        (
+            replace(H200, device="NVIDIA A100-SXM4-80GB"),
+            H200,
+            ["measured on NVIDIA A100-SXM4-80GB, serving on NVIDIA H200"],
+        ),
+        (
+            EngineFacts("0.32.0", "v1", "AMD EPYC"),
+            H200,
+            [
+                "measured on vLLM 0.32.0, serving with vLLM 0.33.0",
+                "measured with the v1 model runner, serving with v2",
+                "measured on AMD EPYC, serving on NVIDIA H200",
+            ],
+        ),
+    ],
+)
 def test_engine_mismatch(measured, serving, expected):
     assert engine_mismatch(measured, serving) == expected
 
@@ -58,11 +76,22 @@ def test_the_plan_records_the_engine_it_assumes(tmp_path):
     env = {"NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_MODEL_PATH": "hf://org/target"}
     _, plan = resolve(env, [], replace(facts(), vllm_version="0.33.0", device=gpu))
     view = plan_json(plan)
-    assert view["engine"] == {"vllm_version": "0.33.0", "vllm_flavor": "vllm", "vllm_snapshot": "0.33.0",
-                              "vllm_known": True, "device": {"kind": "gpu", "name": "NVIDIA H200", "count": 8,
-                                                              "memory_bytes": 150_000_000_000, "driver": "580.65.06"}}
+    assert view["engine"] == {
+        "vllm_version": "0.33.0",
+        "vllm_flavor": "vllm",
+        "vllm_snapshot": "0.33.0",
+        "vllm_known": True,
+        "device": {
+            "kind": "gpu",
+            "name": "NVIDIA H200",
+            "count": 8,
+            "memory_bytes": 150_000_000_000,
+            "driver": "580.65.06",
+        },
+    }
     assert engine_mismatch(EngineFacts("0.32.0", "v1", "NVIDIA H200"), serving_engine(view)) == [
-        "measured on vLLM 0.32.0, serving with vLLM 0.33.0"]
+        "measured on vLLM 0.32.0, serving with vLLM 0.33.0"
+    ]
 
 
 def test_read_device_without_a_driver_names_the_cpu(monkeypatch, tmp_path):
@@ -79,8 +108,12 @@ def test_read_device_reads_the_gpu_through_nvml():
     if not shutil.which("nvidia-smi"):
         pytest.skip("no GPU is visible")
     found = device.read_device({})
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True, timeout=60).stdout.splitlines()[0]
+    smi = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.splitlines()[0]
     name, driver = (part.strip() for part in smi.split(","))
     assert (found.kind, found.name, found.driver) == ("gpu", name, driver)
     assert found.memory_bytes > 1024**3 and found.count >= 1

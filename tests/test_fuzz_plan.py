@@ -10,8 +10,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from fuzz_plan_cases import problem, random_case, run_case
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(rnd=st.randoms(use_true_random=False))
 def test_plan_follows_the_rules_for_any_case(tmp_path, rnd: random.Random):
     case = random_case(rnd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from core_fixtures import REGISTRY, facts
+from core_fixtures import facts
 from nim_specdec.config.plan_model import plan_json
 from nim_specdec.launch.resolve import resolve
 
@@ -25,8 +25,15 @@ def spec_arg(p: dict) -> dict:
 
 
 def test_enable_builtin_method_eagle3_model(models):
-    p = plan({"NGC_API_KEY": "nvapi-secret", "NIM_SPECDEC_ENABLE": "1",
-              "NIM_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct"}, [], models["cache"])
+    p = plan(
+        {
+            "NGC_API_KEY": "nvapi-secret",
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct",
+        },
+        [],
+        models["cache"],
+    )
     ws = f"{models['cache']}/workspace"
     assert p["mode"] == "model-specific"
     assert p["speculative"]["method"] == "eagle3"
@@ -47,8 +54,11 @@ def test_enable_builtin_method_mtp_model(models):
 
 
 def test_disabled_serves_without_speculation_and_skips_the_draft(models):
-    p = plan({"NIM_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct", "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS},
-             [], models["cache"])
+    p = plan(
+        {"NIM_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct", "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS},
+        [],
+        models["cache"],
+    )
     assert p["speculative"]["enabled"] is False
     assert p["draft"] is None
     assert "--speculative-config" not in p["argv"]
@@ -56,8 +66,11 @@ def test_disabled_serves_without_speculation_and_skips_the_draft(models):
 
 
 def test_override_forces_ngram_on_an_mtp_model(models):
-    p = plan({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "deepseek-ai/DeepSeek-V3",
-              "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS}, [], models["cache"])
+    p = plan(
+        {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "deepseek-ai/DeepSeek-V3", "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS},
+        [],
+        models["cache"],
+    )
     assert p["speculative"]["config"] == NGRAM
     assert set(p["speculative"]["origin"].values()) == {"NIM_SPECDEC_ARGS"}
     assert "replacing the mtp" in p["speculative"]["reason"]
@@ -65,8 +78,11 @@ def test_override_forces_ngram_on_an_mtp_model(models):
 
 
 def test_model_free_ngram_argument(models):
-    p = plan({"NGC_API_KEY": "k", "NIM_MODEL_PATH": "hf://meta-llama/Llama-3.1-8B-Instruct"},
-             ["--speculative-config", json.dumps(NGRAM)], models["cache"])
+    p = plan(
+        {"NGC_API_KEY": "k", "NIM_MODEL_PATH": "hf://meta-llama/Llama-3.1-8B-Instruct"},
+        ["--speculative-config", json.dumps(NGRAM)],
+        models["cache"],
+    )
     assert p["mode"] == "model-free"
     assert p["speculative"]["enabled"] is True
     assert p["speculative"]["config"] == NGRAM
@@ -75,17 +91,25 @@ def test_model_free_ngram_argument(models):
 
 
 def test_model_free_mtp_argument(models):
-    p = plan({"NIM_MODEL_PATH": "ngc://org/model:tag"},
-             ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'], models["cache"])
+    p = plan(
+        {"NIM_MODEL_PATH": "ngc://org/model:tag"},
+        ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'],
+        models["cache"],
+    )
     assert p["target"]["source"] == "ngc://org/model@tag"
     assert spec_arg(p) == {"method": "mtp", "num_speculative_tokens": 1}
     assert p["draft"] is None
 
 
 def test_bring_your_own_eagle3_draft(models):
-    p = plan({"NIM_MODEL_PATH": "hf://meta-llama/Llama-3.1-8B-Instruct",
-              "NIM_DRAFT_MODEL_PATH": "hf://my-org/my-eagle3-draft"},
-             ["--speculative-config", EAGLE3_ARG], models["cache"])
+    p = plan(
+        {
+            "NIM_MODEL_PATH": "hf://meta-llama/Llama-3.1-8B-Instruct",
+            "NIM_DRAFT_MODEL_PATH": "hf://my-org/my-eagle3-draft",
+        },
+        ["--speculative-config", EAGLE3_ARG],
+        models["cache"],
+    )
     ws = f"{models['cache']}/workspace"
     assert p["draft"]["name"] == "eagle3_draft"
     assert p["draft"]["source"] == "hf://my-org/my-eagle3-draft"  # explicit source wins over the registered one
@@ -93,28 +117,57 @@ def test_bring_your_own_eagle3_draft(models):
 
 
 def test_explicit_draft_overrides_the_shipped_one_on_a_model_specific_nim(models):
-    p = plan({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct",
-              "NIM_DRAFT_MODEL_PATH": "s3://bucket/drafts/mine"}, [], models["cache"])
+    p = plan(
+        {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct",
+            "NIM_DRAFT_MODEL_PATH": "s3://bucket/drafts/mine",
+        },
+        [],
+        models["cache"],
+    )
     assert p["draft"]["source"] == "s3://bucket/drafts/mine"
     assert p["draft"]["chosen_by"] == "NIM_DRAFT_MODEL_PATH"
 
 
 def test_air_gapped_local_target_and_draft(models):
-    p = plan({"NIM_MODEL_PATH": str(models["target"]), "NIM_DRAFT_MODEL_PATH": str(models["draft"])},
-             ["--speculative-config", EAGLE3_ARG], models["cache"])
+    p = plan(
+        {"NIM_MODEL_PATH": str(models["target"]), "NIM_DRAFT_MODEL_PATH": str(models["draft"])},
+        ["--speculative-config", EAGLE3_ARG],
+        models["cache"],
+    )
     ws = f"{models['cache']}/workspace"
     assert p["argv"][:3] == ["vllm", "serve", str(models["target"])]
-    assert p["draft"] == {"name": "eagle3_draft", "source": str(models["draft"]), "path": f"{ws}/eagle3_draft",
-                          "chosen_by": "NIM_DRAFT_MODEL_PATH", "local_dir": str(models["draft"]), "commit": None}
+    assert p["draft"] == {
+        "name": "eagle3_draft",
+        "source": str(models["draft"]),
+        "path": f"{ws}/eagle3_draft",
+        "chosen_by": "NIM_DRAFT_MODEL_PATH",
+        "local_dir": str(models["draft"]),
+        "commit": None,
+    }
     assert p["warnings"] == []
 
 
 def test_payload_capture_example(models, tmp_path):
     path = tmp_path / "captures" / "traffic.jsonl"
-    p = plan({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_PATH": str(models["target"]), "NIM_CAPTURE_ENABLE": "1",
-              "NIM_CAPTURE_ARGS": json.dumps({"path": str(path), "format": "mooncake_payload",
-                                              "endpoint_pattern": "^/v1/chat/completions$"})}, [], models["cache"])
-    assert p["capture"] == {"path": str(path), "format": "mooncake_payload", "endpoint_pattern": "^/v1/chat/completions$"}
+    p = plan(
+        {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_MODEL_PATH": str(models["target"]),
+            "NIM_CAPTURE_ENABLE": "1",
+            "NIM_CAPTURE_ARGS": json.dumps(
+                {"path": str(path), "format": "mooncake_payload", "endpoint_pattern": "^/v1/chat/completions$"}
+            ),
+        },
+        [],
+        models["cache"],
+    )
+    assert p["capture"] == {
+        "path": str(path),
+        "format": "mooncake_payload",
+        "endpoint_pattern": "^/v1/chat/completions$",
+    }
     argv = p["argv"]
     middlewares = [argv[i + 1] for i, token in enumerate(argv) if token == "--middleware"]
     # One --middleware: vLLM warns about a repeated one ("Found duplicate keys --middleware").

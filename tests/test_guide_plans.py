@@ -33,21 +33,45 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
     "builtin-eagle3": ({"NGC_API_KEY": "nvapi-secret", "NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": LLAMA}, []),
     "builtin-mtp": ({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "deepseek-ai/DeepSeek-V3"}, []),
     "disabled": ({"NIM_MODEL_NAME": LLAMA, "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS}, []),
-    "override-ngram-on-mtp": ({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "deepseek-ai/DeepSeek-V3",
-                               "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS}, []),
-    "model-free-ngram": ({"NGC_API_KEY": "k", "NIM_MODEL_PATH": f"hf://{LLAMA}"},
-                         ["--speculative-config", json.dumps(NGRAM)]),
-    "model-free-mtp": ({"NIM_MODEL_PATH": "ngc://org/model:tag"},
-                       ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}']),
-    "own-eagle3-draft": ({"NIM_MODEL_PATH": f"hf://{LLAMA}", "NIM_DRAFT_MODEL_PATH": "hf://my-org/my-eagle3-draft"},
-                         ["--speculative-config", EAGLE3_ARG]),
-    "explicit-draft-on-model-specific": ({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": LLAMA,
-                                          "NIM_DRAFT_MODEL_PATH": "s3://bucket/drafts/mine"}, []),
-    "air-gapped": ({"NIM_MODEL_PATH": f"{ROOT}/models/target", "NIM_DRAFT_MODEL_PATH": f"{ROOT}/models/draft"},
-                   ["--speculative-config", EAGLE3_ARG]),
-    "payload-capture": ({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_PATH": f"{ROOT}/models/target", "NIM_CAPTURE_ENABLE": "1",
-                         "NIM_CAPTURE_ARGS": json.dumps({"path": f"{ROOT}/captures/traffic.jsonl", "format": "mooncake_payload",
-                                                         "endpoint_pattern": "^/v1/chat/completions$"})}, []),
+    "override-ngram-on-mtp": (
+        {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "deepseek-ai/DeepSeek-V3", "NIM_SPECDEC_ARGS": NGRAM_STRING_ARGS},
+        [],
+    ),
+    "model-free-ngram": (
+        {"NGC_API_KEY": "k", "NIM_MODEL_PATH": f"hf://{LLAMA}"},
+        ["--speculative-config", json.dumps(NGRAM)],
+    ),
+    "model-free-mtp": (
+        {"NIM_MODEL_PATH": "ngc://org/model:tag"},
+        ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'],
+    ),
+    "own-eagle3-draft": (
+        {"NIM_MODEL_PATH": f"hf://{LLAMA}", "NIM_DRAFT_MODEL_PATH": "hf://my-org/my-eagle3-draft"},
+        ["--speculative-config", EAGLE3_ARG],
+    ),
+    "explicit-draft-on-model-specific": (
+        {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": LLAMA, "NIM_DRAFT_MODEL_PATH": "s3://bucket/drafts/mine"},
+        [],
+    ),
+    "air-gapped": (
+        {"NIM_MODEL_PATH": f"{ROOT}/models/target", "NIM_DRAFT_MODEL_PATH": f"{ROOT}/models/draft"},
+        ["--speculative-config", EAGLE3_ARG],
+    ),
+    "payload-capture": (
+        {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_MODEL_PATH": f"{ROOT}/models/target",
+            "NIM_CAPTURE_ENABLE": "1",
+            "NIM_CAPTURE_ARGS": json.dumps(
+                {
+                    "path": f"{ROOT}/captures/traffic.jsonl",
+                    "format": "mooncake_payload",
+                    "endpoint_pattern": "^/v1/chat/completions$",
+                }
+            ),
+        },
+        [],
+    ),
 }
 
 

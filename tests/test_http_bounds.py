@@ -73,8 +73,10 @@ def endless(conn: socket.socket, end: float) -> None:
 
 
 def big_position(conn: socket.socket, end: float) -> None:
-    body = (b'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",position="999999999"} 1\n'
-            b'vllm:spec_decode_num_drafts_total{model_name="m"} 1\n')
+    body = (
+        b'vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",position="999999999"} 1\n'
+        b'vllm:spec_decode_num_drafts_total{model_name="m"} 1\n'
+    )
     conn.sendall(HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
 
@@ -106,8 +108,13 @@ def test_report_against_a_hostile_server_exits_4_in_one_line(behaviour, words):
     server = HostileServer(behaviour)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "report", "--url", server.url], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "report", "--url", server.url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == EXIT_UNREACHABLE and words in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert time.monotonic() - started < 30  # the scrape's own deadline is 10 s
@@ -115,8 +122,10 @@ def test_report_against_a_hostile_server_exits_4_in_one_line(behaviour, words):
 
 def test_control_characters_in_model_names_are_escaped_in_the_report(tmp_path):
     scrape = tmp_path / "m.txt"
-    scrape.write_text('vllm:spec_decode_num_drafts_total{model_name="a\\u001b[2J"} 1\n'
-                      'vllm:spec_decode_num_draft_tokens_total{model_name="a\\u001b[2J"} 1\n')
+    scrape.write_text(
+        'vllm:spec_decode_num_drafts_total{model_name="a\\u001b[2J"} 1\n'
+        'vllm:spec_decode_num_draft_tokens_total{model_name="a\\u001b[2J"} 1\n'
+    )
     text = scrape.read_text().replace("\\u001b", "\x1b")
     scrape.write_text(text)
     from nim_specdec.observe.spec_counters import render_text, report

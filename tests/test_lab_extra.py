@@ -14,7 +14,11 @@ _WITHOUT_LAB = (
 
 
 def _cli(*args: str, without_lab: bool) -> subprocess.CompletedProcess:
-    code = _WITHOUT_LAB if without_lab else "import sys; from nim_specdec.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    code = (
+        _WITHOUT_LAB
+        if without_lab
+        else "import sys; from nim_specdec.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
 
 

@@ -13,7 +13,9 @@ from nim_specdec.common.logs import setup_logging
 
 def _plan(env_extra: dict, models) -> subprocess.CompletedProcess:
     env = {**os.environ, "NIM_CACHE_PATH": str(models["cache"]), "NIM_MODEL_PATH": str(models["target"]), **env_extra}
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_jsonl_logging_writes_one_object_per_line(models):
@@ -45,10 +47,12 @@ def test_with_jsonl_a_library_warning_or_log_line_at_import_is_json_too(tmp_path
         "warnings.warn('deprecated thing', UserWarning)\n"
         "logging.getLogger('noisy_library').warning('library says hello')\n"
     )
-    code = ("import importlib, logging\n"
-            "from nim_specdec.common.logs import setup_logging\n"
-            "setup_logging('INFO', True, {})\n"
-            "importlib.import_module('noisy_library')\n")
+    code = (
+        "import importlib, logging\n"
+        "from nim_specdec.common.logs import setup_logging\n"
+        "setup_logging('INFO', True, {})\n"
+        "importlib.import_module('noisy_library')\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     lines = proc.stderr.splitlines()

@@ -14,18 +14,36 @@ from nim_specdec.config.settings import parse_bool, parse_settings
 from nim_specdec.config.vllm_argv import parse_vllm_args, to_cli
 
 MERGE_CASES = [
-    ("same-method-merges", [("builtin", {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}),
-                            ("NIM_SPECDEC_ARGS", {"method": "ngram", "num_speculative_tokens": 5})],
-     {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4},
-     {"method": "NIM_SPECDEC_ARGS", "num_speculative_tokens": "NIM_SPECDEC_ARGS", "prompt_lookup_max": "builtin"}),
-    ("no-method-merges", [("builtin", {"method": "mtp", "num_speculative_tokens": 1}),
-                          ("cli", {"num_speculative_tokens": 2})],
-     {"method": "mtp", "num_speculative_tokens": 2}, {"method": "builtin", "num_speculative_tokens": "cli"}),
-    ("other-method-replaces", [("builtin", {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}),
-                               ("cli", {"method": "ngram", "num_speculative_tokens": 2})],
-     {"method": "ngram", "num_speculative_tokens": 2}, {"method": "cli", "num_speculative_tokens": "cli"}),
-    ("empty-layers-skip", [("builtin", None), ("cli", {}), ("x", {"method": "ngram"})],
-     {"method": "ngram"}, {"method": "x"}),
+    (
+        "same-method-merges",
+        [
+            ("builtin", {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}),
+            ("NIM_SPECDEC_ARGS", {"method": "ngram", "num_speculative_tokens": 5}),
+        ],
+        {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4},
+        {"method": "NIM_SPECDEC_ARGS", "num_speculative_tokens": "NIM_SPECDEC_ARGS", "prompt_lookup_max": "builtin"},
+    ),
+    (
+        "no-method-merges",
+        [("builtin", {"method": "mtp", "num_speculative_tokens": 1}), ("cli", {"num_speculative_tokens": 2})],
+        {"method": "mtp", "num_speculative_tokens": 2},
+        {"method": "builtin", "num_speculative_tokens": "cli"},
+    ),
+    (
+        "other-method-replaces",
+        [
+            ("builtin", {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}),
+            ("cli", {"method": "ngram", "num_speculative_tokens": 2}),
+        ],
+        {"method": "ngram", "num_speculative_tokens": 2},
+        {"method": "cli", "num_speculative_tokens": "cli"},
+    ),
+    (
+        "empty-layers-skip",
+        [("builtin", None), ("cli", {}), ("x", {"method": "ngram"})],
+        {"method": "ngram"},
+        {"method": "x"},
+    ),
 ]
 
 
@@ -35,14 +53,32 @@ def test_merge_spec(case_id, layers, config, origin):
 
 
 ARGV_CASES = [
-    ("space-form", ["--speculative-config", '{"method": "ngram"}', "--port", "9000"], {"method": "ngram"}, {}, None,
-     ["port"]),
-    ("equals-form", ["--speculative-config={\"method\": \"mtp\"}"], {"method": "mtp"}, {}, None, []),
-    ("dotted-form", ["--speculative-config.method", "ngram", "--speculative-config.num_speculative_tokens=4"], None,
-     {"method": "ngram", "num_speculative_tokens": 4}, None, []),
+    (
+        "space-form",
+        ["--speculative-config", '{"method": "ngram"}', "--port", "9000"],
+        {"method": "ngram"},
+        {},
+        None,
+        ["port"],
+    ),
+    ("equals-form", ['--speculative-config={"method": "mtp"}'], {"method": "mtp"}, {}, None, []),
+    (
+        "dotted-form",
+        ["--speculative-config.method", "ngram", "--speculative-config.num_speculative_tokens=4"],
+        None,
+        {"method": "ngram", "num_speculative_tokens": 4},
+        None,
+        [],
+    ),
     ("positional-model", ["/models/t", "--dtype", "bfloat16"], None, {}, "/models/t", ["dtype"]),
-    ("model-option", ["--model=/m", "--enforce-eager", "--no-enable-prefix-caching"], None, {}, "/m",
-     ["enforce_eager", "enable_prefix_caching"]),
+    (
+        "model-option",
+        ["--model=/m", "--enforce-eager", "--no-enable-prefix-caching"],
+        None,
+        {},
+        "/m",
+        ["enforce_eager", "enable_prefix_caching"],
+    ),
     ("negative-value", ["--seed", "-1"], None, {}, None, ["seed"]),
 ]
 
@@ -56,27 +92,47 @@ def test_parse_vllm_args(case_id, tokens, spec, dotted, model, names):
     assert [o.name for o in parsed.options] == names
 
 
-@pytest.mark.parametrize("name,value,expected", [
-    ("gpu_memory_utilization", 0.85, ["--gpu-memory-utilization", "0.85"]),
-    ("enforce_eager", True, ["--enforce-eager"]),
-    ("enable_prefix_caching", False, ["--no-enable-prefix-caching"]),
-    ("limit_mm_per_prompt", {"image": 2}, ["--limit-mm-per-prompt", '{"image":2}']),
-    ("max-num-seqs", 8, ["--max-num-seqs", "8"]),
-    ("seed", None, []),
-])
+@pytest.mark.parametrize(
+    "name,value,expected",
+    [
+        ("gpu_memory_utilization", 0.85, ["--gpu-memory-utilization", "0.85"]),
+        ("enforce_eager", True, ["--enforce-eager"]),
+        ("enable_prefix_caching", False, ["--no-enable-prefix-caching"]),
+        ("limit_mm_per_prompt", {"image": 2}, ["--limit-mm-per-prompt", '{"image":2}']),
+        ("max-num-seqs", 8, ["--max-num-seqs", "8"]),
+        ("seed", None, []),
+    ],
+)
 def test_to_cli(name, value, expected):
     assert to_cli(name, value) == expected
 
 
-@pytest.mark.parametrize("raw,value", [("1", True), ("TRUE", True), ("Yes", True), ("on", True), ("0", False),
-                                       ("false", False), ("NO", False), ("Off", False), ("", False)])
+@pytest.mark.parametrize(
+    "raw,value",
+    [
+        ("1", True),
+        ("TRUE", True),
+        ("Yes", True),
+        ("on", True),
+        ("0", False),
+        ("false", False),
+        ("NO", False),
+        ("Off", False),
+        ("", False),
+    ],
+)
 def test_booleans(raw, value):
     assert parse_bool({"X": raw}, "X") is value
 
 
 def test_settings_defaults():
     s = parse_settings({})
-    assert (s.enable, s.port, s.cache_path, s.workspace) == (False, 8000, "/opt/nim/.cache", "/opt/nim/.cache/workspace")
+    assert (s.enable, s.port, s.cache_path, s.workspace) == (
+        False,
+        8000,
+        "/opt/nim/.cache",
+        "/opt/nim/.cache/workspace",
+    )
 
 
 def _plan(models, env, args):
@@ -86,10 +142,17 @@ def _plan(models, env, args):
 
 def test_precedence_of_engine_arguments(models):
     """cli > NIM_PASSTHROUGH_ARGS > NIM_SPECDEC_ARGS > other NIM_* > defaults; user tokens kept in order."""
-    p = _plan(models, {"NIM_SPECDEC_ENABLE": "1", "NIM_MAX_MODEL_LEN": "2048", "NIM_SERVER_PORT": "8001",
-                       "NIM_SPECDEC_ARGS": '{"max_model_len": 4096, "max_num_seqs": 4, "gpu_memory_utilization": 0.7}',
-                       "NIM_PASSTHROUGH_ARGS": "--max-num-seqs 8 --gpu-memory-utilization 0.8"},
-              ["--gpu-memory-utilization=0.9", "--enforce-eager"])
+    p = _plan(
+        models,
+        {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_MAX_MODEL_LEN": "2048",
+            "NIM_SERVER_PORT": "8001",
+            "NIM_SPECDEC_ARGS": '{"max_model_len": 4096, "max_num_seqs": 4, "gpu_memory_utilization": 0.7}',
+            "NIM_PASSTHROUGH_ARGS": "--max-num-seqs 8 --gpu-memory-utilization 0.8",
+        },
+        ["--gpu-memory-utilization=0.9", "--enforce-eager"],
+    )
     argv = p["argv"]
     assert p["engine_args"]["max_model_len"] == 4096 and p["engine_origin"]["max_model_len"] == "NIM_SPECDEC_ARGS"
     assert p["engine_args"]["max_num_seqs"] == 8 and p["engine_origin"]["max_num_seqs"] == "NIM_PASSTHROUGH_ARGS"
@@ -101,20 +164,31 @@ def test_precedence_of_engine_arguments(models):
 
 
 def test_precedence_of_speculative_keys(models):
-    p = _plan(models, {"NIM_SPECDEC_ENABLE": "1",
-                       "NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}}',
-                       "NIM_PASSTHROUGH_ARGS": "--speculative-config.prompt_lookup_max 5"},
-              ["--speculative-config.num_speculative_tokens", "4"])
+    p = _plan(
+        models,
+        {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}}',  # noqa: E501
+            "NIM_PASSTHROUGH_ARGS": "--speculative-config.prompt_lookup_max 5",
+        },
+        ["--speculative-config.num_speculative_tokens", "4"],
+    )
     assert p["speculative"]["config"] == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 5}
-    assert p["speculative"]["origin"] == {"method": "NIM_SPECDEC_ARGS", "num_speculative_tokens": "cli",
-                                          "prompt_lookup_max": "NIM_PASSTHROUGH_ARGS"}
+    assert p["speculative"]["origin"] == {
+        "method": "NIM_SPECDEC_ARGS",
+        "num_speculative_tokens": "cli",
+        "prompt_lookup_max": "NIM_PASSTHROUGH_ARGS",
+    }
 
 
-@pytest.mark.parametrize("target,draft,method,reason", [
-    ("mtp", None, "mtp", "num_nextn_predict_layers=1"),
-    ("target", "draft", "eagle3", "NIM_DRAFT_MODEL_PATH names a draft"),
-    ("target", None, "ngram", "no MTP heads and no registered EAGLE3 draft"),
-])
+@pytest.mark.parametrize(
+    "target,draft,method,reason",
+    [
+        ("mtp", None, "mtp", "num_nextn_predict_layers=1"),
+        ("target", "draft", "eagle3", "NIM_DRAFT_MODEL_PATH names a draft"),
+        ("target", None, "ngram", "no MTP heads and no registered EAGLE3 draft"),
+    ],
+)
 def test_model_free_auto_choice(models, target, draft, method, reason):
     env = {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_PATH": str(models[target])}
     if draft:
@@ -132,8 +206,11 @@ def test_model_free_auto_choice_uses_a_registered_eagle3_draft(models):
 
 
 def test_secrets_are_masked_everywhere(models):
-    p = _plan(models, {"HF_TOKEN": "hf_abcdefgh", "AWS_SECRET_ACCESS_KEY": "aws-secret-1", "MY_PASSWORD": "pw123456"},
-              ["--api-key", "sk-12345678", "--hf-token=hf_abcdefgh"])
+    p = _plan(
+        models,
+        {"HF_TOKEN": "hf_abcdefgh", "AWS_SECRET_ACCESS_KEY": "aws-secret-1", "MY_PASSWORD": "pw123456"},
+        ["--api-key", "sk-12345678", "--hf-token=hf_abcdefgh"],
+    )
     text = json.dumps(p["env"]) + json.dumps(p["argv"]) + json.dumps(p["engine_args"])
     for secret in ("hf_abcdefgh", "aws-secret-1", "sk-12345678"):
         assert secret not in text

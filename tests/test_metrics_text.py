@@ -34,12 +34,12 @@ def scrape(model: str = "m", drafts=66, draft_tokens=180, accepted=81, per_pos=(
     ]
     for pos, value in enumerate(per_pos):
         lines.append(
-            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{engine}",model_name="{model}",position="{pos}"}} {value}'
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{engine}",model_name="{model}",position="{pos}"}} {value}'  # noqa: E501
         )
     return "\n".join(lines) + "\n"
 
 
-UNRELATED = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 0.0\n"
+UNRELATED = '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 0.0\n'
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,10 @@ UNRELATED = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{m
         (UNRELATED, {}),
         ("", {}),
         (scrape(per_pos=()), {"m": SpecCounters(66, 180, 81, ())}),
-        (scrape("a") + scrape("b", 1, 3, 3, (1, 1, 1)), {"a": SpecCounters(66, 180, 81, (39, 24, 18)), "b": SpecCounters(1, 3, 3, (1, 1, 1))}),
+        (
+            scrape("a") + scrape("b", 1, 3, 3, (1, 1, 1)),
+            {"a": SpecCounters(66, 180, 81, (39, 24, 18)), "b": SpecCounters(1, 3, 3, (1, 1, 1))},
+        ),
     ],
 )
 def test_parse_prometheus(text, expected):
@@ -69,9 +72,33 @@ def test_two_engines_are_summed_and_created_samples_ignored():
 @pytest.mark.parametrize(
     "counters, expected",
     [
-        (SpecCounters(66, 180, 81, (39, 24, 18)), {"status": "active", "acceptance_rate": 81 / 180, "acceptance_length": 1 + 81 / 66, "per_position_rate": [39 / 66, 24 / 66, 18 / 66]}),
-        (SpecCounters(10, 30, 30, (10, 10, 10)), {"status": "active", "acceptance_rate": 1.0, "acceptance_length": 4.0, "per_position_rate": [1.0, 1.0, 1.0]}),
-        (SpecCounters(10, 30, 0, (0, 0, 0)), {"status": "active", "acceptance_rate": 0.0, "acceptance_length": 1.0, "per_position_rate": [0.0, 0.0, 0.0]}),
+        (
+            SpecCounters(66, 180, 81, (39, 24, 18)),
+            {
+                "status": "active",
+                "acceptance_rate": 81 / 180,
+                "acceptance_length": 1 + 81 / 66,
+                "per_position_rate": [39 / 66, 24 / 66, 18 / 66],
+            },
+        ),
+        (
+            SpecCounters(10, 30, 30, (10, 10, 10)),
+            {
+                "status": "active",
+                "acceptance_rate": 1.0,
+                "acceptance_length": 4.0,
+                "per_position_rate": [1.0, 1.0, 1.0],
+            },
+        ),
+        (
+            SpecCounters(10, 30, 0, (0, 0, 0)),
+            {
+                "status": "active",
+                "acceptance_rate": 0.0,
+                "acceptance_length": 1.0,
+                "per_position_rate": [0.0, 0.0, 0.0],
+            },
+        ),
         (SpecCounters(), {"status": INACTIVE}),
         (SpecCounters(0, 0, 0, (0, 0)), {"status": INACTIVE}),
     ],
@@ -87,9 +114,17 @@ def test_figures(counters, expected):
 @pytest.mark.parametrize(
     "now, earlier, expected",
     [
-        ({"m": SpecCounters(66, 180, 81, (39, 24, 18))}, {"m": SpecCounters(6, 18, 9, (4, 3, 2))}, {"m": SpecCounters(60, 162, 72, (35, 21, 16))}),
+        (
+            {"m": SpecCounters(66, 180, 81, (39, 24, 18))},
+            {"m": SpecCounters(6, 18, 9, (4, 3, 2))},
+            {"m": SpecCounters(60, 162, 72, (35, 21, 16))},
+        ),
         ({"m": SpecCounters(5, 15, 5, (5,))}, {}, {"m": SpecCounters(5, 15, 5, (5,))}),
-        ({"m": SpecCounters(5, 15, 5, (3, 2))}, {"m": SpecCounters(1, 3, 1, (1,))}, {"m": SpecCounters(4, 12, 4, (2, 2))}),
+        (
+            {"m": SpecCounters(5, 15, 5, (3, 2))},
+            {"m": SpecCounters(1, 3, 1, (1,))},
+            {"m": SpecCounters(4, 12, 4, (2, 2))},
+        ),
         ({}, {"m": SpecCounters(1, 3, 1, (1,))}, {}),
     ],
 )
@@ -137,7 +172,9 @@ def test_render_text_inactive_and_active():
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "report", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "report", *args], capture_output=True, text=True, cwd=cwd, timeout=60
+    )
 
 
 def test_cli_reads_aiperf_export(tmp_path):

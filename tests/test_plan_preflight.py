@@ -13,10 +13,20 @@ EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens"
 
 
 def _run(command: str, target: str, draft: str, tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_MODEL_PATH": str(DATA / target),
-           "NIM_DRAFT_MODEL_PATH": str(DATA / draft), **extra}
-    return subprocess.run([sys.executable, "-m", "nim_specdec", command, "--speculative-config", EAGLE3],
-                          env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+        "NIM_MODEL_PATH": str(DATA / target),
+        "NIM_DRAFT_MODEL_PATH": str(DATA / draft),
+        **extra,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", command, "--speculative-config", EAGLE3],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_mismatched_eagle3_draft_is_refused_before_anything_starts(tmp_path):
@@ -37,6 +47,11 @@ def test_matching_pair_plans_with_a_preflight_section(tmp_path):
 
 
 def test_preflight_off_lets_the_mismatch_through(tmp_path):
-    proc = _run("plan", "meta-llama--Llama-3.3-70B-Instruct", "yuhuili--EAGLE3-LLaMA3.1-Instruct-8B", tmp_path,
-                NIM_SPECDEC_PREFLIGHT="off")
+    proc = _run(
+        "plan",
+        "meta-llama--Llama-3.3-70B-Instruct",
+        "yuhuili--EAGLE3-LLaMA3.1-Instruct-8B",
+        tmp_path,
+        NIM_SPECDEC_PREFLIGHT="off",
+    )
     assert proc.returncode == 0, proc.stderr

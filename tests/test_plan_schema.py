@@ -15,14 +15,32 @@ import pytest
 from core_fixtures import make_models
 
 GOLDEN = Path(__file__).parent / "data" / "guide_plans.json"
-PUBLIC_KEYS = {"mode", "target", "speculative", "draft", "engine_args", "engine_origin", "workspace", "cache_path",
-               "compile_cache", "cpu_preload", "vllm_check", "model_runner", "engine",
-               "argv", "env", "warnings", "capture", "preflight"}
+PUBLIC_KEYS = {
+    "mode",
+    "target",
+    "speculative",
+    "draft",
+    "engine_args",
+    "engine_origin",
+    "workspace",
+    "cache_path",
+    "compile_cache",
+    "cpu_preload",
+    "vllm_check",
+    "model_runner",
+    "engine",
+    "argv",
+    "env",
+    "warnings",
+    "capture",
+    "preflight",
+}
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "plan", *args], capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan", *args], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +64,14 @@ def test_saved_guide_plans_match(schema, name):
 def test_printed_plan_matches_and_a_wrong_one_does_not(schema, tmp_path):
     models = make_models(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
-    env.update(NIM_MODEL_PATH=str(models["target"]), NIM_DRAFT_MODEL_PATH=str(models["draft"]),
-               NIM_CACHE_PATH=str(models["cache"]))
-    done = cli("--speculative-config", '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}', env=env)
+    env.update(
+        NIM_MODEL_PATH=str(models["target"]),
+        NIM_DRAFT_MODEL_PATH=str(models["draft"]),
+        NIM_CACHE_PATH=str(models["cache"]),
+    )
+    done = cli(
+        "--speculative-config", '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}', env=env
+    )
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     jsonschema.validate(plan, schema)

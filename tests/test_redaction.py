@@ -23,20 +23,31 @@ def shown_plan(models, env_extra: dict, args: list[str]) -> str:
     return json.dumps(public(resolve(env, args, facts())[1], env))
 
 
-@pytest.mark.parametrize("args", [
-    ["--api-key", SECRET], ["--api-key=" + SECRET], ["--api-k", SECRET], ["--api_key", SECRET],
-    ["--hf-tok=" + SECRET], ["--hf_token", SECRET], ["--api-key", "first-key-1234", SECRET, "--seed", "0"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--api-key", SECRET],
+        ["--api-key=" + SECRET],
+        ["--api-k", SECRET],
+        ["--api_key", SECRET],
+        ["--hf-tok=" + SECRET],
+        ["--hf_token", SECRET],
+        ["--api-key", "first-key-1234", SECRET, "--seed", "0"],
+    ],
+)
 def test_secret_options_in_any_spelling_vllm_accepts(models, args):
     assert SECRET not in shown_plan(models, {}, args)
     assert SECRET not in shown_plan(models, {"NIM_PASSTHROUGH_ARGS": " ".join(args)}, [])
 
 
-@pytest.mark.parametrize("specdec_args", [
-    {"api_key": SECRET},
-    {"hf_overrides": {"auth": {"accessToken": SECRET}}},
-    {"hf_overrides": {"list": [{"password": SECRET}]}},
-])
+@pytest.mark.parametrize(
+    "specdec_args",
+    [
+        {"api_key": SECRET},
+        {"hf_overrides": {"auth": {"accessToken": SECRET}}},
+        {"hf_overrides": {"list": [{"password": SECRET}]}},
+    ],
+)
 def test_secret_keys_at_any_depth_of_nim_specdec_args(models, specdec_args):
     text = shown_plan(models, {"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": json.dumps(specdec_args)}, [])
     assert SECRET not in text
@@ -48,32 +59,57 @@ def test_any_value_equal_to_a_secret_variable_is_masked_in_the_plan(models):
 
 
 def test_short_secrets_do_not_mangle_unrelated_text(models):
-    text = shown_plan(models, {"HF_TOKEN": "test", "NIM_SERVED_MODEL_NAME": "testing-model"},
-                      ["--max-num-batched-tokens", "8192", "--tokenizer", "/tok"])
+    text = shown_plan(
+        models,
+        {"HF_TOKEN": "test", "NIM_SERVED_MODEL_NAME": "testing-model"},
+        ["--max-num-batched-tokens", "8192", "--tokenizer", "/tok"],
+    )
     plan = json.loads(text)
     assert plan["target"]["served_model_name"] == "testing-model"
     assert plan["engine_args"]["max_num_batched_tokens"] == 8192 and plan["engine_args"]["tokenizer"] == "/tok"
     assert redact_text("a test, testing", ["test"]) == "a ***, testing"
 
 
-@pytest.mark.parametrize("name,secret", [
-    ("HF_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("NGC_CLI_API_KEY", True), ("apiKey", True),
-    ("DB_PASSWORD", True), ("AWS_ACCESS_KEY_ID", True), ("GOOGLE_APPLICATION_CREDENTIALS", True), ("auth_token", True),
-    ("max_num_batched_tokens", False), ("--tokenizer", False), ("--ssl-keyfile", False),
-    ("num_speculative_tokens", False), ("--long-prefill-token-threshold", False), ("TOKENIZERS_PARALLELISM", False),
-])
+@pytest.mark.parametrize(
+    "name,secret",
+    [
+        ("HF_TOKEN", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("NGC_CLI_API_KEY", True),
+        ("apiKey", True),
+        ("DB_PASSWORD", True),
+        ("AWS_ACCESS_KEY_ID", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("auth_token", True),
+        ("max_num_batched_tokens", False),
+        ("--tokenizer", False),
+        ("--ssl-keyfile", False),
+        ("num_speculative_tokens", False),
+        ("--long-prefill-token-threshold", False),
+        ("TOKENIZERS_PARALLELISM", False),
+    ],
+)
 def test_secret_like_names(name, secret):
     assert is_secret_name(name) is secret
 
 
-@pytest.mark.parametrize("uri", [
-    "s3://AKIA:wJalrXUtnFEMI@bucket/model", "hf://hf_aaaaaaaaaaaaaaaaaaaa@org/name",
-    "s3://bucket/model?X-Amz-Signature=deadbeefcafe", "gs://bucket/m?token=ya29.abcdef",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "s3://AKIA:wJalrXUtnFEMI@bucket/model",
+        "hf://hf_aaaaaaaaaaaaaaaaaaaa@org/name",
+        "s3://bucket/model?X-Amz-Signature=deadbeefcafe",
+        "gs://bucket/m?token=ya29.abcdef",
+    ],
+)
 @pytest.mark.parametrize("variable", ["NIM_MODEL_PATH", "NIM_DRAFT_MODEL_PATH"])
 def test_uri_credentials_are_refused_and_never_echoed(models, uri, variable):
-    env = {"NIM_CACHE_PATH": str(models["cache"]), "NIM_MODEL_PATH": str(models["target"]), "NIM_SPECDEC_ENABLE": "1",
-           variable: uri}
+    env = {
+        "NIM_CACHE_PATH": str(models["cache"]),
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_SPECDEC_ENABLE": "1",
+        variable: uri,
+    }
     with pytest.raises(ConfigError) as err:
         resolve(env, [], facts())
     line = err.value.one_line()
@@ -86,8 +122,9 @@ def test_error_line_echoing_a_secret_value_is_masked():
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
     env.update(NIM_LOG_LEVEL=SECRET, HF_TOKEN=SECRET, NIM_MODEL_PATH="/nonexistent")
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == EXIT_CONFIG and "NIM_LOG_LEVEL" in proc.stderr
     assert SECRET not in proc.stderr and "***" in proc.stderr
 
@@ -107,8 +144,9 @@ def test_secret_options_match_the_installed_vllm():
 
     parser = make_arg_parser(FlexibleArgumentParser())
     assert parser.allow_abbrev
-    found = {o for a in parser._actions if a.nargs != 0 for o in a.option_strings
-             if o.startswith("--") and is_secret_name(o)}
+    found = {
+        o for a in parser._actions if a.nargs != 0 for o in a.option_strings if o.startswith("--") and is_secret_name(o)
+    }
     assert found == set(SECRET_OPTIONS)
 
 

@@ -50,6 +50,7 @@ def in_time(call, seconds: float = 20.0):
             result["value"] = call()
         except BaseException as err:  # noqa: BLE001 - handed to the test
             result["error"] = err
+
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(seconds)
@@ -100,8 +101,13 @@ def test_each_reader_refuses_a_non_file_in_one_error(tmp_path, kind, reader):
     if reader == "builtin" and kind != "folder":
         os.rename(bad, sub / "x.json")
     err = in_time(calls[reader])["error"]
-    expected = {"config": MaterializeError, "safetensors": HeaderError, "pickled": HeaderError, "digest": OSError,
-                "builtin": ConfigError}[reader]
+    expected = {
+        "config": MaterializeError,
+        "safetensors": HeaderError,
+        "pickled": HeaderError,
+        "digest": OSError,
+        "builtin": ConfigError,
+    }[reader]
     assert isinstance(err, expected), err
     assert fragment in str(err), err
 
@@ -115,10 +121,13 @@ def test_plan_with_a_weights_file_that_is_not_a_file_is_exit_3(tmp_path, monkeyp
     os.mkfifo(weights) if target == "fifo" else weights.symlink_to("/dev/zero")
     for key in [k for k in os.environ if k.startswith("NIM_")]:
         monkeypatch.delenv(key)
-    for key, value in {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_PATH": str(tmp_path / "target"),
-                       "NIM_DRAFT_MODEL_PATH": str(tmp_path / "draft"), "NIM_CACHE_PATH": str(tmp_path / "cache"),
-                       "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {"method": "eagle3",
-                                                                              "num_speculative_tokens": 3}})}.items():
+    for key, value in {
+        "NIM_SPECDEC_ENABLE": "1",
+        "NIM_MODEL_PATH": str(tmp_path / "target"),
+        "NIM_DRAFT_MODEL_PATH": str(tmp_path / "draft"),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+        "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {"method": "eagle3", "num_speculative_tokens": 3}}),
+    }.items():
         monkeypatch.setenv(key, value)
     code = in_time(lambda: main(["plan"]), 60)["value"]
     stderr = capsys.readouterr().err

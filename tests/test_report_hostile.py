@@ -34,22 +34,27 @@ def answering(body: str):
 
     def behaviour(conn, end):
         conn.sendall(HEAD + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+
     return behaviour
 
 
 def report_cli(*args: str):
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "report", *args], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "report", *args], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
-@pytest.mark.parametrize("counters,since,fragment", [
-    (SpecCounters(drafts=float("inf")), False, "drafts is inf, not a finite count"),
-    (SpecCounters(drafts=float("nan")), False, "not a finite count"),
-    (SpecCounters(accepted=-3), False, "accepted is -3, not a count"),
-    (SpecCounters(drafts=5, draft_tokens=-2), True, "draft tokens went down by 2"),
-    (SpecCounters(per_position=(1.0, -1.0)), True, "accepted at position 1 went down by 1"),
-])
+@pytest.mark.parametrize(
+    "counters,since,fragment",
+    [
+        (SpecCounters(drafts=float("inf")), False, "drafts is inf, not a finite count"),
+        (SpecCounters(drafts=float("nan")), False, "not a finite count"),
+        (SpecCounters(accepted=-3), False, "accepted is -3, not a count"),
+        (SpecCounters(drafts=5, draft_tokens=-2), True, "draft tokens went down by 2"),
+        (SpecCounters(per_position=(1.0, -1.0)), True, "accepted at position 1 went down by 1"),
+    ],
+)
 def test_counters_problem_names_the_count_and_why(counters, since, fragment):
     problem = counters_problem({"m": counters}, since=since)
     assert problem is not None and fragment in problem and "model m" in problem
@@ -61,14 +66,17 @@ def test_good_counters_have_no_problem_and_a_huge_ratio_is_caught_before_printin
     assert result_problem(result) == "model m: acceptance_rate is not a finite number"
 
 
-@pytest.mark.parametrize("body,fragment", [
-    (metrics(drafts="1e308", engines=2), "not a finite count"),  # two finite counters whose sum overflows
-    (metrics(accepted="-5"), "accepted is -5"),
-    (metrics(drafts="1e-300", tokens="1e-300", accepted="1e300"), "is not a finite number"),
-    (metrics(drafts="NaN"), "not a count"),
-    ("\x00\xff{{{ not prometheus\n", "not Prometheus text"),
-    ("<html>\x1b[2J<body>oops</body></html>", "not Prometheus text"),
-])
+@pytest.mark.parametrize(
+    "body,fragment",
+    [
+        (metrics(drafts="1e308", engines=2), "not a finite count"),  # two finite counters whose sum overflows
+        (metrics(accepted="-5"), "accepted is -5"),
+        (metrics(drafts="1e-300", tokens="1e-300", accepted="1e300"), "is not a finite number"),
+        (metrics(drafts="NaN"), "not a count"),
+        ("\x00\xff{{{ not prometheus\n", "not Prometheus text"),
+        ("<html>\x1b[2J<body>oops</body></html>", "not Prometheus text"),
+    ],
+)
 @pytest.mark.parametrize("as_json", [False, True])
 def test_report_on_hostile_counters_is_exit_4_one_line_and_never_bad_json(body, fragment, as_json):
     server = HostileServer(answering(body))
@@ -95,6 +103,7 @@ def test_report_json_of_good_counters_is_strict_json():
 
 class _Hostile(BaseHTTPRequestHandler):
     """Ready, a model id and error bodies full of terminal commands, and counters that went down."""
+
     calls = {"metrics": 0}
 
     def _answer(self, status: int, body: str, kind: str = "application/json") -> None:
@@ -129,9 +138,20 @@ def test_smoke_escapes_what_the_server_says_and_refuses_counters_that_went_down(
     thread.start()
     try:
         env = {**os.environ, "PYTHONPATH": str(SRC)}
-        done = subprocess.run([sys.executable, "-m", "nim_specdec.observe.smoke",
-                               f"http://127.0.0.1:{server.server_address[1]}", "--deadline", "20"],
-                              env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nim_specdec.observe.smoke",
+                f"http://127.0.0.1:{server.server_address[1]}",
+                "--deadline",
+                "20",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         server.shutdown()
     assert done.returncode == EXIT_UNREACHABLE, done.stderr

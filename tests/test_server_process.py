@@ -70,8 +70,12 @@ def alive(pid: int) -> bool:
 
 
 def test_ready_server_is_stopped_with_sigterm(tmp_path):
-    spec = ServerSpec(env=dict(os.environ), args=("--max-model-len", "64"), python=script(tmp_path, ANSWERS_HEALTH),
-                      log_path=tmp_path / "logs" / "server.log")
+    spec = ServerSpec(
+        env=dict(os.environ),
+        args=("--max-model-len", "64"),
+        python=script(tmp_path, ANSWERS_HEALTH),
+        log_path=tmp_path / "logs" / "server.log",
+    )
     with running_server(spec) as server:
         assert server.url == f"http://127.0.0.1:{server.port}"
         assert server.ready_statuses[-1] == 200
@@ -93,8 +97,9 @@ def test_early_exit_raises_with_the_last_log_line(tmp_path):
 
 
 def test_not_ready_in_time_leaves_nothing_running(tmp_path):
-    spec = ServerSpec(env=dict(os.environ), python=script(tmp_path, HANGS), ready_timeout_s=1.5,
-                      log_path=tmp_path / "hang.log")
+    spec = ServerSpec(
+        env=dict(os.environ), python=script(tmp_path, HANGS), ready_timeout_s=1.5, log_path=tmp_path / "hang.log"
+    )
     started = time.monotonic()
     with pytest.raises(ServerStartError) as caught:
         start_server(spec)
@@ -114,13 +119,21 @@ def test_stop_kills_a_server_that_ignores_sigterm(tmp_path):
 
 def test_server_dies_with_the_process_that_started_it(tmp_path):
     # A parent that starts a server and is then killed outright (a test run stopped by `timeout -s KILL`).
-    parent = subprocess.Popen([sys.executable, "-c", f"""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import os, sys
 from nim_specdec_lab.server_process import ServerSpec, start_server
 server = start_server(ServerSpec(env=dict(os.environ), python={script(tmp_path, ANSWERS_HEALTH)!r}))
 print(server.pid, flush=True)
 import time; time.sleep(600)
-"""], stdout=subprocess.PIPE, text=True)
+""",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     child = int(parent.stdout.readline())
     assert alive(child)
     parent.kill()

@@ -33,8 +33,9 @@ def test_every_command_refuses_the_same_values(command, bad, words, tmp_path):
     env.update(NIM_MODEL_PATH=str(tmp_path), **bad)
     if "NIM_CACHE_PATH" not in bad:
         env["NIM_CACHE_PATH"] = str(tmp_path / "cache")
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", *COMMANDS[command]], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", *COMMANDS[command]], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2, (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in done.stderr

@@ -59,18 +59,32 @@ def test_validation_agrees_with_vllm(case_id, schedule, accepted):
     else:
         with pytest.raises(ConfigError) as err:
             validate_batch_size_schedule(schedule, None, "NIM_SPECDEC_ARGS")
-        assert err.value.one_line().startswith("NIM_SPECDEC_ARGS: speculative_config.num_speculative_tokens_per_batch_size")
+        assert err.value.one_line().startswith(
+            "NIM_SPECDEC_ARGS: speculative_config.num_speculative_tokens_per_batch_size"
+        )
 
 
 def test_k_above_num_speculative_tokens_is_refused_with_the_fix():
     with pytest.raises(ConfigError) as err:
-        validate_spec_config({"method": "ngram", "num_speculative_tokens": 2,
-                              "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 256, 0]]}, "cfg")
-    assert "K = 3 > num_speculative_tokens (2)" in str(err.value) and "raise num_speculative_tokens to 3" in str(err.value)
+        validate_spec_config(
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 2,
+                "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 256, 0]],
+            },
+            "cfg",
+        )
+    assert "K = 3 > num_speculative_tokens (2)" in str(err.value) and "raise num_speculative_tokens to 3" in str(
+        err.value
+    )
 
 
 def test_suffix_caps_k_at_its_tree_depth_when_num_speculative_tokens_is_unset():
-    config = {"method": "suffix", "suffix_decoding_max_tree_depth": 4, "num_speculative_tokens_per_batch_size": [[1, 2, 5]]}
+    config = {
+        "method": "suffix",
+        "suffix_decoding_max_tree_depth": 4,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 5]],
+    }
     with pytest.raises(ConfigError, match="K = 5 > num_speculative_tokens"):
         validate_spec_config(config, "cfg")
     validate_spec_config({**config, "num_speculative_tokens_per_batch_size": [[1, 2, 4]]}, "cfg")
@@ -86,42 +100,62 @@ K_CASES = [
 def test_k_at_matches_vllms_dense_lookup(schedule, expected):
     from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup  # noqa: PLC0415
 
-    dense = build_dynamic_sd_schedule_lookup([list(e) for e in schedule], vllm_max_batch_size=300,
-                                             vllm_num_speculative_tokens=8)
+    dense = build_dynamic_sd_schedule_lookup(
+        [list(e) for e in schedule], vllm_max_batch_size=300, vllm_num_speculative_tokens=8
+    )
     for batch_size, k in expected.items():
         assert k_at(schedule, batch_size) == k == dense[batch_size]
 
 
 def test_describe_reaches_each_range_up_to_the_next():
     assert describe_schedule(((1, 2, 3), (5, 8, 1), (9, 16, 0))) == [
-        {"batch_sizes": "1-4", "k": 3}, {"batch_sizes": "5-8", "k": 1}, {"batch_sizes": "9+", "k": 0}]
+        {"batch_sizes": "1-4", "k": 3},
+        {"batch_sizes": "5-8", "k": 1},
+        {"batch_sizes": "9+", "k": 0},
+    ]
 
 
-SPEC = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "num_speculative_tokens_per_batch_size": %s}'
+SPEC = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "num_speculative_tokens_per_batch_size": %s}'  # noqa: E501
 
 
 def test_plan_shows_the_schedule(tmp_path):
-    env = {"NIM_MODEL_PATH": str(write_model(tmp_path / "m", LLAMA)), "NIM_CACHE_PATH": str(tmp_path / "c"),
-           "NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": '{"speculative_config": %s}' % (SPEC % "[[1, 2, 3], [3, 256, 0]]")}
+    env = {
+        "NIM_MODEL_PATH": str(write_model(tmp_path / "m", LLAMA)),
+        "NIM_CACHE_PATH": str(tmp_path / "c"),
+        "NIM_SPECDEC_ENABLE": "1",
+        "NIM_SPECDEC_ARGS": '{"speculative_config": %s}' % (SPEC % "[[1, 2, 3], [3, 256, 0]]"),
+    }
     _, plan = resolve(env, [], facts())
     assert plan.speculative.batch_size_schedule == [{"batch_sizes": "1-2", "k": 3}, {"batch_sizes": "3+", "k": 0}]
     assert plan.speculative.config["num_speculative_tokens_per_batch_size"] == [[1, 2, 3], [3, 256, 0]]
 
 
 def test_plan_refuses_a_bad_schedule_naming_its_source(tmp_path):
-    env = {"NIM_MODEL_PATH": str(write_model(tmp_path / "m", LLAMA)), "NIM_CACHE_PATH": str(tmp_path / "c"),
-           "NIM_SPECDEC_ENABLE": "1"}
+    env = {
+        "NIM_MODEL_PATH": str(write_model(tmp_path / "m", LLAMA)),
+        "NIM_CACHE_PATH": str(tmp_path / "c"),
+        "NIM_SPECDEC_ENABLE": "1",
+    }
     with pytest.raises(ConfigError) as err:
         resolve(env, ["--speculative-config", SPEC % "[[2, 256, 3]]"], facts())
     assert "(merged from cli)" in str(err.value) and "not 1" in str(err.value)
 
 
 def test_a_builtin_config_may_carry_a_schedule(tmp_path):
-    entry = entry_from_json({
-        "model_id": "org/Tiny", "aliases": [], "source": "hf://org/Tiny",
-        "speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
-                               "num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 256, 0]]},
-    }, "tiny.json")
+    entry = entry_from_json(
+        {
+            "model_id": "org/Tiny",
+            "aliases": [],
+            "source": "hf://org/Tiny",
+            "speculative_config": {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 256, 0]],
+            },
+        },
+        "tiny.json",
+    )
     validate_spec_config(entry.speculative_config, entry.file)
     env = {"NIM_MODEL_NAME": "org/Tiny", "NIM_CACHE_PATH": str(tmp_path / "c"), "NIM_SPECDEC_ENABLE": "1"}
     _, plan = resolve(env, [], Facts(registry=(entry,), flavor="vllm", python="python3"))

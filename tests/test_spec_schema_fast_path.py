@@ -15,8 +15,33 @@ import pytest
 from nim_specdec.config import spec_schema
 from nim_specdec.config.vllm_schema import knowledge_for, known_versions
 
-VALUES = [0, 1, 3, -1, 2**63 - 1, 2**63, 2**70, True, False, 1.0, 2.5, float("nan"), float("inf"), "", "3", "ngram",
-          "eagle3", "suffix", "yes", "auto", "fp8", [], [[1, 2, 3]], {}, {"a": 1}]
+VALUES = [
+    0,
+    1,
+    3,
+    -1,
+    2**63 - 1,
+    2**63,
+    2**70,
+    True,
+    False,
+    1.0,
+    2.5,
+    float("nan"),
+    float("inf"),
+    "",
+    "3",
+    "ngram",
+    "eagle3",
+    "suffix",
+    "yes",
+    "auto",
+    "fp8",
+    [],
+    [[1, 2, 3]],
+    {},
+    {"a": 1},
+]
 
 
 def _pydantic(key, value, known):
@@ -50,11 +75,18 @@ def test_a_guide_ngram_plan_imports_no_pydantic(tmp_path):
     model = tmp_path / "target"
     model.mkdir()
     (model / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], "hidden_size": 128}')
-    env = {**os.environ, "NIM_MODEL_PATH": str(model), "NIM_SPECDEC_ENABLE": "1", "NIM_CACHE_PATH": str(tmp_path / "c"),
-           "NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 3, '
-                               '"prompt_lookup_max": 4, "prompt_lookup_min": 1}}'}
-    code = ("import sys, io, contextlib; from nim_specdec.cli.main import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()): rc = main(['plan'])\n"
-            "print(rc, 'pydantic' in sys.modules)")
+    env = {
+        **os.environ,
+        "NIM_MODEL_PATH": str(model),
+        "NIM_SPECDEC_ENABLE": "1",
+        "NIM_CACHE_PATH": str(tmp_path / "c"),
+        "NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 3, '
+        '"prompt_lookup_max": 4, "prompt_lookup_min": 1}}',
+    }
+    code = (
+        "import sys, io, contextlib; from nim_specdec.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): rc = main(['plan'])\n"
+        "print(rc, 'pydantic' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["0", "False"], done.stderr[-2000:]

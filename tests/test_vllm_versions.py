@@ -20,8 +20,14 @@ from nim_specdec.config.vllm_schema import is_negative, knowledge_for, known_ver
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import resolve
 
-NEW_IN_033 = {"disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc",
-              "fly_window_size", "fly_entropy_threshold", "fly_entropy_top_k"}
+NEW_IN_033 = {
+    "disable_lookahead_block_hashes",
+    "draft_lm_head_quantization",
+    "xpress_topc",
+    "fly_window_size",
+    "fly_entropy_threshold",
+    "fly_entropy_top_k",
+}
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
 
 
@@ -45,10 +51,16 @@ def test_033_drops_medusa_and_mlp_speculator_and_adds_its_keys():
     assert new.data["cli_args_module"] != old.data["cli_args_module"]
 
 
-@pytest.mark.parametrize("version, expected", [
-    ("0.32.0", ("0.32.0", True)), ("0.33.0+cu129", ("0.33.0", True)), ("", ("0.32.0", True)),
-    ("0.34.1", ("0.33.0", False)), ("0.31.0", ("0.33.0", False)),
-])
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        ("0.32.0", ("0.32.0", True)),
+        ("0.33.0+cu129", ("0.33.0", True)),
+        ("", ("0.32.0", True)),
+        ("0.34.1", ("0.33.0", False)),
+        ("0.31.0", ("0.33.0", False)),
+    ],
+)
 def test_a_release_is_looked_up_by_its_version(version, expected):
     known = knowledge_for(version)
     assert (known.snapshot, known.exact) == expected
@@ -71,28 +83,53 @@ FLY = {**NGRAM, "rejection_sample_method": "fly"}
 
 # (spec, draft config, {version: None if accepted, else a text the one-line error holds})
 CASES = {
-    "medusa": ({"method": "medusa", "num_speculative_tokens": 3}, LLAMA_DRAFT,
-               {"0.32.0": None, "0.33.0": "'medusa' is not in vLLM 0.33.0 (vLLM 0.32.0 has it)"}),
-    "mlp_speculator": ({"method": "mlp_speculator", "num_speculative_tokens": 3}, LLAMA_DRAFT,
-                       {"0.32.0": None, "0.33.0": "vLLM 0.33.0"}),
-    "fly": ({**FLY, "fly_window_size": 2}, None,
-            {"0.32.0": "'fly' is not in vLLM 0.32.0 (vLLM 0.33.0 has it)", "0.33.0": None}),
-    "fly window as large as k": ({**FLY, "fly_window_size": 3}, None,
-                                 {"0.33.0": "fly_window_size (3) must be smaller than num_speculative_tokens (3)"}),
+    "medusa": (
+        {"method": "medusa", "num_speculative_tokens": 3},
+        LLAMA_DRAFT,
+        {"0.32.0": None, "0.33.0": "'medusa' is not in vLLM 0.33.0 (vLLM 0.32.0 has it)"},
+    ),
+    "mlp_speculator": (
+        {"method": "mlp_speculator", "num_speculative_tokens": 3},
+        LLAMA_DRAFT,
+        {"0.32.0": None, "0.33.0": "vLLM 0.33.0"},
+    ),
+    "fly": (
+        {**FLY, "fly_window_size": 2},
+        None,
+        {"0.32.0": "'fly' is not in vLLM 0.32.0 (vLLM 0.33.0 has it)", "0.33.0": None},
+    ),
+    "fly window as large as k": (
+        {**FLY, "fly_window_size": 3},
+        None,
+        {"0.33.0": "fly_window_size (3) must be smaller than num_speculative_tokens (3)"},
+    ),
     "fly with one token": ({**FLY, "num_speculative_tokens": 1}, None, {"0.33.0": "needs num_speculative_tokens >= 2"}),
-    "lm head quantized for ngram": ({**NGRAM, "draft_lm_head_quantization": "fp8"}, None,
-                                    {"0.32.0": "unknown speculative_config key",
-                                     "0.33.0": "not supported for method 'ngram'"}),
+    "lm head quantized for ngram": (
+        {**NGRAM, "draft_lm_head_quantization": "fp8"},
+        None,
+        {"0.32.0": "unknown speculative_config key", "0.33.0": "not supported for method 'ngram'"},
+    ),
     "lm head quantized for eagle3": (
         {"method": "eagle3", "num_speculative_tokens": 3, "draft_lm_head_quantization": "fp8"},
-        {"architectures": ["LlamaForCausalLMEagle3"]}, {"0.33.0": None}),
-    "a platform's own kv_cache_dtype": ({**NGRAM, "kv_cache_dtype": "my_backend_fp6"}, None,
-                                       {"0.32.0": "speculative_config.kv_cache_dtype", "0.33.0": None}),
+        {"architectures": ["LlamaForCausalLMEagle3"]},
+        {"0.33.0": None},
+    ),
+    "a platform's own kv_cache_dtype": (
+        {**NGRAM, "kv_cache_dtype": "my_backend_fp6"},
+        None,
+        {"0.32.0": "speculative_config.kv_cache_dtype", "0.33.0": None},
+    ),
     "xpress_topc below 0": ({**NGRAM, "xpress_topc": -1}, None, {"0.33.0": "xpress_topc = -1 must be >= 0"}),
     "heterogeneous vocab with local argmax": (
-        {"method": "draft_model", "num_speculative_tokens": 3, "use_heterogeneous_vocab": True,
-         "use_local_argmax_reduction": True}, LLAMA_DRAFT,
-        {"0.32.0": None, "0.33.0": "use_heterogeneous_vocab and use_local_argmax_reduction exclude each other"}),
+        {
+            "method": "draft_model",
+            "num_speculative_tokens": 3,
+            "use_heterogeneous_vocab": True,
+            "use_local_argmax_reduction": True,
+        },
+        LLAMA_DRAFT,
+        {"0.32.0": None, "0.33.0": "use_heterogeneous_vocab and use_local_argmax_reduction exclude each other"},
+    ),
 }
 
 

@@ -61,6 +61,7 @@ def probe(run: str, before_workload: bool = False, env: Callable[[Path], Mapping
     def register(fn):
         PROBES.append(Probe(run, fn.__name__, fn, before_workload, env))
         return fn
+
     return register
 
 
@@ -73,7 +74,9 @@ def aiperf_bin() -> str:
     # AIPerf lives in its own virtualenv (`make aiperf-venv`); AIPERF_BIN points elsewhere.
     path = Path(os.environ.get("AIPERF_BIN") or REPO / ".venv-aiperf" / "bin" / "aiperf")
     if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(f"aiperf not found at {path}: run `make aiperf-venv` or set AIPERF_BIN to an aiperf 0.13.0 executable")
+        pytest.fail(
+            f"aiperf not found at {path}: run `make aiperf-venv` or set AIPERF_BIN to an aiperf 0.13.0 executable"
+        )
     return str(path)
 
 
@@ -85,15 +88,25 @@ def base_env(workdir: Path, demo_model: Path) -> dict[str, str]:
     its model-info cache, keyed by vLLM's own module hashes, already holds it. With --enforce-eager
     nothing compiled goes there, so no server reads another's artefacts."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", VLLM_CACHE_ROOT=str(demo_model.parent / "vllm-cache"),
-               NIM_CACHE_PATH=str(workdir / "cache"), NIM_WORKSPACE=str(workdir / "workspace"))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_CACHE_ROOT=str(demo_model.parent / "vllm-cache"),
+        NIM_CACHE_PATH=str(workdir / "cache"),
+        NIM_WORKSPACE=str(workdir / "workspace"),
+    )
     return env
 
 
 def _spec(name: str, env: Mapping[str, str], args, workdir: Path) -> ServerSpec:
     # /v1/health/ready is the launcher's endpoint: it answers 503 until the model does.
-    return ServerSpec(env=dict(env), args=tuple(args), ready_timeout_s=READY_TIMEOUT_S,
-                      log_path=workdir / f"{name}.log", ready_path="/v1/health/ready")
+    return ServerSpec(
+        env=dict(env),
+        args=tuple(args),
+        ready_timeout_s=READY_TIMEOUT_S,
+        log_path=workdir / f"{name}.log",
+        ready_path="/v1/health/ready",
+    )
 
 
 def _start(name: str, spec: ServerSpec) -> RunningServer:
@@ -128,7 +141,9 @@ def launch(name: str, env: Mapping[str, str], args, workdir: Path, smoke: bool |
     for item in mine:
         if item.env is not None:
             env.update(item.env(workdir))
-    record = RunRecord(name=name, env={k: v for k, v in env.items() if k.startswith(("NIM_", "VLLM_"))}, args=list(args))
+    record = RunRecord(
+        name=name, env={k: v for k, v in env.items() if k.startswith(("NIM_", "VLLM_"))}, args=list(args)
+    )
     server = _start(name, _spec(name, env, args, workdir))
     try:
         record.ready_statuses, record.ready_seconds = list(server.ready_statuses), server.ready_seconds
@@ -157,8 +172,13 @@ def demo_env(demo_model: Path, workdir: Path, **changes: str) -> dict[str, str]:
 
 def make_demo_model(directory: Path) -> Path:
     # A child process: torch and transformers stay out of the test process.
-    subprocess.run([sys.executable, "-m", "nim_specdec", "demo-model", str(directory)], check=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "demo-model", str(directory)],
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=600,
+        capture_output=True,
+    )
     return directory
 
 
@@ -184,8 +204,13 @@ def off_run(demo_model, runs_dir) -> RunRecord:
 def ngram_run(demo_model, runs_dir) -> RunRecord:
     """The guide's n-gram override. NIM_DRAFT_MODEL_PATH names a draft too, so without the override the
     model-free auto choice would be draft_model: the run shows NIM_SPECDEC_ARGS switching the method."""
-    env = demo_env(demo_model, runs_dir / "ngram", NIM_SPECDEC_ENABLE="1", NIM_SPECDEC_ARGS=GUIDE_NGRAM_ARGS,
-                   NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"))
+    env = demo_env(
+        demo_model,
+        runs_dir / "ngram",
+        NIM_SPECDEC_ENABLE="1",
+        NIM_SPECDEC_ARGS=GUIDE_NGRAM_ARGS,
+        NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
+    )
     return launch("ngram", env, SERVER_ARGS, runs_dir, smoke=True)
 
 

@@ -103,7 +103,9 @@ def complete(base: str, model: str, prompt: str, max_tokens: int = MAX_TOKENS) -
 
 
 def report_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "report", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "report", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: bool | None = None) -> None:
@@ -122,7 +124,12 @@ def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: boo
     record.extended = [complete(base, record.model, prompt, MAX_TOKENS + EXTEND)[1] for prompt in PROMPTS]
     status, answer = post_json(
         base + "/v1/chat/completions",
-        {"model": record.model, "messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 16, "temperature": 0},
+        {
+            "model": record.model,
+            "messages": [{"role": "user", "content": PROMPTS[0]}],
+            "max_tokens": 16,
+            "temperature": 0,
+        },
     )
     record.chat_ok = status == 200 and bool(answer["choices"][0]["message"]["content"])
     record.counters_after = scrape(base)
@@ -135,9 +142,10 @@ def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: boo
         flags = ["--expect-spec"] if smoke_expect_spec else []
         record.smoke = subprocess.run(
             [sys.executable, "-m", "nim_specdec.observe.smoke", base, "--deadline", "60", *flags],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
-
 
 
 def _demo_cycles() -> list[list[int]]:
@@ -184,8 +192,14 @@ def run_to_model_length(base: str, record: RunRecord, k: int, min_n: int, max_n:
     max_model_len = int(json.loads(body)["data"][0]["max_model_len"])
     prompt_ids = zero_draft_prompt(max_model_len, k, min_n, max_n)
     before = scrape(base)
-    payload = {"model": record.model, "prompt": prompt_ids, "temperature": 0, "ignore_eos": True,
-               "max_tokens": max_model_len - len(prompt_ids), "return_token_ids": True}
+    payload = {
+        "model": record.model,
+        "prompt": prompt_ids,
+        "temperature": 0,
+        "ignore_eos": True,
+        "max_tokens": max_model_len - len(prompt_ids),
+        "return_token_ids": True,
+    }
     status, answer = post_json(base + "/v1/completions", payload, timeout=600)
     assert status == 200, f"POST /v1/completions answered {status}: {answer}"
     choice = answer["choices"][0]

@@ -127,7 +127,7 @@ def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the process that started it dies (Linux), so that a killed
     test run or `tune` never leaves a server behind. The setting survives the launcher's exec into vLLM."""
     try:
-        import ctypes
+        import ctypes  # noqa: PLC0415
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -156,9 +156,15 @@ def start_server(spec: ServerSpec) -> RunningServer:
         log_path = spec.log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(_command(spec), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=_die_with_parent if _tie_to_parent() else None)
+        proc = subprocess.Popen(
+            _command(spec),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if _tie_to_parent() else None,
+        )
     server = RunningServer(proc, port, log_path)
     started = time.monotonic()
     try:
@@ -168,7 +174,9 @@ def start_server(spec: ServerSpec) -> RunningServer:
         raise
     if problem:
         server.stop(timeout_s=10)
-        raise ServerStartError(f"server on port {port}", problem, f"see {log_path}; last log line: {server.last_log_line()}")
+        raise ServerStartError(
+            f"server on port {port}", problem, f"see {log_path}; last log line: {server.last_log_line()}"
+        )
     server.ready_seconds = time.monotonic() - started
     return server
 
@@ -184,7 +192,7 @@ def _wait_ready(server: RunningServer, spec: ServerSpec) -> str:
         if server.proc.poll() is not None:
             return f"exited with code {server.proc.returncode} before it was ready"
         if time.monotonic() > end:
-            return f"not ready within {spec.ready_timeout_s:.0f} s (GET {spec.ready_path} answered {sorted(set(server.ready_statuses))})"
+            return f"not ready within {spec.ready_timeout_s:.0f} s (GET {spec.ready_path} answered {sorted(set(server.ready_statuses))})"  # noqa: E501
         time.sleep(POLL_S)
 
 

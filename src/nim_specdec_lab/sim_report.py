@@ -64,14 +64,21 @@ def table(ranked: Sequence[Scored], limit: int | None, current: Scored | None = 
     cells = [[str(r[k]) for k in keys] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(cell, widths)) + ("  <- current" if i == at else "")
-              for i, cell in enumerate(cells)]
+    lines += [
+        "  ".join(c.rjust(w) for c, w in zip(cell, widths)) + ("  <- current" if i == at else "")
+        for i, cell in enumerate(cells)
+    ]
     return "\n".join(lines)
 
 
 # Settings where more may help: a best value at the top of its grid is worth a wider grid.
-GROWABLE = ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "suffix_decoding_max_tree_depth",
-            "suffix_decoding_max_spec_factor")
+GROWABLE = (
+    "num_speculative_tokens",
+    "prompt_lookup_min",
+    "prompt_lookup_max",
+    "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_spec_factor",
+)
 
 
 def edge_notes(method: str, ranked: Sequence[Scored]) -> list[dict[str, Any]]:
@@ -114,8 +121,12 @@ def overall(by_method: dict[str, Sequence[Scored]]) -> Scored:
     return max((ranked[0] for ranked in by_method.values()), key=lambda s: round(s.speedup, 9))
 
 
-def summary(by_method: dict[str, Sequence[Scored]], meta: dict[str, Any], current: Scored | None = None,
-            edges: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def summary(
+    by_method: dict[str, Sequence[Scored]],
+    meta: dict[str, Any],
+    current: Scored | None = None,
+    edges: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     return {
         **meta,
         "recommended": recommended(overall(by_method)),

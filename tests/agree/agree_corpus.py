@@ -39,13 +39,29 @@ def payloads(m: dict[str, Path]) -> Iterator[tuple[str, Any]]:
     yield "ngram-no-k", {"method": "ngram"}
     yield "ngram-gpu", {"method": "ngram_gpu", "num_speculative_tokens": 3}
     yield "model-ngram", {"model": "ngram", "num_speculative_tokens": 3}
-    for label, value in (("str", "3"), ("float", 3.0), ("float-frac", 2.5), ("bool", True), ("zero", 0),
-                         ("neg", -1), ("null", None), ("word", "three"), ("big", 10**6)):
+    for label, value in (
+        ("str", "3"),
+        ("float", 3.0),
+        ("float-frac", 2.5),
+        ("bool", True),
+        ("zero", 0),
+        ("neg", -1),
+        ("null", None),
+        ("word", "three"),
+        ("big", 10**6),
+    ):
         yield f"ngram-k-{label}", {**ngram, "num_speculative_tokens": value}
     for label, value in (("str", "4"), ("zero", 0), ("null", None), ("float", 4.0)):
         yield f"ngram-max-{label}", {**ngram, "prompt_lookup_max": value}
-    for label, value in (("true-str", "true"), ("yes", "yes"), ("one", 1), ("zero", 0), ("null", None),
-                         ("word", "maybe"), ("two", 2)):
+    for label, value in (
+        ("true-str", "true"),
+        ("yes", "yes"),
+        ("one", 1),
+        ("zero", 0),
+        ("null", None),
+        ("word", "maybe"),
+        ("two", 2),
+    ):
         yield f"bool-{label}", {**ngram, "disable_padded_drafter_batch": value}
     yield "enforce-eager-null", {**ngram, "enforce_eager": None}
     yield "enforce-eager-true", {**ngram, "enforce_eager": True}
@@ -70,34 +86,77 @@ def payloads(m: dict[str, Path]) -> Iterator[tuple[str, Any]]:
     yield "eagle3-no-k", {"method": "eagle3", "model": eagle3}
     yield "eagle3-no-model", {"method": "eagle3", "num_speculative_tokens": 3}
     yield "eagle", {"method": "eagle", "model": eagle3, "num_speculative_tokens": 2}
-    yield "draft-tp-1", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_tensor_parallel_size": 1}
-    yield "draft-tp-2", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_tensor_parallel_size": 2}
-    yield "draft-max-len-ok", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "max_model_len": 512}
-    yield "draft-max-len-big", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "max_model_len": 100000}
-    yield "draft-max-len-1k", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "max_model_len": "1k"}
+    yield (
+        "draft-tp-1",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_tensor_parallel_size": 1},
+    )
+    yield (
+        "draft-tp-2",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_tensor_parallel_size": 2},
+    )
+    yield (
+        "draft-max-len-ok",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "max_model_len": 512},
+    )
+    yield (
+        "draft-max-len-big",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "max_model_len": 100000},
+    )
+    yield (
+        "draft-max-len-1k",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "max_model_len": "1k"},
+    )
     yield "hetero-vocab-ngram", {**ngram, "use_heterogeneous_vocab": True}
-    yield "hetero-vocab-draft", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "use_heterogeneous_vocab": True}
+    yield (
+        "hetero-vocab-draft",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "use_heterogeneous_vocab": True},
+    )
     yield "parallel-drafting", {**ngram, "parallel_drafting": True}
     yield "draft-revision", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "revision": "main"}
-    yield "draft-load-config", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_load_config": {"load_format": "auto"}}
-    yield "draft-load-config-bad", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_load_config": {"load_format": 5}}
-    yield "draft-quant-bogus", {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "quantization": "bogus"}
+    yield (
+        "draft-load-config",
+        {
+            "method": "draft_model",
+            "model": other,
+            "num_speculative_tokens": 3,
+            "draft_load_config": {"load_format": "auto"},
+        },
+    )
+    yield (
+        "draft-load-config-bad",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "draft_load_config": {"load_format": 5}},
+    )
+    yield (
+        "draft-quant-bogus",
+        {"method": "draft_model", "model": other, "num_speculative_tokens": 3, "quantization": "bogus"},
+    )
     yield "dspark-topk", {**ngram, "dspark_draft_topk": 4}
     yield "index-share", {**ngram, "index_share_for_mtp_iteration": True}
     # methods that need something the demo model does not have
-    for method in ("mtp", "deepseek_mtp", "medusa", "mlp_speculator", "custom_class", "extract_hidden_states",
-                   "dflash", "dspark", "suffix"):
+    for method in (
+        "mtp",
+        "deepseek_mtp",
+        "medusa",
+        "mlp_speculator",
+        "custom_class",
+        "extract_hidden_states",
+        "dflash",
+        "dspark",
+        "suffix",
+    ):
         yield f"method-{method}", {"method": method, "num_speculative_tokens": 2}
     yield "custom-class-path", {"model": "some_pkg.MyProposer", "num_speculative_tokens": 2}
     yield "suffix-depth", {"method": "suffix", "suffix_decoding_max_tree_depth": 8}
     yield "suffix-bad-prob", {"method": "suffix", "num_speculative_tokens": 2, "suffix_decoding_min_token_prob": 2}
     # enums
-    for key, values in (("kv_cache_dtype", ("auto", "fp8", "bogus", "FP8")),
-                        ("quantization", ("fp8", "bogus")),
-                        ("attention_backend", ("auto", "FLASH_ATTN", "flash_attn", "bogus", "CPU_ATTN")),
-                        ("moe_backend", ("auto", "bogus")),
-                        ("rejection_sample_method", ("standard", "block", "bogus")),
-                        ("draft_sample_method", ("greedy", "probabilistic", "Greedy"))):
+    for key, values in (
+        ("kv_cache_dtype", ("auto", "fp8", "bogus", "FP8")),
+        ("quantization", ("fp8", "bogus")),
+        ("attention_backend", ("auto", "FLASH_ATTN", "flash_attn", "bogus", "CPU_ATTN")),
+        ("moe_backend", ("auto", "bogus")),
+        ("rejection_sample_method", ("standard", "block", "bogus")),
+        ("draft_sample_method", ("greedy", "probabilistic", "Greedy")),
+    ):
         for value in values:
             yield f"enum-{key}-{value}", {**ngram, key: value}
     # synthetic rejection sampling
@@ -114,15 +173,36 @@ def payloads(m: dict[str, Path]) -> Iterator[tuple[str, Any]]:
     yield "adaptive-verification", {**ngram, "enable_adaptive_verification": True}
     yield "adaptive-local-argmax", {**ngram, "enable_adaptive_verification": True, "use_local_argmax_reduction": True}
     # batch-size schedules
-    for label, schedule in (("ok", [[1, 4, 3], [5, 256, 1]]), ("strings", [["1", "4", "3"]]), ("gap", [[1, 4, 3], [8, 16, 1]]),
-                            ("not-from-1", [[2, 4, 3]]), ("overlap", [[1, 4, 3], [3, 8, 1]]), ("two-items", [[1, 4]]),
-                            ("empty", []), ("neg-k", [[1, 4, -1]]), ("reversed", [[4, 1, 3]]), ("not-list", 3),
-                            ("zero-k", [[1, 2, 3], [3, 256, 0]]), ("k-above", [[1, 4, 5]]), ("flat", [1, 4, 3]), ("tuples-str", "[[1,4,3]]")):
+    for label, schedule in (
+        ("ok", [[1, 4, 3], [5, 256, 1]]),
+        ("strings", [["1", "4", "3"]]),
+        ("gap", [[1, 4, 3], [8, 16, 1]]),
+        ("not-from-1", [[2, 4, 3]]),
+        ("overlap", [[1, 4, 3], [3, 8, 1]]),
+        ("two-items", [[1, 4]]),
+        ("empty", []),
+        ("neg-k", [[1, 4, -1]]),
+        ("reversed", [[4, 1, 3]]),
+        ("not-list", 3),
+        ("zero-k", [[1, 2, 3], [3, 256, 0]]),
+        ("k-above", [[1, 4, 5]]),
+        ("flat", [1, 4, 3]),
+        ("tuples-str", "[[1,4,3]]"),
+    ):
         yield f"schedule-{label}", {**ngram, "num_speculative_tokens_per_batch_size": schedule}
 
 
-FORMS = ("cli-json", "cli-json-eq", "cli-sc", "cli-underscore", "cli-dotted", "env-object", "env-string",
-         "passthrough-json", "passthrough-dotted")
+FORMS = (
+    "cli-json",
+    "cli-json-eq",
+    "cli-sc",
+    "cli-underscore",
+    "cli-dotted",
+    "env-object",
+    "env-string",
+    "passthrough-json",
+    "passthrough-dotted",
+)
 
 
 def _dotted(flag: str, spec: dict[str, Any]) -> list[str] | None:
@@ -200,27 +280,94 @@ def spelling_cases(m: dict[str, Path]) -> Iterator[tuple[str, list[str]]]:
     yield "spec-model", ["--spec-model", other, "--spec-tokens", "2"]
     yield "spec-model-method", ["--spec-method", "draft_model", "--spec-model", other, "--spec-tokens", "2"]
     yield "spec-method-plus-json", ["--spec-method", "ngram", "--speculative-config", '{"num_speculative_tokens": 3}']
-    yield "spec-method-clash", ["--spec-method", "ngram", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}']
+    yield (
+        "spec-method-clash",
+        ["--spec-method", "ngram", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}'],
+    )
     yield "spec-tokens-bad", ["--spec-method", "ngram", "--spec-tokens", "x"]
     yield "spec-method-bad", ["--spec-method", "bogus", "--spec-tokens", "3"]
     yield "sc-dotted", ["-sc.method", "ngram", "-sc.num_speculative_tokens", "3"]
-    yield "underscore-dotted", ["--speculative_config.method", "ngram", "--speculative_config.num_speculative_tokens", "3"]
+    yield (
+        "underscore-dotted",
+        ["--speculative_config.method", "ngram", "--speculative_config.num_speculative_tokens", "3"],
+    )
     yield "dotted-eq", ["--speculative-config.method=ngram", "--speculative-config.num_speculative_tokens=3"]
-    yield "dotted-kebab-key", ["--speculative-config.method", "ngram", "--speculative-config.num-speculative-tokens", "3"]
-    yield "dotted-nested", ["--speculative-config.method", "draft_model", "--speculative-config.model", other,
-                            "--speculative-config.num_speculative_tokens", "2",
-                            "--speculative-config.draft_load_config.load_format", "auto"]
-    yield "dotted-append", ["--speculative-config.method", "ngram", "--speculative-config.num_speculative_tokens", "3",
-                            "--speculative-config.rejection_sample_method", "synthetic",
-                            "--speculative-config.synthetic_acceptance_rates+", "0.9,0.5", "--speculative-config.synthetic_acceptance_rates+", "0.1"]
-    yield "dotted-1k", ["--speculative-config.method", "draft_model", "--speculative-config.model", other,
-                        "--speculative-config.num_speculative_tokens", "2", "--speculative-config.max_model_len", "1k"]
-    yield "dotted-bare-flag", ["--speculative-config.method", "ngram", "--speculative-config.num_speculative_tokens", "3",
-                               "--speculative-config.parallel_drafting"]
-    yield "json-then-dotted", ["--speculative-config", json.dumps(NGRAM), "--speculative-config.num_speculative_tokens", "2"]
-    yield "dotted-then-json", ["--speculative-config.num_speculative_tokens", "2", "--speculative-config", json.dumps(NGRAM)]
-    yield "json-twice", ["--speculative-config", json.dumps(NGRAM), "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}']
-    yield "sc-and-long", ["-sc", json.dumps(NGRAM), "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}']
+    yield (
+        "dotted-kebab-key",
+        ["--speculative-config.method", "ngram", "--speculative-config.num-speculative-tokens", "3"],
+    )
+    yield (
+        "dotted-nested",
+        [
+            "--speculative-config.method",
+            "draft_model",
+            "--speculative-config.model",
+            other,
+            "--speculative-config.num_speculative_tokens",
+            "2",
+            "--speculative-config.draft_load_config.load_format",
+            "auto",
+        ],
+    )
+    yield (
+        "dotted-append",
+        [
+            "--speculative-config.method",
+            "ngram",
+            "--speculative-config.num_speculative_tokens",
+            "3",
+            "--speculative-config.rejection_sample_method",
+            "synthetic",
+            "--speculative-config.synthetic_acceptance_rates+",
+            "0.9,0.5",
+            "--speculative-config.synthetic_acceptance_rates+",
+            "0.1",
+        ],
+    )
+    yield (
+        "dotted-1k",
+        [
+            "--speculative-config.method",
+            "draft_model",
+            "--speculative-config.model",
+            other,
+            "--speculative-config.num_speculative_tokens",
+            "2",
+            "--speculative-config.max_model_len",
+            "1k",
+        ],
+    )
+    yield (
+        "dotted-bare-flag",
+        [
+            "--speculative-config.method",
+            "ngram",
+            "--speculative-config.num_speculative_tokens",
+            "3",
+            "--speculative-config.parallel_drafting",
+        ],
+    )
+    yield (
+        "json-then-dotted",
+        ["--speculative-config", json.dumps(NGRAM), "--speculative-config.num_speculative_tokens", "2"],
+    )
+    yield (
+        "dotted-then-json",
+        ["--speculative-config.num_speculative_tokens", "2", "--speculative-config", json.dumps(NGRAM)],
+    )
+    yield (
+        "json-twice",
+        [
+            "--speculative-config",
+            json.dumps(NGRAM),
+            "--speculative-config",
+            '{"method": "ngram", "num_speculative_tokens": 2}',
+        ],
+    )
+    yield (
+        "sc-and-long",
+        ["-sc", json.dumps(NGRAM), "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'],
+    )
     yield "sc-dotted-and-long-dotted", ["-sc.method", "ngram", "--speculative-config.num_speculative_tokens", "3"]
     yield "json-empty-string", ["--speculative-config", ""]
     yield "json-null", ["--speculative-config", "null"]
@@ -245,35 +392,73 @@ def all_cases(m: dict[str, Path], workspace: str) -> list[Case]:
             # env-* forms only apply with NIM_SPECDEC_ENABLE=1; the others alternate between 0 and 1
             enable = "1" if form.startswith("env") or n % 2 else "0"
             n += 1
-            cases.append(Case(f"{name}/{form}/enable{enable}", {**base, "NIM_SPECDEC_ENABLE": enable, **env}, cli, direct))
+            cases.append(
+                Case(f"{name}/{form}/enable{enable}", {**base, "NIM_SPECDEC_ENABLE": enable, **env}, cli, direct)
+            )
     for name, engine in engine_cases():
         args = json.dumps({"speculative_config": NGRAM, **engine})
         direct = ["--speculative-config", json.dumps(NGRAM)]
         for key, value in engine.items():
             direct += to_cli(key.replace("-", "_"), value)
-        cases.append(Case(f"engine-{name}/env", {**base, "NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": args}, [], direct))
+        cases.append(
+            Case(f"engine-{name}/env", {**base, "NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": args}, [], direct)
+        )
         tokens = [t for key, value in engine.items() for t in to_cli(key.replace("-", "_"), value)]
-        cases.append(Case(f"engine-{name}/passthrough", {**base, "NIM_SPECDEC_ENABLE": "0",
-                                                          "NIM_PASSTHROUGH_ARGS": shlex.join(["-sc", json.dumps(NGRAM), *tokens])},
-                          [], ["-sc", json.dumps(NGRAM), *tokens]))
+        cases.append(
+            Case(
+                f"engine-{name}/passthrough",
+                {
+                    **base,
+                    "NIM_SPECDEC_ENABLE": "0",
+                    "NIM_PASSTHROUGH_ARGS": shlex.join(["-sc", json.dumps(NGRAM), *tokens]),
+                },
+                [],
+                ["-sc", json.dumps(NGRAM), *tokens],
+            )
+        )
     for name, tokens in spelling_cases(m):
         for enable in ("0", "1"):
-            cases.append(Case(f"spelling-{name}/enable{enable}", {**base, "NIM_SPECDEC_ENABLE": enable}, tokens, tokens))
+            cases.append(
+                Case(f"spelling-{name}/enable{enable}", {**base, "NIM_SPECDEC_ENABLE": enable}, tokens, tokens)
+            )
     # bare draft names: the launcher links NIM_DRAFT_MODEL_PATH into the workspace under the bare name
-    for name, method, draft in (("bare-draft-model", "draft_model", "draft-other"), ("bare-eagle3", "eagle3", "draft-eagle3"),
-                                ("bare-no-method-eagle3", None, "draft-eagle3"), ("bare-no-method-other", None, "draft-other")):
+    for name, method, draft in (
+        ("bare-draft-model", "draft_model", "draft-other"),
+        ("bare-eagle3", "eagle3", "draft-eagle3"),
+        ("bare-no-method-eagle3", None, "draft-eagle3"),
+        ("bare-no-method-other", None, "draft-other"),
+    ):
         spec = {"model": "my_draft", "num_speculative_tokens": 2, **({"method": method} if method else {})}
         direct_spec = {**spec, "model": str(m[draft])}
-        env = {**base, "NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(m[draft]),
-               "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": spec})}
-        cases.append(Case(f"{name}/env", env, [], ["--speculative-config", json.dumps(direct_spec)],
-                          {f"{workspace}/my_draft": str(m[draft])}))
+        env = {
+            **base,
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_DRAFT_MODEL_PATH": str(m[draft]),
+            "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": spec}),
+        }
+        cases.append(
+            Case(
+                f"{name}/env",
+                env,
+                [],
+                ["--speculative-config", json.dumps(direct_spec)],
+                {f"{workspace}/my_draft": str(m[draft])},
+            )
+        )
     # a draft with no config at all: the auto choice from NIM_DRAFT_MODEL_PATH alone
     for draft in ("draft-eagle3", "draft-other", "draft-copy"):
         env = {**base, "NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(m[draft])}
-        cases.append(Case(f"auto-draft-{draft}", env, [], ["--speculative-config",
-                                                             json.dumps({"model": str(m[draft]), "num_speculative_tokens": 3})],
-                          {f"{workspace}/draft": str(m[draft])}))
-    cases.append(Case("auto-ngram", {**base, "NIM_SPECDEC_ENABLE": "1"}, [], ["--speculative-config", json.dumps(NGRAM)]))
+        cases.append(
+            Case(
+                f"auto-draft-{draft}",
+                env,
+                [],
+                ["--speculative-config", json.dumps({"model": str(m[draft]), "num_speculative_tokens": 3})],
+                {f"{workspace}/draft": str(m[draft])},
+            )
+        )
+    cases.append(
+        Case("auto-ngram", {**base, "NIM_SPECDEC_ENABLE": "1"}, [], ["--speculative-config", json.dumps(NGRAM)])
+    )
     cases.append(Case("off", {**base, "NIM_SPECDEC_ENABLE": "0"}, [], []))
     return cases

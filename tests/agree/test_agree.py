@@ -20,8 +20,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 # Fast-path late failures the launcher leaves to the vLLM check (docs/configuration.md: "Left to the vLLM check").
 LEFT_TO_VLLM = {
-    "platform": r"Unsupported speculative method|are not supported for now|Model Runner V\d does not support|Arctic Inference",
-    "draft-files": r"greater than the derived max_model_len|cannot be larger than|vocab_size|must be divisible by n_predict",
+    "platform": r"Unsupported speculative method|are not supported for now|Model Runner V\d does not support|Arctic Inference",  # noqa: E501
+    "draft-files": r"greater than the derived max_model_len|cannot be larger than|vocab_size|must be divisible by n_predict",  # noqa: E501
     "draft-load-config": r"^draft_load_config\.",
     # vLLM 0.33 reads --kv-cache-dtype as any string (platform backends add their own); its CacheConfig refuses it
     "engine-arguments": r"^argument --|^unrecognized arguments|^max_num_seqs|^max_num_batched_tokens|^cache_dtype: ",
@@ -47,8 +47,11 @@ def test_corpus_is_large_and_mixed(outcomes):
 
 
 def test_every_late_failure_is_a_documented_kind(outcomes):
-    undocumented = [(o.case.id, o.executed.reason[:200]) for o in outcomes
-                    if o.late_failure and _kind(LEFT_TO_VLLM, o.executed.reason) is None]
+    undocumented = [
+        (o.case.id, o.executed.reason[:200])
+        for o in outcomes
+        if o.late_failure and _kind(LEFT_TO_VLLM, o.executed.reason) is None
+    ]
     assert undocumented == []
 
 
@@ -70,7 +73,9 @@ def test_the_vllm_check_accepts_what_vllm_accepts(outcomes):
 
 
 def test_every_false_refusal_is_a_deliberate_difference(outcomes):
-    undocumented = [(o.case.id, o.refusal) for o in outcomes if o.false_refusal and _kind(DELIBERATE, o.refusal) is None]
+    undocumented = [
+        (o.case.id, o.refusal) for o in outcomes if o.false_refusal and _kind(DELIBERATE, o.refusal) is None
+    ]
     assert undocumented == []
 
 
@@ -83,13 +88,20 @@ def test_refusals_are_configuration_errors(outcomes):
     assert {o.exit_code for o in outcomes if o.refusal is not None} <= {2}
 
 
-@pytest.mark.parametrize("table,heading", [(LEFT_TO_VLLM, "Left to the vLLM check"), (DELIBERATE, "Deliberate differences")])
+@pytest.mark.parametrize(
+    "table,heading", [(LEFT_TO_VLLM, "Left to the vLLM check"), (DELIBERATE, "Deliberate differences")]
+)
 def test_documented_kinds_are_in_readme_and_still_occur(outcomes, table, heading):
     text = DOC.read_text()
     assert heading in text
-    seen = {_kind(table, o.executed.reason if table is LEFT_TO_VLLM else o.refusal) for o in outcomes
-            if (o.late_failure if table is LEFT_TO_VLLM else o.false_refusal)}
+    seen = {
+        _kind(table, o.executed.reason if table is LEFT_TO_VLLM else o.refusal)
+        for o in outcomes
+        if (o.late_failure if table is LEFT_TO_VLLM else o.false_refusal)
+    }
     for kind in table:
         assert f"`{kind}`" in text, kind
         # platform-dependent kinds may not occur on every machine; deliberate refusals always do
-        assert table is LEFT_TO_VLLM or kind in seen, f"{kind} no longer occurs: drop it from the table and docs/configuration.md"
+        assert table is LEFT_TO_VLLM or kind in seen, (
+            f"{kind} no longer occurs: drop it from the table and docs/configuration.md"
+        )

@@ -13,8 +13,12 @@ DRAFT_TOO_LONG = {"method": "draft_model", "num_speculative_tokens": 2, "max_mod
 
 def _run(command: str, agree_models, tmp_path, spec: dict, *extra: str) -> subprocess.CompletedProcess:
     spec = {**spec, "model": str(agree_models["draft-other"])}
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("NIM_")}, "HF_HUB_OFFLINE": "1",
-           "NIM_MODEL_PATH": str(agree_models["target"]), "NIM_CACHE_PATH": str(tmp_path / "cache")}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("NIM_")},
+        "HF_HUB_OFFLINE": "1",
+        "NIM_MODEL_PATH": str(agree_models["target"]),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+    }
     args = [sys.executable, "-m", "nim_specdec", command, *extra, "--speculative-config", json.dumps(spec)]
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
 

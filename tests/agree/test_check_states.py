@@ -26,8 +26,12 @@ NGRAM_ONCE = "Async scheduling not supported with ngram-based speculative decodi
 
 
 def _env(agree_models, tmp_path) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("NIM_")}, "HF_HUB_OFFLINE": "1",
-            "NIM_MODEL_PATH": str(agree_models["target"]), "NIM_CACHE_PATH": str(tmp_path / "cache")}
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("NIM_")},
+        "HF_HUB_OFFLINE": "1",
+        "NIM_MODEL_PATH": str(agree_models["target"]),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+    }
 
 
 def test_a_refusal_names_the_installed_vllm_version(agree_models, tmp_path):
@@ -101,8 +105,13 @@ sys.exit(main(["plan", "--check-vllm", "--speculative-config", spec]))
 def test_without_a_device_the_plan_says_not_checked_and_exits_0(agree_models, tmp_path):
     env = _env(agree_models, tmp_path)
     spec = json.dumps({**DRAFT_TOO_LONG, "model": str(agree_models["draft-other"])})  # refused where vLLM can judge
-    done = subprocess.run([sys.executable, "-c", NO_DEVICE, str(agree_models["target"]), spec], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", NO_DEVICE, str(agree_models["target"]), spec],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     check = json.loads(done.stdout)["vllm_check"]
     assert check["status"] == "not checked" and check["ran"] is False, check

@@ -35,11 +35,10 @@ def echo_app(seen: Seen, stream_chunks: int = 3):
             if not message.get("more_body", False):
                 break
         seen.bodies.append(body)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         step = max(1, len(body) // stream_chunks)
         for start in range(0, len(body), step):
-            await send({"type": "http.response.body", "body": body[start:start + step], "more_body": True})
+            await send({"type": "http.response.body", "body": body[start : start + step], "more_body": True})
             await asyncio.sleep(0)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -61,10 +60,19 @@ async def call(app, path: str, chunks: list[bytes], method: str = "POST") -> tup
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-             "headers": [(b"content-type", b"application/json")], "client": ("127.0.0.1", 1),
-             "server": ("127.0.0.1", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
     await app(scope, receive, send)
     status = next(m["status"] for m in sent if m["type"] == "http.response.start")
     return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
@@ -87,7 +95,8 @@ class Lifespan:
 
     async def startup(self) -> None:
         self._task = asyncio.ensure_future(
-            self._app({"type": "lifespan", "asgi": {"version": "3.0"}}, self._receive, self._send))
+            self._app({"type": "lifespan", "asgi": {"version": "3.0"}}, self._receive, self._send)
+        )
         await self._incoming.put({"type": "lifespan.startup"})
         while not self.answers:
             await asyncio.sleep(0)
@@ -106,13 +115,18 @@ async def lifespan(app) -> list[str]:
 
 
 def chat_body(i: int, stream: bool = False) -> dict:
-    return {"model": "m", "messages": [{"role": "user", "content": f"request {i}: \u00e9t\u00e9\n\"quoted\""}],
-            "max_tokens": 8 + i, "stream": stream, "temperature": 0}
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": f'request {i}: \u00e9t\u00e9\n"quoted"'}],
+        "max_tokens": 8 + i,
+        "stream": stream,
+        "temperature": 0,
+    }
 
 
 def split(data: bytes, parts: int) -> list[bytes]:
     step = max(1, -(-len(data) // parts))
-    return [data[i:i + step] for i in range(0, len(data), step)]
+    return [data[i : i + step] for i in range(0, len(data), step)]
 
 
 def read_lines(path) -> list[dict]:

@@ -26,14 +26,25 @@ ACCEPTED = [
     ({"NIM_CAPTURE_ENABLE": " TRUE "}, CaptureConfig(DEFAULT_FILE)),
     ({"NIM_CAPTURE_ENABLE": "yes", "NIM_CAPTURE_ARGS": " "}, CaptureConfig(DEFAULT_FILE)),
     ({"NIM_CAPTURE_ENABLE": "on", "NIM_CAPTURE_ARGS": "{}"}, CaptureConfig(DEFAULT_FILE)),
-    ({"NIM_CAPTURE_ENABLE": "1", "NIM_CACHE_PATH": "/data/cache/"},
-     CaptureConfig("/data/cache/captures/payloads.jsonl")),
-    ({"NIM_CAPTURE_ENABLE": "1",
-      "NIM_CAPTURE_ARGS": '{"path": "/captures/t.jsonl", "format": "mooncake_payload", '
-                          '"endpoint_pattern": "^/v1/chat/completions$"}'},
-     CaptureConfig("/captures/t.jsonl", "mooncake_payload", DEFAULT_ENDPOINT_PATTERN)),
-    ({"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"format": "raw_payload", "endpoint_pattern": "^/v1/completions$"}'},
-     CaptureConfig(DEFAULT_FILE, "raw_payload", "^/v1/completions$")),
+    (
+        {"NIM_CAPTURE_ENABLE": "1", "NIM_CACHE_PATH": "/data/cache/"},
+        CaptureConfig("/data/cache/captures/payloads.jsonl"),
+    ),
+    (
+        {
+            "NIM_CAPTURE_ENABLE": "1",
+            "NIM_CAPTURE_ARGS": '{"path": "/captures/t.jsonl", "format": "mooncake_payload", '
+            '"endpoint_pattern": "^/v1/chat/completions$"}',
+        },
+        CaptureConfig("/captures/t.jsonl", "mooncake_payload", DEFAULT_ENDPOINT_PATTERN),
+    ),
+    (
+        {
+            "NIM_CAPTURE_ENABLE": "1",
+            "NIM_CAPTURE_ARGS": '{"format": "raw_payload", "endpoint_pattern": "^/v1/completions$"}',
+        },
+        CaptureConfig(DEFAULT_FILE, "raw_payload", "^/v1/completions$"),
+    ),
 ]
 
 
@@ -70,7 +81,9 @@ def test_refused_with_one_line_config_error(env, fragment):
 def test_middleware_args():
     assert capture_middleware_args(None) == []
     assert capture_middleware_args(CaptureConfig("/x.jsonl")) == [
-        "--middleware", "nim_specdec.server.capture.middleware.CaptureMiddleware"]
+        "--middleware",
+        "nim_specdec.server.capture.middleware.CaptureMiddleware",
+    ]
 
 
 def test_middleware_named_in_the_args_is_importable():
@@ -80,14 +93,17 @@ def test_middleware_named_in_the_args_is_importable():
     assert callable(getattr(importlib.import_module(module), attr))
 
 
-@pytest.mark.parametrize("pattern,fragment", [
-    ("(a)\\1", "invalid escape"),  # a back-reference: RE2 has none
-    ("^/v1(?=/chat)", "invalid perl operator"),  # look-ahead
-    ("a{1001}", "invalid repetition size"),
-    ("(a{1000}){1000}", "invalid repetition size"),  # a million states: RE2 refuses it
-    ("(" * 5000, "longer than 4096"),
-    ("x\ud800", "not valid text"),
-])
+@pytest.mark.parametrize(
+    "pattern,fragment",
+    [
+        ("(a)\\1", "invalid escape"),  # a back-reference: RE2 has none
+        ("^/v1(?=/chat)", "invalid perl operator"),  # look-ahead
+        ("a{1001}", "invalid repetition size"),
+        ("(a{1000}){1000}", "invalid repetition size"),  # a million states: RE2 refuses it
+        ("(" * 5000, "longer than 4096"),
+        ("x\ud800", "not valid text"),
+    ],
+)
 def test_a_pattern_re2_cannot_compile_is_one_exit_2_line_at_plan_time(pattern, fragment):
     env = {"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": json.dumps({"endpoint_pattern": pattern})}
     with pytest.raises(ConfigError) as err:
@@ -109,8 +125,17 @@ def test_a_catastrophic_pattern_for_backtracking_is_matched_in_linear_time():
     assert search_bounded(compile_linear("a{99999999999999999999}"), "/a{99999999999999999999}")
 
 
-@pytest.mark.parametrize("path", ["/etc/payloads.jsonl", "/tmp/payloads.jsonl", "/usr/lib/x.jsonl",
-                                  "/proc/self/x.jsonl", "/var/../etc/x.jsonl", "/x.jsonl"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/payloads.jsonl",
+        "/tmp/payloads.jsonl",
+        "/usr/lib/x.jsonl",
+        "/proc/self/x.jsonl",
+        "/var/../etc/x.jsonl",
+        "/x.jsonl",
+    ],
+)
 def test_a_capture_file_in_a_system_folder_is_refused_at_plan_time_as_the_cache_is(tmp_path, path):
     import subprocess
     import sys
@@ -122,11 +147,17 @@ def test_a_capture_file_in_a_system_folder_is_refused_at_plan_time_as_the_cache_
     src = Path(__file__).resolve().parents[2] / "src"
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}')
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src), "NIM_MODEL_PATH": str(tmp_path / "m"),
-           "NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_CAPTURE_ENABLE": "1",
-           "NIM_CAPTURE_ARGS": json.dumps({"path": path})}
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(src),
+        "NIM_MODEL_PATH": str(tmp_path / "m"),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+        "NIM_CAPTURE_ENABLE": "1",
+        "NIM_CAPTURE_ARGS": json.dumps({"path": path}),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 3 and "NIM_CAPTURE_ARGS.path" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert system_dir_problem(path.rsplit("/", 1)[0] or "/")

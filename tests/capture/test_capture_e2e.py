@@ -28,14 +28,23 @@ from vllm_runs import SERVED_NAME, aiperf_bin, probe
 pytestmark = pytest.mark.e2e
 
 N = 8
-SPEC_COUNTERS = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
-                 "vllm:spec_decode_num_accepted_tokens")
+SPEC_COUNTERS = (
+    "vllm:spec_decode_num_drafts",
+    "vllm:spec_decode_num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens",
+)
 
 
 def chat_request(i: int) -> dict:
-    body = {"model": SERVED_NAME, "temperature": 0, "max_tokens": 6 + i,
-            "messages": [{"role": "system", "content": "Count.\nThen repeat."},
-                         {"role": "user", "content": f"one two three one two three \u00e9t\u00e9 #{i}"}]}
+    body = {
+        "model": SERVED_NAME,
+        "temperature": 0,
+        "max_tokens": 6 + i,
+        "messages": [
+            {"role": "system", "content": "Count.\nThen repeat."},
+            {"role": "user", "content": f"one two three one two three \u00e9t\u00e9 #{i}"},
+        ],
+    }
     if i % 2 == 0:
         body["stream"] = True
     return body
@@ -85,12 +94,33 @@ def send_traffic(base: str) -> list[dict]:
     return bodies
 
 
-def run_aiperf(base: str, model: Path, dataset_type: str, trace: Path, out: Path,
-               extra: list[str]) -> tuple[dict, dict]:
-    cmd = [aiperf_bin(), "profile", "--model", SERVED_NAME, "--endpoint-type", "chat", "--streaming",
-           "--url", base.removeprefix("http://"), "--custom-dataset-type", dataset_type, "--input-file", str(trace),
-           "--tokenizer", str(model), "--server-metrics", f"{base}/metrics", "--output-artifact-dir", str(out),
-           "--ui-type", "none", *extra]
+def run_aiperf(
+    base: str, model: Path, dataset_type: str, trace: Path, out: Path, extra: list[str]
+) -> tuple[dict, dict]:
+    cmd = [
+        aiperf_bin(),
+        "profile",
+        "--model",
+        SERVED_NAME,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--url",
+        base.removeprefix("http://"),
+        "--custom-dataset-type",
+        dataset_type,
+        "--input-file",
+        str(trace),
+        "--tokenizer",
+        str(model),
+        "--server-metrics",
+        f"{base}/metrics",
+        "--output-artifact-dir",
+        str(out),
+        "--ui-type",
+        "none",
+        *extra,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=aiperf_env(scratch=out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     profile = json.loads((out / "profile_export_aiperf.json").read_text())
@@ -115,8 +145,10 @@ def capture_file(workdir: Path, fmt: str) -> Path:
 
 
 def capture_env(fmt: str):
-    return lambda workdir: {"NIM_CAPTURE_ENABLE": "1",
-                            "NIM_CAPTURE_ARGS": json.dumps({"path": str(capture_file(workdir, fmt)), "format": fmt})}
+    return lambda workdir: {
+        "NIM_CAPTURE_ENABLE": "1",
+        "NIM_CAPTURE_ARGS": json.dumps({"path": str(capture_file(workdir, fmt)), "format": fmt}),
+    }
 
 
 def capture_then_replay(fmt: str, base: str, record, workdir: Path) -> dict:
@@ -163,10 +195,11 @@ def check_after_stop(fmt: str, run) -> None:
     # SIGTERM; the queue is flushed before the process exits.
     assert run.stop.returncode == 0, f"exit code {run.stop.returncode} after SIGTERM" + run.context()
     after = read_lines(seen["capture"])
-    replayed = after[seen["before_replay"]:seen["before_replay"] + N]
+    replayed = after[seen["before_replay"] : seen["before_replay"] + N]
     assert len(replayed) == N
-    assert canonical([line["payload"] for line in replayed] if fmt == "mooncake_payload" else replayed) \
-        == canonical(seen["bodies"])
+    assert canonical([line["payload"] for line in replayed] if fmt == "mooncake_payload" else replayed) == canonical(
+        seen["bodies"]
+    )
 
 
 def test_capture_then_replay_mooncake_payload(ngram_run):

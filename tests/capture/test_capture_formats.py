@@ -32,22 +32,26 @@ def test_one_line_bodies_are_kept_byte_for_byte():
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
-@pytest.mark.parametrize("body", [b"", b"not json", b"[1, 2]", b"{}", b"\xff\xfe", b'"text"',
-                                  '{"a": 1}'.encode("utf-16")])
+@pytest.mark.parametrize(
+    "body", [b"", b"not json", b"[1, 2]", b"{}", b"\xff\xfe", b'"text"', '{"a": 1}'.encode("utf-16")]
+)
 def test_bodies_that_cannot_be_replayed_are_refused(name, body):
     with pytest.raises(ValueError):
         FORMATS[name](0.0, body)
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
-@pytest.mark.parametrize("body", [
-    b'{"model": "m", "prompt": "\\ud800 lone"}',  # a lone surrogate escape: valid JSON text
-    b'{"model": "m", "seed": ' + b"9" * 5000 + b"}",  # more digits than int() converts
-    b'{\n  "model": "m",\n  "prompt": "\\udfff",\n  "n": ' + b"1" * 5000 + b"\n}",  # pretty-printed too
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "m", "prompt": "\\ud800 lone"}',  # a lone surrogate escape: valid JSON text
+        b'{"model": "m", "seed": ' + b"9" * 5000 + b"}",  # more digits than int() converts
+        b'{\n  "model": "m",\n  "prompt": "\\udfff",\n  "n": ' + b"1" * 5000 + b"\n}",  # pretty-printed too
+    ],
+)
 def test_valid_json_that_python_cannot_convert_is_kept_not_dropped(name, body):
     line = FORMATS[name](3.0, body)
     assert line.count(b"\n") == 1 and line.endswith(b"\n")
-    payload = line if name == "raw_payload" else line[len(b'{"timestamp":3,"payload":'):-2] + b"\n"
+    payload = line if name == "raw_payload" else line[len(b'{"timestamp":3,"payload":') : -2] + b"\n"
     assert payload.rstrip(b"\n") == body.replace(b"\n", b" ").strip()
     assert json.loads(line, parse_int=len)  # still one JSON document

@@ -81,8 +81,9 @@ def test_close_with_a_stuck_writer_and_a_full_queue_does_not_raise(tmp_path):
         release.wait(30)
         return body + b"\n"
 
-    writer = CaptureWriter(open_capture_file(str(tmp_path / "c.jsonl")), stuck, capture_counters(CollectorRegistry()),
-                           queue_size=1)
+    writer = CaptureWriter(
+        open_capture_file(str(tmp_path / "c.jsonl")), stuck, capture_counters(CollectorRegistry()), queue_size=1
+    )
     writer.submit(0.0, b"{}")
     while writer._queue.qsize():  # the thread holds the first record
         pass

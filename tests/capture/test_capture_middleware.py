@@ -23,10 +23,16 @@ from nim_specdec.server.capture.writer import CaptureWriter
 def make(tmp_path, fmt="mooncake_payload", pattern=r"^/v1/chat/completions$", queue_size=4096, encoder=None):
     cfg = CaptureConfig(str(tmp_path / "cap" / "payloads.jsonl"), fmt, pattern)
     registry = CollectorRegistry()
-    writer = CaptureWriter(open_capture_file(cfg.path), encoder or FORMATS[fmt], capture_counters(registry),
-                           queue_size=queue_size)
+    writer = CaptureWriter(
+        open_capture_file(cfg.path), encoder or FORMATS[fmt], capture_counters(registry), queue_size=queue_size
+    )
     seen = Seen()
-    return CaptureMiddleware(echo_app(seen), config=cfg, writer=writer), seen, registry, tmp_path / "cap" / "payloads.jsonl"
+    return (
+        CaptureMiddleware(echo_app(seen), config=cfg, writer=writer),
+        seen,
+        registry,
+        tmp_path / "cap" / "payloads.jsonl",
+    )
 
 
 def sample(registry, name, **labels):
@@ -93,8 +99,9 @@ def test_concurrent_requests_give_one_complete_line_each(tmp_path, fmt):
 
     async def scenario():
         # Chunks of different requests interleave on the event loop, as on a busy server.
-        return await asyncio.gather(*(call(mw, "/v1/chat/completions", split(json.dumps(b).encode(), 1 + i % 5))
-                                      for i, b in enumerate(bodies)))
+        return await asyncio.gather(
+            *(call(mw, "/v1/chat/completions", split(json.dumps(b).encode(), 1 + i % 5)) for i, b in enumerate(bodies))
+        )
 
     results = asyncio.run(scenario())
     mw.writer.close()
@@ -170,13 +177,23 @@ def test_from_environment_with_default_registry(tmp_path):
     assert read_lines(path) == [chat_body(4)]
     assert REGISTRY.get_sample_value("nim_capture_records_written_total") == before + 1
     exposed = generate_latest(REGISTRY).decode()
-    for name in ("nim_capture_records_written_total", "nim_capture_bytes_written_total",
-                 'nim_capture_records_dropped_total{reason="queue_full"}'):
+    for name in (
+        "nim_capture_records_written_total",
+        "nim_capture_bytes_written_total",
+        'nim_capture_records_dropped_total{reason="queue_full"}',
+    ):
         assert name in exposed
 
 
-@pytest.mark.parametrize("env", [{}, {"NIM_CAPTURE_ENABLE": "0"}, {"NIM_CAPTURE_ENABLE": "bogus"},
-                                 {"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"path": "/proc/no/such/dir/c.jsonl"}'}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"NIM_CAPTURE_ENABLE": "0"},
+        {"NIM_CAPTURE_ENABLE": "bogus"},
+        {"NIM_CAPTURE_ENABLE": "1", "NIM_CAPTURE_ARGS": '{"path": "/proc/no/such/dir/c.jsonl"}'},
+    ],
+)
 def test_capture_off_is_a_plain_pass_through(env):
     seen = Seen()
     mw = CaptureMiddleware(echo_app(seen), environ=env)

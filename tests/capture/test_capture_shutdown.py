@@ -36,10 +36,18 @@ os.kill(os.getpid(), signal.SIGTERM)
 def test_sigterm_flushes_the_queue(tmp_path):
     path = tmp_path / "c.jsonl"
     count = 4000  # the queue's size: all accepted, far more than the writer handles before the signal
-    env = {**os.environ, "NIM_CAPTURE_ENABLE": "1",
-           "NIM_CAPTURE_ARGS": json.dumps({"path": str(path), "format": "mooncake_payload"})}
-    done = subprocess.run([sys.executable, "-c", SERVER_PROCESS.replace("COUNT", str(count)), str(path)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "NIM_CAPTURE_ENABLE": "1",
+        "NIM_CAPTURE_ARGS": json.dumps({"path": str(path), "format": "mooncake_payload"}),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SERVER_PROCESS.replace("COUNT", str(count)), str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) < count  # the records were still queued when the signal came
     lines = read_lines(path)

@@ -19,8 +19,9 @@ from nim_specdec.server.capture.writer import CaptureWriter
 
 
 def write_records(path: str, worker: int, count: int, size: int) -> None:
-    writer = CaptureWriter(open_capture_file(path), FORMATS["mooncake_payload"], capture_counters(CollectorRegistry()),
-                           queue_size=count)
+    writer = CaptureWriter(
+        open_capture_file(path), FORMATS["mooncake_payload"], capture_counters(CollectorRegistry()), queue_size=count
+    )
     filler = chr(ord("a") + worker) * size  # lines far above PIPE_BUF, so only the lock keeps them whole
     for i in range(count):
         assert writer.submit(float(i), json.dumps({"worker": worker, "i": i, "text": filler}).encode())

@@ -24,9 +24,12 @@ class Buildah:
     def _base(self) -> list[str]:
         return [
             "buildah",
-            "--root", str(self.workdir / "storage"),
-            "--runroot", str(self.workdir / "run"),
-            "--storage-driver", "vfs",
+            "--root",
+            str(self.workdir / "storage"),
+            "--runroot",
+            str(self.workdir / "run"),
+            "--storage-driver",
+            "vfs",
         ]
 
     def _env(self) -> dict[str, str]:
@@ -43,13 +46,24 @@ class Buildah:
         done = self.call(args, timeout)
         if done.returncode != 0:
             raise AssertionError(
-                f"buildah {' '.join(args[:2])} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+                f"buildah {' '.join(args[:2])} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"  # noqa: E501
             )
         return done.stdout
 
     def build(self, containerfile: Path, context: Path, tag: str, build_args: Mapping[str, str] = {}) -> float:
         """Build with the docker format (the OCI format drops HEALTHCHECK); return seconds taken."""
-        args = ["bud", "--isolation", "chroot", "--format", "docker", "--layers=false", "-f", str(containerfile), "-t", tag]
+        args = [
+            "bud",
+            "--isolation",
+            "chroot",
+            "--format",
+            "docker",
+            "--layers=false",
+            "-f",
+            str(containerfile),
+            "-t",
+            tag,
+        ]
         for key, value in build_args.items():
             args += ["--build-arg", f"{key}={value}"]
         start = time.monotonic()

@@ -31,8 +31,10 @@ class Scrapes:
 
 def _traffic(base: str, model: str, prompts: tuple[str, ...]) -> None:
     for prompt in prompts:
-        for path, payload in (("/v1/completions", {"prompt": prompt, "max_tokens": 40}),
-                              ("/v1/chat/completions", {"messages": [{"role": "user", "content": prompt}], "max_tokens": 32})):
+        for path, payload in (
+            ("/v1/completions", {"prompt": prompt, "max_tokens": 40}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": prompt}], "max_tokens": 32}),
+        ):
             status, answer = post_json(base + path, {"model": model, "temperature": 0, **payload})
             assert status == 200, f"POST {path} answered {status}: {answer}"
 
@@ -48,7 +50,10 @@ def monitoring_scrapes(server, record, workdir) -> Scrapes:
     base = server.url
     smoke = subprocess.run(
         ["bash", str(SMOKE_SCRIPT), base, "--expect-spec", "--deadline", "60"],
-        env={**os.environ, "SMOKE_PYTHON": sys.executable}, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "SMOKE_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     before = _scrape(base)
     _traffic(base, record.model, FIRST_BATCH)

@@ -55,9 +55,13 @@ def container(buildah: Buildah):
     # Stand-ins for the guide's mounted model directories of the air-gapped example.
     made = buildah.run(
         ctr,
-        ["sh", "-c", "mkdir -p /models/target /models/draft"
-         " && echo '{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\"}' > /models/target/config.json"
-         " && echo '{\"architectures\": [\"LlamaForCausalLMEagle3\"], \"model_type\": \"llama\"}' > /models/draft/config.json"],
+        [
+            "sh",
+            "-c",
+            "mkdir -p /models/target /models/draft"
+            ' && echo \'{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}\' > /models/target/config.json'
+            ' && echo \'{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}\' > /models/draft/config.json',  # noqa: E501
+        ],
         user="0:0",
     )
     assert made.returncode == 0, made.stderr
@@ -93,7 +97,9 @@ def test_image_user_is_not_root_and_can_write_the_cache(buildah: Buildah, contai
 
 
 def test_builtin_method_on_with_the_toggle(buildah: Buildah, container: str) -> None:
-    plan = plan_in_image(buildah, container, {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "meta/llama-3.1-8b-instruct"}, [])
+    plan = plan_in_image(
+        buildah, container, {"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "meta/llama-3.1-8b-instruct"}, []
+    )
     assert plan["mode"] == "model-specific"
     assert plan["speculative"]["enabled"] is True
     assert plan["speculative"]["method"] == "eagle3"
@@ -106,7 +112,9 @@ def test_builtin_method_on_with_the_toggle(buildah: Buildah, container: str) -> 
 
 
 def test_toggle_off_serves_without_speculation(buildah: Buildah, container: str) -> None:
-    plan = plan_in_image(buildah, container, {"NIM_SPECDEC_ENABLE": "0", "NIM_MODEL_NAME": "meta/llama-3.1-8b-instruct"}, [])
+    plan = plan_in_image(
+        buildah, container, {"NIM_SPECDEC_ENABLE": "0", "NIM_MODEL_NAME": "meta/llama-3.1-8b-instruct"}, []
+    )
     assert plan["speculative"]["enabled"] is False
     assert plan["draft"] is None
     assert "--speculative-config" not in plan["argv"]
@@ -137,8 +145,10 @@ def test_bad_configuration_is_one_line_exit_2(buildah: Buildah, container: str) 
 
 def test_image_has_no_build_leftovers(buildah: Buildah, container: str) -> None:
     # buildah (unlike BuildKit) may leave the empty mount point of the bind mount: only content counts.
-    done = buildah.run(container, ["sh", "-c",
-                                   'test -z "$(ls -A /tmp/wheels 2>/dev/null)" && test ! -e /build && command -v nim-specdec'])
+    done = buildah.run(
+        container,
+        ["sh", "-c", 'test -z "$(ls -A /tmp/wheels 2>/dev/null)" && test ! -e /build && command -v nim-specdec'],
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -152,8 +162,8 @@ def test_healthcheck_follows_the_ready_endpoint(buildah: Buildah, container: str
         port = sock.getsockname()[1]
     script = (
         'mkdir -p /tmp/hc/v1/health && cd /tmp/hc && python3 -m http.server "$NIM_SERVER_PORT" --bind 127.0.0.1 '
-        '>/dev/null 2>&1 & server=$!; '
-        'for _ in $(seq 50); do python3 -c "import socket,os; socket.create_connection((\'127.0.0.1\', int(os.environ[\'NIM_SERVER_PORT\'])))" 2>/dev/null && break; sleep 0.1; done; '
+        ">/dev/null 2>&1 & server=$!; "
+        "for _ in $(seq 50); do python3 -c \"import socket,os; socket.create_connection(('127.0.0.1', int(os.environ['NIM_SERVER_PORT'])))\" 2>/dev/null && break; sleep 0.1; done; "  # noqa: E501
         '"$@"; echo "not-ready:$?"; echo ok > /tmp/hc/v1/health/ready; "$@"; echo "ready:$?"; kill $server'
     )
     done = buildah.run(container, ["sh", "-c", script, "healthcheck", *test[1:]], env={"NIM_SERVER_PORT": str(port)})
@@ -181,12 +191,23 @@ def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_fix(buildah:
     # The test base has no vLLM, and serve stops first on that (exit 3 too): a bare distribution record of
     # vLLM stands in for the install for this one run (nothing of vLLM is imported before the refusal).
     record = '$(python3 -c "import site; print(site.getsitepackages()[0])")/vllm-0.32.0.dist-info'
-    made = buildah.run(container, ["sh", "-c", "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"
-                                   f' && mkdir -p "{record}" && printf "Metadata-Version: 2.1\\nName: vllm\\n'
-                                   f'Version: 0.32.0\\n" > "{record}/METADATA"'], user="0:0")
+    made = buildah.run(
+        container,
+        [
+            "sh",
+            "-c",
+            "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"
+            f' && mkdir -p "{record}" && printf "Metadata-Version: 2.1\\nName: vllm\\n'
+            f'Version: 0.32.0\\n" > "{record}/METADATA"',
+        ],
+        user="0:0",
+    )
     assert made.returncode == 0, made.stderr
-    env = {"NIM_CACHE_PATH": "/srv/rootcache", "NIM_MODEL_PATH": "/models/target",
-           "NIM_DRAFT_MODEL_PATH": "/models/draft"}
+    env = {
+        "NIM_CACHE_PATH": "/srv/rootcache",
+        "NIM_MODEL_PATH": "/models/target",
+        "NIM_DRAFT_MODEL_PATH": "/models/draft",
+    }
     try:
         done = buildah.run(container, ["nim-specdec", "serve", "--speculative-config", EAGLE3], env=env)
     finally:

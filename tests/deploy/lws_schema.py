@@ -10,8 +10,12 @@ misspelt field fails here rather than being pruned by the API server.
 
 from __future__ import annotations
 
-_TEMPLATE = {"type": "object", "properties": {"metadata": {"type": "object"}, "spec": {"type": "object"}},
-             "required": ["spec"], "additionalProperties": False}
+_TEMPLATE = {
+    "type": "object",
+    "properties": {"metadata": {"type": "object"}, "spec": {"type": "object"}},
+    "required": ["spec"],
+    "additionalProperties": False,
+}
 _INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
 LWS_V1_SCHEMA: dict = {
@@ -29,17 +33,23 @@ LWS_V1_SCHEMA: dict = {
                 "replicas": {"type": "integer", "format": "int32", "minimum": 0},
                 "startupPolicy": {"enum": ["LeaderCreated", "LeaderReady"]},
                 "networkConfig": {
-                    "type": "object", "additionalProperties": False,
+                    "type": "object",
+                    "additionalProperties": False,
                     "properties": {"subdomainPolicy": {"enum": ["Shared", "UniquePerReplica"]}},
                 },
                 "rolloutStrategy": {
-                    "type": "object", "additionalProperties": False,
+                    "type": "object",
+                    "additionalProperties": False,
                     "properties": {
                         "type": {"enum": ["RollingUpdate"]},
                         "rollingUpdateConfiguration": {
-                            "type": "object", "additionalProperties": False,
-                            "properties": {"maxUnavailable": _INT_OR_STRING, "maxSurge": _INT_OR_STRING,
-                                           "partition": {"type": "integer", "minimum": 0}},
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "maxUnavailable": _INT_OR_STRING,
+                                "maxSurge": _INT_OR_STRING,
+                                "partition": {"type": "integer", "minimum": 0},
+                            },
                         },
                     },
                 },
@@ -53,9 +63,12 @@ LWS_V1_SCHEMA: dict = {
                         "leaderTemplate": _TEMPLATE,
                         "workerTemplate": _TEMPLATE,
                         "subGroupPolicy": {
-                            "type": "object", "additionalProperties": False,
-                            "properties": {"subGroupSize": {"type": "integer", "minimum": 1},
-                                           "subGroupPolicyType": {"enum": ["LeaderWorker", "LeaderExcluded"]}},
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "subGroupSize": {"type": "integer", "minimum": 1},
+                                "subGroupPolicyType": {"enum": ["LeaderWorker", "LeaderExcluded"]},
+                            },
                         },
                     },
                 },

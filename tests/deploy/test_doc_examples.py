@@ -25,7 +25,7 @@ def docker_runs(text: str) -> list[tuple[list[str], str]]:
             line = line.split(" #", 1)[0].strip()
             if "docker run" in line:
                 words = shlex.split(line)
-                found.append((words[words.index("run") - 1:], block))
+                found.append((words[words.index("run") - 1 :], block))
     return found
 
 
@@ -44,12 +44,15 @@ def _docs() -> list[Path]:
 
 
 def test_the_example_reader_finds_what_it_must() -> None:
-    sample = ('```bash\ndocker run --gpus all -e NIM_MODEL_NAME=meta/llama-3.1-8b-instruct \\\n'
-              '  -v "$C:/opt/nim/.cache" $IMG\n```\n')
-    (words, _), = docker_runs(sample)
+    sample = (
+        "```bash\ndocker run --gpus all -e NIM_MODEL_NAME=meta/llama-3.1-8b-instruct \\\n"
+        '  -v "$C:/opt/nim/.cache" $IMG\n```\n'
+    )
+    ((words, _),) = docker_runs(sample)
     assert words[:2] == ["docker", "run"] and _env_of(words) == {"NIM_MODEL_NAME": "meta/llama-3.1-8b-instruct"}
     assert gated_sources("meta/llama-3.1-8b-instruct", words) == [
-        "hf://meta-llama/Llama-3.1-8B-Instruct"]  # the draft (yuhuili/...) is not gated
+        "hf://meta-llama/Llama-3.1-8B-Instruct"
+    ]  # the draft (yuhuili/...) is not gated
 
 
 @pytest.mark.parametrize("path", _docs(), ids=lambda p: p.name)
@@ -60,8 +63,9 @@ def test_gated_examples_pass_hf_token(path: Path) -> None:
         model_name = env.get("NIM_MODEL_NAME") if path.parent.name == "docs" else None
         gated = gated_sources(model_name, words)
         if gated:
-            assert "HF_TOKEN" in env and env["HF_TOKEN"] is None, \
+            assert "HF_TOKEN" in env and env["HF_TOKEN"] is None, (
                 f"{path.name}: {' '.join(words)[:100]} needs -e HF_TOKEN"
+            )
 
 
 def test_deploy_doc_has_the_examples_and_prepares_the_cache_for_uid_1000() -> None:

@@ -85,8 +85,13 @@ def server():
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60,
-                          env={"SMOKE_API_KEY": KEY, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")})
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"SMOKE_API_KEY": KEY, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")},
+    )
 
 
 def test_ready_with_the_key_and_refused_without(server) -> None:
@@ -144,11 +149,17 @@ INFO [backends.py:296] Directly load the compiled graph(s) for compile range (1,
         (GOOD_WARM, None),
         ("INFO nim-specdec: downloading hf://x: 5 files, 16 GB\n" + GOOD_WARM, "it downloaded"),
         (GOOD_WARM.replace("nim_specdec.launch.vllm_boot ", ""), "vLLM's check did not run inside vllm_boot"),
-        (GOOD_WARM.replace("compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc",
-                           "compile cache: /c is not writable (EROFS); using /tmp/x for this start"),
-         "the compile cache was not used in place"),
-        (GOOD_WARM.replace("Directly load the compiled graph(s)", "Compiling a graph"),
-         "vLLM compiled again instead of loading its compiled graphs"),
+        (
+            GOOD_WARM.replace(
+                "compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc",
+                "compile cache: /c is not writable (EROFS); using /tmp/x for this start",
+            ),
+            "the compile cache was not used in place",
+        ),
+        (
+            GOOD_WARM.replace("Directly load the compiled graph(s)", "Compiling a graph"),
+            "vLLM compiled again instead of loading its compiled graphs",
+        ),
     ],
 )
 def test_warm_start_rules(log: str, problem: str | None, tmp_path: Path) -> None:

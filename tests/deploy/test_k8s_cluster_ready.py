@@ -50,8 +50,11 @@ def test_hf_token_is_required_where_the_source_is_gated_and_ngc_key_optional() -
     for path, docs, _, container in _containers():
         env = container_env(container, docs)
         gated = gated_sources(env.get("NIM_MODEL_NAME"), [*container.get("args", []), *env.values()])
-        refs = {item["name"]: item["valueFrom"]["secretKeyRef"] for item in container.get("env", [])
-                if "secretKeyRef" in item.get("valueFrom", {})}
+        refs = {
+            item["name"]: item["valueFrom"]["secretKeyRef"]
+            for item in container.get("env", [])
+            if "secretKeyRef" in item.get("valueFrom", {})
+        }
         if gated:
             checked += 1
             assert "HF_TOKEN" in refs, f"{path.name}:{container['name']} reaches {gated} without HF_TOKEN"

@@ -21,7 +21,12 @@ FILES = manifest_files()
 
 def test_there_are_manifests_for_each_case() -> None:
     names = {path.relative_to(path.parents[1]).as_posix() for path in FILES}
-    assert {"k8s/deployment.yaml", "k8s/airgapped.yaml", "k8s/cache-pvc.yaml", "multinode/leaderworkerset.yaml"} <= names
+    assert {
+        "k8s/deployment.yaml",
+        "k8s/airgapped.yaml",
+        "k8s/cache-pvc.yaml",
+        "multinode/leaderworkerset.yaml",
+    } <= names
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -50,7 +55,11 @@ def _serving_containers(path):
                 yield doc, pod, pod["containers"][0]
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if by_kind(documents(p), "Deployment") or by_kind(documents(p), "LeaderWorkerSet")], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [p for p in FILES if by_kind(documents(p), "Deployment") or by_kind(documents(p), "LeaderWorkerSet")],
+    ids=lambda p: p.name,
+)
 def test_serving_pods_follow_the_guide(path) -> None:
     for doc, pod, container in _serving_containers(path):
         assert container["readinessProbe"]["httpGet"]["path"] == "/v1/health/ready"
@@ -87,8 +96,10 @@ def test_services_select_their_pods() -> None:
                 if workload["kind"] == "Deployment":
                     labels = workload["spec"]["template"]["metadata"]["labels"]
                 else:  # LWS adds its name label to every pod; the role label is ours
-                    labels = {"leaderworkerset.sigs.k8s.io/name": workload["metadata"]["name"],
-                              **workload["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["labels"]}
+                    labels = {
+                        "leaderworkerset.sigs.k8s.io/name": workload["metadata"]["name"],
+                        **workload["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["labels"],
+                    }
                 assert selector.items() <= labels.items()
 
 
@@ -100,7 +111,9 @@ def test_no_secret_values_in_manifests() -> None:
                 for container in [*pod.get("initContainers", []), *pod["containers"]]:
                     for item in container.get("env", []):
                         if any(word in item["name"] for word in ("KEY", "TOKEN", "SECRET", "PASSWORD")):
-                            assert "secretKeyRef" in item.get("valueFrom", {}), f"{item['name']} must come from a Secret"
+                            assert "secretKeyRef" in item.get("valueFrom", {}), (
+                                f"{item['name']} must come from a Secret"
+                            )
 
 
 def _shell_scripts():

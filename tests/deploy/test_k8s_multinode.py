@@ -38,9 +38,13 @@ def _script_argv(container: dict, env: dict[str, str], tmp_path: Path) -> list[s
     bin_dir.mkdir()
     _stub(bin_dir, "getent", 'echo "10.0.0.2 $2"\n')
     _stub(bin_dir, "nim-specdec", f'printf "%s\\n" "$@" > "{bin_dir}/argv"\n')
-    done = subprocess.run(["sh", "-c", container["command"][2], container["command"][3], *container["args"]],
-                          env={**os.environ, **env, "PATH": f"{bin_dir}:/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["sh", "-c", container["command"][2], container["command"][3], *container["args"]],
+        env={**os.environ, **env, "PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     return (bin_dir / "argv").read_text().splitlines()
 
@@ -49,9 +53,11 @@ def test_the_resource_validates_against_the_lws_crd_schema() -> None:
     _, lws, _ = _lws()
     jsonschema.validate(lws, LWS_V1_SCHEMA)
     # The schema refuses what the CRD refuses: a misspelt field, an unknown restart policy, a size of 0.
-    for path, value in ((("spec", "leaderWorkerTemplate", "sise"), 2),
-                        (("spec", "leaderWorkerTemplate", "restartPolicy"), "Always"),
-                        (("spec", "leaderWorkerTemplate", "size"), 0)):
+    for path, value in (
+        (("spec", "leaderWorkerTemplate", "sise"), 2),
+        (("spec", "leaderWorkerTemplate", "restartPolicy"), "Always"),
+        (("spec", "leaderWorkerTemplate", "size"), 0),
+    ):
         broken = json.loads(json.dumps(lws))
         node = broken
         for key in path[:-1]:
@@ -63,7 +69,7 @@ def test_the_resource_validates_against_the_lws_crd_schema() -> None:
 
 def test_no_ray_anywhere() -> None:
     text = LWS_FILE.read_text()
-    body = text[text.index("apiVersion:"):]
+    body = text[text.index("apiVersion:") :]
     assert "ray" not in body.lower().replace("array", ""), "vLLM's own multi-node launch: no Ray"
 
 
@@ -84,9 +90,11 @@ def test_leader_is_rank_0_and_workers_are_headless_with_their_rank(tmp_path: Pat
     leader_plan, _ = plan(container_env(leader, docs), leader_argv[1:])
     worker_plan, _ = plan(container_env(worker, docs), worker_argv[1:])
     assert _spec_arg(leader_plan["argv"], "--distributed-executor-backend") == "mp"
-    assert int(_spec_arg(leader_plan["argv"], "--tensor-parallel-size")) * int(
-        _spec_arg(leader_plan["argv"], "--pipeline-parallel-size")
-    ) == int(leader["resources"]["limits"]["nvidia.com/gpu"]) * size
+    assert (
+        int(_spec_arg(leader_plan["argv"], "--tensor-parallel-size"))
+        * int(_spec_arg(leader_plan["argv"], "--pipeline-parallel-size"))
+        == int(leader["resources"]["limits"]["nvidia.com/gpu"]) * size
+    )
     # The same model and draft at the same paths on every node: vLLM's workers open them there.
     assert leader_plan["speculative"]["method"] == worker_plan["speculative"]["method"] == "eagle3"
     for key in ("target", "draft"):
@@ -119,8 +127,13 @@ def test_worker_prefetch_fills_the_cache_the_leader_serves_from(tmp_path: Path) 
             hub.hub.repos.add(source.removeprefix("hf://"), {"config.json": json.dumps(config).encode()})
         base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_"))}
         env = {**base, **container_env(prefetch, docs), **hub.env(), "NIM_CACHE_PATH": str(cache)}
-        done = subprocess.run([sys.executable, "-m", "nim_specdec", *prefetch["command"][1:], *prefetch["args"]],
-                              env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", *prefetch["command"][1:], *prefetch["args"]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         hub.close()
     assert done.returncode == 0, done.stderr
@@ -128,8 +141,12 @@ def test_worker_prefetch_fills_the_cache_the_leader_serves_from(tmp_path: Path) 
     assert len(fetched) == 2 and all((path / "config.json").is_file() for path in fetched)
     assert all(cache.resolve() in path.resolve().parents for path in fetched)
     # Offline now: the leader's plan over this cache reads both configs from it.
-    offline = {**container_env(leader, docs), "NIM_CACHE_PATH": str(cache), "NIM_DISABLE_MODEL_DOWNLOAD": "1",
-               "NIM_WORKSPACE": str(tmp_path / "workspace")}
+    offline = {
+        **container_env(leader, docs),
+        "NIM_CACHE_PATH": str(cache),
+        "NIM_DISABLE_MODEL_DOWNLOAD": "1",
+        "NIM_WORKSPACE": str(tmp_path / "workspace"),
+    }
     leader_plan, _ = plan(offline, leader["args"])
     assert leader_plan["target"]["local_dir"] and leader_plan["draft"]["local_dir"]
 
@@ -148,13 +165,26 @@ def _run_leader(tmp_path: Path, resolvable_after: int, attempts: int) -> tuple[s
     bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
     bin_dir.mkdir()
     calls.write_text("")
-    _stub(bin_dir, "getent", f'echo "$2" >> "{calls}"\n'
-                             f'[ "$(wc -l < "{calls}")" -gt {resolvable_after} ] && echo "10.0.0.2 $2"\n')
+    _stub(
+        bin_dir,
+        "getent",
+        f'echo "$2" >> "{calls}"\n[ "$(wc -l < "{calls}")" -gt {resolvable_after} ] && echo "10.0.0.2 $2"\n',
+    )
     _stub(bin_dir, "nim-specdec", f'printf "%s\\n" "$@" > "{tmp_path}/argv"\n')
-    env = {**container_env(leader, docs), **LWS_ENV, "PATH": f"{bin_dir}:/usr/bin:/bin",
-           "WORKER_WAIT_ATTEMPTS": str(attempts), "WORKER_WAIT_SECONDS": "0"}
-    done = subprocess.run(["sh", "-c", leader["command"][2], leader["command"][3], *leader["args"]],
-                          env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **container_env(leader, docs),
+        **LWS_ENV,
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "WORKER_WAIT_ATTEMPTS": str(attempts),
+        "WORKER_WAIT_SECONDS": "0",
+    }
+    done = subprocess.run(
+        ["sh", "-c", leader["command"][2], leader["command"][3], *leader["args"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done, calls
 
 

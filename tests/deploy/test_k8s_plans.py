@@ -11,12 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from k8s_manifests import K8S_DIR, SECRET_STAND_IN, by_kind, container_env, container_named, documents, pod_specs
+from k8s_manifests import K8S_DIR, SECRET_STAND_IN, by_kind, container_env, container_named, documents
 
 
 # config.json of the mounted target and EAGLE3 draft (shapes of Llama 3.1 8B and its draft).
 LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "vocab_size": 128256}
-EAGLE3_8B = {**LLAMA_8B, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "draft_vocab_size": 128256}
+EAGLE3_8B = {
+    **LLAMA_8B,
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "num_hidden_layers": 1,
+    "draft_vocab_size": 128256,
+}
 
 
 def plan(env: dict[str, str], args: list[str]) -> tuple[dict, str]:
@@ -24,7 +29,11 @@ def plan(env: dict[str, str], args: list[str]) -> tuple[dict, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_", "AWS_", "GOOGLE_"))}
     done = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "plan", *args],
-        env={**base, **env}, capture_output=True, text=True, timeout=60, check=False,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, f"plan failed: {done.stderr}"
     assert SECRET_STAND_IN not in done.stdout + done.stderr, "a secret value reached the plan's output"

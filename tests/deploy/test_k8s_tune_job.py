@@ -34,12 +34,15 @@ def test_the_job_tunes_what_the_deployment_serves():
     assert {k: v for k, v in env.items() if not k.startswith("TUNE_")} == serving_env
     argv = _tune_argv(tune["command"][2], env)
     assert argv[:2] == ["nim-specdec", "tune"]
-    assert argv[argv.index("--") + 1:] == nim["args"]
+    assert argv[argv.index("--") + 1 :] == nim["args"]
     # The capture the serving pods write by default, on the cache volume both mount.
     assert env["TUNE_TRACE"] == f"{serving_env['NIM_CACHE_PATH']}/captures/payloads.jsonl"
     mounts = {m["mountPath"]: m["name"] for m in tune["volumeMounts"]}
     volumes = {v["name"]: v for v in job["volumes"]}
-    assert volumes[mounts[serving_env["NIM_CACHE_PATH"]]] == {"name": "cache", "persistentVolumeClaim": {"claimName": "nim-cache"}}
+    assert volumes[mounts[serving_env["NIM_CACHE_PATH"]]] == {
+        "name": "cache",
+        "persistentVolumeClaim": {"claimName": "nim-cache"},
+    }
     assert env["TUNE_OUT"].startswith(serving_env["NIM_CACHE_PATH"] + "/")
     assert tune["resources"] == nim["resources"]
     assert by_kind(documents(K8S_DIR / "tune-job.yaml"), "Job")[0]["spec"]["backoffLimit"] == 0
@@ -51,7 +54,12 @@ def test_the_jobs_command_line_is_accepted_by_tune(tmp_path: Path):
     tune, env, *_ = _job_and_deployment()
     trace = tmp_path / "payloads.jsonl"
     trace.write_text('{"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}\n')
-    env = {**env, "TUNE_TRACE": str(trace), "TUNE_OUT": str(tmp_path / "out"), "NIM_CACHE_PATH": str(tmp_path / "cache")}
+    env = {
+        **env,
+        "TUNE_TRACE": str(trace),
+        "TUNE_OUT": str(tmp_path / "out"),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+    }
     old = dict(os.environ)
     try:
         os.environ.update(env)
@@ -62,8 +70,13 @@ def test_the_jobs_command_line_is_accepted_by_tune(tmp_path: Path):
     aiperf = argv.index("--aiperf")
     argv[aiperf + 1] = str(tmp_path / "no-aiperf-here")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_", "AWS_", "GOOGLE_"))}
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", *argv[1:]], env={**base, **env},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", *argv[1:]],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "--aiperf: no AIPerf executable" in done.stderr
     assert not (tmp_path / "out" / "logs").exists()

@@ -91,7 +91,9 @@ def _report_since(first: str, second: str, workdir: Path) -> dict:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1/metrics"
         done = subprocess.run(
             [sys.executable, "-m", "nim_specdec", "report", "--url", url, "--since", str(since), "--json"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     finally:
         server.shutdown()

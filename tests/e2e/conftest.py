@@ -31,11 +31,21 @@ def remote_run(demo_model, runs_dir):
         target_uri = gcs.publish("demo/target", _files(demo_model / "target"))
         draft_uri = s3.publish("demo/draft-copy", _files(demo_model / "draft-copy"))
         env = base_env(runs_dir / "remote", demo_model)
-        env.update(s3.env(), **gcs.env(), NIM_MODEL_PATH=target_uri, NIM_DRAFT_MODEL_PATH=draft_uri,
-                   NIM_SERVED_MODEL_NAME="demo-remote")
+        env.update(
+            s3.env(),
+            **gcs.env(),
+            NIM_MODEL_PATH=target_uri,
+            NIM_DRAFT_MODEL_PATH=draft_uri,
+            NIM_SERVED_MODEL_NAME="demo-remote",
+        )
         record = launch("remote", env, [*SERVER_ARGS, "--speculative-config", json.dumps(DRAFT_MODEL_CONFIG)], runs_dir)
-        listing = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "ls", "--json"],
-                                 env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+        listing = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", "cache", "ls", "--json"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         record.extra.update(target_uri=target_uri, draft_uri=draft_uri, cache_ls=listing)
         return record
     finally:

@@ -42,12 +42,18 @@ def keyed(demo_model, runs_dir):
         base = server.url
         answers = {
             "ready_statuses": list(server.ready_statuses),
-            "open": {path: request(base + path) for path in
-                     ("/v1/health/live", "/v1/health/ready", "/v1/version", "/v1/metadata")},
-            "models": {name: request(base + "/v1/models", key) for name, key in
-                       (("none", None), ("wrong", WRONG), ("first", KEYS[0]), ("second", KEYS[1]))},
-            "completions": {name: request(base + "/v1/completions", key, completion) for name, key in
-                            (("none", None), ("second", KEYS[1]))},
+            "open": {
+                path: request(base + path)
+                for path in ("/v1/health/live", "/v1/health/ready", "/v1/version", "/v1/metadata")
+            },
+            "models": {
+                name: request(base + "/v1/models", key)
+                for name, key in (("none", None), ("wrong", WRONG), ("first", KEYS[0]), ("second", KEYS[1]))
+            },
+            "completions": {
+                name: request(base + "/v1/completions", key, completion)
+                for name, key in (("none", None), ("second", KEYS[1]))
+            },
         }
     answers["log"] = server.log_text()
     return answers
@@ -89,7 +95,7 @@ def test_the_keys_are_never_printed(keyed):
     (exec_line,) = [line for line in lines if "nim-specdec: exec: " in line]
     shown = shlex.split(exec_line.split("nim-specdec: exec: ", 1)[1])
     at = shown.index("--api-key")
-    assert shown[at + 1:at + 3] == [MASK, MASK], exec_line
+    assert shown[at + 1 : at + 3] == [MASK, MASK], exec_line
     assert not [line for line in lines if any(key in line for key in KEYS)]
 
 

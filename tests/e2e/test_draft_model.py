@@ -26,7 +26,9 @@ def test_copy_of_target_draft_is_always_accepted(remote_run):
     assert growth.accepted == growth.draft_tokens, f"{growth}" + remote_run.context()
     assert growth.per_position == (growth.drafts,) * 3
     entry = remote_run.report_json[remote_run.model]
-    assert entry["acceptance_rate"] == 1.0 and entry["acceptance_length"] == pytest.approx(1 + growth.accepted / growth.drafts)
+    assert entry["acceptance_rate"] == 1.0 and entry["acceptance_length"] == pytest.approx(
+        1 + growth.accepted / growth.drafts
+    )
 
 
 def test_draft_model_output_equals_target_alone(remote_run, off_run):

@@ -29,7 +29,9 @@ def test_launcher_pid_became_vllm(run):
         assert cmdline[1:3] == ["-m", SERVER_MODULE], f"{cmdline}" + run.context()
         assert "nim-specdec: vLLM check while downloading" in run.log and "vLLM check passed" not in run.log
     else:
-        assert cmdline[1:3] == ["-m", BOOT_MODULE] and cmdline[4:6] == ["-m", SERVER_MODULE], f"{cmdline}" + run.context()
+        assert cmdline[1:3] == ["-m", BOOT_MODULE] and cmdline[4:6] == ["-m", SERVER_MODULE], (
+            f"{cmdline}" + run.context()
+        )
         assert "nim-specdec: vLLM check passed in" in run.log
     assert f"(APIServer pid={run.stop.pid})" in run.log
 
@@ -54,7 +56,10 @@ def test_v1_endpoints(run):
     assert endpoints["/v1/health/ready"][0] == 200 and '"ready"' in endpoints["/v1/health/ready"][1]
     status, text = endpoints["/v1/metrics"]
     assert status == 200 and "# TYPE" in text
+
     # The same Prometheus text as /metrics: the same series, scraped a moment apart.
-    names = lambda body: {line.split("{")[0].split(" ")[0] for line in body.splitlines() if line and not line.startswith("#")}  # noqa: E731
+    def names(body):
+        return {line.split("{")[0].split(" ")[0] for line in body.splitlines() if line and not line.startswith("#")}
+
     assert names(text) == names(endpoints["/metrics"][1])
     assert parse_prometheus(text).keys() == parse_prometheus(endpoints["/metrics"][1]).keys()

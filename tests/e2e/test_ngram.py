@@ -46,7 +46,9 @@ def test_report_gives_the_figures_of_the_raw_counters(ngram_run):
 
 
 def plan(env: dict) -> dict:
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -74,12 +76,17 @@ def test_counters_match_the_ngram_rules_exactly(ngram_run):
     assert all(ngram_run.prompt_ids), "the server returned no prompt_token_ids"
     # The project's simulator (what tune-ngram uses) on what this server returned, with the guide's
     # setting; the extension past max_tokens covers the drafts the server verifies beyond it.
-    requests = [RecordedRequest.of(prompt, extended[:MAX_TOKENS], extended[MAX_TOKENS:])
-                for prompt, extended in zip(ngram_run.prompt_ids, ngram_run.extended)]
+    requests = [
+        RecordedRequest.of(prompt, extended[:MAX_TOKENS], extended[MAX_TOKENS:])
+        for prompt, extended in zip(ngram_run.prompt_ids, ngram_run.extended)
+    ]
     result = simulate(build_corpus(requests, max_ngram=4), NgramParams(k=3, min_n=1, max_n=4))
     growth = ngram_run.completions_growth
-    assert (growth.drafts, growth.draft_tokens, growth.accepted) == (result.drafts, result.draft_tokens,
-                                                                     result.accepted), ngram_run.context()
+    assert (growth.drafts, growth.draft_tokens, growth.accepted) == (
+        result.drafts,
+        result.draft_tokens,
+        result.accepted,
+    ), ngram_run.context()
 
 
 @probe("ngram")
@@ -101,4 +108,6 @@ def test_zero_drafts_at_the_model_length_are_predicted(ngram_run):
     result = simulate(build_corpus([RecordedRequest.of(prompt, output)], max_ngram=4), params, limit)
     growth = run["growth"]
     assert (growth.drafts, growth.draft_tokens, growth.accepted) == tuple(int(x) for x in result.per_request[0])
-    assert (reference.drafts, reference.draft_tokens, reference.accepted) == tuple(int(x) for x in result.per_request[0])
+    assert (reference.drafts, reference.draft_tokens, reference.accepted) == tuple(
+        int(x) for x in result.per_request[0]
+    )

@@ -145,8 +145,12 @@ def test_owner_link_planted_to_outside_file_is_replaced_not_followed(volume, sto
 def test_entry_another_user_could_have_written_is_downloaded_afresh(volume, store, part):
     files = get(volume, store)
     lay, name = layout(volume)
-    planted = {"entry": lay.entry(name), "marker": lay.marker(name), "file": files / "sub" / "w.bin",
-               "dir": files / "sub"}[part]
+    planted = {
+        "entry": lay.entry(name),
+        "marker": lay.marker(name),
+        "file": files / "sub" / "w.bin",
+        "dir": files / "sub",
+    }[part]
     make_foreign(planted)
     ref = parse_source(URI, "X")
     from nim_specdec.fetchers.materialize import cached
@@ -198,13 +202,16 @@ def test_sources_link_is_refused(volume, store, tmp_path):
     assert list((tmp_path / "theirs").iterdir()) == []
 
 
-@pytest.mark.parametrize("marker", [
-    '{"complete": true}',
-    '{"complete": true, "uri": "s3://b/p", "files": [], "size": NaN, "completed_at": ""}',
-    '{"complete": true, "uri": "s3://b/p", "files": [{"path": 1}], "size": 1, "completed_at": ""}',
-    "[" * 100000,
-    "not json",
-])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        '{"complete": true}',
+        '{"complete": true, "uri": "s3://b/p", "files": [], "size": NaN, "completed_at": ""}',
+        '{"complete": true, "uri": "s3://b/p", "files": [{"path": 1}], "size": 1, "completed_at": ""}',
+        "[" * 100000,
+        "not json",
+    ],
+)
 def test_malformed_marker_counts_as_no_marker(volume, store, marker):
     files = get(volume, store)
     lay, name = layout(volume)
@@ -226,10 +233,15 @@ def test_ordinary_directories_are_accepted(tmp_path):
 
 @pytest.mark.parametrize("variable", ["NIM_CACHE_PATH", "NIM_WORKSPACE"])
 def test_plan_refuses_a_system_directory_in_one_line(variable, models):
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC), "NIM_MODEL_PATH": str(models["target"]),
-           variable: "/etc"}
-    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(SRC),
+        "NIM_MODEL_PATH": str(models["target"]),
+        variable: "/etc",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == EXIT_MATERIALIZE
     assert len(proc.stderr.strip().splitlines()) == 1 and "/etc" in proc.stderr and variable in proc.stderr
 
@@ -272,24 +284,33 @@ def test_cache_ls_marks_untrusted_entries_and_escapes_control_characters(volume,
     document["uri"] = "s3://b/p\x1b[31m\nFAKE LINE"
     cache.write_marker(lay.marker(name), document)
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC), "NIM_CACHE_PATH": str(volume)}
-    table = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "ls"], env=env, capture_output=True,
-                           text=True, timeout=60)
+    table = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "cache", "ls"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert table.returncode == 0 and "\x1b" not in table.stdout and len(table.stdout.splitlines()) == 2
     assert "\\x1b[31m" in table.stdout
     make_foreign(files / "config.json")
-    table = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "ls"], env=env, capture_output=True,
-                           text=True, timeout=60)
+    table = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "cache", "ls"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert "not trusted" in table.stdout and "config.json" in table.stdout
 
 
 def test_plan_warns_about_an_entry_it_will_not_use(volume, store, models):
     files = get(volume, store)
     make_foreign(files / "config.json")
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC), "NIM_CACHE_PATH": str(volume),
-           "NIM_MODEL_PATH": str(models["target"]), "NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": URI,
-           "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {"method": "eagle3", "num_speculative_tokens": 2}})}
-    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(SRC),
+        "NIM_CACHE_PATH": str(volume),
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_SPECDEC_ENABLE": "1",
+        "NIM_DRAFT_MODEL_PATH": URI,
+        "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {"method": "eagle3", "num_speculative_tokens": 2}}),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     warnings = json.loads(proc.stdout)["warnings"]
     assert any("another user could have written it" in w and "config.json" in w for w in warnings), warnings

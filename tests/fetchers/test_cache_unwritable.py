@@ -28,10 +28,20 @@ EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens"
 @pytest.mark.parametrize(
     "owner, mode, uid, problem, fix",
     [
-        (0, 0o40755, 1000, "owned by uid 0 with mode 0755, and the launcher runs as uid 1000",
-         "sudo chown -R 1000:0 DIR), or mount a folder that uid 1000 owns"),
-        (1001, 0o40750, 1000, "owned by uid 1001 with mode 0750",
-         "or run as its owner (docker run --user 1001:0; in Kubernetes runAsUser: 1001)"),
+        (
+            0,
+            0o40755,
+            1000,
+            "owned by uid 0 with mode 0755, and the launcher runs as uid 1000",
+            "sudo chown -R 1000:0 DIR), or mount a folder that uid 1000 owns",
+        ),
+        (
+            1001,
+            0o40750,
+            1000,
+            "owned by uid 1001 with mode 0750",
+            "or run as its owner (docker run --user 1001:0; in Kubernetes runAsUser: 1001)",
+        ),
         (1000, 0o40555, 1000, "owned by uid 1000 with mode 0555", "give its owner write access (chmod u+rwx"),
     ],
 )
@@ -51,13 +61,23 @@ def _serve_as_other_user(cache: Path, models: Path) -> subprocess.CompletedProce
     for name, arch in (("target", "LlamaForCausalLM"), ("draft", "LlamaForCausalLMEagle3")):
         (models / name).mkdir(parents=True)
         (models / name / "config.json").write_text(json.dumps({"architectures": [arch], "model_type": "llama"}))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cache), "PYTHONPATH": str(SRC),
-           "NIM_CACHE_PATH": str(cache), "NIM_MODEL_PATH": str(models / "target"),
-           "NIM_DRAFT_MODEL_PATH": str(models / "draft")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(cache),
+        "PYTHONPATH": str(SRC),
+        "NIM_CACHE_PATH": str(cache),
+        "NIM_MODEL_PATH": str(models / "target"),
+        "NIM_DRAFT_MODEL_PATH": str(models / "draft"),
+    }
     # setpriv (util-linux) as the image's USER 1000 with group 0 would be.
     as_uid_1000 = ["setpriv", "--reuid", "1000", "--regid", "0", "--clear-groups"] if ROOT else []
-    return subprocess.run([*as_uid_1000, sys.executable, "-m", "nim_specdec", "serve", "--speculative-config", EAGLE3],
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*as_uid_1000, sys.executable, "-m", "nim_specdec", "serve", "--speculative-config", EAGLE3],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_serve_on_an_unwritable_cache_is_one_line_exit_3() -> None:

@@ -17,16 +17,26 @@ def run(args, env_extra, cache):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HF_", "NGC_"))}
     env.update(PYTHONPATH=str(SRC), NIM_CACHE_PATH=str(cache), **env_extra)
-    return subprocess.run([sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cache_ls_lists_completed_and_incomplete_entries(tmp_path):
     entries = tmp_path / "sources" / "entries"
     done = entries / "s3--b-p--0123456789abcdef"
     (done / "files").mkdir(parents=True)
-    (done / "complete.json").write_text(json.dumps({
-        "complete": True, "uri": "s3://b/p", "files": [{"path": "w", "size": 2048}], "size": 2048,
-        "completed_at": "2026-01-01T00:00:00Z"}))
+    (done / "complete.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "uri": "s3://b/p",
+                "files": [{"path": "w", "size": 2048}],
+                "size": 2048,
+                "completed_at": "2026-01-01T00:00:00Z",
+            }
+        )
+    )
     (entries / "gs--b-q--fedcba9876543210" / "files").mkdir(parents=True)
     table = run(["cache", "ls"], {}, tmp_path)
     assert table.returncode == 0
@@ -59,8 +69,13 @@ def test_ngc_sdk_is_pointed_at_loopback_and_fails_cleanly(tmp_path):
     key = "nvapi-testing-key-0123456789"
     proc = run(
         ["download", "ngc://nvidia/team/draft:1.0"],
-        {"NGC_CLI_API_URL": f"https://127.0.0.1:{port}", "NGC_CLI_AUTH_URL": f"https://127.0.0.1:{port}",
-         "NGC_API_KEY": key, "NIM_DOWNLOAD_RETRIES": "0", "NIM_DOWNLOAD_TIMEOUT": "2"},
+        {
+            "NGC_CLI_API_URL": f"https://127.0.0.1:{port}",
+            "NGC_CLI_AUTH_URL": f"https://127.0.0.1:{port}",
+            "NGC_API_KEY": key,
+            "NIM_DOWNLOAD_RETRIES": "0",
+            "NIM_DOWNLOAD_TIMEOUT": "2",
+        },
         tmp_path,
     )
     assert proc.returncode == EXIT_MATERIALIZE, proc.stderr

@@ -49,12 +49,16 @@ def _wrapped() -> BaseException:
             return outer
 
 
-@pytest.mark.parametrize("error", [
-    OSError(errno.ENOSPC, "No space left on device"),
-    OSError(errno.EDQUOT, "Disk quota exceeded"),
-    _wrapped(),
-    RuntimeError("s5cmd exit 1: ERROR write /c/x: no space left on device"),
-], ids=["enospc", "edquot", "wrapped", "tool-text"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        OSError(errno.EDQUOT, "Disk quota exceeded"),
+        _wrapped(),
+        RuntimeError("s5cmd exit 1: ERROR write /c/x: no space left on device"),
+    ],
+    ids=["enospc", "edquot", "wrapped", "tool-text"],
+)
 def test_a_full_disk_is_not_retried_and_is_reported_as_a_full_disk(tmp_path, error):
     backend = FillingBackend(error)
     env = {"NIM_DOWNLOAD_RETRIES": "3"}
@@ -102,11 +106,18 @@ def leftovers(root: Path) -> list[Path]:
 
 
 def test_sigterm_during_prepare_leaves_no_temporary_folder(tmp_path):
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(SRC), "NIM_CACHE_PATH": str(tmp_path / "cache"),
-           "NIM_MODEL_PATH": URI, "NIM_DOWNLOAD_RETRIES": "0", "TMPDIR": str(tmp_path / "tmp")}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(SRC),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+        "NIM_MODEL_PATH": URI,
+        "NIM_DOWNLOAD_RETRIES": "0",
+        "TMPDIR": str(tmp_path / "tmp"),
+    }
     (tmp_path / "tmp").mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_PREPARE], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_PREPARE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 90
         line = ""

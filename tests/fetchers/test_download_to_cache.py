@@ -20,8 +20,9 @@ from core_fixtures import EAGLE3, LLAMA
 def run(args, env_extra, cache: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "HF_", "NGC_", "NIM_"))}
     env.update(PYTHONPATH=str(SRC), NIM_CACHE_PATH=str(cache), **env_extra)
-    return subprocess.run([sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,12 @@ def _cases():
         ("gcs-503", gcsb, ge.ServiceUnavailable("busy"), True),
         ("gcs-404", gcsb, ge.NotFound("gone"), False),
         ("hf-connect", hfb, httpx2.ConnectError("refused"), True),
-        ("hf-gated", hfb, hub.GatedRepoError("gated", response=httpx2.Response(403, request=httpx2.Request("GET", "https://hub"))), False),
+        (
+            "hf-gated",
+            hfb,
+            hub.GatedRepoError("gated", response=httpx2.Response(403, request=httpx2.Request("GET", "https://hub"))),
+            False,
+        ),
         ("ngc-payload", ngcb, aiohttp.ClientPayloadError("cut"), True),
         ("ngc-not-found", ngcb, ngc_errors.ResourceNotFoundException("no such model"), False),
         ("ngc-429", ngcb, _with_response(requests.HTTPError("slow down"), 429), True),
@@ -54,11 +59,14 @@ def test_retried_or_final(backend, err, transient):
     assert backend.is_transient(err) is transient
 
 
-@pytest.mark.parametrize("module, err, words", [
-    (s3, "no-credentials", "no AWS credentials found"),
-    (hf, "gated", "the repository is gated"),
-    (ngc, "not-found", "model or version not found on NGC"),
-])
+@pytest.mark.parametrize(
+    "module, err, words",
+    [
+        (s3, "no-credentials", "no AWS credentials found"),
+        (hf, "gated", "the repository is gated"),
+        (ngc, "not-found", "model or version not found on NGC"),
+    ],
+)
 def test_permanent_errors_have_their_line(module, err, words):
     error = next(c[2] for c in CASES if c[0].endswith(err) and c[0].startswith(module.__name__.rsplit(".", 1)[1]))
     with pytest.raises(MaterializeError) as raised:

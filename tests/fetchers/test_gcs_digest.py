@@ -18,8 +18,9 @@ from nim_specdec.fetchers.registry import get_fetcher
 
 def _fetch(server, cache, uri: str, **extra) -> Path:
     ref = parse_source(uri, "NIM_DRAFT_MODEL_PATH")
-    return get_fetcher(ref.scheme).fetch(ref, FetchContext(env={**server.env(), **extra}, cache_dir=cache,
-                                                           log=lambda _m: None))
+    return get_fetcher(ref.scheme).fetch(
+        ref, FetchContext(env={**server.env(), **extra}, cache_dir=cache, log=lambda _m: None)
+    )
 
 
 @pytest.fixture
@@ -27,9 +28,13 @@ def hashed(monkeypatch) -> list:
     """The files hashed from disk, with the size each had when its hashing started."""
     calls: list = []
     real = verify.file_digest
-    monkeypatch.setattr(verify, "file_digest",
-                        lambda path, algorithm: calls.append((Path(path), Path(path).stat().st_size, algorithm))
-                        or real(path, algorithm))
+    monkeypatch.setattr(
+        verify,
+        "file_digest",
+        lambda path, algorithm: (
+            calls.append((Path(path), Path(path).stat().st_size, algorithm)) or real(path, algorithm)
+        ),
+    )
     return calls
 
 

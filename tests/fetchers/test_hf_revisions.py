@@ -45,10 +45,18 @@ def api_requests(hub) -> list[str]:
     return [r.path.split("?")[0] for r in hub.proxy.state.records if "/api/" in r.path]
 
 
-@pytest.mark.parametrize("revision, is_commit", [
-    (COMMIT, True), (None, False), ("main", False), ("v1.0", False), (COMMIT[:12], False),
-    (COMMIT.upper(), False), (COMMIT + "0", False),
-])
+@pytest.mark.parametrize(
+    "revision, is_commit",
+    [
+        (COMMIT, True),
+        (None, False),
+        ("main", False),
+        ("v1.0", False),
+        (COMMIT[:12], False),
+        (COMMIT.upper(), False),
+        (COMMIT + "0", False),
+    ],
+)
 def test_only_a_full_commit_id_needs_no_resolution(revision, is_commit):
     assert branch_refs.is_commit(revision) is is_commit
 
@@ -99,7 +107,8 @@ def test_offline_serves_an_entry_cached_under_the_branch_name_by_an_earlier_laun
     assert tree_bytes(legacy) == files
     assert [line for line in logs if "downloads are disabled" in line] == [
         f"{uri}@main: downloads are disabled; serving the copy cached under the branch name (its commit was not "
-        "recorded), the newest cached for main"]
+        "recorded), the newest cached for main"
+    ]
 
 
 def test_offline_without_a_copy_asks_nothing_and_says_how_to_prefetch(hub, published, tmp_path):
@@ -122,11 +131,16 @@ def test_a_later_resolution_is_never_replaced_by_an_earlier_one(tmp_path):
     assert branch_refs.read_ref(layout, parse_source("hf://org/name@main", "X")) is None
 
 
-@pytest.mark.parametrize("content", [
-    b"not json", b"[]", b'{"uri": "hf://org/other@dev", "commit": "' + b"a" * 40 + b'", "resolved_at": 1}',
-    b'{"uri": "hf://org/name@dev", "commit": "short", "resolved_at": 1}',
-    b'{"uri": "hf://org/name@dev", "commit": "' + b"a" * 40 + b'", "resolved_at": "soon"}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b"[]",
+        b'{"uri": "hf://org/other@dev", "commit": "' + b"a" * 40 + b'", "resolved_at": 1}',
+        b'{"uri": "hf://org/name@dev", "commit": "short", "resolved_at": 1}',
+        b'{"uri": "hf://org/name@dev", "commit": "' + b"a" * 40 + b'", "resolved_at": "soon"}',
+    ],
+)
 def test_a_malformed_record_counts_as_none(tmp_path, content):
     layout = CacheLayout.under(tmp_path)
     ref = parse_source("hf://org/name@dev", "X")
@@ -145,8 +159,13 @@ def prune_cli(hub, cache: Path, *args: str) -> list[dict]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
     env.update(NIM_CACHE_PATH=str(cache), PYTHONPATH=str(SRC))
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "prune", *args, "--json"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "cache", "prune", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -159,7 +178,8 @@ def test_prune_removes_the_commit_a_branch_left_and_keeps_the_current_one(hub, p
     second = HFFetcher().fetch(ref, context(hub, tmp_path))
     # Left minutes ago: a day's rule keeps it; a dry run with 0 days names it and removes nothing.
     assert [(r["kind"], r["key"], r["action"]) for r in prune_cli(hub, tmp_path, "--older-than", "1")] == [
-        ("commit", first.parent.name, "kept: superseded recently")]
+        ("commit", first.parent.name, "kept: superseded recently")
+    ]
     assert [r["action"] for r in prune_cli(hub, tmp_path, "--older-than", "0", "--dry-run")] == ["would remove"]
     assert first.is_dir()
     rows = prune_cli(hub, tmp_path, "--older-than", "0")

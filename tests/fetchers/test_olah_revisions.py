@@ -20,15 +20,29 @@ from servers.olah_hub import OlahHub
 
 from nim_specdec.errors import EXIT_MATERIALIZE
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
-          "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64,
-          "vocab_size": 330, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "vocab_size": 330,
+    "max_position_embeddings": 2048,
+    "torch_dtype": "bfloat16",
+}
 
 
 def files(tag: str, weights: int = 4096) -> dict[str, bytes]:
     """A model whose every file differs per `tag`; weights (LFS-sized) and a tokenizer in subfolders."""
-    return {"config.json": json.dumps({**CONFIG, "tag": tag}).encode(), WEIGHTS: os.urandom(weights),
-            "tokenizer/tokenizer.json": json.dumps({"tag": tag}).encode(), "extra/nested/notes.txt": tag.encode()}
+    return {
+        "config.json": json.dumps({**CONFIG, "tag": tag}).encode(),
+        WEIGHTS: os.urandom(weights),
+        "tokenizer/tokenizer.json": json.dumps({"tag": tag}).encode(),
+        "extra/nested/notes.txt": tag.encode(),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +58,23 @@ def new_repo(hub: OlahHub):
 
 def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "NIM_", "HUGGING"))}
-    env.update({"HF_ENDPOINT": endpoint, "NIM_CACHE_PATH": str(cache), "PYTHONPATH": str(SRC),
-                "NIM_DOWNLOAD_RETRIES": "1", "NIM_DOWNLOAD_TIMEOUT": "10", **extra})
+    env.update(
+        {
+            "HF_ENDPOINT": endpoint,
+            "NIM_CACHE_PATH": str(cache),
+            "PYTHONPATH": str(SRC),
+            "NIM_DOWNLOAD_RETRIES": "1",
+            "NIM_DOWNLOAD_TIMEOUT": "10",
+            **extra,
+        }
+    )
     return env
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def download(env: dict[str, str], uri: str) -> Path:
@@ -111,8 +134,11 @@ def test_a_commit_is_served_from_the_cache_without_asking(hub, tmp_path):
 
 def test_files_in_subfolders_arrive_at_their_paths(hub, tmp_path):
     repo = new_repo(hub)
-    nested = {"config.json": b"{}", "weights/part-1/model.safetensors": os.urandom(3000),
-              "a/b/c/d.json": b'{"deep": true}'}
+    nested = {
+        "config.json": b"{}",
+        "weights/part-1/model.safetensors": os.urandom(3000),
+        "a/b/c/d.json": b'{"deep": true}',
+    }
     commit = repo.commit(nested)
     path = download(env_for(hub.url, tmp_path), f"hf://{repo.name}")
     assert tree_bytes(path) == nested and marker(path)["commit"] == commit
@@ -174,9 +200,13 @@ def test_server_killed_mid_download_leaves_the_old_commit_served(tmp_path):
         proxy.reset()  # forget the first download's requests
         proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=40_000))  # 10 s for the weights
         # No retry of ours: huggingface_hub's own resumes (five, a second apart) already meet the dead server.
-        started = subprocess.Popen([sys.executable, "-m", "nim_specdec", "download", f"hf://{repo.name}"],
-                                   env={**env, "NIM_DOWNLOAD_RETRIES": "0"},
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started = subprocess.Popen(
+            [sys.executable, "-m", "nim_specdec", "download", f"hf://{repo.name}"],
+            env={**env, "NIM_DOWNLOAD_RETRIES": "0"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not proxy.requests("GET", WEIGHTS) and time.monotonic() < deadline and started.poll() is None:
             time.sleep(0.05)
@@ -205,8 +235,14 @@ def test_plan_and_prepare_record_the_commit(hub, tmp_path):
     target, draft = new_repo(hub), new_repo(hub)
     old_target, old_draft = target.commit(files("old")), draft.commit(files("old-draft"))
     uris = f"hf://{target.name}", f"hf://{draft.name}"
-    env = env_for(hub.url, tmp_path / "cache", NIM_MODEL_PATH=uris[0], NIM_DRAFT_MODEL_PATH=uris[1],
-                  NIM_SPECDEC_PREFLIGHT="off", NIM_WORKSPACE=str(tmp_path / "ws"))
+    env = env_for(
+        hub.url,
+        tmp_path / "cache",
+        NIM_MODEL_PATH=uris[0],
+        NIM_DRAFT_MODEL_PATH=uris[1],
+        NIM_SPECDEC_PREFLIGHT="off",
+        NIM_WORKSPACE=str(tmp_path / "ws"),
+    )
     draft_model = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 2}
     spec = ["--speculative-config", json.dumps(draft_model)]
     for uri in uris:

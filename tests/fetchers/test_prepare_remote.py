@@ -13,9 +13,19 @@ from pathlib import Path
 from servers.harness import cli_env, model_files
 from servers.s3_store import S3Store
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
-          "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64,
-          "vocab_size": 330, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "vocab_size": 330,
+    "max_position_embeddings": 2048,
+    "torch_dtype": "bfloat16",
+}
 DRAFT_MODEL = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 3}
 
 
@@ -28,8 +38,13 @@ def test_prepare_fetches_and_links_remote_target_and_draft(tmp_path):
         draft = store.publish(f"d{uuid.uuid4().hex[:8]}", files)
         cache = tmp_path / "cache"
         env = cli_env(store, cache, NIM_MODEL_PATH=target, NIM_DRAFT_MODEL_PATH=draft, NIM_SPECDEC_PREFLIGHT="off")
-        done = subprocess.run([sys.executable, "-m", "nim_specdec", "prepare", "--speculative-config", json.dumps(DRAFT_MODEL)],
-                              env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", "prepare", "--speculative-config", json.dumps(DRAFT_MODEL)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         store.close()
     assert done.returncode == 0, done.stderr
@@ -65,8 +80,13 @@ def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
         env = cli_env(store, cache, NIM_MODEL_PATH=target, NIM_SPECDEC_ENABLE="0", NIM_SPECDEC_PREFLIGHT="off")
         started = time.monotonic()
         # max_position_embeddings is 2048: vLLM refuses a longer max_model_len, which only config.json shows.
-        done = subprocess.run([sys.executable, "-m", "nim_specdec", "prepare", "--max-model-len", "100000"],
-                              env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", "prepare", "--max-model-len", "100000"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         elapsed = time.monotonic() - started
         weight_requests = store.proxy.requests("GET", WEIGHTS)
     finally:

@@ -90,8 +90,12 @@ def test_settings(env, field, value):
 
 @pytest.mark.parametrize(
     "env",
-    [{"NIM_DOWNLOAD_TIMEOUT": "soon"}, {"NIM_DOWNLOAD_RETRIES": "-1"}, {"NIM_DOWNLOAD_VERIFY": "md5"},
-     {"NIM_S5CMD": "sometimes"}],
+    [
+        {"NIM_DOWNLOAD_TIMEOUT": "soon"},
+        {"NIM_DOWNLOAD_RETRIES": "-1"},
+        {"NIM_DOWNLOAD_VERIFY": "md5"},
+        {"NIM_S5CMD": "sometimes"},
+    ],
 )
 def test_bad_settings_are_config_errors(env):
     with pytest.raises(ConfigError) as err:
@@ -200,8 +204,16 @@ def test_size_mode_never_hashes(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "ok"),
-    [("model-00001.safetensors", True), ("sub/shard-*.bin", True), ("it's.bin", True), ('a"b', False),
-     ("a$b", False), ("a`b", False), ("a\nb", False), ("a\tb", False)],
+    [
+        ("model-00001.safetensors", True),
+        ("sub/shard-*.bin", True),
+        ("it's.bin", True),
+        ('a"b', False),
+        ("a$b", False),
+        ("a`b", False),
+        ("a\nb", False),
+        ("a\tb", False),
+    ],
 )
 def test_names_the_s5cmd_command_file_can_carry(name, ok):
     from nim_specdec.fetchers.s5cmd import scriptable
@@ -211,8 +223,12 @@ def test_names_the_s5cmd_command_file_can_carry(name, ok):
 
 @pytest.mark.parametrize(
     ("message", "transient"),
-    [("s5cmd exit 1: connection reset by peer", True), ("s5cmd exit 1: InternalError: status code: 500", True),
-     ("s5cmd exit 1: AccessDenied: status code: 403", False), ("s5cmd exit 1: NoSuchKey", False)],
+    [
+        ("s5cmd exit 1: connection reset by peer", True),
+        ("s5cmd exit 1: InternalError: status code: 500", True),
+        ("s5cmd exit 1: AccessDenied: status code: 403", False),
+        ("s5cmd exit 1: NoSuchKey", False),
+    ],
 )
 def test_s5cmd_failures_worth_a_retry(message, transient):
     from nim_specdec.fetchers.s5cmd import failure

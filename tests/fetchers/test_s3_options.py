@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from servers.harness import model_files, tree_bytes
@@ -41,8 +40,10 @@ def test_default_path_is_s5cmd_and_hashes_each_file(s3, tmp_path):
     files = model_files()
     uri = s3.publish(f"s5{uuid.uuid4().hex[:8]}", files)
     logs: list[str] = []
-    path = get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env={**s3.env(), "PATH": "/nonexistent"},
-                                                                         cache_dir=tmp_path, log=logs.append))
+    path = get_fetcher("s3").fetch(
+        parse_source(uri, "X"),
+        FetchContext(env={**s3.env(), "PATH": "/nonexistent"}, cache_dir=tmp_path, log=logs.append),
+    )
     assert tree_bytes(path) == files
     gets = s3.proxy.requests("GET", "model.safetensors")
     assert gets and all("aws-sdk-go" in r.agent for r in gets), [r.agent for r in gets]
@@ -175,9 +176,17 @@ def test_size_only_verification_asks_for_no_crc(s3, tmp_path):
 
 
 # The standard check values of each CRC over b"123456789" (the CRC catalogue), as S3 writes them.
-@pytest.mark.parametrize("name, value", [
-    ("crc32", 0xCBF43926, ), ("crc32c", 0xE3069283), ("crc64nvme", 0xAE8B14860A799888),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        (
+            "crc32",
+            0xCBF43926,
+        ),
+        ("crc32c", 0xE3069283),
+        ("crc64nvme", 0xAE8B14860A799888),
+    ],
+)
 def test_crcs_give_the_standard_check_values(name, value, tmp_path):
     import base64
 
@@ -188,15 +197,18 @@ def test_crcs_give_the_standard_check_values(name, value, tmp_path):
     assert digests.file_digest(path, name) == digests.digest_bytes(b"123456789" * 3_000_000, name)
 
 
-@pytest.mark.parametrize("name, value, ok", [
-    ("crc32", "iH6F8A==", True),
-    ("crc64nvme", "Fg5AiE8Eaws=", True),
-    ("crc64nvme", "iH6F8A==", False),  # 4 bytes for an 8-byte CRC
-    ("crc32c", "ROPt5Q==-2", False),  # a composite checksum of 2 parts
-    ("crc32", "not base64!", False),
-    ("crc32", None, False),
-    ("crc32", "A" * 4000, False),
-    ("sha1", "iH6F8A==", False),
-])
+@pytest.mark.parametrize(
+    "name, value, ok",
+    [
+        ("crc32", "iH6F8A==", True),
+        ("crc64nvme", "Fg5AiE8Eaws=", True),
+        ("crc64nvme", "iH6F8A==", False),  # 4 bytes for an 8-byte CRC
+        ("crc32c", "ROPt5Q==-2", False),  # a composite checksum of 2 parts
+        ("crc32", "not base64!", False),
+        ("crc32", None, False),
+        ("crc32", "A" * 4000, False),
+        ("sha1", "iH6F8A==", False),
+    ],
+)
 def test_well_formed_crc(name, value, ok):
     assert digests.well_formed_crc(name, value) is ok

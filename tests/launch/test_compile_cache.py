@@ -13,13 +13,21 @@ import pytest
 from nim_specdec.config.compile_cache import CACHE_DIRS, cache_key, compile_cache_plan
 from nim_specdec.launch.compile_cache_claim import LOCK, claim, drop_torn
 
-BASE = dict(flavor="vllm", version="0.32.0", model="hf://org/target", draft=None,
-            speculative={"method": "ngram", "num_speculative_tokens": 3}, engine_args={"port": 8000, "dtype": "bf16"})
+BASE = dict(
+    flavor="vllm",
+    version="0.32.0",
+    model="hf://org/target",
+    draft=None,
+    speculative={"method": "ngram", "num_speculative_tokens": 3},
+    engine_args={"port": 8000, "dtype": "bf16"},
+)
 
 
 def key(**changes) -> str:
     args = {**BASE, **changes}
-    return cache_key(args["flavor"], args["version"], args["model"], args["draft"], args["speculative"], args["engine_args"])
+    return cache_key(
+        args["flavor"], args["version"], args["model"], args["draft"], args["speculative"], args["engine_args"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,7 +78,11 @@ def test_first_server_is_the_writer_and_holds_the_lock_through_exec(tmp_path):
         closed = [f for f in os.listdir("/proc/self/fd")]
         for name in closed:  # drop this process's copies: only the child keeps the lock now
             number = int(name)
-            if number > 2 and number != fd and os.path.realpath(f"/proc/self/fd/{name}") == str(Path(entry["dir"]) / LOCK):
+            if (
+                number > 2
+                and number != fd
+                and os.path.realpath(f"/proc/self/fd/{name}") == str(Path(entry["dir"]) / LOCK)
+            ):
                 os.close(number)
         with pytest.raises(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -59,10 +59,18 @@ def test_a_key_whose_lock_a_server_holds_is_never_removed(tmp_path):
 
 def test_a_start_marks_the_key_as_used(tmp_path):
     root = key_dir(tmp_path, "k", 30)
-    holder = subprocess.run([sys.executable, "-c", (
-        "import sys; from nim_specdec.config.compile_cache import compile_cache_plan;"
-        "from nim_specdec.launch.compile_cache_claim import claim;"
-        f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', {{}}), warn=print, info=print)")], timeout=60)
+    holder = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys; from nim_specdec.config.compile_cache import compile_cache_plan;"
+                "from nim_specdec.launch.compile_cache_claim import claim;"
+                f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', {{}}), warn=print, info=print)"
+            ),
+        ],
+        timeout=60,
+    )
     assert holder.returncode == 0
     assert time.time() - os.stat(root / LOCK).st_mtime < 60
     assert actions(prune(tmp_path / "compile", 14 * DAY, time.time())) == {"k": "kept: used recently"}
@@ -79,7 +87,11 @@ def test_links_are_never_followed(tmp_path):
     inner = key_dir(tmp_path, "inner-link", 30)
     (inner / "vllm" / "escape").symlink_to(outside)  # a link inside an old key
     states = actions(prune(tmp_path / "compile", 0.0, time.time()))
-    assert states == {"inner-link": "removed", "linked": "kept: a link or not a directory", "lock-link": "kept: a link or not a directory"}
+    assert states == {
+        "inner-link": "removed",
+        "linked": "kept: a link or not a directory",
+        "lock-link": "kept: a link or not a directory",
+    }
     assert (outside / "keep.txt").read_text() == "not the cache's" and (outside / "vllm").is_dir()
 
 
@@ -97,8 +109,13 @@ def test_no_compile_dir_is_nothing_to_do(tmp_path):
 
 def run_cli(cache: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")} | {"NIM_CACHE_PATH": str(cache)}
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "cache", "prune", *args],
-                          env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "cache", "prune", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("days", ["x", "-1", "nan", "inf", ""])
@@ -118,11 +135,14 @@ def test_cli_reports_each_key_as_json(tmp_path):
     assert not (tmp_path / "compile" / "old").exists()
 
 
-@pytest.mark.parametrize("plant,action", [
-    (lambda p: p.mkdir(), "kept: its lock is not a regular file"),
-    (lambda p: os.mkfifo(p), "kept: its lock is not a regular file"),
-    (lambda p: p.symlink_to("/dev/zero"), "kept: a link or not a directory"),
-])
+@pytest.mark.parametrize(
+    "plant,action",
+    [
+        (lambda p: p.mkdir(), "kept: its lock is not a regular file"),
+        (lambda p: os.mkfifo(p), "kept: its lock is not a regular file"),
+        (lambda p: p.symlink_to("/dev/zero"), "kept: a link or not a directory"),
+    ],
+)
 def test_a_lock_that_is_not_a_file_keeps_the_key_without_blocking(tmp_path, plant, action):
     root = key_dir(tmp_path, "odd", None)
     plant(root / LOCK)
@@ -137,10 +157,15 @@ def test_keys_whose_names_are_not_utf8_are_listed_escaped(tmp_path):
     os.makedirs(os.fsencode(tmp_path) + b"/sources/entries/s3--bad\xff--0123", mode=0o700)
     os.chmod(tmp_path / "sources", 0o700)
     os.chmod(tmp_path / "sources" / "entries", 0o700)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "NIM_CACHE_PATH": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+        "NIM_CACHE_PATH": str(tmp_path),
+    }
     for args in (["prune", "--older-than", "7"], ["prune", "--older-than", "7", "--json"], ["ls"], ["ls", "--json"]):
-        done = subprocess.run([sys.executable, "-m", "nim_specdec", "cache", *args], env=env, capture_output=True,
-                              timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "nim_specdec", "cache", *args], env=env, capture_output=True, timeout=60
+        )
         assert done.returncode == 0, (args, done.stderr)
         done.stdout.decode("utf-8")  # printable text, whatever the names on disk
         assert b"\x1b" not in done.stdout

@@ -59,8 +59,9 @@ def _plan(site: Path, tmp_path: Path, spec: dict) -> subprocess.CompletedProcess
     draft.mkdir(exist_ok=True)
     (draft / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
     env = {"NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_MODEL_PATH": "hf://org/target"}
-    return _run([site], "-m", "nim_specdec", "plan", "--speculative-config", json.dumps({**spec, "model": str(draft)}),
-                env=env)
+    return _run(
+        [site], "-m", "nim_specdec", "plan", "--speculative-config", json.dumps({**spec, "model": str(draft)}), env=env
+    )
 
 
 MEDUSA = {"method": "medusa", "num_speculative_tokens": 3}

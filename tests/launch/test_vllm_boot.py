@@ -14,11 +14,20 @@ from nim_specdec.launch.vllm_gate import DEFERRED, run_check, settled
 SERVER = "vllm.entrypoints.openai.api_server"
 
 
-@pytest.mark.parametrize("program, expected", [
-    (["/venv/bin/python3", "-m", SERVER, "--model", "/ws/target"], ("module", SERVER, [SERVER, "--model", "/ws/target"])),
-    (["vllm", "serve", "/ws/target", "--port", "8000"], ("script", "vllm", ["vllm", "serve", "/ws/target", "--port", "8000"])),
-    (["/usr/local/bin/vllm", "serve", "m"], ("script", "vllm", ["/usr/local/bin/vllm", "serve", "m"])),
-])
+@pytest.mark.parametrize(
+    "program, expected",
+    [
+        (
+            ["/venv/bin/python3", "-m", SERVER, "--model", "/ws/target"],
+            ("module", SERVER, [SERVER, "--model", "/ws/target"]),
+        ),
+        (
+            ["vllm", "serve", "/ws/target", "--port", "8000"],
+            ("script", "vllm", ["vllm", "serve", "/ws/target", "--port", "8000"]),
+        ),
+        (["/usr/local/bin/vllm", "serve", "m"], ("script", "vllm", ["/usr/local/bin/vllm", "serve", "m"])),
+    ],
+)
 def test_server_entry(program, expected):
     assert server_entry(program) == expected
 
@@ -34,13 +43,18 @@ def test_boot_argv_keeps_vllms_command_whole():
 
 
 def test_check_context_names_sources_never_values():
-    view = {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}, "config": {"model": "secret-ish"}},
-            "engine_origin": {"api_key": "cli"},
-            "engine": {"vllm_version": "0.33.0", "device": {"name": "NVIDIA H200"}},
-            "_argv_exec": ["vllm", "--api-key", "s3cr3t"]}
+    view = {
+        "speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}, "config": {"model": "secret-ish"}},
+        "engine_origin": {"api_key": "cli"},
+        "engine": {"vllm_version": "0.33.0", "device": {"name": "NVIDIA H200"}},
+        "_argv_exec": ["vllm", "--api-key", "s3cr3t"],
+    }
     context = json.loads(check_context(view))
-    assert context == {"speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}},
-                       "engine_origin": {"api_key": "cli"}, "vllm_version": "0.33.0"}
+    assert context == {
+        "speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}},
+        "engine_origin": {"api_key": "cli"},
+        "vllm_version": "0.33.0",
+    }
     assert "s3cr3t" not in check_context(view)
 
 
@@ -56,9 +70,15 @@ def test_defer_check_waits_for_files_that_are_not_here(tmp_path):
     assert outcome["ran"] is False and "not on this machine yet" in outcome["skipped"] and not settled(outcome)
 
 
-@pytest.mark.parametrize("check, expected", [
-    (None, False), ({"ran": False, "skipped": "why"}, False), ({"ran": True}, True), (DEFERRED, True),
-])
+@pytest.mark.parametrize(
+    "check, expected",
+    [
+        (None, False),
+        ({"ran": False, "skipped": "why"}, False),
+        ({"ran": True}, True),
+        (DEFERRED, True),
+    ],
+)
 def test_settled(check, expected):
     assert settled(check) is expected
 
@@ -66,9 +86,15 @@ def test_settled(check, expected):
 def test_without_a_context_the_program_runs_at_once_with_its_own_argv(tmp_path):
     # A module stands in for vLLM's server: it prints what it was run with and whether the context leaked.
     (tmp_path / "fake_server.py").write_text(
-        "import os, sys\nprint(__name__, sys.argv[1:], os.environ.get('%s'))\nsys.exit(7)\n" % CONTEXT_VAR)
-    done = subprocess.run([sys.executable, "-m", MODULE, sys.executable, "-m", "fake_server", "--port", "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)})
+        "import os, sys\nprint(__name__, sys.argv[1:], os.environ.get('%s'))\nsys.exit(7)\n" % CONTEXT_VAR
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", MODULE, sys.executable, "-m", "fake_server", "--port", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)},
+    )
     assert done.returncode == 7, done.stderr
     assert done.stdout.strip() == "__main__ ['--port', '1'] None"

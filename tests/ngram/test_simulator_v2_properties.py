@@ -32,8 +32,10 @@ model_lens = st.one_of(st.just(1 << 30), st.integers(min_value=1, max_value=90))
 @given(st.lists(requests, min_size=1, max_size=5), settings_strategy, model_lens)
 def test_counters_equal_the_literal_model(trace, params, max_model_len):
     result = simulate_v2(build_corpus(trace, max_ngram=7, pad=params.k + 1, occurrence="last"), params, max_model_len)
-    refs = [simulate_request_v2(r.prompt, r.output, r.tail, params.k, params.min_n, params.max_n, max_model_len)
-            for r in trace]
+    refs = [
+        simulate_request_v2(r.prompt, r.output, r.tail, params.k, params.min_n, params.max_n, max_model_len)
+        for r in trace
+    ]
     for index, ref in enumerate(refs):
         assert tuple(result.per_request[index]) == (ref.drafts, ref.draft_tokens, ref.accepted), trace[index]
     assert result.steps == sum(r.steps for r in refs)

@@ -36,7 +36,12 @@ def test_grid_keeps_min_at_most_max():
 
 def test_specdec_args_holds_an_object():
     assert json.loads(specdec_args(NgramParams(3, 1, 4))) == {
-        "speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+        "speculative_config": {
+            "method": "ngram",
+            "num_speculative_tokens": 3,
+            "prompt_lookup_max": 4,
+            "prompt_lookup_min": 1,
+        }
     }
 
 
@@ -46,14 +51,30 @@ def test_cli_flags_the_grid_edge_and_shows_the_current_setting(tmp_path):
     records.write_text(json.dumps(row) + "\n")
     report = tmp_path / "report.json"
     current = '{"speculative_config": {"method": "ngram", "num_speculative_tokens": 1, "prompt_lookup_min": 2}}'
-    proc = _cli("--records", str(records), "--k", "1-3", "--min", "1", "--max", "1-2", "--top", "1", "--current", current,
-                "--json", str(report))
+    proc = _cli(
+        "--records",
+        str(records),
+        "--k",
+        "1-3",
+        "--min",
+        "1",
+        "--max",
+        "1-2",
+        "--top",
+        "1",
+        "--current",
+        current,
+        "--json",
+        str(report),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(report.read_text())
     # Output that repeats its prompt: the longest draft tried wins, which may not be the best there is.
     best = data["recommended"]
     assert best["num_speculative_tokens"] == 3 and best["speculative_config"]["num_speculative_tokens"] == 3
-    assert json.loads(best["NIM_SPECDEC_ARGS"])["speculative_config"] == best["speculative_config"]  # an object, once escaped
+    assert (
+        json.loads(best["NIM_SPECDEC_ARGS"])["speculative_config"] == best["speculative_config"]
+    )  # an object, once escaped
     assert "note: ngram: num_speculative_tokens=3 is the largest value tried; widen --k" in proc.stdout
     assert {"method": "ngram", "key": "num_speculative_tokens", "value": 3} in data["edge_of_grid"]
     cur = data["current"]
@@ -67,7 +88,10 @@ def test_cli_flags_the_grid_edge_and_shows_the_current_setting(tmp_path):
     [
         ({"method": "ngram", "num_speculative_tokens": 3}, NgramParams(3, 5, 5)),
         ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}, NgramParams(3, 4, 4)),
-        ({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 1, "prompt_lookup_max": 3}, NgramParams(2, 1, 3)),
+        (
+            {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 1, "prompt_lookup_max": 3},
+            NgramParams(2, 1, 3),
+        ),
         ({"method": "suffix", "num_speculative_tokens": 3}, None),
         ({"method": "ngram"}, None),
         (None, None),
@@ -113,11 +137,25 @@ def test_parse_capture_routes_by_payload_kind():
 
 
 def test_greedy_and_tail_payloads():
-    payload = {"model": "m", "messages": [], "temperature": 0.7, "top_p": 0.9, "stream": True, "n": 2,
-               "stop": ["x"], "max_completion_tokens": 10}
+    payload = {
+        "model": "m",
+        "messages": [],
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "stream": True,
+        "n": 2,
+        "stop": ["x"],
+        "max_completion_tokens": 10,
+    }
     greedy = greedy_payload(payload, "served")
-    assert greedy == {"model": "served", "messages": [], "temperature": 0, "return_token_ids": True,
-                      "stop": ["x"], "max_completion_tokens": 10}
+    assert greedy == {
+        "model": "served",
+        "messages": [],
+        "temperature": 0,
+        "return_token_ids": True,
+        "stop": ["x"],
+        "max_completion_tokens": 10,
+    }
     tail = tail_payload(greedy, 7, 4)
     assert tail["max_tokens"] == 11 and tail["ignore_eos"] is True
     assert "stop" not in tail and "max_completion_tokens" not in tail
@@ -148,17 +186,25 @@ def test_summed_counters_and_their_growth():
     assert after.counts() == {"drafts": 66, "draft_tokens": 180, "accepted": 81, "pos0": 39, "pos1": 0, "pos2": 18}
     assert summed(parse_prometheus("")).counts() == {"drafts": 0, "draft_tokens": 0, "accepted": 0}
     assert after.minus(summed(parse_prometheus(""))).counts()["accepted"] == 81
-    two_models = METRICS + METRICS.replace('model_name="tiny"', 'model_name="other"').replace("# HELP vllm:spec_decode_num_drafts_total x\n", "")
+    two_models = METRICS + METRICS.replace('model_name="tiny"', 'model_name="other"').replace(
+        "# HELP vllm:spec_decode_num_drafts_total x\n", ""
+    )
     assert summed(parse_prometheus(two_models)).counts()["pos2"] == 36
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "nim_specdec", "tune-ngram", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "tune-ngram", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_from_saved_records(tmp_path):
     records = tmp_path / "records.jsonl"
-    row = {"prompt_token_ids": [1, 2, 3, 4, 1, 2], "output_token_ids": [3, 4, 1, 2, 3, 4, 1, 2, 3], "tail_token_ids": [4, 1]}
+    row = {
+        "prompt_token_ids": [1, 2, 3, 4, 1, 2],
+        "output_token_ids": [3, 4, 1, 2, 3, 4, 1, 2, 3],
+        "tail_token_ids": [4, 1],
+    }
     records.write_text(json.dumps(row) + "\n")
     report = tmp_path / "report.json"
     proc = _cli("--records", str(records), "--k", "1-3", "--min", "1", "--max", "1-2", "--json", str(report))
@@ -221,7 +267,9 @@ def test_recommended_value_is_what_the_launcher_applies(params, models, tmp_path
         NIM_SPECDEC_ARGS=specdec_args(params),
         NIM_CACHE_PATH=str(tmp_path / "cache"),
     )
-    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["speculative"]["config"] == {

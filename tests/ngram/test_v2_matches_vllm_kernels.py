@@ -142,9 +142,29 @@ def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path
     save_records(str(tmp_path / "records.jsonl"), requests, 64)
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "nim_specdec", "simulate", "--records", str(tmp_path / "records.jsonl"),
-         "--method", "ngram", "--ngram-k", "2,4", "--ngram-min", "1", "--ngram-max", "1,3", "--model-runner", "v2", "--json", str(report)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "nim_specdec",
+            "simulate",
+            "--records",
+            str(tmp_path / "records.jsonl"),
+            "--method",
+            "ngram",
+            "--ngram-k",
+            "2,4",
+            "--ngram-min",
+            "1",
+            "--ngram-max",
+            "1,3",
+            "--model-runner",
+            "v2",
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(report.read_text())["grid"]
@@ -154,7 +174,8 @@ def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path
         stepped = v2.replay(v2.Drafter(kernels, k, min_n, max_n, 64, len(requests)), requests)
         assert row["model_runner"] == "v2"
         assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == tuple(
-            sum(s[i] for s in stepped) for i in range(3))
+            sum(s[i] for s in stepped) for i in range(3)
+        )
         assert row["accepted_per_pos"] == [sum(s[3][p] for s in stepped) for p in range(k)]
 
 

@@ -69,8 +69,10 @@ def interpreting(fast: bool = True):
         # Triton decides at import whether its own jit helpers (tl.sum, tl.max, ...) are interpreted: a process
         # that imported it first without the interpreter cannot run these kernels in it.
         if type(standard.sum).__name__ != "InterpretedFunction":
-            raise AssertionError("triton was imported without TRITON_INTERPRET=1 in this process: run the tests "
-                                 "marked `interpreter` in a pytest process of their own (make test does)")
+            raise AssertionError(
+                "triton was imported without TRITON_INTERPRET=1 in this process: run the tests "
+                "marked `interpreter` in a pytest process of their own (make test does)"
+            )
     before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     from triton.runtime import interpreter
@@ -108,8 +110,9 @@ class Drafter:
 
         self.torch = torch
         config = SimpleNamespace(
-            speculative_config=SimpleNamespace(num_speculative_tokens=k, prompt_lookup_min=min_n,
-                                               prompt_lookup_max=max_n),
+            speculative_config=SimpleNamespace(
+                num_speculative_tokens=k, prompt_lookup_min=min_n, prompt_lookup_max=max_n
+            ),
             scheduler_config=SimpleNamespace(max_num_seqs=slots),
             model_config=SimpleNamespace(max_model_len=max_model_len),
         )
@@ -117,12 +120,14 @@ class Drafter:
         self.token_ids = torch.full((slots, max_model_len), 12345, dtype=torch.int32)  # stale tokens past each end
         self.total_len = torch.zeros(slots, dtype=torch.int32)
         self.last_sampled = torch.zeros((slots, 1), dtype=torch.int64)
-        states = SimpleNamespace(all_token_ids=SimpleNamespace(gpu=self.token_ids),
-                                 total_len=SimpleNamespace(gpu=self.total_len))
+        states = SimpleNamespace(
+            all_token_ids=SimpleNamespace(gpu=self.token_ids), total_len=SimpleNamespace(gpu=self.total_len)
+        )
         self.speculator = module.NgramGPUSpeculator(config, torch.device("cpu"), states)
 
-    def propose(self, contexts: Sequence[Sequence[int]], slots: Sequence[int] | None = None,
-                fast: bool = True) -> list[list[int]]:
+    def propose(
+        self, contexts: Sequence[Sequence[int]], slots: Sequence[int] | None = None, fast: bool = True
+    ) -> list[list[int]]:
         """The drafts for a batch of contexts, each held in its own slot (batch order != slot order)."""
         torch = self.torch
         slots = list(slots) if slots is not None else list(range(len(contexts)))[::-1]
@@ -134,8 +139,17 @@ class Drafter:
         num_sampled = torch.ones(len(contexts), dtype=torch.int32)
         with interpreting(fast):
             drafts = self.speculator.propose(
-                batch, None, None, None, None, num_sampled, torch.zeros_like(num_sampled), self.last_sampled,
-                None, None, None,
+                batch,
+                None,
+                None,
+                None,
+                None,
+                num_sampled,
+                torch.zeros_like(num_sampled),
+                self.last_sampled,
+                None,
+                None,
+                None,
             )
         return drafts.tolist()
 

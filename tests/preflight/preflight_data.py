@@ -72,8 +72,16 @@ def model_dir(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-def eagle3_tensors(hidden: int, vocab: int, draft_vocab: int, target_hidden: int | None = None, d2t: bool = True,
-                   heads: int = 32, kv_heads: int = 8, intermediate: int = 14336) -> dict:
+def eagle3_tensors(
+    hidden: int,
+    vocab: int,
+    draft_vocab: int,
+    target_hidden: int | None = None,
+    d2t: bool = True,
+    heads: int = 32,
+    kv_heads: int = 8,
+    intermediate: int = 14336,
+) -> dict:
     """The tensor layout of a published EAGLE3 draft (one decoder layer fed by three target layers)."""
     th = target_hidden or hidden
     head_dim = hidden // heads

@@ -79,8 +79,13 @@ def test_nvml_absent_reads_no_driver_and_serve_gives_no_warning() -> None:
         "from nim_specdec.preflight.driver import check_driver, read_driver_cuda\n"
         "print(read_driver_cuda(), check_driver({'CUDA_VERSION': '13.0'}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "None"]
 

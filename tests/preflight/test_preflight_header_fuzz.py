@@ -26,8 +26,12 @@ def test_any_header_bytes(raw):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.recursive(st.none() | st.integers() | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)))
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    )
+)
 def test_any_json_header(doc):
     try:
         tensors = parse_header(json.dumps({"w": doc}).encode(), "f")
@@ -36,7 +40,9 @@ def test_any_json_header(doc):
     else:
         # Accepted only with all three fields usable: the size is what the offsets span.
         start, end = doc["data_offsets"]
-        assert tensors["w"].shape == tuple(int(d) for d in doc["shape"]) and tensors["w"].nbytes == int(end) - int(start)
+        assert tensors["w"].shape == tuple(int(d) for d in doc["shape"]) and tensors["w"].nbytes == int(end) - int(
+            start
+        )
 
 
 @settings(max_examples=200, deadline=None)

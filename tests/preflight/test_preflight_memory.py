@@ -27,17 +27,38 @@ def _bytes(tensors) -> int:
 
 E3_8B = _bytes(eagle3_tensors(4096, 128256, 32000))
 # No public config.json of a 70B EAGLE3 draft exists; this one has the 8B draft's keys at the 70B's sizes.
-DRAFT_70B = {**load_config("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B"), "hidden_size": 8192, "num_attention_heads": 64,
-             "intermediate_size": 28672}
+DRAFT_70B = {
+    **load_config("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B"),
+    "hidden_size": 8192,
+    "num_attention_heads": 64,
+    "intermediate_size": 28672,
+}
 E3_70B = _bytes(eagle3_tensors(8192, 128256, 32000, heads=64, intermediate=28672))
 
 
-def _inputs(method="eagle3", target="meta-llama--Llama-3.1-8B-Instruct", target_weights=L8B_WEIGHTS,
-            draft="yuhuili--EAGLE3-LLaMA3.1-Instruct-8B", draft_weights=E3_8B, engine=None, spec=None, gpus=(H100,),
-            mtp_heads=None):
+def _inputs(
+    method="eagle3",
+    target="meta-llama--Llama-3.1-8B-Instruct",
+    target_weights=L8B_WEIGHTS,
+    draft="yuhuili--EAGLE3-LLaMA3.1-Instruct-8B",
+    draft_weights=E3_8B,
+    engine=None,
+    spec=None,
+    gpus=(H100,),
+    mtp_heads=None,
+):
     draft_config = draft if isinstance(draft, dict) or draft is None else load_config(draft)
-    return MemoryInputs(method, {"num_speculative_tokens": 3} if spec is None else spec, engine or {},
-                        load_config(target), target_weights, draft_config, draft_weights, mtp_heads, gpus)
+    return MemoryInputs(
+        method,
+        {"num_speculative_tokens": 3} if spec is None else spec,
+        engine or {},
+        load_config(target),
+        target_weights,
+        draft_config,
+        draft_weights,
+        mtp_heads,
+        gpus,
+    )
 
 
 def test_llama8b_with_its_eagle3_draft_fits_an_h100():
@@ -56,9 +77,16 @@ def test_llama8b_with_its_eagle3_draft_fits_an_h100():
 
 
 def test_a_draft_that_tips_the_plan_over_names_the_guides_remedies_in_order():
-    check = check_headroom(_inputs(target="meta-llama--Llama-3.3-70B-Instruct", target_weights=L70B_WEIGHTS,
-                                   draft=DRAFT_70B, draft_weights=E3_70B, gpus=(H100, H100),
-                                   engine={"max_model_len": 32768, "tensor_parallel_size": 2}))
+    check = check_headroom(
+        _inputs(
+            target="meta-llama--Llama-3.3-70B-Instruct",
+            target_weights=L70B_WEIGHTS,
+            draft=DRAFT_70B,
+            draft_weights=E3_70B,
+            gpus=(H100, H100),
+            engine={"max_model_len": 32768, "tensor_parallel_size": 2},
+        )
+    )
     assert check.result == "fail"
     assert check.message == (
         "GPU memory: the plan needs 75.4 GiB per GPU but NVIDIA H100 80GB HBM3 offers 73.3 GiB (79.6 GiB x "
@@ -67,15 +95,25 @@ def test_a_draft_that_tips_the_plan_over_names_the_guides_remedies_in_order():
         "use a shorter NIM_MAX_MODEL_LEN (now 32768), lower concurrency (--max-num-seqs, now 1024), a different "
         "--gpu-memory-utilization (now 0.92), or a lighter method (mtp or ngram)"
     )
-    shorter = check_headroom(_inputs(target="meta-llama--Llama-3.3-70B-Instruct", target_weights=L70B_WEIGHTS,
-                                     draft=DRAFT_70B, draft_weights=E3_70B, gpus=(H100, H100),
-                                     engine={"max_model_len": 8192, "tensor_parallel_size": 2}))
+    shorter = check_headroom(
+        _inputs(
+            target="meta-llama--Llama-3.3-70B-Instruct",
+            target_weights=L70B_WEIGHTS,
+            draft=DRAFT_70B,
+            draft_weights=E3_70B,
+            gpus=(H100, H100),
+            engine={"max_model_len": 8192, "tensor_parallel_size": 2},
+        )
+    )
     assert shorter.result == "pass"
 
 
 def test_a_target_too_big_for_the_gpu_asks_for_more_gpus():
-    check = check_headroom(_inputs(target="meta-llama--Llama-3.3-70B-Instruct", target_weights=L70B_WEIGHTS,
-                                   engine={"max_model_len": 8192}))
+    check = check_headroom(
+        _inputs(
+            target="meta-llama--Llama-3.3-70B-Instruct", target_weights=L70B_WEIGHTS, engine={"max_model_len": 8192}
+        )
+    )
     assert check.message == (
         "GPU memory: the target's weights alone need 131.4 GiB per GPU but NVIDIA H100 80GB HBM3 offers 73.3 GiB "
         "(79.6 GiB x gpu_memory_utilization 0.92); spread the target over more GPUs (--tensor-parallel-size, now 1) "
@@ -94,16 +132,34 @@ def test_memory_held_by_other_processes():
 
 
 def test_ngram_adds_only_verification_activations():
-    f = estimate(_inputs(method="ngram", target="Qwen--Qwen2.5-7B-Instruct", draft=None, draft_weights=None,
-                         engine={"max_num_seqs": 64}, spec={"num_speculative_tokens": 3}))
+    f = estimate(
+        _inputs(
+            method="ngram",
+            target="Qwen--Qwen2.5-7B-Instruct",
+            draft=None,
+            draft_weights=None,
+            engine={"max_num_seqs": 64},
+            spec={"num_speculative_tokens": 3},
+        )
+    )
     assert (f["draft_weight_bytes"], f["kv_cache_bytes_per_token_draft"]) == (0, 0)
     assert f["extra_bytes"] == f["verify_activation_bytes"] == 64 * 3 * 2 * 152064 * 4
     assert f["max_model_len"] == 32768  # derived from the target's config.json
 
 
 def test_mtp_heads_add_kv_cache_of_their_layers_and_no_weights():
-    f = estimate(_inputs(method="mtp", target="deepseek-ai--DeepSeek-V3", target_weights=DSV3_WEIGHTS, draft=None,
-                         draft_weights=None, spec={}, mtp_heads=1, engine={"max_model_len": "32k", "tensor_parallel_size": 8}))
+    f = estimate(
+        _inputs(
+            method="mtp",
+            target="deepseek-ai--DeepSeek-V3",
+            target_weights=DSV3_WEIGHTS,
+            draft=None,
+            draft_weights=None,
+            spec={},
+            mtp_heads=1,
+            engine={"max_model_len": "32k", "tensor_parallel_size": 8},
+        )
+    )
     assert f["kv_cache_bytes_per_token_draft"] == 576 * 2  # one MLA layer: latent 512 + rope 64, bf16
     assert f["kv_cache_bytes_per_token_target"] == 61 * 576 * 2
     assert (f["draft_weight_bytes"], f["num_speculative_tokens"], f["max_model_len"]) == (0, 1, 32000)
@@ -121,7 +177,10 @@ def test_fp8_kv_cache_halves_the_cache():
     [
         (_inputs(gpus=None), "no GPU is visible (nvidia-ml-py or the NVIDIA driver is absent)"),
         (_inputs(target_weights=None), "the target's weights are not available locally to size them"),
-        (_inputs(engine={"tensor_parallel_size": 4}, gpus=(H100, H100)), "tensor_parallel_size is 4 but 2 GPU(s) are visible"),
+        (
+            _inputs(engine={"tensor_parallel_size": 4}, gpus=(H100, H100)),
+            "tensor_parallel_size is 4 but 2 GPU(s) are visible",
+        ),
     ],
 )
 def test_skipped_with_the_reason_and_the_estimate(inputs, reason):
@@ -145,8 +204,10 @@ def test_vllms_default_concurrency_depends_on_the_gpu(gpu, expected):
     assert default_max_num_seqs(gpu) == expected
 
 
-@pytest.mark.parametrize("value, expected", [(4096, 4096), ("4096", 4096), ("32k", 32000), ("32K", 32768),
-                                             ("1.5k", 1500), (-1, None), ("auto", None)])
+@pytest.mark.parametrize(
+    "value, expected",
+    [(4096, 4096), ("4096", 4096), ("32k", 32000), ("32K", 32768), ("1.5k", 1500), (-1, None), ("auto", None)],
+)
 def test_max_model_len_spellings(value, expected):
     assert parse_length(value) == expected
 
@@ -154,6 +215,8 @@ def test_max_model_len_spellings(value, expected):
 def test_an_unsplit_draft_costs_its_full_weights_on_every_gpu():
     engine = {"max_model_len": 8192, "tensor_parallel_size": 2}
     split = estimate(_inputs(engine=engine, gpus=(H100, H100)))
-    whole = estimate(_inputs(engine=engine, gpus=(H100, H100), spec={"num_speculative_tokens": 3, "draft_tensor_parallel_size": 1}))
+    whole = estimate(
+        _inputs(engine=engine, gpus=(H100, H100), spec={"num_speculative_tokens": 3, "draft_tensor_parallel_size": 1})
+    )
     assert (split["draft_weight_bytes"], whole["draft_weight_bytes"]) == (E3_8B // 2, E3_8B)
     assert whole["kv_cache_bytes_per_token_draft"] == 2 * split["kv_cache_bytes_per_token_draft"]

@@ -6,17 +6,42 @@ import pytest
 
 from nim_specdec.preflight import model_config as mc
 
-LLAMA = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-         "vocab_size": 128256, "torch_dtype": "bfloat16", "max_position_embeddings": 131072,
-         "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
-MLA = {"hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128, "kv_lora_rank": 512,
-       "qk_rope_head_dim": 64, "num_hidden_layers": 61}
+LLAMA = {
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "vocab_size": 128256,
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 131072,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0},
+}
+MLA = {
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "num_hidden_layers": 61,
+}
 
 
 @pytest.mark.parametrize(
     "name, expected",
-    [("auto", 2), (None, 2), ("bfloat16", 2), ("float16", 2), ("half", 2), ("float32", 4), ("torch.bfloat16", 2),
-     ("fp8", 1), ("fp8_e4m3", 1), ("fp8_e5m2", 1), ("float8_e4m3fn", 1), ("int8", 1)],
+    [
+        ("auto", 2),
+        (None, 2),
+        ("bfloat16", 2),
+        ("float16", 2),
+        ("half", 2),
+        ("float32", 4),
+        ("torch.bfloat16", 2),
+        ("fp8", 1),
+        ("fp8_e4m3", 1),
+        ("fp8_e5m2", 1),
+        ("float8_e4m3fn", 1),
+        ("int8", 1),
+    ],
 )
 def test_dtype_bytes(name, expected):
     assert mc.dtype_bytes(name) == expected
@@ -57,9 +82,16 @@ def test_derived_max_model_len(config, expected):
 
 def test_speculators_format_is_flattened_like_vllm_does():
     raw = {
-        "speculators_model_type": "eagle3", "architectures": ["Eagle3Speculator"], "draft_vocab_size": 32000,
-        "target_hidden_size": None, "transformer_layer_config": {"model_type": "llama", "hidden_size": 4096,
-                                                                   "vocab_size": 128256, "num_hidden_layers": 1},
+        "speculators_model_type": "eagle3",
+        "architectures": ["Eagle3Speculator"],
+        "draft_vocab_size": 32000,
+        "target_hidden_size": None,
+        "transformer_layer_config": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "vocab_size": 128256,
+            "num_hidden_layers": 1,
+        },
     }
     view = mc.draft_view(raw)
     assert view["draft_vocab_size"] == 32000 and view["hidden_size"] == 4096 and "target_hidden_size" not in view

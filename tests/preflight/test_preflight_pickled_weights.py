@@ -14,14 +14,16 @@ from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo
 
 
 def test_state_dict_names_dtypes_and_shapes(tmp_path):
-    state = OrderedDict([
-        ("fc.weight", torch.zeros(8, 16, dtype=torch.bfloat16)),
-        ("fc.bias", torch.nn.Parameter(torch.zeros(8, dtype=torch.float16))),
-        ("layers.0.self_attn.q_proj.weight", torch.zeros(8, 8)),
-        ("d2t", torch.zeros(5, dtype=torch.int64)),
-        ("t2d", torch.zeros(300, dtype=torch.bool)),
-        ("scale", torch.tensor(2.0)),
-    ])
+    state = OrderedDict(
+        [
+            ("fc.weight", torch.zeros(8, 16, dtype=torch.bfloat16)),
+            ("fc.bias", torch.nn.Parameter(torch.zeros(8, dtype=torch.float16))),
+            ("layers.0.self_attn.q_proj.weight", torch.zeros(8, 8)),
+            ("d2t", torch.zeros(5, dtype=torch.int64)),
+            ("t2d", torch.zeros(300, dtype=torch.bool)),
+            ("scale", torch.tensor(2.0)),
+        ]
+    )
     torch.save(state, tmp_path / "pytorch_model.bin")
     assert read_pickled_tensors(tmp_path / "pytorch_model.bin") == {
         "fc.weight": TensorInfo("BF16", (8, 16), 256),

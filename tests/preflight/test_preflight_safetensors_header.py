@@ -26,8 +26,11 @@ def test_sharded_checkpoint_is_read_through_its_index(model_dir):
     ckpt = read_checkpoint(directory)
     assert set(ckpt.tensors) == set(tensors)
     assert ckpt.total_bytes == 10 * 256 * 256 * 2
-    assert ckpt.files == ("model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
-                          "model-00003-of-00003.safetensors")
+    assert ckpt.files == (
+        "model-00001-of-00003.safetensors",
+        "model-00002-of-00003.safetensors",
+        "model-00003-of-00003.safetensors",
+    )
 
 
 def test_files_without_an_index_are_all_read(tmp_path):

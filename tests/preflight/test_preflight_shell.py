@@ -20,15 +20,28 @@ NO_GPU = StaticProbe(None)
 TARGET_TENSORS = {f"model.layers.{i}.mlp.down_proj.weight": ("BF16", (4096, 14336)) for i in range(32)}
 TARGET_TENSORS.update({f"model.layers.{i}.mlp.up_proj.weight": ("BF16", (14336, 4096)) for i in range(32)})
 TARGET_TENSORS.update({f"model.layers.{i}.mlp.gate_proj.weight": ("BF16", (14336, 4096)) for i in range(32)})
-TARGET_TENSORS.update({"model.embed_tokens.weight": ("BF16", (128256, 4096)), "lm_head.weight": ("BF16", (128256, 4096))})
+TARGET_TENSORS.update(
+    {"model.embed_tokens.weight": ("BF16", (128256, 4096)), "lm_head.weight": ("BF16", (128256, 4096))}
+)
 
 
 def _plan(method, target_dir, draft_dir=None, config=None, engine=None):
-    draft = None if draft_dir is None else {"name": "eagle3_draft", "source": "hf://org/draft",
-                                             "path": "/ws/eagle3_draft", "local_dir": str(draft_dir) if draft_dir else None}
+    draft = (
+        None
+        if draft_dir is None
+        else {
+            "name": "eagle3_draft",
+            "source": "hf://org/draft",
+            "path": "/ws/eagle3_draft",
+            "local_dir": str(draft_dir) if draft_dir else None,
+        }
+    )
     return {
-        "speculative": {"enabled": True, "method": method,
-                        "config": {"method": method, "num_speculative_tokens": 3, **(config or {})}},
+        "speculative": {
+            "enabled": True,
+            "method": method,
+            "config": {"method": method, "num_speculative_tokens": 3, **(config or {})},
+        },
         "target": {"local_dir": str(target_dir) if target_dir else None},
         "draft": draft,
         "engine_args": engine if engine is not None else {"max_model_len": 8192},
@@ -47,8 +60,11 @@ def test_a_compatible_plan_reports_every_check_and_its_figures(llama):
     section = run_preflight(_plan("eagle3", target, draft), {}, StaticProbe([H100]))
     assert section["mode"] == {"compatibility": "error", "memory": "warn"}
     assert {c["name"]: c["result"] for c in section["checks"]} == {
-        "compatibility.method": "pass", "compatibility.architecture": "pass", "compatibility.hidden_size": "pass",
-        "compatibility.vocabulary": "pass", "memory.headroom": "pass",
+        "compatibility.method": "pass",
+        "compatibility.architecture": "pass",
+        "compatibility.hidden_size": "pass",
+        "compatibility.vocabulary": "pass",
+        "memory.headroom": "pass",
     }
     memory = section["checks"][-1]["figures"]
     assert memory["draft_weight_bytes"] == 849763584 and memory["gpu_name"] == "NVIDIA H100 80GB HBM3"
@@ -71,7 +87,9 @@ def test_warn_mode_reports_the_failure_and_goes_on(model_dir):
     target = model_dir("target", load_config(L70B))
     draft = model_dir("draft", load_config(EAGLE3_8B), eagle3_tensors(4096, 128256, 32000))
     lines = []
-    section = run_preflight(_plan("eagle3", target, draft), {"NIM_SPECDEC_PREFLIGHT": "warn"}, NO_GPU, warn=lines.append)
+    section = run_preflight(
+        _plan("eagle3", target, draft), {"NIM_SPECDEC_PREFLIGHT": "warn"}, NO_GPU, warn=lines.append
+    )
     assert section["mode"] == {"compatibility": "warn", "memory": "warn"}
     assert lines == [
         "nim-specdec: warning: pre-flight compatibility.hidden_size: draft hf://org/draft: the draft expects a target "
@@ -90,7 +108,7 @@ def test_memory_defaults_to_warn_and_error_mode_stops(llama):
         run_preflight(plan, {"NIM_SPECDEC_PREFLIGHT": "error"}, StaticProbe([L4]))
     assert err.value.one_line() == (
         "GPU memory: the plan needs 30.6 GiB per GPU but NVIDIA L4 offers 20.7 GiB (22.5 GiB x gpu_memory_utilization "
-        "0.92): target weights 12.5 GiB, draft weights 0.8 GiB, activations to verify 3 tokens 0.8 GiB, KV cache of one "
+        "0.92): target weights 12.5 GiB, draft weights 0.8 GiB, activations to verify 3 tokens 0.8 GiB, KV cache of one "  # noqa: E501
         "131072-token sequence 16.5 GiB; even without speculative decoding it would need 28.5 GiB; use a shorter "
         "NIM_MAX_MODEL_LEN (now 131072), lower concurrency (--max-num-seqs, now 256), a different "
         "--gpu-memory-utilization (now 0.92), or a lighter method (mtp or ngram)"
@@ -122,8 +140,14 @@ def test_remote_target_and_draft_not_yet_downloaded_are_skipped():
 
 def test_speculation_off_checks_nothing():
     section = run_preflight({"speculative": {"enabled": False, "method": None}}, {})
-    assert section["checks"] == [{"name": "compatibility.speculative", "result": "skipped",
-                                  "message": "speculative decoding is not enabled", "figures": {}}]
+    assert section["checks"] == [
+        {
+            "name": "compatibility.speculative",
+            "result": "skipped",
+            "message": "speculative decoding is not enabled",
+            "figures": {},
+        }
+    ]
 
 
 def test_a_corrupt_draft_header_stops_the_launch(model_dir):
@@ -154,8 +178,14 @@ def test_the_published_eagle1_draft_in_torch_format_run_as_eagle3(model_dir):
     draft = model_dir("draft", load_config("yuhuili--EAGLE-LLaMA3-Instruct-8B"))
     zero = torch.zeros(1, dtype=torch.float16)
     # Broadcast views keep the real shapes while the file stores one element per tensor.
-    torch.save({"fc.weight": zero.expand(4096, 8192), "fc.bias": zero.expand(4096),
-                "layers.0.self_attn.q_proj.weight": zero.expand(4096, 4096)}, draft / "pytorch_model.bin")
+    torch.save(
+        {
+            "fc.weight": zero.expand(4096, 8192),
+            "fc.bias": zero.expand(4096),
+            "layers.0.self_attn.q_proj.weight": zero.expand(4096, 4096),
+        },
+        draft / "pytorch_model.bin",
+    )
     with pytest.raises(ConfigError) as err:
         run_preflight(_plan("eagle3", target, draft), {}, NO_GPU)
     assert err.value.one_line() == (

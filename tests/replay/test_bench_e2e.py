@@ -35,21 +35,36 @@ BENCH_DIR = "bench-e2e"
 
 
 def _capture(path: Path) -> Path:
-    lines = [{"timestamp": SPREAD_MS * i, "payload": {"model": "captured", "max_tokens": 200, "messages": [{"role": "user", "content": p}]}}
-             for i, p in enumerate(PROMPTS)]
+    lines = [
+        {
+            "timestamp": SPREAD_MS * i,
+            "payload": {"model": "captured", "max_tokens": 200, "messages": [{"role": "user", "content": p}]},
+        }
+        for i, p in enumerate(PROMPTS)
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
 
 def _closed_loop(url: str, tokenizer: str, out: Path, lines: list[str]) -> ReplayMeasurement:
-    spec = ReplaySpec(url=url, model=SERVED_NAME, requests=tuple({"messages": [{"role": "user", "content": p}]} for p in PROMPTS),
-                      concurrency=1, request_count=REQUESTS, greedy=True, max_tokens=MAX_TOKENS, ignore_eos=True,
-                      tokenizer=tokenizer)
+    spec = ReplaySpec(
+        url=url,
+        model=SERVED_NAME,
+        requests=tuple({"messages": [{"role": "user", "content": p}]} for p in PROMPTS),
+        concurrency=1,
+        request_count=REQUESTS,
+        greedy=True,
+        max_tokens=MAX_TOKENS,
+        ignore_eos=True,
+        tokenizer=tokenizer,
+    )
     return run_replay(spec, out, Path(aiperf_bin()), progress=lines.append)
 
 
 def _bench(*options: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "bench", *options], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "bench", *options], capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -61,9 +76,29 @@ def _phase(mode: str, url: str, tokenizer: str, workdir: Path) -> dict:
     capture = _capture(root / "traffic.jsonl")
     lines: list[str] = []
     before = _closed_loop(url, tokenizer, root / f"direct-{mode}", lines)
-    bench = _bench("--url", url, "--mode", mode, "--trace", str(capture), "--greedy", "--ignore-eos",
-                   "--max-tokens", str(MAX_TOKENS), "--request-count", str(REQUESTS), "--tokenizer", tokenizer,
-                   "--aiperf", aiperf_bin(), "--out", str(root / "bench"), "--extra", "--random-seed", "--extra=7")
+    bench = _bench(
+        "--url",
+        url,
+        "--mode",
+        mode,
+        "--trace",
+        str(capture),
+        "--greedy",
+        "--ignore-eos",
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--request-count",
+        str(REQUESTS),
+        "--tokenizer",
+        tokenizer,
+        "--aiperf",
+        aiperf_bin(),
+        "--out",
+        str(root / "bench"),
+        "--extra",
+        "--random-seed",
+        "--extra=7",
+    )
     after = _closed_loop(url, tokenizer, root / f"direct-{mode}-after", [])
     return {"before": before, "after": after, "lines": lines, "stderr": bench.stderr}
 
@@ -105,12 +140,18 @@ def test_bench_speedup_matches_a_closed_loop_measurement(off_run, ngram_run, run
 
     # The report from both runs, as a user rebuilds it.
     out = runs_dir / BENCH_DIR / "bench"
-    rebuilt = subprocess.run([sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(out)],
-                             capture_output=True, text=True, timeout=300)
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     (row,) = report["rows"]
-    assert row["category"] == "traffic" and row["on"]["schedule"] == "closed" and row["off"]["request_count"] == REQUESTS
+    assert (
+        row["category"] == "traffic" and row["on"]["schedule"] == "closed" and row["off"]["request_count"] == REQUESTS
+    )
 
     # bench: closed loop by default, so its speedup is the server's, not the capture's arrival rate.
     # Replayed at the capture's timestamps (2 s apart), requests of well under a second would leave the server
@@ -122,13 +163,24 @@ def test_bench_speedup_matches_a_closed_loop_measurement(off_run, ngram_run, run
     # cannot be finer than the noise. One server measured three times in a row on this 2-core machine read
     # 258.5, 345.2 and 279.1 tokens/s, its own time per output token moving with it (3.34, 2.50, 3.09 ms): the
     # machine, not the client; in another run bench read 1.29x the closed loop the same way.
-    before, after = on.output_tokens_per_s / off.output_tokens_per_s, on_after.output_tokens_per_s / off_after.output_tokens_per_s
-    closed_speedup = (on.output_tokens_per_s + on_after.output_tokens_per_s) / (off.output_tokens_per_s + off_after.output_tokens_per_s)
+    before, after = (
+        on.output_tokens_per_s / off.output_tokens_per_s,
+        on_after.output_tokens_per_s / off_after.output_tokens_per_s,
+    )
+    closed_speedup = (on.output_tokens_per_s + on_after.output_tokens_per_s) / (
+        off.output_tokens_per_s + off_after.output_tokens_per_s
+    )
     spread = abs(before - after) / ((before + after) / 2)
-    figures = {"bench off/on": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
-               "closed loop off/off-after/on/on-after": (off.output_tokens_per_s, off_after.output_tokens_per_s,
-                                                          on.output_tokens_per_s, on_after.output_tokens_per_s),
-               "client busy off/on": (row["off"]["client_busy_share"], row["on"]["client_busy_share"])}
+    figures = {
+        "bench off/on": (row["off"]["output_tokens_per_s"], row["on"]["output_tokens_per_s"]),
+        "closed loop off/off-after/on/on-after": (
+            off.output_tokens_per_s,
+            off_after.output_tokens_per_s,
+            on.output_tokens_per_s,
+            on_after.output_tokens_per_s,
+        ),
+        "client busy off/on": (row["off"]["client_busy_share"], row["on"]["client_busy_share"]),
+    }
     # bench's own pair is a third reading on the same two servers, and its off and on runs can each fall
     # anywhere in that noise, in opposite directions: one run read off 244 and on 606 (0.85x and 1.15x of
     # the closed loop's nearest readings 281.5 and 525.3), a speedup of 2.48 against 1.63 with a spread of

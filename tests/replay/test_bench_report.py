@@ -22,8 +22,20 @@ LAT = {"p50": 0.5, "p90": 0.8, "p99": 0.9}
 
 
 def m(tok_s, schedule="closed", concurrency=2, count=8, ok=8, spec=None, config=None):
-    return ReplayMeasurement(count, ok, concurrency, schedule, 2.0, int(tok_s * 2), tok_s, LAT,
-                             {"p50": 0.05, "p90": 0.08, "p99": 0.09}, {"p50": 0.01, "p90": 0.02, "p99": 0.03}, spec, config)
+    return ReplayMeasurement(
+        count,
+        ok,
+        concurrency,
+        schedule,
+        2.0,
+        int(tok_s * 2),
+        tok_s,
+        LAT,
+        {"p50": 0.05, "p90": 0.08, "p99": 0.09},
+        {"p50": 0.01, "p90": 0.02, "p99": 0.03},
+        spec,
+        config,
+    )
 
 
 ON_SPEC = SpecCounters(drafts=10, draft_tokens=30, accepted=15, per_position=(8, 5, 2))
@@ -49,15 +61,21 @@ def test_compare_speedup_acceptance_and_warnings():
 
 
 def test_timestamps_schedule_is_flagged_in_the_report(tmp_path):
-    report = compare({"off": {"t": m(10.0, "timestamps")}, "on": {"t": m(10.2, "timestamps", spec=ON_SPEC, config=NGRAM)}})
+    report = compare(
+        {"off": {"t": m(10.0, "timestamps")}, "on": {"t": m(10.2, "timestamps", spec=ON_SPEC, config=NGRAM)}}
+    )
     assert report["rows"][0]["speedup_note"] == ARRIVAL_RATE
     text = markdown(report)
     assert ARRIVAL_RATE in text and "captured times" in text
 
 
 def test_markdown_holds_every_figure():
-    report = compare({"off": {"math": m(100.0, config={"speculative_config": None, "source": "server command line"})},
-                      "on": {"math": m(150.0, spec=ON_SPEC, config=NGRAM)}})
+    report = compare(
+        {
+            "off": {"math": m(100.0, config={"speculative_config": None, "source": "server command line"})},
+            "on": {"math": m(150.0, spec=ON_SPEC, config=NGRAM)},
+        }
+    )
     text = markdown(report)
     assert "| math | on | 8/8 | closed loop, 2 in flight | 300 | 2.00 | 150.0 | 1.500x |" in text
     assert "| math | off | 500.0 / 800.0 / 900.0 | 50.0 / 80.0 / 90.0 | 10.0 / 20.0 / 30.0 |" in text
@@ -69,21 +87,35 @@ def test_markdown_holds_every_figure():
 def test_plots_are_pngs(tmp_path):
     report = compare({"off": {"math": m(100.0)}, "on": {"math": m(150.0, spec=ON_SPEC)}})
     paths = write_plots(report, tmp_path)
-    assert [p.name for p in paths] == ["throughput_on_off.png", "latency_on_off.png", "acceptance_by_position.png",
-                                       "speedup_interval.png"]
+    assert [p.name for p in paths] == [
+        "throughput_on_off.png",
+        "latency_on_off.png",
+        "acceptance_by_position.png",
+        "speedup_interval.png",
+    ]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
 
 def test_capture_keeps_timestamps_and_speed_bench_takes_first_turns():
-    lines = [json.dumps({"timestamp": 1000 * i, "payload": {"messages": [{"role": "user", "content": str(i)}]}}) for i in range(3)]
+    lines = [
+        json.dumps({"timestamp": 1000 * i, "payload": {"messages": [{"role": "user", "content": str(i)}]}})
+        for i in range(3)
+    ]
     work = from_capture("traffic", lines)
     assert work.timestamps_ms == (0, 1000, 2000) and len(work.requests) == 3
     assert from_capture("t", [json.dumps({"payload": {"prompt": "x"}})]).timestamps_ms is None
     with pytest.raises(ConfigError):
         from_capture("t", [lines[0], json.dumps({"payload": {"prompt": "x"}})])
     rows = [
-        {"question_id": "a" * 32, "category": "math", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q1"},
-                                                                    {"role": "user", "content": "q2"}]},
+        {
+            "question_id": "a" * 32,
+            "category": "math",
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "q1"},
+                {"role": "user", "content": "q2"},
+            ],
+        },
         {"question_id": "b" * 32, "category": "qa", "messages": [{"role": "user", "content": "q"}]},
     ]
     work = from_speed_bench("math", [json.dumps(r) for r in rows])
@@ -109,14 +141,40 @@ def test_extra_takes_both_spellings(argv, expected):
     [
         (["--aiperf", "/nonexistent/aiperf"], 2, "make aiperf-venv"),
         (["--aiperf", sys.executable], 4, "cannot list the models at http://127.0.0.1:9/v1/models"),
-        (["--aiperf", sys.executable, "--schedule", "timestamps", "--request-count", "3"], 2, "--request-count: only the closed loop"),
-        (["--aiperf", sys.executable, "--extra", "--no-fixed-schedule", "--schedule", "timestamps"], 4, "cannot list the models"),
+        (
+            ["--aiperf", sys.executable, "--schedule", "timestamps", "--request-count", "3"],
+            2,
+            "--request-count: only the closed loop",
+        ),
+        (
+            ["--aiperf", sys.executable, "--extra", "--no-fixed-schedule", "--schedule", "timestamps"],
+            4,
+            "cannot list the models",
+        ),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path, args, code, needle):
     trace = tmp_path / "t.jsonl"
     trace.write_text(json.dumps({"timestamp": 0, "payload": {"messages": [{"role": "user", "content": "hi"}]}}) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "nim_specdec", "bench", "--url", "http://127.0.0.1:9", "--mode", "off",
-                           "--trace", str(trace), "--out", str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nim_specdec",
+            "bench",
+            "--url",
+            "http://127.0.0.1:9",
+            "--mode",
+            "off",
+            "--trace",
+            str(trace),
+            "--out",
+            str(tmp_path / "out"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == code and needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

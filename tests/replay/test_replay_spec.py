@@ -54,7 +54,11 @@ def test_check_names_the_endpoint(requests, endpoint):
     "kw, body, expected",
     [
         ({}, CHAT, {"messages": CHAT["messages"], "max_tokens": 10}),
-        ({"greedy": True}, {**CHAT, "temperature": 0.8}, {"messages": CHAT["messages"], "max_tokens": 10, "temperature": 0}),
+        (
+            {"greedy": True},
+            {**CHAT, "temperature": 0.8},
+            {"messages": CHAT["messages"], "max_tokens": 10, "temperature": 0},
+        ),
         ({"max_tokens": 3}, PROMPT, {"prompt": "hi", "max_tokens": 3}),
         ({"ignore_eos": True}, PROMPT, {"prompt": "hi", "max_completion_tokens": 5, "ignore_eos": True}),
     ],
@@ -67,7 +71,10 @@ def test_wire_body_streams_with_usage_for_the_served_model(kw, body, expected):
 def test_trace_keeps_timestamps_only_when_the_schedule_uses_them():
     two = (CHAT, PROMPT | {"messages": []})
     closed = [json.loads(line) for line in trace_text(spec(requests=two, timestamps_ms=(500, 2500))).splitlines()]
-    timed = [json.loads(line) for line in trace_text(spec(requests=two, schedule="timestamps", timestamps_ms=(500, 2500))).splitlines()]
+    timed = [
+        json.loads(line)
+        for line in trace_text(spec(requests=two, schedule="timestamps", timestamps_ms=(500, 2500))).splitlines()
+    ]
     assert [set(line) for line in closed] == [{"payload"}, {"payload"}]
     assert [line["timestamp"] for line in timed] == [0, 2000]
     assert timed[0]["payload"]["stream"] is True
@@ -89,13 +96,21 @@ def test_aiperf_argv_closed_loop_and_timestamps():
 
 def _scrape(drafts, draft_tokens, accepted, per_pos, generated, ok):
     lines = [
-        "# TYPE vllm:spec_decode_num_drafts counter", f'vllm:spec_decode_num_drafts_total{{model_name="m"}} {drafts}',
-        "# TYPE vllm:spec_decode_num_draft_tokens counter", f'vllm:spec_decode_num_draft_tokens_total{{model_name="m"}} {draft_tokens}',
-        "# TYPE vllm:spec_decode_num_accepted_tokens counter", f'vllm:spec_decode_num_accepted_tokens_total{{model_name="m"}} {accepted}',
+        "# TYPE vllm:spec_decode_num_drafts counter",
+        f'vllm:spec_decode_num_drafts_total{{model_name="m"}} {drafts}',
+        "# TYPE vllm:spec_decode_num_draft_tokens counter",
+        f'vllm:spec_decode_num_draft_tokens_total{{model_name="m"}} {draft_tokens}',
+        "# TYPE vllm:spec_decode_num_accepted_tokens counter",
+        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="m"}} {accepted}',
         "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter",
-        *(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="m",position="{i}"}} {v}' for i, v in enumerate(per_pos)),
-        "# TYPE vllm:generation_tokens counter", f'vllm:generation_tokens_total{{model_name="m"}} {generated}',
-        "# TYPE vllm:request_success counter", f'vllm:request_success_total{{model_name="m",finished_reason="length"}} {ok}',
+        *(
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="m",position="{i}"}} {v}'
+            for i, v in enumerate(per_pos)
+        ),
+        "# TYPE vllm:generation_tokens counter",
+        f'vllm:generation_tokens_total{{model_name="m"}} {generated}',
+        "# TYPE vllm:request_success counter",
+        f'vllm:request_success_total{{model_name="m",finished_reason="length"}} {ok}',
     ]
     return "\n".join(lines) + "\n"
 
@@ -117,7 +132,12 @@ def test_measurement_takes_server_counts_and_counter_growth():
     assert (got.request_count, got.ok_count, got.output_tokens, got.output_tokens_per_s) == (8, 8, 256, 128.0)
     assert got.latency_s == {"p50": 0.5, "p90": 0.9, "p99": 0.99}
     assert got.itl_s == {"p50": 0.005, "p90": 0.006}
-    assert (got.spec.drafts, got.spec.draft_tokens, got.spec.accepted, got.spec.per_position) == (30, 90, 60, (20, 20, 20))
+    assert (got.spec.drafts, got.spec.draft_tokens, got.spec.accepted, got.spec.per_position) == (
+        30,
+        90,
+        60,
+        (20, 20, 20),
+    )
     assert ReplayMeasurement.from_json(json.loads(json.dumps(got.to_json()))) == got
     # Without usage blocks the server's generation counter gives the output tokens.
     no_usage = measurement(spec(), {**PROFILE, "total_output_tokens": None}, before, after, None)
@@ -129,17 +149,24 @@ def test_measurement_of_a_server_without_speculation():
     got = measurement(spec(), PROFILE, plain, plain, None)
     assert got.spec is None
     assert spec_config_from_metrics(plain)["speculative_config"] is None
-    assert spec_config_from_metrics(_scrape(0, 0, 0, (0, 0, 0, 0), 0, 0))["speculative_config"] == {"num_speculative_tokens": 4}
+    assert spec_config_from_metrics(_scrape(0, 0, 0, (0, 0, 0, 0), 0, 0))["speculative_config"] == {
+        "num_speculative_tokens": 4
+    }
 
 
 @pytest.mark.parametrize(
     "argv, expected",
     [
         (["serve", "--model", "m"], None),
-        (["x", "--speculative-config", '{"method":"ngram","num_speculative_tokens":3}'], {"method": "ngram", "num_speculative_tokens": 3}),
+        (
+            ["x", "--speculative-config", '{"method":"ngram","num_speculative_tokens":3}'],
+            {"method": "ngram", "num_speculative_tokens": 3},
+        ),
         (["x", '--speculative_config={"method":"mtp"}'], {"method": "mtp"}),
-        (["x", "--speculative-config.method", "ngram", "--speculative-config.num-speculative-tokens", "4"],
-         {"method": "ngram", "num_speculative_tokens": 4}),
+        (
+            ["x", "--speculative-config.method", "ngram", "--speculative-config.num-speculative-tokens", "4"],
+            {"method": "ngram", "num_speculative_tokens": 4},
+        ),
         (["x", "--speculative-config"], None),
     ],
 )
@@ -156,10 +183,13 @@ def test_missing_aiperf_names_make_target(tmp_path):
     assert err.value.where == "AIPERF_BIN" and "make aiperf-venv" in err.value.one_line()
 
 
-@pytest.mark.parametrize("environ, scratch, expected", [
-    ({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "A": "b"}, None, {"A": "b"}),
-    ({"A": "b"}, Path("/runs/c1"), {"A": "b", MMAP_BASE_VAR: "/runs/c1"}),
-    ({MMAP_BASE_VAR: "/mine"}, Path("/runs/c1"), {MMAP_BASE_VAR: "/mine"}),  # the user's choice stands
-])
+@pytest.mark.parametrize(
+    "environ, scratch, expected",
+    [
+        ({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "A": "b"}, None, {"A": "b"}),
+        ({"A": "b"}, Path("/runs/c1"), {"A": "b", MMAP_BASE_VAR: "/runs/c1"}),
+        ({MMAP_BASE_VAR: "/mine"}, Path("/runs/c1"), {MMAP_BASE_VAR: "/mine"}),  # the user's choice stands
+    ],
+)
 def test_aiperf_env(environ, scratch, expected):
     assert aiperf_env(environ, scratch) == expected

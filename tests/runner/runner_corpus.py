@@ -30,8 +30,13 @@ def _methods(models: dict[str, Path]) -> dict[str, dict | None]:
         "draft_model": {"method": "draft_model", "model": str(models["draft-copy"]), **k3},
         "eagle3": {"method": "eagle3", "model": str(models["draft-eagle3"]), **k3},
         "eagle3-parallel": {"method": "eagle3", "model": str(models["draft-eagle3"]), **k3, "parallel_drafting": True},
-        "heterogeneous": {"method": "draft_model", "model": str(models["draft-other"]), **k3,
-                          "use_heterogeneous_vocab": True, "draft_sample_method": "greedy"},
+        "heterogeneous": {
+            "method": "draft_model",
+            "model": str(models["draft-other"]),
+            **k3,
+            "use_heterogeneous_vocab": True,
+            "draft_sample_method": "greedy",
+        },
         "suffix": {"method": "suffix", **k3},
         "custom_class": {"method": "custom_class", "model": "my_package.proposers.Proposer", **k3},
     }
@@ -89,7 +94,7 @@ def all_cases(models: dict[str, Path], sampled: int = 260, seed: int = 26) -> li
 
     for env in ENVS:
         for name, spec in methods.items():
-            for schedule in ((False, True) if spec else (False,)):
+            for schedule in (False, True) if spec else (False,):
                 add(_case(name, spec, "plain", "default", env, schedule))
         for feature in FEATURES:
             add(_case("ngram", methods["ngram"], feature, "default", env, True))
@@ -99,8 +104,15 @@ def all_cases(models: dict[str, Path], sampled: int = 260, seed: int = 26) -> li
             add(_case("ngram", methods["ngram"], "plain", graphs, env, True))
         for name in ("off", "ngram"):
             spec = methods[name]
-            add(Case(f"{name}/hisparse/env={env}", ("--speculative-config", json.dumps(spec)) if spec else (),
-                     env, False, hisparse=True))
+            add(
+                Case(
+                    f"{name}/hisparse/env={env}",
+                    ("--speculative-config", json.dumps(spec)) if spec else (),
+                    env,
+                    False,
+                    hisparse=True,
+                )
+            )
     rng = random.Random(seed)
     names, features, graphs = sorted(methods), sorted(FEATURES), sorted(GRAPHS)
     target = len(cases) + sampled

@@ -25,8 +25,10 @@ DROPS = [
     ("dp1-033-v1-custom", "0.33.0", "v1", "custom_class", 1, True),
     ("dp1-033-v1-ngram-gpu", "0.33.0", "v1", "ngram_gpu", 1, True),
     ("dp1-033-v2-ngram-gpu", "0.33.0", "v2", "ngram_gpu", 1, False),
-    *[(f"dp1-033-v1-{m}", "0.33.0", "v1", m, 1, False) for m in ("ngram", "eagle", "eagle3", "mtp", "draft_model",
-                                                                  "dflash")],
+    *[
+        (f"dp1-033-v1-{m}", "0.33.0", "v1", m, 1, False)
+        for m in ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
+    ],
     ("dp1-newer-v1-suffix", "0.34.0", "v1", "suffix", 1, True),
     ("dp1-no-vllm-v1-suffix", "", "v1", "suffix", 1, False),
 ]
@@ -40,13 +42,18 @@ def test_schedule_drop(version, runner, method, dp, dropped):
         assert "drops the schedule" in drop.reason and "num_speculative_tokens_per_batch_size" in drop.fix
 
 
-@pytest.mark.parametrize("runner, platform, mode, downgrade", [
-    ("v1", "cuda", "FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE -> PIECEWISE"),
-    ("v1", "rocm", "FULL", "FULL -> PIECEWISE"),
-    ("v1", "cuda", "FULL_DECODE_ONLY", "FULL_DECODE_ONLY -> PIECEWISE"),
-    ("v1", "cuda", "PIECEWISE", None), ("v1", "cuda", "NONE", None),
-    ("v2", "cuda", "FULL_AND_PIECEWISE", None), ("v1", "cpu", "FULL_AND_PIECEWISE", None),
-])
+@pytest.mark.parametrize(
+    "runner, platform, mode, downgrade",
+    [
+        ("v1", "cuda", "FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE -> PIECEWISE"),
+        ("v1", "rocm", "FULL", "FULL -> PIECEWISE"),
+        ("v1", "cuda", "FULL_DECODE_ONLY", "FULL_DECODE_ONLY -> PIECEWISE"),
+        ("v1", "cuda", "PIECEWISE", None),
+        ("v1", "cuda", "NONE", None),
+        ("v2", "cuda", "FULL_AND_PIECEWISE", None),
+        ("v1", "cpu", "FULL_AND_PIECEWISE", None),
+    ],
+)
 def test_cudagraph_downgrade(runner, platform, mode, downgrade):
     assert schedule_cudagraph_downgrade(runner, platform, mode) == downgrade
 
@@ -60,12 +67,15 @@ def _plan(models, version, platform, spec, *args, env=None):
     return resolve(env, ["--model", str(models["target"]), *args, "--speculative-config", json.dumps(spec)], facts)[1]
 
 
-@pytest.mark.parametrize("version, platform, method, env, runner, downgrade", [
-    ("0.32.0", "cuda", "suffix", None, "v1", "FULL_AND_PIECEWISE -> PIECEWISE"),
-    ("0.32.0", "cuda", "ngram", None, "v2", None),
-    ("0.33.0", "cuda", "ngram", {"VLLM_USE_V2_MODEL_RUNNER": "0"}, "v1", "FULL_AND_PIECEWISE -> PIECEWISE"),
-    ("0.32.0", "cpu", "ngram", None, "v1", None),
-])
+@pytest.mark.parametrize(
+    "version, platform, method, env, runner, downgrade",
+    [
+        ("0.32.0", "cuda", "suffix", None, "v1", "FULL_AND_PIECEWISE -> PIECEWISE"),
+        ("0.32.0", "cuda", "ngram", None, "v2", None),
+        ("0.33.0", "cuda", "ngram", {"VLLM_USE_V2_MODEL_RUNNER": "0"}, "v1", "FULL_AND_PIECEWISE -> PIECEWISE"),
+        ("0.32.0", "cpu", "ngram", None, "v1", None),
+    ],
+)
 def test_plan_shows_the_runner_and_warns_of_a_downgrade(models, version, platform, method, env, runner, downgrade):
     plan = _plan(models, version, platform, {"method": method, **SCHEDULED}, env=env)
     assert (plan.model_runner.runner, plan.model_runner.cudagraph_downgrade) == (runner, downgrade)
@@ -80,10 +90,13 @@ def test_no_downgrade_without_full_graphs(models):
     assert not [w for w in plan.warnings if "PIECEWISE" in w]
 
 
-@pytest.mark.parametrize("version, method, args, words", [
-    ("0.32.0", "ngram", ("-dp", "2"), "data parallelism above 1"),
-    ("0.33.0", "suffix", (), "method 'suffix' on the V1 model runner"),
-])
+@pytest.mark.parametrize(
+    "version, method, args, words",
+    [
+        ("0.32.0", "ngram", ("-dp", "2"), "data parallelism above 1"),
+        ("0.33.0", "suffix", (), "method 'suffix' on the V1 model runner"),
+    ],
+)
 def test_plan_refuses_a_schedule_vllm_drops(models, version, method, args, words):
     with pytest.raises(ConfigError) as err:
         _plan(models, version, "cuda", {"method": method, **SCHEDULED}, *args)
@@ -96,19 +109,35 @@ def test_suffix_schedule_kept_by_032(models):
     assert _plan(models, "0.32.0", "cuda", {"method": "suffix", **SCHEDULED}).model_runner.runner == "v1"
 
 
-@pytest.mark.parametrize("env, args, words", [
-    ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, (), "VLLM_USE_V2_MODEL_RUNNER: 1 asks for the V2 model runner, but vLLM"),
-    ({"VLLM_USE_V2_MODEL_RUNNER": "on"}, (), "VLLM_USE_V2_MODEL_RUNNER: invalid value 'on'"),
-    ({}, ("--data-parallel-size", "2", "--speculative-config",
-          json.dumps({"method": "ngram", "prompt_lookup_max": 4, **SCHEDULED})), "drops the schedule"),
-])
+@pytest.mark.parametrize(
+    "env, args, words",
+    [
+        ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, (), "VLLM_USE_V2_MODEL_RUNNER: 1 asks for the V2 model runner, but vLLM"),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "on"}, (), "VLLM_USE_V2_MODEL_RUNNER: invalid value 'on'"),
+        (
+            {},
+            (
+                "--data-parallel-size",
+                "2",
+                "--speculative-config",
+                json.dumps({"method": "ngram", "prompt_lookup_max": 4, **SCHEDULED}),
+            ),
+            "drops the schedule",
+        ),
+    ],
+)
 def test_cli_one_line_exit_2(tmp_path, env, args, words):
     """On this machine's CPU build: what `nim-specdec plan` prints for each refusal."""
     models = make_models(tmp_path)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "VLLM_USE_V2"))}
     full.update(NIM_CACHE_PATH=str(models["cache"]), **env)
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "plan", "--model", str(models["target"]), *args],
-                          env=full, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan", "--model", str(models["target"]), *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and words in lines[0], done.stderr
     assert "Traceback" not in done.stderr

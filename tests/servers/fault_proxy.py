@@ -67,8 +67,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        record = Record(self.command, self.path, signed="Authorization" in self.headers,
-                        agent=self.headers.get("User-Agent", ""), headers=frozenset(k.lower() for k in self.headers))
+        record = Record(
+            self.command,
+            self.path,
+            signed="Authorization" in self.headers,
+            agent=self.headers.get("User-Agent", ""),
+            headers=frozenset(k.lower() for k in self.headers),
+        )
         with self.state.lock:
             self.state.records.append(record)
         fault = self.state.take_fault(self.command, self.path)

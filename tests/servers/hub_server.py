@@ -36,7 +36,9 @@ class HubRepos:
         self.lock = threading.Lock()
 
     def add(self, repo: str, files: dict[str, bytes]) -> str:
-        sha = hashlib.sha1(repr(sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())).encode()).hexdigest()
+        sha = hashlib.sha1(
+            repr(sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())).encode()
+        ).hexdigest()
         with self.lock:
             self.repos[repo] = (sha, dict(files))
         return sha
@@ -88,7 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, code: str, head: bool = False) -> None:
         body = json.dumps({"error": code}).encode()
-        self._send(status, body, {"X-Error-Code": code, "X-Error-Message": code, "Content-Type": "application/json"}, head)
+        self._send(
+            status, body, {"X-Error-Code": code, "X-Error-Message": code, "Content-Type": "application/json"}, head
+        )
 
     def _authorized(self) -> bool:
         token = self.repos.token
@@ -112,8 +116,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._error(404, "RepoNotFound" if repo not in self.repos.repos else "RevisionNotFound", head)
             sha, files = found
             if kind == "revision":
-                return self._json({"id": repo, "modelId": repo, "sha": sha, "private": False,
-                                   "siblings": [{"rfilename": p} for p in sorted(files)]})
+                return self._json(
+                    {
+                        "id": repo,
+                        "modelId": repo,
+                        "sha": sha,
+                        "private": False,
+                        "siblings": [{"rfilename": p} for p in sorted(files)],
+                    }
+                )
             return self._json([tree_entry(p, files[p]) for p in sorted(files)])
         resolve = _RESOLVE.match(path)
         if resolve:
@@ -129,8 +140,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _file(self, sha: str, fpath: str, data: bytes, head: bool) -> None:
         entry = tree_entry(fpath, data)
-        headers = {"X-Repo-Commit": sha, "ETag": f'"{entry["oid"]}"', "Accept-Ranges": "bytes",
-                   "Content-Type": "application/octet-stream"}
+        headers = {
+            "X-Repo-Commit": sha,
+            "ETag": f'"{entry["oid"]}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+        }
         if "lfs" in entry:
             headers["X-Linked-Etag"] = f'"{entry["lfs"]["oid"]}"'
             headers["X-Linked-Size"] = str(len(data))

@@ -145,7 +145,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _find(self, org, team, name, version=None):
         with self.models.lock:
-            return {k: v for k, v in self.models.models.items() if k[:3] == (org, team, name) and version in (None, k[3])}
+            return {
+                k: v for k, v in self.models.models.items() if k[:3] == (org, team, name) and version in (None, k[3])
+            }
 
     def _model(self, org, team, name, version, files_suffix) -> None:
         found = self._find(org, team, name, version)
@@ -156,22 +158,41 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"model": {"name": name, "orgName": org, "teamName": team, "latestVersionIdStr": latest}})
         files = next(iter(found.values()))
         if files_suffix is None:
-            return self._json({"modelVersion": {"versionId": version, "status": "UPLOAD_COMPLETE",
-                                                "totalFileCount": len(files), "totalSizeInBytes": sum(map(len, files.values()))}})
+            return self._json(
+                {
+                    "modelVersion": {
+                        "versionId": version,
+                        "status": "UPLOAD_COMPLETE",
+                        "totalFileCount": len(files),
+                        "totalSizeInBytes": sum(map(len, files.values())),
+                    }
+                }
+            )
         listing = [{"path": p, "sizeInBytes": len(d)} for p, d in sorted(files.items())]
-        self._json({"modelFiles": listing, "paginationInfo": {"index": 0, "size": 1000, "totalPages": 1,
-                                                              "totalResults": len(listing)}})
+        self._json(
+            {
+                "modelFiles": listing,
+                "paginationInfo": {"index": 0, "size": 1000, "totalPages": 1, "totalResults": len(listing)},
+            }
+        )
 
     def _download_urls(self, org, team, name, version) -> None:
         found = self._find(org, team, name, version)
         if not found:
             return self._not_found()
-        (key, files), = found.items()
+        ((key, files),) = found.items()
         host = f"https://{self.headers['Host']}"
         with self.models.lock:
-            urls = {path: f"{host}/blob/{blob_id}/{path}" for path, blob_id in sorted(self.models.blob_ids[key].items())}
-        self._json({"filepath": list(urls), "urls": list(urls.values()),
-                    "paginationInfo": {"index": 0, "size": 1000, "totalPages": 1, "totalResults": len(urls)}})
+            urls = {
+                path: f"{host}/blob/{blob_id}/{path}" for path, blob_id in sorted(self.models.blob_ids[key].items())
+            }
+        self._json(
+            {
+                "filepath": list(urls),
+                "urls": list(urls.values()),
+                "paginationInfo": {"index": 0, "size": 1000, "totalPages": 1, "totalResults": len(urls)},
+            }
+        )
 
     def _blob(self, blob_id: str) -> None:
         with self.models.lock:
@@ -183,8 +204,14 @@ class _Handler(BaseHTTPRequestHandler):
             start = int(ranged.group(1))
             end = int(ranged.group(2)) if ranged.group(2) else len(data) - 1
             body = data[start : end + 1]
-            return self._send(206, body, {"Content-Type": "application/octet-stream",
-                                          "Content-Range": f"bytes {start}-{start + len(body) - 1}/{len(data)}"})
+            return self._send(
+                206,
+                body,
+                {
+                    "Content-Type": "application/octet-stream",
+                    "Content-Range": f"bytes {start}-{start + len(body) - 1}/{len(data)}",
+                },
+            )
         self._send(200, data, {"Content-Type": "application/octet-stream"})
 
 

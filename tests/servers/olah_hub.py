@@ -26,8 +26,14 @@ OLAH = "olah==0.5.4"
 LFS_MIN = 1024
 READY_TIMEOUT_S = 60.0
 INSTALL_TIMEOUT_S = 900
-_GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost", "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@localhost", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def olah_bin() -> Path:
@@ -46,8 +52,9 @@ def olah_bin() -> Path:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **_GIT_ENV}, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **_GIT_ENV}, capture_output=True, text=True, timeout=60
+    )
     if done.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout.strip()
@@ -119,10 +126,17 @@ class OlahHub:
         config.write_text(
             f'[basic]\nhost = "127.0.0.1"\nport = {self.port}\nrepos-path = "{self.workdir / "repos"}"\n'
             f'mirrors-path = ["{self.mirrors}"]\nmirror-scheme = "http"\nmirror-netloc = "{netloc}"\n'
-            f'mirror-lfs-netloc = "{netloc}"\n[accessibility]\noffline = true\n')
+            f'mirror-lfs-netloc = "{netloc}"\n[accessibility]\noffline = true\n'
+        )
         log = open(self.workdir / f"olah-{self.port}.log", "wb")
-        self.proc = subprocess.Popen([str(olah_bin()), "-c", str(config)], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.workdir, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [str(olah_bin()), "-c", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=self.workdir,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

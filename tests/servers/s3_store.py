@@ -42,7 +42,9 @@ class S3Store:
     def env(self) -> dict[str, str]:
         return {"AWS_ENDPOINT_URL_S3": self.proxy.url, "AWS_REGION": "us-east-1", **KEYS, **self.client_env}
 
-    def publish(self, prefix: str, files: dict[str, bytes], public: bool = False, checksum: str | None = "CRC32") -> str:
+    def publish(
+        self, prefix: str, files: dict[str, bytes], public: bool = False, checksum: str | None = "CRC32"
+    ) -> str:
         """Objects as today's SDKs write them (with a CRC32 the store keeps), with another CRC, or without any."""
         client = self._client(checksum is not None)
         for name, data in files.items():
@@ -55,18 +57,30 @@ class S3Store:
     def publish_multipart(self, prefix: str, name: str, parts: list[bytes], algorithm: str = "CRC64NVME") -> str:
         """One object uploaded in parts with a full-object CRC: its ETag is `md5-N`, no MD5 of the bytes."""
         client, key = self._client(), f"{prefix}/{name}"
-        upload = client.create_multipart_upload(Bucket=self.bucket, Key=key, ChecksumAlgorithm=algorithm,
-                                                ChecksumType="FULL_OBJECT")
+        upload = client.create_multipart_upload(
+            Bucket=self.bucket, Key=key, ChecksumAlgorithm=algorithm, ChecksumType="FULL_OBJECT"
+        )
         done = []
         for number, body in enumerate(parts, start=1):
-            answer = client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload["UploadId"], PartNumber=number,
-                                        Body=body, ChecksumAlgorithm=algorithm)
-            done.append({"PartNumber": number, "ETag": answer["ETag"],
-                         f"Checksum{algorithm}": answer[f"Checksum{algorithm}"]})
-        client.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload["UploadId"],
-                                         MultipartUpload={"Parts": done}, ChecksumType="FULL_OBJECT")
+            answer = client.upload_part(
+                Bucket=self.bucket,
+                Key=key,
+                UploadId=upload["UploadId"],
+                PartNumber=number,
+                Body=body,
+                ChecksumAlgorithm=algorithm,
+            )
+            done.append(
+                {"PartNumber": number, "ETag": answer["ETag"], f"Checksum{algorithm}": answer[f"Checksum{algorithm}"]}
+            )
+        client.complete_multipart_upload(
+            Bucket=self.bucket,
+            Key=key,
+            UploadId=upload["UploadId"],
+            MultipartUpload={"Parts": done},
+            ChecksumType="FULL_OBJECT",
+        )
         return f"s3://{self.bucket}/{prefix}"
-
 
     def flip_byte(self, uri: str, name: str, offset: int) -> None:
         """Bit rot at rest: one stored byte changes, the ETag the store vouches for does not."""

@@ -9,7 +9,7 @@ the drafts, draft tokens and accepted tokens of every request and their totals.
 The defaults server is started the way Kubernetes checks it: its readiness is polled on
 /v1/health/ready, whose first success sends a one-token completion ("ready?") that the global
 suffix tree keeps. The prediction models it as history.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -33,8 +33,12 @@ pytestmark = pytest.mark.e2e
 
 # (id, NIM_SPECDEC_ARGS speculative_config, the same as simulator parameters, readiness path)
 CONFIGS = [
-    ("no-global-tree", {"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_cached_requests": 0},
-     SuffixParams(8, max_cached_requests=0), "/health"),
+    (
+        "no-global-tree",
+        {"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_cached_requests": 0},
+        SuffixParams(8, max_cached_requests=0),
+        "/health",
+    ),
     # vLLM's defaults: num_speculative_tokens becomes the tree depth, 24; 10000 cached responses.
     ("defaults", {"method": "suffix"}, SuffixParams(24), "/v1/health/ready"),
 ]
@@ -53,7 +57,13 @@ def _payloads() -> list[dict]:
     out.append(dict(out[1]))  # the same request again: its own earlier answer is in the global tree
     # Runs to the model length (a chat request without max_tokens may): drafts there are cut, then
     # replaced by zeros.
-    out.append({"model": "demo", "ignore_eos": True, "messages": [{"role": "user", "content": "a lazy dog while the fox jumps " * 4}]})
+    out.append(
+        {
+            "model": "demo",
+            "ignore_eos": True,
+            "messages": [{"role": "user", "content": "a lazy dog while the fox jumps " * 4}],
+        }
+    )
     return out
 
 
@@ -81,17 +91,47 @@ def suffix_records(server, record, workdir):
     out.mkdir(exist_ok=True)
     capture = _write_capture(out / "traffic.jsonl")
     proc = subprocess.run(
-        [sys.executable, "-m", "nim_specdec", "simulate", "--trace", str(capture), "--url", server.url,
-         "--method", "suffix", "--suffix-k", "8,24", "--suffix-cached", "0,10000", "--concurrency", "1",
-         "--save-records", str(out / "records.jsonl"), "--json", str(out / "report.json")],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "nim_specdec",
+            "simulate",
+            "--trace",
+            str(capture),
+            "--url",
+            server.url,
+            "--method",
+            "suffix",
+            "--suffix-k",
+            "8,24",
+            "--suffix-cached",
+            "0,10000",
+            "--concurrency",
+            "1",
+            "--save-records",
+            str(out / "records.jsonl"),
+            "--json",
+            str(out / "report.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     # The launcher's readiness probe, as it sends it (nim_specdec.server.endpoints), with ids returned.
-    probe_prompt, probe_output, _ = token_ids(http_json(server.url + "/v1/completions", {
-        "model": "demo", "prompt": "ready?", "max_tokens": 1, "temperature": 0, "return_token_ids": True}))
+    probe_prompt, probe_output, _ = token_ids(
+        http_json(
+            server.url + "/v1/completions",
+            {"model": "demo", "prompt": "ready?", "max_tokens": 1, "temperature": 0, "return_token_ids": True},
+        )
+    )
     assert proc.returncode == 0, proc.stderr
     records, saved_len = load_records(str(out / "records.jsonl"))
-    return records, saved_len, json.loads((out / "report.json").read_text()), RecordedRequest.of(probe_prompt, probe_output)
+    return (
+        records,
+        saved_len,
+        json.loads((out / "report.json").read_text()),
+        RecordedRequest.of(probe_prompt, probe_output),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +143,9 @@ def capture(tmp_path_factory) -> Path:
 def off_records(off_run):
     records, saved_len, report, ready_probe = off_run.probe("suffix_records")
     assert saved_len == MAX_MODEL_LEN and len(records) == len(_payloads())
-    assert len(records[-1].prompt) + len(records[-1].output) == MAX_MODEL_LEN, "the last request should reach the model length"
+    assert len(records[-1].prompt) + len(records[-1].output) == MAX_MODEL_LEN, (
+        "the last request should reach the model length"
+    )
     return records, report, ready_probe
 
 
@@ -112,13 +154,20 @@ def suffix_run(request, demo_model, capture, tmp_path_factory):
     """One server per configuration; every request sent alone, /metrics read before and after it."""
     name, config, params, ready_path = request.param
     out = tmp_path_factory.mktemp(f"suffix-{name}")
-    spec = ServerSpec(env=_env(demo_model, out, config), args=SERVER_ARGS, log_path=out / "vllm.log",
-                      ready_timeout_s=600, ready_path=ready_path)
+    spec = ServerSpec(
+        env=_env(demo_model, out, config),
+        args=SERVER_ARGS,
+        log_path=out / "vllm.log",
+        ready_timeout_s=600,
+        ready_path=ready_path,
+    )
     observed, outputs = [], []
     with running_server(spec) as server:
         for captured in parse_capture(capture.read_text().splitlines()):
             before = _metrics(server.url)
-            prompt, output, _ = token_ids(http_json(server.url + captured.path, greedy_payload(captured.payload, "demo")))
+            prompt, output, _ = token_ids(
+                http_json(server.url + captured.path, greedy_payload(captured.payload, "demo"))
+            )
             observed.append(_metrics(server.url).minus(before).counts())
             outputs.append((prompt, output))
     return name, params, ready_path, observed, outputs
@@ -148,11 +197,23 @@ def test_prediction_equals_server_counters_per_request_and_in_total(off_records,
     print(f"{name}: total drafts {result.drafts}, draft tokens {result.draft_tokens}, accepted {result.accepted}")
     assert predicted == served
     totals = {key: sum(d[key] for d in served) for key in ("drafts", "draft_tokens", "accepted")}
-    assert (result.drafts, result.draft_tokens, result.accepted) == (totals["drafts"], totals["draft_tokens"], totals["accepted"])
+    assert (result.drafts, result.draft_tokens, result.accepted) == (
+        totals["drafts"],
+        totals["draft_tokens"],
+        totals["accepted"],
+    )
     positions = tuple(sum(d.get(f"pos{i}", 0) for d in observed) for i in range(params.k))
     assert result.accepted_per_pos == positions
     # `simulate`'s row for this configuration (a fresh server, no probe) is the same simulation.
-    row = next(r for r in report["grid"] if r["num_speculative_tokens"] == params.k
-               and r["suffix_decoding_max_cached_requests"] == params.max_cached_requests)
+    row = next(
+        r
+        for r in report["grid"]
+        if r["num_speculative_tokens"] == params.k
+        and r["suffix_decoding_max_cached_requests"] == params.max_cached_requests
+    )
     plain = simulate_suffix(records, params, MAX_MODEL_LEN)
-    assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == (plain.drafts, plain.draft_tokens, plain.accepted)
+    assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == (
+        plain.drafts,
+        plain.draft_tokens,
+        plain.accepted,
+    )

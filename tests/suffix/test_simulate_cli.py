@@ -16,8 +16,13 @@ from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 
 
 NGRAM_KEYS = {"num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"}
-SUFFIX_KEYS = {"num_speculative_tokens", "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
-               "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"}
+SUFFIX_KEYS = {
+    "num_speculative_tokens",
+    "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_cached_requests",
+    "suffix_decoding_max_spec_factor",
+    "suffix_decoding_min_token_prob",
+}
 FIGURES = {"drafts", "draft_tokens", "accepted_tokens", "acceptance_rate", "acceptance_length"}
 RECORDS = [
     RecordedRequest.of([1, 2, 3, 4, 1, 2], [3, 4, 1, 2, 3, 4, 1, 2, 3], [4, 1, 2]),
@@ -27,7 +32,9 @@ RECORDS = [
 
 
 def _cli(*args, command="simulate"):
-    return subprocess.run([sys.executable, "-m", "nim_specdec", command, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", command, *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -39,8 +46,22 @@ def records(tmp_path):
 
 def test_rows_and_recommendations(records, tmp_path):
     report = tmp_path / "report.json"
-    proc = _cli("--records", str(records), "--ngram-k", "1-3", "--ngram-min", "1", "--ngram-max", "1-2",
-                "--suffix-k", "2,4", "--suffix-cached", "0,10", "--json", str(report))
+    proc = _cli(
+        "--records",
+        str(records),
+        "--ngram-k",
+        "1-3",
+        "--ngram-min",
+        "1",
+        "--ngram-max",
+        "1-2",
+        "--suffix-k",
+        "2,4",
+        "--suffix-cached",
+        "0,10",
+        "--json",
+        str(report),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(report.read_text())
     assert data["methods"] == ["ngram", "suffix"] and data["max_model_len"] == 4096
@@ -51,13 +72,25 @@ def test_rows_and_recommendations(records, tmp_path):
         assert keys | FIGURES | {"method"} <= set(row)
     # Each suffix row is what the library-driven simulator predicts for that setting.
     for row in (r for r in rows if r["method"] == "suffix"):
-        params = SuffixParams(row["num_speculative_tokens"], row["suffix_decoding_max_tree_depth"],
-                              row["suffix_decoding_max_cached_requests"], row["suffix_decoding_max_spec_factor"],
-                              row["suffix_decoding_min_token_prob"])
+        params = SuffixParams(
+            row["num_speculative_tokens"],
+            row["suffix_decoding_max_tree_depth"],
+            row["suffix_decoding_max_cached_requests"],
+            row["suffix_decoding_max_spec_factor"],
+            row["suffix_decoding_min_token_prob"],
+        )
         result = simulate_suffix(RECORDS, params, 4096)
-        assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == (result.drafts, result.draft_tokens, result.accepted)
+        assert (row["drafts"], row["draft_tokens"], row["accepted_tokens"]) == (
+            result.drafts,
+            result.draft_tokens,
+            result.accepted,
+        )
     # The third request repeats the second's response: only the global tree (cached > 0) sees it.
-    by_cached = {r["suffix_decoding_max_cached_requests"]: r for r in rows if r["method"] == "suffix" and r["num_speculative_tokens"] == 4}
+    by_cached = {
+        r["suffix_decoding_max_cached_requests"]: r
+        for r in rows
+        if r["method"] == "suffix" and r["num_speculative_tokens"] == 4
+    }
     assert by_cached[10]["accepted_tokens"] > by_cached[0]["accepted_tokens"]
 
     per_method = data["recommended_per_method"]
@@ -72,8 +105,22 @@ def test_rows_and_recommendations(records, tmp_path):
 
 def test_one_method_only(records, tmp_path):
     report = tmp_path / "report.json"
-    proc = _cli("--records", str(records), "--method", "suffix", "--suffix-k", "3", "--suffix-cached", "5",
-                "--suffix-factor", "1,2", "--suffix-min-prob", "0,0.5", "--json", str(report))
+    proc = _cli(
+        "--records",
+        str(records),
+        "--method",
+        "suffix",
+        "--suffix-k",
+        "3",
+        "--suffix-cached",
+        "5",
+        "--suffix-factor",
+        "1,2",
+        "--suffix-min-prob",
+        "0,0.5",
+        "--json",
+        str(report),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(report.read_text())
     assert data["methods"] == ["suffix"] and len(data["grid"]) == 4
@@ -82,22 +129,45 @@ def test_one_method_only(records, tmp_path):
 
 def test_tune_ngram_is_the_ngram_alias(records, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    assert _cli("--records", str(records), "--k", "1-3", "--min", "1", "--max", "2", "--json", str(a), command="tune-ngram").returncode == 0
-    assert _cli("--records", str(records), "--method", "ngram", "--ngram-k", "1-3", "--ngram-min", "1", "--ngram-max", "2",
-                "--json", str(b)).returncode == 0
+    assert (
+        _cli(
+            "--records", str(records), "--k", "1-3", "--min", "1", "--max", "2", "--json", str(a), command="tune-ngram"
+        ).returncode
+        == 0
+    )
+    assert (
+        _cli(
+            "--records",
+            str(records),
+            "--method",
+            "ngram",
+            "--ngram-k",
+            "1-3",
+            "--ngram-min",
+            "1",
+            "--ngram-max",
+            "2",
+            "--json",
+            str(b),
+        ).returncode
+        == 0
+    )
     assert json.loads(a.read_text()) == json.loads(b.read_text())
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--method", "eagle"), "--method: unknown method 'eagle'"),
-    (("--method", ","), "--method: unknown method"),
-    (("--suffix-k", "0"), "--suffix-k: bad value list '0'"),
-    (("--suffix-cached", "-1"), "--suffix-cached: bad value list '-1'"),
-    (("--suffix-min-prob", "1.5"), "--suffix-min-prob: bad value list '1.5'"),
-    (("--suffix-factor", "x"), "--suffix-factor: bad value list 'x'"),
-    (("--suffix-factor", "nan"), "--suffix-factor: bad value list 'nan'"),
-    (("--ngram-k", "0"), "--ngram-k: bad range"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--method", "eagle"), "--method: unknown method 'eagle'"),
+        (("--method", ","), "--method: unknown method"),
+        (("--suffix-k", "0"), "--suffix-k: bad value list '0'"),
+        (("--suffix-cached", "-1"), "--suffix-cached: bad value list '-1'"),
+        (("--suffix-min-prob", "1.5"), "--suffix-min-prob: bad value list '1.5'"),
+        (("--suffix-factor", "x"), "--suffix-factor: bad value list 'x'"),
+        (("--suffix-factor", "nan"), "--suffix-factor: bad value list 'nan'"),
+        (("--ngram-k", "0"), "--ngram-k: bad range"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(records, args, message):
     proc = _cli("--records", str(records), *args)
     assert proc.returncode == 2, proc.stderr

@@ -67,12 +67,18 @@ def test_suffix_key_ranges(models, key, value, ok, fragment):
     assert fragment in info.value.one_line()
 
 
-SUFFIX = {"method": "suffix", "num_speculative_tokens": 12, "suffix_decoding_max_cached_requests": 0,
-          "suffix_decoding_min_token_prob": 0.2}
+SUFFIX = {
+    "method": "suffix",
+    "num_speculative_tokens": 12,
+    "suffix_decoding_max_cached_requests": 0,
+    "suffix_decoding_min_token_prob": 0.2,
+}
 
 
 def test_suffix_from_nim_specdec_args(models):
-    env = _env(models, {"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": json.dumps(SUFFIX)})})
+    env = _env(
+        models, {"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": json.dumps(SUFFIX)})}
+    )
     plan = plan_of(env, [], facts())
     assert plan["speculative"]["method"] == "suffix"
     assert plan["speculative"]["origin"]["suffix_decoding_min_token_prob"] == "NIM_SPECDEC_ARGS"
@@ -88,7 +94,13 @@ def test_suffix_from_speculative_config_argument(models):
 
 def test_suffix_from_a_builtin_config(models):
     entry = entry_from_json(
-        {"model_id": "acme/Agent-7B", "aliases": [], "source": "hf://acme/Agent-7B", "speculative_config": SUFFIX, "draft": None},
+        {
+            "model_id": "acme/Agent-7B",
+            "aliases": [],
+            "source": "hf://acme/Agent-7B",
+            "speculative_config": SUFFIX,
+            "draft": None,
+        },
         "agent-7b.json",
     )
     registry_facts = replace(facts(), registry=(*REGISTRY, entry))
@@ -102,9 +114,15 @@ def test_suffix_from_a_builtin_config(models):
     assert _spec_arg(plan) == {**SUFFIX, "num_speculative_tokens": 4}
 
 
-@pytest.mark.parametrize("method,installed,raises", [
-    ("suffix", False, True), ("suffix", True, False), ("ngram", False, False), (None, False, False),
-])
+@pytest.mark.parametrize(
+    "method,installed,raises",
+    [
+        ("suffix", False, True),
+        ("suffix", True, False),
+        ("ngram", False, False),
+        (None, False, False),
+    ],
+)
 def test_method_package_requirement(method, installed, raises):
     asked: list[str] = []
 
@@ -137,7 +155,10 @@ def test_serve_without_arctic_inference_exits_3_before_vllm(models, tmp_path):
     env = {**os.environ, **_env(models), "PYTHONPATH": f"{tmp_path / 'shadow'}{os.pathsep}{SRC}"}
     proc = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "serve", "--speculative-config", json.dumps(SUFFIX)],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == EXIT_MATERIALIZE, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -153,7 +174,10 @@ def test_plan_warns_that_serve_would_stop(models, tmp_path):
     env = {**os.environ, **_env(models), "PYTHONPATH": f"{tmp_path / 'shadow'}{os.pathsep}{SRC}"}
     proc = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "plan", "--speculative-config", json.dumps(SUFFIX)],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     warnings = json.loads(proc.stdout)["warnings"]
@@ -161,6 +185,9 @@ def test_plan_warns_that_serve_would_stop(models, tmp_path):
     # Where the package imports (make install builds it), the plan has no such warning.
     proc = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "plan", "--speculative-config", json.dumps(SUFFIX)],
-        env={**env, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=120,
+        env={**env, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0 and not any("arctic" in w for w in json.loads(proc.stdout)["warnings"])

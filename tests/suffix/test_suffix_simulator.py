@@ -10,9 +10,17 @@ from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 
 
 tokens = st.lists(st.integers(1, 6), min_size=1, max_size=40)
-request = st.builds(lambda p, o, t: RecordedRequest.of(p, o, t), tokens, tokens, st.lists(st.integers(1, 6), max_size=9))
-params = st.builds(SuffixParams, st.integers(1, 8), st.integers(1, 12), st.sampled_from([0, 1, 3, 10000]),
-                   st.sampled_from([0.0, 0.5, 1.0, 2.0]), st.sampled_from([0.0, 0.1, 0.5, 1.0]))
+request = st.builds(
+    lambda p, o, t: RecordedRequest.of(p, o, t), tokens, tokens, st.lists(st.integers(1, 6), max_size=9)
+)
+params = st.builds(
+    SuffixParams,
+    st.integers(1, 8),
+    st.integers(1, 12),
+    st.sampled_from([0, 1, 3, 10000]),
+    st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+    st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -78,8 +86,16 @@ def test_drafts_past_the_model_length_become_zeros():
     assert near.draft_tokens == far.draft_tokens + 1
 
 
-@pytest.mark.parametrize("bad", [dict(k=0), dict(k=1, max_tree_depth=0), dict(k=1, max_cached_requests=-1),
-                                 dict(k=1, max_spec_factor=-1.0), dict(k=1, min_token_prob=1.5)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(k=0),
+        dict(k=1, max_tree_depth=0),
+        dict(k=1, max_cached_requests=-1),
+        dict(k=1, max_spec_factor=-1.0),
+        dict(k=1, min_token_prob=1.5),
+    ],
+)
 def test_invalid_settings_are_refused(bad):
     with pytest.raises(ValueError):
         SuffixParams(**bad)

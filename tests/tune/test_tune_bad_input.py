@@ -10,20 +10,37 @@ from pathlib import Path
 
 import pytest
 
-GOOD_LINE = json.dumps({"timestamp": 0, "payload": {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}})
+GOOD_LINE = json.dumps(
+    {"timestamp": 0, "payload": {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}}
+)
 
 
-def _tune(tmp_path: Path, *args: str, trace: str | None = GOOD_LINE + "\n", timeout: float = 120,
-          **env: str) -> subprocess.CompletedProcess:
+def _tune(
+    tmp_path: Path, *args: str, trace: str | None = GOOD_LINE + "\n", timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess:
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
     (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 64}))
     if trace is not None:
         (tmp_path / "trace.jsonl").write_text(trace)
-    full_env = {**os.environ, "NIM_MODEL_PATH": str(model), "NIM_CACHE_PATH": str(tmp_path / "cache"),
-                "AIPERF_BIN": os.environ.get("AIPERF_BIN", sys.executable), **env}
-    command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(tmp_path / "trace.jsonl"),
-               "--out", str(tmp_path / "out"), *args]
+    full_env = {
+        **os.environ,
+        "NIM_MODEL_PATH": str(model),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+        "AIPERF_BIN": os.environ.get("AIPERF_BIN", sys.executable),
+        **env,
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "nim_specdec",
+        "tune",
+        "--trace",
+        str(tmp_path / "trace.jsonl"),
+        "--out",
+        str(tmp_path / "out"),
+        *args,
+    ]
     return subprocess.run(command, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -40,19 +57,49 @@ CASES = [
     ("max-k-zero", ["--max-k", "0"], GOOD_LINE + "\n", {}, "--max-k: 0 is below 1"),
     ("repeat-zero", ["--repeat", "0"], GOOD_LINE + "\n", {}, "--repeat: 0 is below 1"),
     ("servers-zero", ["--servers", "0"], GOOD_LINE + "\n", {}, "--servers: 0 is below 1"),
-    ("unknown-method", ["--methods", "ngram,eagle3"], GOOD_LINE + "\n", {}, "--methods: 'eagle3' is not a model-free method"),
+    (
+        "unknown-method",
+        ["--methods", "ngram,eagle3"],
+        GOOD_LINE + "\n",
+        {},
+        "--methods: 'eagle3' is not a model-free method",
+    ),
     ("no-trace-file", [], None, {}, "--trace: cannot read"),
     ("empty-trace", [], "\n\n", {}, "--trace: the capture holds no requests"),
     ("not-json", [], "{nope\n", {}, "--trace: line 1 is not JSON"),
     ("no-payload", [], '{"timestamp": 1}\n', {}, '--trace: line 1 has no "payload" object'),
-    ("bad-schedule", [], GOOD_LINE + "\n",
-     {"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {
-         "method": "ngram", "num_speculative_tokens": 2, "num_speculative_tokens_per_batch_size": [[2, 8, 2]]}})},
-     "starts at batch size 2, not 1"),
-    ("serving-version-word", ["--serving-vllm-version", "latest"], GOOD_LINE + "\n", {},
-     "--serving-vllm-version: 'latest' is not a vLLM version"),
-    ("serving-platform-unknown", ["--serving-platform", "tpu"], GOOD_LINE + "\n", {},
-     "--serving-platform: 'tpu' is not a serving platform"),
+    (
+        "bad-schedule",
+        [],
+        GOOD_LINE + "\n",
+        {
+            "NIM_SPECDEC_ENABLE": "1",
+            "NIM_SPECDEC_ARGS": json.dumps(
+                {
+                    "speculative_config": {
+                        "method": "ngram",
+                        "num_speculative_tokens": 2,
+                        "num_speculative_tokens_per_batch_size": [[2, 8, 2]],
+                    }
+                }
+            ),
+        },
+        "starts at batch size 2, not 1",
+    ),
+    (
+        "serving-version-word",
+        ["--serving-vllm-version", "latest"],
+        GOOD_LINE + "\n",
+        {},
+        "--serving-vllm-version: 'latest' is not a vLLM version",
+    ),
+    (
+        "serving-platform-unknown",
+        ["--serving-platform", "tpu"],
+        GOOD_LINE + "\n",
+        {},
+        "--serving-platform: 'tpu' is not a serving platform",
+    ),
     ("tuned-for-malformed", [], GOOD_LINE + "\n", {"NIM_TUNED_FOR": "v1"}, "NIM_TUNED_FOR: invalid value 'v1'"),
     ("port-argument", ["--", "--port", "9"], GOOD_LINE + "\n", {}, "tune: --port is chosen by tune"),
     ("missing-aiperf", [], GOOD_LINE + "\n", {"AIPERF_BIN": "/nonexistent/aiperf"}, "AIPERF_BIN: no AIPerf executable"),

@@ -8,14 +8,24 @@ import pytest
 
 from nim_specdec.config.specargs import parse_specdec_args
 from nim_specdec_lab.tune.candidates import (
-    Candidate, candidate_list, configured_candidate, ngram_config, scheduled_config, server_env, strip_spec_args,
+    Candidate,
+    candidate_list,
+    configured_candidate,
+    ngram_config,
+    scheduled_config,
+    server_env,
+    strip_spec_args,
     suffix_config,
 )
 
 STRIP = [
     ("space-form", ["--speculative-config", '{"method": "ngram"}', "--port", "9"], ["--port", "9"]),
     ("equals-form", ['--speculative-config={"method": "ngram"}', "--dtype", "bfloat16"], ["--dtype", "bfloat16"]),
-    ("dotted", ["/m", "--speculative-config.num_speculative_tokens", "4", "--enforce-eager"], ["/m", "--enforce-eager"]),
+    (
+        "dotted",
+        ["/m", "--speculative-config.num_speculative_tokens", "4", "--enforce-eager"],
+        ["/m", "--enforce-eager"],
+    ),
     ("dotted-equals", ["--speculative-config.method=ngram", "--seed", "-1"], ["--seed", "-1"]),
     ("none", ["--max-num-seqs", "8"], ["--max-num-seqs", "8"]),
 ]
@@ -27,15 +37,24 @@ def test_strip_spec_args(case_id, tokens, expected):
 
 
 DRAFT_CASES = [
-    ("bare-name-from-variable",
-     {"method": "draft_model", "model": "/ws/draft", "num_speculative_tokens": 4},
-     {"name": "draft", "source": "/models/d", "path": "/ws/draft", "chosen_by": "NIM_DRAFT_MODEL_PATH"}, "draft"),
-    ("uri-in-config",
-     {"method": "eagle3", "model": "/ws/draft", "num_speculative_tokens": 3},
-     {"name": "draft", "source": "s3://b/d", "path": "/ws/draft", "chosen_by": "speculative_config.model"}, "s3://b/d"),
-    ("absolute-path",
-     {"method": "draft_model", "model": "/abs/d", "num_speculative_tokens": 2},
-     {"name": None, "source": "/abs/d", "path": "/abs/d", "chosen_by": "speculative_config.model"}, "/abs/d"),
+    (
+        "bare-name-from-variable",
+        {"method": "draft_model", "model": "/ws/draft", "num_speculative_tokens": 4},
+        {"name": "draft", "source": "/models/d", "path": "/ws/draft", "chosen_by": "NIM_DRAFT_MODEL_PATH"},
+        "draft",
+    ),
+    (
+        "uri-in-config",
+        {"method": "eagle3", "model": "/ws/draft", "num_speculative_tokens": 3},
+        {"name": "draft", "source": "s3://b/d", "path": "/ws/draft", "chosen_by": "speculative_config.model"},
+        "s3://b/d",
+    ),
+    (
+        "absolute-path",
+        {"method": "draft_model", "model": "/abs/d", "num_speculative_tokens": 2},
+        {"name": None, "source": "/abs/d", "path": "/abs/d", "chosen_by": "speculative_config.model"},
+        "/abs/d",
+    ),
 ]
 
 
@@ -63,8 +82,11 @@ def test_candidate_list_measures_a_configured_model_free_method_in_the_users_for
 
 
 def test_server_env_replaces_only_the_speculative_config():
-    user = {"NIM_MODEL_PATH": "/m", "NIM_SPECDEC_ARGS": '{"max_num_seqs": 16, "speculative_config": {"method": "mtp"}}',
-            "NIM_PASSTHROUGH_ARGS": "--dtype bfloat16 --speculative-config.num_speculative_tokens 2"}
+    user = {
+        "NIM_MODEL_PATH": "/m",
+        "NIM_SPECDEC_ARGS": '{"max_num_seqs": 16, "speculative_config": {"method": "mtp"}}',
+        "NIM_PASSTHROUGH_ARGS": "--dtype bfloat16 --speculative-config.num_speculative_tokens 2",
+    }
     env = server_env(user, {"max_num_seqs": 16}, ngram_config(3, 1, 4))
     spec, engine = parse_specdec_args(env["NIM_SPECDEC_ARGS"])
     assert env["NIM_SPECDEC_ENABLE"] == "1" and env["NIM_MODEL_PATH"] == "/m"
@@ -75,10 +97,16 @@ def test_server_env_replaces_only_the_speculative_config():
 
 
 SCHEDULED = [
-    ("mixed", ((1, 2, 3), (3, 8, 0)), {"num_speculative_tokens": 3,
-                                        "num_speculative_tokens_per_batch_size": [[1, 2, 3], [3, 8, 0]]}),
-    ("lower-max", ((1, 4, 2), (5, 8, 1)), {"num_speculative_tokens": 2,
-                                            "num_speculative_tokens_per_batch_size": [[1, 4, 2], [5, 8, 1]]}),
+    (
+        "mixed",
+        ((1, 2, 3), (3, 8, 0)),
+        {"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 2, 3], [3, 8, 0]]},
+    ),
+    (
+        "lower-max",
+        ((1, 4, 2), (5, 8, 1)),
+        {"num_speculative_tokens": 2, "num_speculative_tokens_per_batch_size": [[1, 4, 2], [5, 8, 1]]},
+    ),
     ("uniform-is-static", ((1, 8, 2),), {"num_speculative_tokens": 2}),
 ]
 

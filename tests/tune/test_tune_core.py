@@ -43,10 +43,14 @@ def test_curve_from_simulation_orders_k_and_needs_all_of_them():
         curve_from_simulation([(1, 100, 20, 25), (3, 100, 20, 25)])
 
 
-TRUE = CostModel(base_s=0.010, per_seq_s=0.002,
-                 methods={"ngram": MethodCost(per_k_s=0.0, per_draft_token_s=0.0015, per_step_s=0.0005),
-                          "draft_model": MethodCost(per_k_s=0.006, per_draft_token_s=0.0002, per_step_s=0.004,
-                                                    per_step_seq_s=0.0005)})
+TRUE = CostModel(
+    base_s=0.010,
+    per_seq_s=0.002,
+    methods={
+        "ngram": MethodCost(per_k_s=0.0, per_draft_token_s=0.0015, per_step_s=0.0005),
+        "draft_model": MethodCost(per_k_s=0.006, per_draft_token_s=0.0002, per_step_s=0.004, per_step_seq_s=0.0005),
+    },
+)
 CURVES = {
     "ngram": curve_from_simulation([(1, 1000, 150, 400), (2, 1000, 220, 700), (3, 1000, 260, 950)]),
     "draft_model": curve_from_positions([5, 1, 0], drafts=900, output_tokens=1000, accepted=6),
@@ -70,10 +74,12 @@ def _observations(model: CostModel, method: str | None, k: int, curve=None) -> l
 def test_fit_recovers_the_model_that_produced_the_runs():
     # n-gram is model-free (its per-step cost fitted on its largest K); the draft model's server was also
     # measured at K = 0, which gives its per-step terms.
-    fitted = fit(_observations(TRUE, None, 0),
-                 {m: _observations(TRUE, m, CURVES[m].kmax, CURVES[m]) for m in TRUE.methods},
-                 model_free=frozenset({"ngram"}),
-                 zero_k={"draft_model": _observations(TRUE, "draft_model", 0, CURVES["draft_model"])})
+    fitted = fit(
+        _observations(TRUE, None, 0),
+        {m: _observations(TRUE, m, CURVES[m].kmax, CURVES[m]) for m in TRUE.methods},
+        model_free=frozenset({"ngram"}),
+        zero_k={"draft_model": _observations(TRUE, "draft_model", 0, CURVES["draft_model"])},
+    )
     assert fitted.base_s == pytest.approx(TRUE.base_s, rel=1e-6)
     assert fitted.per_seq_s == pytest.approx(TRUE.per_seq_s, rel=1e-6)
     for method, cost in TRUE.methods.items():
@@ -84,8 +90,11 @@ def test_fit_recovers_the_model_that_produced_the_runs():
 
 def test_a_draft_models_k_zero_is_what_its_k_zero_server_measured():
     # K = 0 costs a draft model's server more than one of its passes (measured on the CPU: twice as much).
-    true = CostModel(0.010, 0.002, {"draft_model": MethodCost(per_k_s=0.003, per_draft_token_s=0.0002,
-                                                              per_step_s=0.002, per_step_seq_s=0.0008)})
+    true = CostModel(
+        0.010,
+        0.002,
+        {"draft_model": MethodCost(per_k_s=0.003, per_draft_token_s=0.0002, per_step_s=0.002, per_step_seq_s=0.0008)},
+    )
     curve = CURVES["draft_model"]
     off, top = _observations(true, None, 0), _observations(true, "draft_model", curve.kmax, curve)
     probed = fit(off, {"draft_model": top}, zero_k={"draft_model": _observations(true, "draft_model", 0, curve)})
@@ -96,7 +105,8 @@ def test_a_draft_models_k_zero_is_what_its_k_zero_server_measured():
         # Both reproduce the runs at the largest K they were fitted on ...
         for model in (probed, unprobed):
             assert model.tokens_per_s(c, "draft_model", curve, curve.kmax) == pytest.approx(
-                true.tokens_per_s(c, "draft_model", curve, curve.kmax), rel=1e-6)
+                true.tokens_per_s(c, "draft_model", curve, curve.kmax), rel=1e-6
+            )
     # ... but without the K = 0 server the first pass is priced like the others, and K = 0 at the
     # largest batch looks faster than it is.
     unprobed_cost = unprobed.methods["draft_model"]
@@ -123,12 +133,15 @@ def test_fit_with_one_concurrency_is_flat():
     assert fitted.tokens_per_s(4, "ngram", curve, 3) == pytest.approx(300.0)
 
 
-@pytest.mark.parametrize("ks,ranges", [
-    ((3, 3, 0, 0), ((1, 2, 3), (3, 4, 0))),
-    ((2,), ((1, 1, 2),)),
-    ((0, 0, 0), ((1, 3, 0),)),
-    ((3, 1, 1, 0, 1), ((1, 1, 3), (2, 3, 1), (4, 4, 0), (5, 5, 1))),
-])
+@pytest.mark.parametrize(
+    "ks,ranges",
+    [
+        ((3, 3, 0, 0), ((1, 2, 3), (3, 4, 0))),
+        ((2,), ((1, 1, 2),)),
+        ((0, 0, 0), ((1, 3, 0),)),
+        ((3, 1, 1, 0, 1), ((1, 1, 3), (2, 3, 1), (4, 4, 0), (5, 5, 1))),
+    ],
+)
 def test_to_ranges(ks, ranges):
     assert to_ranges(ks) == ranges
 
@@ -137,8 +150,12 @@ def test_to_ranges(ks, ranges):
 CHOICES = [
     ("cheap-drafts-pay-everywhere", MethodCost(0.0, 0.0001), CURVES["ngram"], (3, 3)),
     ("costly-verification-pays-only-small", MethodCost(0.0, 0.0030), CURVES["ngram"], ("k>0", 0)),
-    ("never-accepted-never-speculates", MethodCost(0.0, 0.0001),
-     curve_from_simulation([(1, 1000, 0, 300), (2, 1000, 0, 600), (3, 1000, 0, 900)]), (0, 0)),
+    (
+        "never-accepted-never-speculates",
+        MethodCost(0.0, 0.0001),
+        curve_from_simulation([(1, 1000, 0, 300), (2, 1000, 0, 600), (3, 1000, 0, 900)]),
+        (0, 0),
+    ),
 ]
 
 
@@ -215,13 +232,16 @@ def test_a_draft_that_pays_small_but_loses_large_is_not_chosen():
     assert choose(light, {"draft_model": curve}, CONCURRENCIES).chosen is not None
 
 
-@pytest.mark.parametrize("explicit, trace_len, concurrency, mean_output, expected", [
-    (None, 4, 1, 32.0, 64),     # 2048 output tokens of 32-token completions
-    (None, 4, 16, 32.0, 128),   # 8 per slot is more
-    (None, 300, 1, 32.0, 300),  # every captured request is more
-    (None, 4, 1, None, 8),      # no recorded length: the count rules alone
-    (5, 300, 16, 32.0, 5),      # --requests-per-run wins
-])
+@pytest.mark.parametrize(
+    "explicit, trace_len, concurrency, mean_output, expected",
+    [
+        (None, 4, 1, 32.0, 64),  # 2048 output tokens of 32-token completions
+        (None, 4, 16, 32.0, 128),  # 8 per slot is more
+        (None, 300, 1, 32.0, 300),  # every captured request is more
+        (None, 4, 1, None, 8),  # no recorded length: the count rules alone
+        (5, 300, 16, 32.0, 5),  # --requests-per-run wins
+    ],
+)
 def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
     from nim_specdec_lab.tune.runner import RunSettings, run_count
 
@@ -229,10 +249,13 @@ def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
     assert run_count(settings, trace_len, concurrency, mean_output) == expected
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"NIM_MODEL_PATH": "/m"}, "120"),  # tune's servers keep idle pooled connections past vLLM's 5 s
-    ({"NIM_MODEL_PATH": "/m", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "7"}, "7"),  # the user's value stays
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"NIM_MODEL_PATH": "/m"}, "120"),  # tune's servers keep idle pooled connections past vLLM's 5 s
+        ({"NIM_MODEL_PATH": "/m", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "7"}, "7"),  # the user's value stays
+    ],
+)
 def test_server_env_keeps_idle_connections_unless_the_user_chose(env, expected):
     from nim_specdec_lab.tune.runner import server_env
 

@@ -21,14 +21,24 @@ from vllm_runs import aiperf_bin, demo_env
 
 pytestmark = pytest.mark.e2e
 
-PROMPTS = ("the quick brown fox jumps over the lazy dog", "speculative decoding accepts tokens when they match",
-           "a lazy dog while the fox jumps", "drafts tokens that the target model verifies")
+PROMPTS = (
+    "the quick brown fox jumps over the lazy dog",
+    "speculative decoding accepts tokens when they match",
+    "a lazy dog while the fox jumps",
+    "drafts tokens that the target model verifies",
+)
 
 
 def _env(demo_model: Path, tmp_path: Path) -> dict[str, str]:
-    return demo_env(demo_model, tmp_path, NIM_SPECDEC_ENABLE="1", NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
-                    NIM_SPECDEC_ARGS=json.dumps({"speculative_config": {
-                        "method": "draft_model", "model": "draft", "num_speculative_tokens": 2}}))
+    return demo_env(
+        demo_model,
+        tmp_path,
+        NIM_SPECDEC_ENABLE="1",
+        NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
+        NIM_SPECDEC_ARGS=json.dumps(
+            {"speculative_config": {"method": "draft_model", "model": "draft", "num_speculative_tokens": 2}}
+        ),
+    )
 
 
 def _port_closed(port: int) -> bool:
@@ -39,20 +49,57 @@ def _port_closed(port: int) -> bool:
 
 def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path):
     trace = tmp_path / "trace.jsonl"
-    trace.write_text("".join(json.dumps({"timestamp": 500 * i, "payload": {
-        "model": "demo", "max_tokens": 64, "messages": [{"role": "user", "content": p}]}}) + "\n"
-        for i, p in enumerate(PROMPTS)))
+    trace.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "timestamp": 500 * i,
+                    "payload": {"model": "demo", "max_tokens": 64, "messages": [{"role": "user", "content": p}]},
+                }
+            )
+            + "\n"
+            for i, p in enumerate(PROMPTS)
+        )
+    )
     out = tmp_path / "out"
     env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
-    command = [sys.executable, "-m", "nim_specdec", "tune", "--trace", str(trace), "--concurrency", "1,4",
-               "--max-k", "3", "--methods", "ngram", "--max-tokens", "32", "--ignore-eos", "--out", str(out),
-               # Two interleaved rounds of 1024 output tokens per concurrency, not one of the default 2048
-               # (runner.MIN_RUN_TOKENS, tested in test_tune_core): the disagreeing draft runs at a third of
-               # off's speed, and the suite's time is shared.
-               "--repeat", "2", "--requests-per-run", "32",
-               # Measured here on the CPU build, to serve on CUDA: tune must say what differs.
-               "--serving-platform", "cuda",
-               "--", "--max-model-len", "384", "--max-num-seqs", "4", "--seed", "0", "--enforce-eager"]
+    command = [
+        sys.executable,
+        "-m",
+        "nim_specdec",
+        "tune",
+        "--trace",
+        str(trace),
+        "--concurrency",
+        "1,4",
+        "--max-k",
+        "3",
+        "--methods",
+        "ngram",
+        "--max-tokens",
+        "32",
+        "--ignore-eos",
+        "--out",
+        str(out),
+        # Two interleaved rounds of 1024 output tokens per concurrency, not one of the default 2048
+        # (runner.MIN_RUN_TOKENS, tested in test_tune_core): the disagreeing draft runs at a third of
+        # off's speed, and the suite's time is shared.
+        "--repeat",
+        "2",
+        "--requests-per-run",
+        "32",
+        # Measured here on the CPU build, to serve on CUDA: tune must say what differs.
+        "--serving-platform",
+        "cuda",
+        "--",
+        "--max-model-len",
+        "384",
+        "--max-num-seqs",
+        "4",
+        "--seed",
+        "0",
+        "--enforce-eager",
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((out / "tune.json").read_text())
@@ -84,7 +131,9 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
             assert sorted(r["round"] for r in rounds) == [1, 2], (server["name"], c)
             kept = [r for r in rounds if r["kept"]]
             assert len(kept) == 1 and kept[0]["judged_tokens_per_s"] == min(r["judged_tokens_per_s"] for r in rounds)
-    off_kept = {r["concurrency"]: r["judged_tokens_per_s"] for r in result["runs"] if r["configuration"] == "off" and r["kept"]}
+    off_kept = {
+        r["concurrency"]: r["judged_tokens_per_s"] for r in result["runs"] if r["configuration"] == "off" and r["kept"]
+    }
     assert off_kept == pytest.approx({int(c): v for c, v in off.items()}, abs=0.01)
     assert "## Spread over 2 rounds" in (out / "tune.md").read_text()
 
@@ -92,13 +141,20 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     for server in result["servers"]:
         engine = server["engine"]
         assert (engine["platform"], engine["runner"], engine["cudagraph_mode"], engine["async_scheduling"]) == (
-            "cpu", "v1", "NONE", False), server
+            "cpu",
+            "v1",
+            "NONE",
+            False,
+        ), server
         assert engine["device"]["kind"] in ("cpu", "gpu") and engine["vllm_version"].startswith("0.")
         logged = ("vllm_version", "platform", "runner", "cudagraph_mode")
         assert {k: engine["sources"][k] for k in logged} == dict.fromkeys(logged, "server log"), engine["sources"]
     measured_on = json.loads(recommended["NIM_TUNED_FOR"])
     assert {k: measured_on[k] for k in ("vllm", "runner", "platform")} == {
-        "vllm": result["servers"][0]["engine"]["vllm_version"], "runner": "v1", "platform": "cpu"}
+        "vllm": result["servers"][0]["engine"]["vllm_version"],
+        "runner": "v1",
+        "platform": "cpu",
+    }
     serving = result["engine"]["serving"]
     assert (serving["platform"], serving["schedule_dropped"]) == ("cuda", None)
     differences = result["engine"]["differences"]
@@ -108,8 +164,13 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
 
     # The variables are ready to use: `plan` accepts them with the same environment, and on this engine (the one
     # measured) does not warn of another.
-    planned = subprocess.run([sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True,
-                             env={**_env(demo_model, tmp_path), **recommended}, timeout=120)
+    planned = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"],
+        capture_output=True,
+        text=True,
+        env={**_env(demo_model, tmp_path), **recommended},
+        timeout=120,
+    )
     assert planned.returncode == 0, planned.stderr
     assert "NIM_TUNED_FOR" not in planned.stderr, planned.stderr
     plan = json.loads(planned.stdout)["speculative"]

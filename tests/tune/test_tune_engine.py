@@ -15,33 +15,59 @@ from nim_specdec_lab.tune.choice import choose, plan_method, static_prediction
 from nim_specdec_lab.tune.cost_model import CostModel, MethodCost
 from nim_specdec_lab.tune.device import cpu_device, describe_device
 from nim_specdec_lab.tune.engine import (
-    LOG, PLAN, RULE, PlannedEngine, ServingEngine, async_scheduling, engine_record, planned_engine, serving_engine,
+    LOG,
+    PLAN,
+    RULE,
+    PlannedEngine,
+    ServingEngine,
+    async_scheduling,
+    engine_record,
+    planned_engine,
+    serving_engine,
 )
 from nim_specdec_lab.tune.engine_log import LoggedEngine, read_engine_log
 from nim_specdec_lab.tune.engine_report import engine_lines
 from nim_specdec_lab.tune.measured import engine_summary, serving_vllm_version
 from nim_specdec_lab.tune.serving import best_static, engine_differences, without_dropped_schedule
 
-ENGINE_LINE = ("(EngineCore pid=1) INFO 12-02 17:27:17 [core.py:133] Initializing a V1 LLM engine (v{v}) with config: "
-               "model='/m', speculative_config=None, device_config={d}, seed=0, compilation_config={{'mode': "
-               "<CompilationMode.NONE: 0>, 'cudagraph_mode': <CUDAGraphMode.{g}: 2>, 'cudagraph_num_of_warmups': 0}}")
-V1_NO_TRITON = ("(EngineCore pid=1) WARNING [vllm.py:725] Model Runner V2 requires Triton; using the V1 model runner "
-                "instead.")
-V1_UNSUPPORTED = ("WARNING [vllm.py:733] Model Runner V2 does not yet support speculative method 'suffix'; using the "
-                  "V1 model runner instead.")
+ENGINE_LINE = (
+    "(EngineCore pid=1) INFO 12-02 17:27:17 [core.py:133] Initializing a V1 LLM engine (v{v}) with config: "
+    "model='/m', speculative_config=None, device_config={d}, seed=0, compilation_config={{'mode': "
+    "<CompilationMode.NONE: 0>, 'cudagraph_mode': <CUDAGraphMode.{g}: 2>, 'cudagraph_num_of_warmups': 0}}"
+)
+V1_NO_TRITON = (
+    "(EngineCore pid=1) WARNING [vllm.py:725] Model Runner V2 requires Triton; using the V1 model runner instead."
+)
+V1_UNSUPPORTED = (
+    "WARNING [vllm.py:733] Model Runner V2 does not yet support speculative method 'suffix'; using the "
+    "V1 model runner instead."
+)
 V2 = "(VllmWorker-0 pid=2) INFO [gpu_worker.py:518] Using V2 Model Runner"
-ASYNC_OFF = ("WARNING [vllm.py:1606] Async scheduling not supported with ngram-based speculative decoding and will "
-             "be disabled.")
+ASYNC_OFF = (
+    "WARNING [vllm.py:1606] Async scheduling not supported with ngram-based speculative decoding and will be disabled."
+)
 
 LOGS = [
-    ("cpu-v1", [ENGINE_LINE.format(v="0.32.0", d="cpu", g="NONE"), V1_NO_TRITON],
-     LoggedEngine("0.32.0", "cpu", "NONE", "v1", None)),
-    ("cuda-v2", [ENGINE_LINE.format(v="0.32.0", d="cuda", g="FULL_AND_PIECEWISE"), V2],
-     LoggedEngine("0.32.0", "cuda", "FULL_AND_PIECEWISE", "v2", None)),
-    ("cuda-v1-suffix-async-off", [V1_UNSUPPORTED, ASYNC_OFF, ENGINE_LINE.format(v="0.33.1", d="cuda", g="PIECEWISE")],
-     LoggedEngine("0.33.1", "cuda", "PIECEWISE", "v1", False)),
-    ("runner-forced-by-variable-says-nothing", [ENGINE_LINE.format(v="0.32.0", d="cuda", g="FULL")],
-     LoggedEngine("0.32.0", "cuda", "FULL", None, None)),
+    (
+        "cpu-v1",
+        [ENGINE_LINE.format(v="0.32.0", d="cpu", g="NONE"), V1_NO_TRITON],
+        LoggedEngine("0.32.0", "cpu", "NONE", "v1", None),
+    ),
+    (
+        "cuda-v2",
+        [ENGINE_LINE.format(v="0.32.0", d="cuda", g="FULL_AND_PIECEWISE"), V2],
+        LoggedEngine("0.32.0", "cuda", "FULL_AND_PIECEWISE", "v2", None),
+    ),
+    (
+        "cuda-v1-suffix-async-off",
+        [V1_UNSUPPORTED, ASYNC_OFF, ENGINE_LINE.format(v="0.33.1", d="cuda", g="PIECEWISE")],
+        LoggedEngine("0.33.1", "cuda", "PIECEWISE", "v1", False),
+    ),
+    (
+        "runner-forced-by-variable-says-nothing",
+        [ENGINE_LINE.format(v="0.32.0", d="cuda", g="FULL")],
+        LoggedEngine("0.32.0", "cuda", "FULL", None, None),
+    ),
     ("launcher-lines-only", ["INFO nim-specdec: exec: python -m vllm.entrypoints.openai.api_server"], LoggedEngine()),
 ]
 
@@ -52,10 +78,13 @@ def test_read_engine_log(lines, expected):
 
 
 CPUINFO = [
-    ("x86", "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 49\nmodel name\t: AMD EPYC 7B12\nprocessor\t: 1\n"
-            "model name\t: AMD EPYC 7B12\n", "AMD EPYC 7B12"),
-    ("arm-board", "processor\t: 0\nBogoMIPS\t: 108.00\n\nHardware\t: BCM2835\nModel\t\t: Raspberry Pi 4\n",
-     "BCM2835"),
+    (
+        "x86",
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 49\nmodel name\t: AMD EPYC 7B12\nprocessor\t: 1\n"
+        "model name\t: AMD EPYC 7B12\n",
+        "AMD EPYC 7B12",
+    ),
+    ("arm-board", "processor\t: 0\nBogoMIPS\t: 108.00\n\nHardware\t: BCM2835\nModel\t\t: Raspberry Pi 4\n", "BCM2835"),
     ("nothing", "processor\t: 0\n", None),
 ]
 
@@ -66,8 +95,12 @@ def test_the_cpu_record_names_the_model_the_plan_reads(text, expected):
 
 
 def test_devices_in_one_line():
-    gpu = {"kind": "gpu", "gpus": [{"name": "NVIDIA H200", "memory_gib": 139.8}] * 2, "driver": "570.86",
-           "source": "nvml"}
+    gpu = {
+        "kind": "gpu",
+        "gpus": [{"name": "NVIDIA H200", "memory_gib": 139.8}] * 2,
+        "driver": "570.86",
+        "source": "nvml",
+    }
     assert describe_device(gpu) == "2 x NVIDIA H200 (139.8 GiB each), driver 570.86"
     assert describe_device(cpu_device("model name\t: AMD EPYC 7B12\n", 16)) == "CPU AMD EPYC 7B12, 16 cores"
     assert cpu_device(None, None) == {"kind": "cpu", "cpu": "unknown", "cores": None, "source": "none"}
@@ -94,19 +127,36 @@ def test_async_scheduling(view, platform, runner, method, expected):
 
 
 def _shown(platform="cpu", runner="v1", downgrade=None, view=None, method="ngram"):
-    return {"model_runner": {"runner": runner, "reason": "r", "platform": platform, "vllm_version": "0.32.0",
-                             "cudagraph_downgrade": downgrade},
-            "engine_args": view or {}, "speculative": {"enabled": method is not None, "method": method}}
+    return {
+        "model_runner": {
+            "runner": runner,
+            "reason": "r",
+            "platform": platform,
+            "vllm_version": "0.32.0",
+            "cudagraph_downgrade": downgrade,
+        },
+        "engine_args": view or {},
+        "speculative": {"enabled": method is not None, "method": method},
+    }
 
 
 PLANNED = [
     ("cpu-no-graphs", _shown(), PlannedEngine("0.32.0", "cpu", "v1", "NONE", False, "ngram")),
-    ("cuda-default-level", _shown("cuda", "v2", method=None), PlannedEngine("0.32.0", "cuda", "v2",
-                                                                            "FULL_AND_PIECEWISE", True, None)),
-    ("cuda-eager", _shown("cuda", "v2", view={"enforce_eager": True}, method="eagle3"),
-     PlannedEngine("0.32.0", "cuda", "v2", "NONE", True, "eagle3")),
-    ("cuda-schedule-downgrade", _shown("cuda", "v1", "FULL_AND_PIECEWISE -> PIECEWISE", method="suffix"),
-     PlannedEngine("0.32.0", "cuda", "v1", "PIECEWISE", False, "suffix", "FULL_AND_PIECEWISE -> PIECEWISE")),
+    (
+        "cuda-default-level",
+        _shown("cuda", "v2", method=None),
+        PlannedEngine("0.32.0", "cuda", "v2", "FULL_AND_PIECEWISE", True, None),
+    ),
+    (
+        "cuda-eager",
+        _shown("cuda", "v2", view={"enforce_eager": True}, method="eagle3"),
+        PlannedEngine("0.32.0", "cuda", "v2", "NONE", True, "eagle3"),
+    ),
+    (
+        "cuda-schedule-downgrade",
+        _shown("cuda", "v1", "FULL_AND_PIECEWISE -> PIECEWISE", method="suffix"),
+        PlannedEngine("0.32.0", "cuda", "v1", "PIECEWISE", False, "suffix", "FULL_AND_PIECEWISE -> PIECEWISE"),
+    ),
 ]
 
 
@@ -120,9 +170,19 @@ def test_the_log_wins_where_it_speaks_and_each_value_names_its_source():
     logged = LoggedEngine("0.32.1", "cuda", "PIECEWISE", None, False)
     record = engine_record(logged, planned, {"kind": "cpu", "cpu": "x", "cores": 2, "source": "/proc/cpuinfo"})
     assert (record["vllm_version"], record["runner"], record["cudagraph_mode"], record["async_scheduling"]) == (
-        "0.32.1", "v2", "PIECEWISE", False)
-    assert record["sources"] == {"device": "/proc/cpuinfo", "vllm_version": LOG, "platform": LOG, "runner": PLAN,
-                                 "cudagraph_mode": LOG, "async_scheduling": LOG}
+        "0.32.1",
+        "v2",
+        "PIECEWISE",
+        False,
+    )
+    assert record["sources"] == {
+        "device": "/proc/cpuinfo",
+        "vllm_version": LOG,
+        "platform": LOG,
+        "runner": PLAN,
+        "cudagraph_mode": LOG,
+        "async_scheduling": LOG,
+    }
     silent = engine_record(LoggedEngine(), planned, {"source": "nvml"})
     assert silent["async_scheduling"] is True and silent["sources"]["async_scheduling"] == RULE
     assert silent["sources"]["vllm_version"] == PLAN and silent["vllm_version"] == "0.32.0"
@@ -132,24 +192,73 @@ SCHEDULE = [[1, 1, 3], [2, 8, 1]]
 # (id, version, platform, inputs, VLLM_USE_V2_MODEL_RUNNER, runner, dropped, downgrade)
 SERVING = [
     ("cpu-ngram-v1", "0.32.0", "cpu", RunnerInputs(method="ngram", schedule=True), None, "v1", False, None),
-    ("cuda-ngram-v2-keeps-graphs", "0.32.0", "cuda", RunnerInputs(method="ngram", schedule=True), None, "v2", False,
-     None),
-    ("cuda-ngram-forced-v1-downgrades", "0.32.0", "cuda", RunnerInputs(method="ngram", schedule=True), False, "v1",
-     False, "FULL_AND_PIECEWISE -> PIECEWISE"),
-    ("cuda-032-suffix-v1-downgrades", "0.32.0", "cuda", RunnerInputs(method="suffix", schedule=True), None, "v1",
-     False, "FULL_AND_PIECEWISE -> PIECEWISE"),
-    ("cuda-033-suffix-v1-dropped", "0.33.0", "cuda", RunnerInputs(method="suffix", schedule=True), None, "v1", True,
-     None),
-    ("cuda-dp2-dropped", "0.32.0", "cuda", RunnerInputs(method="eagle3", schedule=True, data_parallel=2), None, "v2",
-     True, None),
+    (
+        "cuda-ngram-v2-keeps-graphs",
+        "0.32.0",
+        "cuda",
+        RunnerInputs(method="ngram", schedule=True),
+        None,
+        "v2",
+        False,
+        None,
+    ),
+    (
+        "cuda-ngram-forced-v1-downgrades",
+        "0.32.0",
+        "cuda",
+        RunnerInputs(method="ngram", schedule=True),
+        False,
+        "v1",
+        False,
+        "FULL_AND_PIECEWISE -> PIECEWISE",
+    ),
+    (
+        "cuda-032-suffix-v1-downgrades",
+        "0.32.0",
+        "cuda",
+        RunnerInputs(method="suffix", schedule=True),
+        None,
+        "v1",
+        False,
+        "FULL_AND_PIECEWISE -> PIECEWISE",
+    ),
+    (
+        "cuda-033-suffix-v1-dropped",
+        "0.33.0",
+        "cuda",
+        RunnerInputs(method="suffix", schedule=True),
+        None,
+        "v1",
+        True,
+        None,
+    ),
+    (
+        "cuda-dp2-dropped",
+        "0.32.0",
+        "cuda",
+        RunnerInputs(method="eagle3", schedule=True, data_parallel=2),
+        None,
+        "v2",
+        True,
+        None,
+    ),
     ("cuda-static-nothing-to-drop", "0.33.0", "cuda", RunnerInputs(method="suffix"), None, "v1", False, None),
-    ("cuda-piecewise-given-no-downgrade", "0.32.0", "cuda",
-     RunnerInputs(method="suffix", schedule=True, cudagraph_mode="PIECEWISE"), None, "v1", False, None),
+    (
+        "cuda-piecewise-given-no-downgrade",
+        "0.32.0",
+        "cuda",
+        RunnerInputs(method="suffix", schedule=True, cudagraph_mode="PIECEWISE"),
+        None,
+        "v1",
+        False,
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize("version,platform,inputs,use_v2,runner,dropped,downgrade", [c[1:] for c in SERVING],
-                         ids=[c[0] for c in SERVING])
+@pytest.mark.parametrize(
+    "version,platform,inputs,use_v2,runner,dropped,downgrade", [c[1:] for c in SERVING], ids=[c[0] for c in SERVING]
+)
 def test_serving_engine(version, platform, inputs, use_v2, runner, dropped, downgrade):
     serving = serving_engine(version, platform, inputs, use_v2)
     assert (serving.runner, serving.drop is not None, serving.cudagraph_downgrade) == (runner, dropped, downgrade)
@@ -187,8 +296,11 @@ KEEP = serving_engine("0.32.0", "cuda", RunnerInputs(method="ngram", schedule=Tr
 def test_best_static_is_the_k_with_the_best_mean_speedup():
     static = best_static(SLOPED, "ngram", CURVE, CONC)
     off = {c: SLOPED.tokens_per_s(c, None, None, 0) for c in CONC}
-    means = {k: sum(p[c] / off[c] for c in CONC) / len(CONC)
-             for k in (1, 2, 3) for p in [static_prediction(SLOPED, "ngram", CURVE, k, CONC)]}
+    means = {
+        k: sum(p[c] / off[c] for c in CONC) / len(CONC)
+        for k in (1, 2, 3)
+        for p in [static_prediction(SLOPED, "ngram", CURVE, k, CONC)]
+    }
     assert static is not None and set(static.k_by_batch) == {max(means, key=means.get)}
     assert static.score == pytest.approx(max(means.values())) and static.score > 1.0
 
@@ -228,17 +340,36 @@ CPU_V1 = {"vllm_version": "0.32.0", "platform": "cpu", "runner": "v1", "cudagrap
 # (id, measured, serving, what each line must say, in order)
 DIFFERENCES = [
     ("same-engine", CPU_V1, ServingEngine("0.32.0", "cpu", "v1", "r"), []),
-    ("cpu-to-cuda-v2-ngram", CPU_V1, ServingEngine("0.32.0", "cuda", "v2", "r"),
-     ["measured on cpu, to serve on cuda", "V2 serves ngram with its GPU proposer"]),
-    ("other-version", CPU_V1, ServingEngine("0.33.0", "cpu", "v1", "r"), ["measured with vLLM 0.32.0, to serve with "
-                                                                          "vLLM 0.33.0"]),
-    ("v2-to-v1-ngram", {**CPU_V1, "platform": "cuda", "runner": "v2", "cudagraph_mode": "FULL_AND_PIECEWISE"},
-     ServingEngine("0.32.0", "cuda", "v1", "r", cudagraph_downgrade="FULL_AND_PIECEWISE -> PIECEWISE"),
-     ["V1 serves ngram with its CPU proposer", "runs CUDA graphs FULL_AND_PIECEWISE -> PIECEWISE"]),
-    ("downgrade-already-measured", {**CPU_V1, "platform": "cuda", "cudagraph_mode": "PIECEWISE", "method": "suffix"},
-     ServingEngine("0.32.0", "cuda", "v1", "r", cudagraph_downgrade="FULL_AND_PIECEWISE -> PIECEWISE"), []),
-    ("other-method-runner", {**CPU_V1, "method": "draft_model"}, ServingEngine("0.32.0", "cpu", "v2", "r"),
-     ["measured on the V1 model runner, to serve on V2: step costs"]),
+    (
+        "cpu-to-cuda-v2-ngram",
+        CPU_V1,
+        ServingEngine("0.32.0", "cuda", "v2", "r"),
+        ["measured on cpu, to serve on cuda", "V2 serves ngram with its GPU proposer"],
+    ),
+    (
+        "other-version",
+        CPU_V1,
+        ServingEngine("0.33.0", "cpu", "v1", "r"),
+        ["measured with vLLM 0.32.0, to serve with vLLM 0.33.0"],
+    ),
+    (
+        "v2-to-v1-ngram",
+        {**CPU_V1, "platform": "cuda", "runner": "v2", "cudagraph_mode": "FULL_AND_PIECEWISE"},
+        ServingEngine("0.32.0", "cuda", "v1", "r", cudagraph_downgrade="FULL_AND_PIECEWISE -> PIECEWISE"),
+        ["V1 serves ngram with its CPU proposer", "runs CUDA graphs FULL_AND_PIECEWISE -> PIECEWISE"],
+    ),
+    (
+        "downgrade-already-measured",
+        {**CPU_V1, "platform": "cuda", "cudagraph_mode": "PIECEWISE", "method": "suffix"},
+        ServingEngine("0.32.0", "cuda", "v1", "r", cudagraph_downgrade="FULL_AND_PIECEWISE -> PIECEWISE"),
+        [],
+    ),
+    (
+        "other-method-runner",
+        {**CPU_V1, "method": "draft_model"},
+        ServingEngine("0.32.0", "cpu", "v2", "r"),
+        ["measured on the V1 model runner, to serve on V2: step costs"],
+    ),
 ]
 
 
@@ -250,24 +381,44 @@ def test_engine_differences(measured, serving, expected):
 
 
 def _server(name, method, **engine):
-    record = {**CPU_V1, "method": method, "async_scheduling": False,
-              "device": {"kind": "cpu", "cpu": "AMD EPYC 7B12", "cores": 2, "source": "/proc/cpuinfo"},
-              "sources": {"device": "/proc/cpuinfo", "vllm_version": LOG, "platform": LOG, "runner": LOG,
-                          "cudagraph_mode": LOG, "async_scheduling": RULE}, **engine}
+    record = {
+        **CPU_V1,
+        "method": method,
+        "async_scheduling": False,
+        "device": {"kind": "cpu", "cpu": "AMD EPYC 7B12", "cores": 2, "source": "/proc/cpuinfo"},
+        "sources": {
+            "device": "/proc/cpuinfo",
+            "vllm_version": LOG,
+            "platform": LOG,
+            "runner": LOG,
+            "cudagraph_mode": LOG,
+            "async_scheduling": RULE,
+        },
+        **engine,
+    }
     return {"name": name, "engine": record}
 
 
 def test_the_summary_compares_the_server_of_the_recommended_method_and_marks_its_engine():
     servers = [_server("off", None), _server("ngram-k3", "ngram", runner="v2", platform="cuda")]
     summary, marker = engine_summary(servers, ServingEngine("0.32.0", "cuda", "v2", "r"), "ngram", None)
-    assert summary["differences"] == [] and summary["measured_on"] == {"vllm": "0.32.0", "runner": "v2",
-                                                                       "platform": "cuda", "device": "AMD EPYC 7B12"}
-    assert marker == {"NIM_TUNED_FOR": '{"vllm": "0.32.0", "runner": "v2", "platform": "cuda", "device": '
-                                       '"AMD EPYC 7B12"}'}
+    assert summary["differences"] == [] and summary["measured_on"] == {
+        "vllm": "0.32.0",
+        "runner": "v2",
+        "platform": "cuda",
+        "device": "AMD EPYC 7B12",
+    }
+    assert marker == {
+        "NIM_TUNED_FOR": '{"vllm": "0.32.0", "runner": "v2", "platform": "cuda", "device": "AMD EPYC 7B12"}'
+    }
     off, off_marker = engine_summary(servers, ServingEngine("0.32.0", "cuda", "v2", "r"), None, "a note")
     assert len(off["differences"]) == 2 and off["schedule_fallback"] == "a note"
-    assert json.loads(off_marker["NIM_TUNED_FOR"]) == {"vllm": "0.32.0", "runner": "v1", "platform": "cpu",
-                                                        "device": "AMD EPYC 7B12"}
+    assert json.loads(off_marker["NIM_TUNED_FOR"]) == {
+        "vllm": "0.32.0",
+        "runner": "v1",
+        "platform": "cpu",
+        "device": "AMD EPYC 7B12",
+    }
     assert engine_summary([], ServingEngine("0.32.0", "cpu", "v1", "r"), None, None)[1] == {}
 
 
@@ -277,8 +428,10 @@ def test_tune_md_opens_with_what_each_server_ran_on():
     text = "\n".join(engine_lines({"servers": servers, "engine": summary}))
     assert text.startswith("## What this was measured on\n\nDevice: CPU AMD EPYC 7B12, 2 cores.")
     assert "| ngram-k3 | 0.32.0 | cpu | V1 | NONE | off |" in text
-    assert f"Sources: /proc/cpuinfo: device; {LOG}: vllm_version, platform, runner, cudagraph_mode; {RULE}: " \
-           "async_scheduling." in text
+    assert (
+        f"Sources: /proc/cpuinfo: device; {LOG}: vllm_version, platform, runner, cudagraph_mode; {RULE}: "
+        "async_scheduling." in text
+    )
     assert "Serving engine: vLLM 0.32.0 on cuda, V2 model runner (V2 is the default)." in text
     assert "- measured on cpu, to serve on cuda" in text
     same, _ = engine_summary(servers, ServingEngine("0.32.0", "cpu", "v1", "r"), "ngram", None)

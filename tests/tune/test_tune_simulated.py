@@ -58,7 +58,8 @@ def test_a_v2_curve_is_the_v2_simulation_and_says_so():
     for k in (1, 2, 3):
         sim = simulate_v2(corpus, NgramParams(k, 1, 3))
         assert (curve.at(k).tokens_per_slot, curve.at(k).draft_tokens_per_slot) == slot_figures(
-            corpus.output_tokens, sim.accepted, sim.draft_tokens)
+            corpus.output_tokens, sim.accepted, sim.draft_tokens
+        )
         # V2 verifies k draft tokens at every decode step, matched or not.
         assert sim.draft_tokens == k * sim.steps
     v1 = ngram_curve(RECORDS, kmax=3, lookup_min=1, lookup_max=3, max_model_len=None)
@@ -71,10 +72,18 @@ def test_tune_md_names_the_runner_of_each_simulated_curve():
 
     curve = ngram_curve(RECORDS, kmax=2, lookup_min=1, lookup_max=3, max_model_len=None, model_runner="v2")
     result = build_result(
-        recommended_env={}, chosen=None, rows=[], concurrencies=[1],
+        recommended_env={},
+        chosen=None,
+        rows=[],
+        concurrencies=[1],
         cost_model={"formula": "f", "base_s": 0.01, "per_seq_s": 0.001, "methods": {}},
         acceptance={"ngram": curve.to_json(), "draft_model": {"source": "server counters", "by_k": []}},
-        methods=[], servers=[], runs=[], notes=[], duration_s=1.0)
+        methods=[],
+        servers=[],
+        runs=[],
+        notes=[],
+        duration_s=1.0,
+    )
     text = render_markdown(result)
     assert "- ngram (simulator, V2 model runner): K=0: 1.000" in text
     assert "- draft_model (server counters): " in text
@@ -82,9 +91,15 @@ def test_tune_md_names_the_runner_of_each_simulated_curve():
 
 @pytest.mark.parametrize(
     "env,platform,expected",
-    [({}, "cuda", "v2"), ({}, "cpu", "v1"), ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "cuda", "v1"),
-     ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, "cuda", "v2"), ({"VLLM_USE_V2_MODEL_RUNNER": "2"}, "cuda", "v2"),
-     ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "cpu", "v1"), ({"OTHER": "1"}, "cuda", "v2")],
+    [
+        ({}, "cuda", "v2"),
+        ({}, "cpu", "v1"),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "cuda", "v1"),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, "cuda", "v2"),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "2"}, "cuda", "v2"),
+        ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "cpu", "v1"),
+        ({"OTHER": "1"}, "cuda", "v2"),
+    ],
 )
 def test_the_serving_runner(env, platform, expected):
     from nim_specdec_lab.ngram.model_runner import serving_runner  # noqa: PLC0415
@@ -92,8 +107,10 @@ def test_the_serving_runner(env, platform, expected):
     assert serving_runner(env, platform) == expected
 
 
-@pytest.mark.parametrize("value,platform,problem", [("yes", "cuda", "invalid value"), ("", "cuda", "invalid value"),
-                                                    ("1", "cpu", "no Triton")])
+@pytest.mark.parametrize(
+    "value,platform,problem",
+    [("yes", "cuda", "invalid value"), ("", "cuda", "invalid value"), ("1", "cpu", "no Triton")],
+)
 def test_a_serving_runner_vllm_would_refuse_is_exit_2(value, platform, problem):
     from nim_specdec.errors import ConfigError  # noqa: PLC0415
     from nim_specdec_lab.ngram.model_runner import serving_runner  # noqa: PLC0415

@@ -22,11 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = sub.add_parser("ls", help="list cached sources: URI, size, completed at")
     ls.add_argument("--json", action="store_true", help="one JSON object per entry")
-    prune = sub.add_parser("prune", help="remove compile caches (NIM_CACHE_PATH/compile/<key>) and hf:// commits "
-                                         "their branch has left, unused for N days")
-    prune.add_argument("--older-than", required=True, metavar="DAYS",
-                       help="remove keys whose last start, and commits whose branch moved on, at least this many days "
-                            "ago (0: every idle key and every superseded commit)")
+    prune = sub.add_parser(
+        "prune",
+        help="remove compile caches (NIM_CACHE_PATH/compile/<key>) and hf:// commits "
+        "their branch has left, unused for N days",
+    )
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DAYS",
+        help="remove keys whose last start, and commits whose branch moved on, at least this many days "
+        "ago (0: every idle key and every superseded commit)",
+    )
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     prune.add_argument("--json", action="store_true", help="one JSON object per key")
 
@@ -39,8 +46,9 @@ def format_table(entries: list[EntryInfo]) -> str:
         elif e.completed_at:
             # An hf:// entry is a commit; the branch or tag it was fetched as says why it is there.
             uri = f"{e.uri} (as {e.requested})" if e.requested and e.requested != e.uri else e.uri
-            rows.append((printable(uri), human_bytes(e.size), str(e.files), printable(e.completed_at),
-                         printable(e.name)))
+            rows.append(
+                (printable(uri), human_bytes(e.size), str(e.files), printable(e.completed_at), printable(e.name))
+            )
         else:
             rows.append(("(incomplete: unused, removed by the next download)", "-", "-", "-", printable(e.name)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -88,8 +96,10 @@ def run(args: argparse.Namespace) -> int:
     root = cache_dir(os.environ)
     secrets = secret_values(os.environ)
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
-    entries = [replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))
-               for e in list_entries(CacheLayout.under(root))]
+    entries = [
+        replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))
+        for e in list_entries(CacheLayout.under(root))
+    ]
     if args.json:
         for e in entries:
             print(json.dumps(asdict(e)))

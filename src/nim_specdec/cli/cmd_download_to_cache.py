@@ -18,8 +18,12 @@ from nim_specdec.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("uris", nargs="*", metavar="URI",
-                        help="hf://, ngc://, s3://, gs:// URI or absolute directory; none: what NIM_* names")
+    parser.add_argument(
+        "uris",
+        nargs="*",
+        metavar="URI",
+        help="hf://, ngc://, s3://, gs:// URI or absolute directory; none: what NIM_* names",
+    )
 
 
 def configured_sources(env: dict[str, str]) -> tuple[list[SourceRef], str | None]:
@@ -38,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
     if by_vllm is not None:
         print(f"nim-specdec: {by_vllm} is a hub id vLLM downloads itself when it starts", file=sys.stderr)
     if not refs:
-        raise ConfigError("download-to-cache", "no URI was given and the NIM_* variables name nothing to download",
-                          "give URIs, or set NIM_MODEL_PATH (and NIM_DRAFT_MODEL_PATH) to the sources to fetch")
+        raise ConfigError(
+            "download-to-cache",
+            "no URI was given and the NIM_* variables name nothing to download",
+            "give URIs, or set NIM_MODEL_PATH (and NIM_DRAFT_MODEL_PATH) to the sources to fetch",
+        )
     return cmd_download.run(argparse.Namespace(**{**vars(args), "uris": [ref.uri for ref in refs]}))

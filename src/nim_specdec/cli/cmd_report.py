@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
 from nim_specdec.observe.http_client import request
 from nim_specdec.observe.spec_counters import (
-    counters_problem, difference, parse_aiperf_export, parse_prometheus, render_text, report, result_problem,
+    counters_problem,
+    difference,
+    parse_aiperf_export,
+    parse_prometheus,
+    render_text,
+    report,
+    result_problem,
 )
 from nim_specdec.common.output_files import write_atomically
 from nim_specdec.common.regular_file import read_regular
@@ -70,14 +75,18 @@ def _load_aiperf(path: str) -> dict:
         return parse_aiperf_export(data)
     except (ValueError, TypeError, AttributeError) as err:
         detail = printable(" ".join(str(err).split())[:200])
-        raise ConfigError("--aiperf-export", f"{path} is not an AIPerf metrics export ({detail})",
-                          "give server_metrics_export.json") from None
+        raise ConfigError(
+            "--aiperf-export", f"{path} is not an AIPerf metrics export ({detail})", "give server_metrics_export.json"
+        ) from None
 
 
 def _refuse(problem: str | None, where: str) -> None:
     if problem:
-        raise UnreachableError(where, f"the counters cannot be reported: {problem}",
-                               "scrape again; with --since, save a new scrape after the server restarted")
+        raise UnreachableError(
+            where,
+            f"the counters cannot be reported: {problem}",
+            "scrape again; with --since, save a new scrape after the server restarted",
+        )
 
 
 def _save(path: str, text: str) -> None:

@@ -79,8 +79,10 @@ def prepare(vllm_args: list[str], env: dict[str, str], *, for_serve: bool = Fals
         if plan.target.local_dir != str(local):
             # Now the target's config.json is known (for a branch: that of the commit just fetched, which
             # may not be the one the plan saw cached): an auto choice may change (MTP heads).
-            known = {**facts.sources, ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by),
-                                                           commit_of(local))}
+            known = {
+                **facts.sources,
+                ref.uri: SourceFacts(str(local), read_config(local, plan.target.chosen_by), commit_of(local)),
+            }
             settings, plan = resolve(env, vllm_args, replace(facts, sources=known))
         plan = plan.with_local_dirs(target_dir=str(local), target_commit=commit_of(local))
 

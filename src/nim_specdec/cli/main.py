@@ -20,23 +20,50 @@ from nim_specdec.errors import EXIT_CONFIG, EXIT_INTERNAL, LauncherError, Termin
 # its arguments all go to vLLM (PASSTHROUGH).
 LAUNCHER_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "nim_specdec.cli.cmd_serve", "resolve the configuration, materialize the draft, exec the vLLM server"),
-    ("plan", "nim_specdec.cli.cmd_plan", "print what serve would do, as JSON, without downloading or starting anything"),
+    (
+        "plan",
+        "nim_specdec.cli.cmd_plan",
+        "print what serve would do, as JSON, without downloading or starting anything",
+    ),
     ("prepare", "nim_specdec.cli.cmd_prepare", "download and link the target and draft as serve would, then stop"),
     ("report", "nim_specdec.cli.cmd_report", "acceptance rate and length from /v1/metrics or an AIPerf export"),
     ("download", "nim_specdec.cli.cmd_download", "pre-fetch model or draft sources into the cache (NIM_CACHE_PATH)"),
-    ("download-to-cache", "nim_specdec.cli.cmd_download_to_cache",
-     "NIM's name for `download`; without URIs, the target and draft the NIM_* variables name"),
-    ("cache", "nim_specdec.cli.cmd_cache", "inspect the download cache (`cache ls`); remove old compile caches (`cache prune`)"),
+    (
+        "download-to-cache",
+        "nim_specdec.cli.cmd_download_to_cache",
+        "NIM's name for `download`; without URIs, the target and draft the NIM_* variables name",
+    ),
+    (
+        "cache",
+        "nim_specdec.cli.cmd_cache",
+        "inspect the download cache (`cache ls`); remove old compile caches (`cache prune`)",
+    ),
 )
 
 # The lab's subcommands live in the package nim_specdec_lab, installed with the `lab` extra. They are named
 # here, never imported, so that the launcher's start path cannot reach the lab.
 LAB_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("demo-model", "nim_specdec_lab.cli.cmd_demo_model", "write a tiny offline demo model (target and drafts) into a directory"),
-    ("simulate", "nim_specdec_lab.cli.cmd_simulate", "predict n-gram and suffix speculation on captured traffic and recommend a setting"),
-    ("tune-ngram", "nim_specdec_lab.cli.cmd_tune_ngram", "alias of `simulate --method ngram` with flags --k, --min, --max"),
+    (
+        "demo-model",
+        "nim_specdec_lab.cli.cmd_demo_model",
+        "write a tiny offline demo model (target and drafts) into a directory",
+    ),
+    (
+        "simulate",
+        "nim_specdec_lab.cli.cmd_simulate",
+        "predict n-gram and suffix speculation on captured traffic and recommend a setting",
+    ),
+    (
+        "tune-ngram",
+        "nim_specdec_lab.cli.cmd_tune_ngram",
+        "alias of `simulate --method ngram` with flags --k, --min, --max",
+    ),
     ("bench", "nim_specdec_lab.cli.cmd_bench", "measure speculation on vs off over a trace or SPEED-Bench with AIPerf"),
-    ("tune", "nim_specdec_lab.cli.cmd_tune", "measure, model and choose speculation per batch size on your traffic and hardware"),
+    (
+        "tune",
+        "nim_specdec_lab.cli.cmd_tune",
+        "measure, model and choose speculation per batch size on your traffic and hardware",
+    ),
 )
 
 # What the `lab` extra brings: the lab counts as installed when its package and these are importable.
@@ -46,7 +73,7 @@ LAB_MISSING = "{name}: the lab is not installed; install it with pip install 'ni
 
 
 def lab_installed() -> bool:
-    from importlib.util import find_spec
+    from importlib.util import find_spec  # noqa: PLC0415
 
     try:
         return all(find_spec(name) is not None for name in (LAB_PACKAGE, *LAB_REQUIREMENTS))
@@ -66,7 +93,8 @@ PASSTHROUGH = {"serve", "plan", "prepare"}
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="nim-specdec", description="Serve an LLM through vLLM with speculative decoding configured from NIM_* variables."
+        prog="nim-specdec",
+        description="Serve an LLM through vLLM with speculative decoding configured from NIM_* variables.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in subcommands():
@@ -131,8 +159,9 @@ def _main(argv: Sequence[str] | None) -> int:
         _parser().print_help()
         return 2
     # exec (serve) gives vLLM the default action back; only the main thread may set a handler
-    previous = signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is threading.main_thread() \
-        else None
+    previous = (
+        signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is threading.main_thread() else None
+    )
     try:
         return importlib.import_module(args._module).run(args)
     except Terminated:
@@ -158,6 +187,6 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def error_line(text: str) -> None:
-    from nim_specdec.common.logs import error_line as write  # lazily: serve imports nothing it does not need
+    from nim_specdec.common.logs import error_line as write  # lazily: serve imports nothing it does not need  # noqa: PLC0415
 
     write(text)

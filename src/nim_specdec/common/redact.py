@@ -5,7 +5,7 @@ PASSWORD, PASSWD or CREDENTIAL(S), or when its last word is, or ends in, KEY or 
 `AWS_SECRET_ACCESS_KEY`, `AWS_ACCESS_KEY_ID`). `--max-num-batched-tokens` or `--tokenizer` are not: masking them would hide
 the very settings a plan is read for. vLLM's parser also accepts any unambiguous prefix of an option
 (`--api-k`) and underscores for dashes, so those spellings of its secret options count too.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -18,8 +18,21 @@ from nim_specdec.errors import printable
 
 MASK = "***"
 # Variables shown in the plan: the launcher's own and those of the libraries it drives.
-SHOWN_PREFIXES = ("NIM_", "VLLM_", "HF_", "HUGGING", "NGC_", "AWS_", "GOOGLE_", "GCS_", "STORAGE_EMULATOR",
-                  "CUDA_", "NVIDIA_", "TRANSFORMERS_", "TOKENIZERS_")
+SHOWN_PREFIXES = (
+    "NIM_",
+    "VLLM_",
+    "HF_",
+    "HUGGING",
+    "NGC_",
+    "AWS_",
+    "GOOGLE_",
+    "GCS_",
+    "STORAGE_EMULATOR",
+    "CUDA_",
+    "NVIDIA_",
+    "TRANSFORMERS_",
+    "TOKENIZERS_",
+)
 # The options of the pinned vLLM release whose value is a secret (checked against the installed parser
 # by tests/test_redaction.py).
 SECRET_OPTIONS = ("--api-key", "--hf-token")
@@ -82,8 +95,10 @@ def mask_uri_credentials(text: str) -> str:
 def mask_json(value: Any) -> Any:
     """`value` with every value under a secret-like key masked, at any depth."""
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(k, str) and is_secret_key(k) and value[k] is not None else mask_json(value[k]))
-                for k in value}
+        return {
+            k: (MASK if isinstance(k, str) and is_secret_key(k) and value[k] is not None else mask_json(value[k]))
+            for k in value
+        }
     if isinstance(value, list):
         return [mask_json(v) for v in value]
     if isinstance(value, str):
@@ -111,10 +126,12 @@ def _pair_key_is_secret(key: str) -> bool:
 
 def mask_secret_pairs(text: str) -> str:
     """Text that may be broken JSON, a Python repr or `k=v` pairs, with the value of every secret-like key masked."""
+
     def one(match: re.Match) -> str:
         if not _pair_key_is_secret(match["key"]):
             return match[0]
         return match[0][: match.start("value") - match.start()] + MASK
+
     return _PAIR.sub(one, text)
 
 
@@ -188,8 +205,15 @@ def _spellings(secret: str) -> list[str]:
     """The forms a secret takes once printed: as it is, with white space collapsed (a one-line message),
     control characters escaped, JSON- or repr-escaped. Longest first."""
     flat = " ".join(secret.split())
-    forms = {secret, flat, printable(secret), printable(flat), json.dumps(secret)[1:-1], repr(secret)[1:-1],
-             secret.encode("unicode_escape").decode("ascii")}
+    forms = {
+        secret,
+        flat,
+        printable(secret),
+        printable(flat),
+        json.dumps(secret)[1:-1],
+        repr(secret)[1:-1],
+        secret.encode("unicode_escape").decode("ascii"),
+    }
     return sorted((f for f in forms if len(f) >= _MIN_SECRET), key=len, reverse=True)
 
 
@@ -210,7 +234,7 @@ def _mask_cut(text: str, secret: str) -> str:
         offset = len(secret) - _CUT_SECRET
         while k > 0 and offset > 0 and text[k - 1] == secret[offset - 1]:
             k, offset = k - 1, offset - 1
-        text = text[:k] + MASK + text[start + _CUT_SECRET:]
+        text = text[:k] + MASK + text[start + _CUT_SECRET :]
         start = text.find(tail, k + len(MASK))
     return text
 
@@ -232,8 +256,17 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
 def redact_tree(value: Any, secrets: list[str]) -> Any:
     """A JSON-like document (the plan) with secrets masked by key, by value and in URIs, at any depth."""
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(k, str) and is_secret_key(k) and isinstance(value[k], (str, int, float))
-                    and not isinstance(value[k], bool) else redact_tree(value[k], secrets)) for k in value}
+        return {
+            k: (
+                MASK
+                if isinstance(k, str)
+                and is_secret_key(k)
+                and isinstance(value[k], (str, int, float))
+                and not isinstance(value[k], bool)
+                else redact_tree(value[k], secrets)
+            )
+            for k in value
+        }
     if isinstance(value, list):
         return [redact_tree(v, secrets) for v in value]
     if isinstance(value, str):

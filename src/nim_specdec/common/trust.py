@@ -20,12 +20,43 @@ from nim_specdec.errors import MaterializeError
 # Directories whose contents the system or other software owns: a cache or a workspace there would
 # let the launcher replace or re-mode files it does not own. Exact paths; everything under the
 # pseudo file systems too.
-_SYSTEM_DIRS = frozenset({
-    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt",
-    "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin", "/usr/lib",
-    "/usr/lib64", "/usr/local", "/usr/local/bin", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/tmp",
-    "/var/run", "/var/log",
-})
+_SYSTEM_DIRS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/usr/bin",
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/local",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/share",
+        "/var",
+        "/var/lib",
+        "/var/tmp",
+        "/var/run",
+        "/var/log",
+    }
+)
 _PSEUDO_PREFIXES = ("/proc/", "/sys/", "/dev/")
 
 
@@ -172,7 +203,8 @@ def open_lock(path: Path) -> int:
         fd = os.open(path, flags, 0o600)
     except OSError as err:
         raise MaterializeError(
-            str(path), f"cannot open the lock file ({err.strerror}); a link there is never followed",
+            str(path),
+            f"cannot open the lock file ({err.strerror}); a link there is never followed",
             f"remove {path}",
         ) from None
     reason = foreign_reason(os.fstat(fd), "file")

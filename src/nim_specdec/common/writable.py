@@ -13,8 +13,10 @@ from pathlib import Path
 
 def unwritable_folder(folder: str, owner: int, mode: int, uid: int) -> tuple[str, str]:
     """(problem, fix) for a folder owned by `owner` with permission bits `mode` that `uid` cannot write (pure)."""
-    problem = (f"cannot write {folder}: it is owned by uid {owner} with mode {stat.S_IMODE(mode):04o}, "
-               f"and the launcher runs as uid {uid}")
+    problem = (
+        f"cannot write {folder}: it is owned by uid {owner} with mode {stat.S_IMODE(mode):04o}, "
+        f"and the launcher runs as uid {uid}"
+    )
     if owner == uid:
         return problem, f"give its owner write access (chmod u+rwx on the folder mounted at {folder})"
     chown = f"make the folder mounted at {folder} owned by uid {uid} (on the host: sudo chown -R {uid}:0 DIR)"

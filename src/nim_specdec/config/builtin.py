@@ -84,8 +84,9 @@ def load_registry(directory: Path) -> tuple[BuiltinEntry, ...]:
             entries.append(entry_from_json(data, path.name))
         except (OSError, ValueError, TypeError) as err:
             detail = err.strerror if isinstance(err, OSError) and err.strerror else err
-            raise ConfigError(f"built-in config {path.name}", f"cannot be read ({detail})",
-                              "reinstall nim-specdec") from None
+            raise ConfigError(
+                f"built-in config {path.name}", f"cannot be read ({detail})", "reinstall nim-specdec"
+            ) from None
     return tuple(entries)
 
 

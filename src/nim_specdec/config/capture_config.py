@@ -57,11 +57,15 @@ def _load_args(text: str) -> dict:
     try:
         args = loads(text, ARGS_VAR)  # strict: no NaN, no duplicate key, bounded nesting and integers
     except ConfigError as err:
-        raise ConfigError(ARGS_VAR, f"is not valid JSON: {err.problem}",
-                          'write a JSON object such as {"format": "raw_payload"}') from None
+        raise ConfigError(
+            ARGS_VAR, f"is not valid JSON: {err.problem}", 'write a JSON object such as {"format": "raw_payload"}'
+        ) from None
     if not isinstance(args, dict):
-        raise ConfigError(ARGS_VAR, f"must be a JSON object, got {type(args).__name__}",
-                          'write a JSON object such as {"format": "raw_payload"}')
+        raise ConfigError(
+            ARGS_VAR,
+            f"must be a JSON object, got {type(args).__name__}",
+            'write a JSON object such as {"format": "raw_payload"}',
+        )
     return args
 
 
@@ -87,24 +91,28 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
     args = _load_args(env.get(ARGS_VAR) or "")
     unknown = sorted(set(args) - set(_KEYS))
     if unknown:
-        raise ConfigError(ARGS_VAR, f"unknown key(s) {', '.join(map(repr, unknown))}",
-                          f"allowed keys: {', '.join(_KEYS)}")
+        raise ConfigError(
+            ARGS_VAR, f"unknown key(s) {', '.join(map(repr, unknown))}", f"allowed keys: {', '.join(_KEYS)}"
+        )
     fmt = _string(args, "format", DEFAULT_FORMAT)
     if fmt not in FORMATS:
-        raise ConfigError(f"{ARGS_VAR}.format", f"unknown format {fmt!r}",
-                          f"use one of: {', '.join(sorted(FORMATS))}")
+        raise ConfigError(f"{ARGS_VAR}.format", f"unknown format {fmt!r}", f"use one of: {', '.join(sorted(FORMATS))}")
     pattern = _string(args, "endpoint_pattern", DEFAULT_ENDPOINT_PATTERN)
     try:
         compile_linear(pattern)
     except PatternError as err:
-        raise ConfigError(f"{ARGS_VAR}.endpoint_pattern",
-                          f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
-                          "use an RE2 expression (no back-references or look-around) such as "
-                          "^/v1/chat/completions$") from None
+        raise ConfigError(
+            f"{ARGS_VAR}.endpoint_pattern",
+            f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
+            "use an RE2 expression (no back-references or look-around) such as ^/v1/chat/completions$",
+        ) from None
     path = _string(args, "path", default_path(env))
     if not _usable_path(path):
-        raise ConfigError(f"{ARGS_VAR}.path", f"{preview(path)!r} is not a usable file path (NUL or over 4096 bytes)",
-                          "use an absolute file path such as /opt/nim/.cache/captures/payloads.jsonl")
+        raise ConfigError(
+            f"{ARGS_VAR}.path",
+            f"{preview(path)!r} is not a usable file path (NUL or over 4096 bytes)",
+            "use an absolute file path such as /opt/nim/.cache/captures/payloads.jsonl",
+        )
     if not path.startswith("/"):
         # The server may run from another working directory than the one the value was written for.
         raise ConfigError(f"{ARGS_VAR}.path", f"relative path {path!r} is not allowed", "use an absolute file path")

@@ -19,18 +19,39 @@ from typing import Any, Mapping
 # under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT modules under FLASHINFER_WORKSPACE_BASE.
 CACHE_DIRS = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
 # Engine arguments that change what the server is called or where it listens, never what it compiles.
-_NOT_IN_KEY = frozenset({"port", "host", "served_model_name", "api_key", "middleware", "uvicorn_log_level",
-                         "disable_log_requests", "enable_log_requests", "disable_log_stats", "ssl_keyfile",
-                         "ssl_certfile", "root_path", "allowed_origins"})
+_NOT_IN_KEY = frozenset(
+    {
+        "port",
+        "host",
+        "served_model_name",
+        "api_key",
+        "middleware",
+        "uvicorn_log_level",
+        "disable_log_requests",
+        "enable_log_requests",
+        "disable_log_stats",
+        "ssl_keyfile",
+        "ssl_certfile",
+        "root_path",
+        "allowed_origins",
+    }
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def cache_key(flavor: str | None, version: str, model: str, draft: str | None, speculative: Mapping | None,
-              engine_args: Mapping[str, Any]) -> str:
+def cache_key(
+    flavor: str | None,
+    version: str,
+    model: str,
+    draft: str | None,
+    speculative: Mapping | None,
+    engine_args: Mapping[str, Any],
+) -> str:
     """<flavor>-<version>-<16 hex>: readable for people, distinct for every model and configuration."""
     compiled = {k: v for k, v in engine_args.items() if k not in _NOT_IN_KEY}
-    document = json.dumps({"model": model, "draft": draft, "speculative": speculative, "engine": compiled},
-                          sort_keys=True, default=str)
+    document = json.dumps(
+        {"model": model, "draft": draft, "speculative": speculative, "engine": compiled}, sort_keys=True, default=str
+    )
     digest = hashlib.sha256(document.encode()).hexdigest()[:16]
     build = _UNSAFE.sub("-", f"{flavor or 'vllm'}-{version or 'unknown'}")[:60]
     return f"{build}-{digest}"
@@ -50,4 +71,4 @@ def compile_cache_plan(cache_path: str, key: str, env: Mapping[str, str]) -> dic
 def relocate(entry: Mapping[str, Any], new_root: str) -> dict[str, str]:
     """The same variables pointing under another root (the local fallback)."""
     old = entry["dir"]
-    return {name: new_root + path[len(old):] for name, path in entry["env"].items()}
+    return {name: new_root + path[len(old) :] for name, path in entry["env"].items()}

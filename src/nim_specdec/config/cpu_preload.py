@@ -18,5 +18,9 @@ def preload_plan(flavor: str | None, found: Sequence[str], env: Mapping[str, str
         return {"LD_PRELOAD": None, "reason": "LD_PRELOAD is set by the user and left as it is"}
     if not found:
         return {"LD_PRELOAD": None, "reason": "neither tcmalloc nor Intel OpenMP (intel-openmp) is installed"}
-    return {"LD_PRELOAD": ":".join(found), "reason": "tcmalloc and Intel OpenMP for the CPU build"
-            if len(found) > 1 else "the one of tcmalloc and Intel OpenMP that is installed"}
+    return {
+        "LD_PRELOAD": ":".join(found),
+        "reason": "tcmalloc and Intel OpenMP for the CPU build"
+        if len(found) > 1
+        else "the one of tcmalloc and Intel OpenMP that is installed",
+    }

@@ -1,15 +1,15 @@
 """The download section of the settings (pure: the caller passes the mapping; config.settings holds the rest).
 
-    NIM_DOWNLOAD_TIMEOUT       seconds a connection or a read may stall before it fails (default 30)
-    NIM_DOWNLOAD_RETRIES       whole-download retries after a transient failure (default 3)
-    NIM_DOWNLOAD_CONCURRENCY   parallel transfers (files and ranged parts; default 10)
-    NIM_DOWNLOAD_CHUNK_MB      part size for ranged downloads of big files (default 8)
-    NIM_DOWNLOAD_VERIFY        "checksum" (default) or "size": what is checked before an entry is accepted
-    NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
-    NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
-    NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
-    NIM_S5CMD                  s3:// client: "auto" (default: s5cmd when installed, else boto3), 1 (s5cmd,
-                               required), 0 (boto3's transfer manager)
+NIM_DOWNLOAD_TIMEOUT       seconds a connection or a read may stall before it fails (default 30)
+NIM_DOWNLOAD_RETRIES       whole-download retries after a transient failure (default 3)
+NIM_DOWNLOAD_CONCURRENCY   parallel transfers (files and ranged parts; default 10)
+NIM_DOWNLOAD_CHUNK_MB      part size for ranged downloads of big files (default 8)
+NIM_DOWNLOAD_VERIFY        "checksum" (default) or "size": what is checked before an entry is accepted
+NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
+NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
+NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
+NIM_S5CMD                  s3:// client: "auto" (default: s5cmd when installed, else boto3), 1 (s5cmd,
+                           required), 0 (boto3's transfer manager)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.config.env_values import _FALSE, _TRUE, parse_bool
+from nim_specdec.config.env_values import _TRUE, parse_bool
 from nim_specdec.errors import ConfigError
 
 
@@ -51,7 +51,8 @@ def _number(env: Mapping[str, str], name: str, default: float, minimum: float, m
     return value
 
 
-_FALSE = {"0", "false", "no", "off"}
+# Unlike parse_bool, an empty value is not "off" here: it means the default, auto.
+_OFF = {"0", "false", "no", "off"}
 
 
 def _s5cmd_choice(raw: str) -> str:
@@ -60,15 +61,19 @@ def _s5cmd_choice(raw: str) -> str:
         return "auto"
     if value in _TRUE:
         return "on"
-    if value in _FALSE:
+    if value in _OFF:
         return "off"
-    raise ConfigError("NIM_S5CMD", f"invalid value {raw.strip()[:40]!r}", "use auto (default), 1 (require s5cmd) or 0 (boto3)")
+    raise ConfigError(
+        "NIM_S5CMD", f"invalid value {raw.strip()[:40]!r}", "use auto (default), 1 (require s5cmd) or 0 (boto3)"
+    )
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int) -> int:
     value = _number(env, name, default, minimum, maximum)
     if not float(value).is_integer():
-        raise ConfigError(name, f"{env.get(name, '').strip()!r} is not a whole number", f"set an integer from {minimum} to {maximum}")
+        raise ConfigError(
+            name, f"{env.get(name, '').strip()!r} is not a whole number", f"set an integer from {minimum} to {maximum}"
+        )
     return int(value)
 
 

@@ -58,7 +58,9 @@ def resolve_draft(
             warnings.append(f"NIM_DRAFT_MODEL_PATH is ignored: method {method!r} uses no draft model")
         return None
     if not isinstance(model, str) or not model.strip():
-        raise ConfigError(WHERE, f"invalid value {model!r}", "use a bare name such as \"eagle3_draft\" or an absolute path")
+        raise ConfigError(
+            WHERE, f"invalid value {model!r}", 'use a bare name such as "eagle3_draft" or an absolute path'
+        )
     if "://" in model:
         source = parse_source(model, WHERE)
         config["model"] = f"{workspace}/{DEFAULT_DRAFT_NAME}"

@@ -33,6 +33,7 @@ class EnginePlan:
 @dataclass(frozen=True)
 class EngineFacts:
     """What a measurement or a server ran on; None where it is not known (then it is not compared)."""
+
     vllm_version: str | None = None
     model_runner: str | None = None  # "v1" or "v2"
     device: str | None = None  # a GPU name such as "NVIDIA H200", or a CPU model

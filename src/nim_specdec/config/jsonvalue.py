@@ -72,8 +72,9 @@ def _depth(text: str) -> int:
     return deepest
 
 
-def loads(text: str | bytes, where: str, error: type[LauncherError] = ConfigError,
-          max_digits: int = MAX_INT_DIGITS) -> Any:
+def loads(
+    text: str | bytes, where: str, error: type[LauncherError] = ConfigError, max_digits: int = MAX_INT_DIGITS
+) -> Any:
     """Strict JSON: no NaN or Infinity, integers of at most `max_digits` digits, nesting at most 64 deep.
     Errors are `error` (ConfigError for what the user wrote, MaterializeError for files from a store)."""
     if isinstance(text, bytes):

@@ -42,7 +42,11 @@ def infer_method(model: Any, draft_config: Mapping[str, Any] | None, known: Vllm
         return "eagle3"
     if "dflash" in name or any(a in archs for a in _DFLASH_ARCHS):
         return "dflash"
-    if "dspark" in name or any(a in archs for a in _DSPARK_ARCHS) or ("DSparkDraftModel" in archs and model_type == "qwen3"):
+    if (
+        "dspark" in name
+        or any(a in archs for a in _DSPARK_ARCHS)
+        or ("DSparkDraftModel" in archs and model_type == "qwen3")
+    ):
         return "dspark"
     if model_type in ("medusa", "mlp_speculator") and model_type in known.methods:  # gone in 0.33
         return model_type
@@ -51,8 +55,9 @@ def infer_method(model: Any, draft_config: Mapping[str, Any] | None, known: Vllm
     return "draft_model"
 
 
-def effective_method(config: Mapping[str, Any], draft_config: Mapping[str, Any] | None = None,
-                     known: VllmKnowledge = DEFAULT) -> str | None:
+def effective_method(
+    config: Mapping[str, Any], draft_config: Mapping[str, Any] | None = None, known: VllmKnowledge = DEFAULT
+) -> str | None:
     """The method vLLM settles on: the given one (MTP aliases become "mtp"), else the inferred one."""
     method = config.get("method")
     if method is None:

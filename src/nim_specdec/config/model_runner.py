@@ -88,8 +88,11 @@ def parse_use_v2_env(raw: str | None) -> bool | None:
     try:
         return bool(int(raw))
     except ValueError:
-        raise ConfigError(ENV, f"invalid value {raw[:40]!r}; vLLM reads it as an integer",
-                          "use 1 (V2 model runner) or 0 (V1), or unset it to let vLLM choose") from None
+        raise ConfigError(
+            ENV,
+            f"invalid value {raw[:40]!r}; vLLM reads it as an integer",
+            "use 1 (V2 model runner) or 0 (V1), or unset it to let vLLM choose",
+        ) from None
 
 
 def target_platform(flavor: str | None, version: str) -> str:
@@ -125,18 +128,23 @@ def v2_unsupported(version: str, inputs: RunnerInputs, env: bool | None) -> list
         if env is None:
             found.append("dual batch overlap")
         else:
-            found += [text for hit, text in (
-                (inputs.lora, "dual batch overlap with LoRA"),
-                (inputs.method is not None, "dual batch overlap with speculative decoding"),
-                (inputs.pipeline_parallel > 1, "dual batch overlap with pipeline parallelism"),
-                (inputs.context_parallel > 1, "dual batch overlap with context parallelism"),
-                (inputs.cudagraph_mode == "PIECEWISE", "dual batch overlap with PIECEWISE CUDA graphs"),
-            ) if hit]
+            found += [
+                text
+                for hit, text in (
+                    (inputs.lora, "dual batch overlap with LoRA"),
+                    (inputs.method is not None, "dual batch overlap with speculative decoding"),
+                    (inputs.pipeline_parallel > 1, "dual batch overlap with pipeline parallelism"),
+                    (inputs.context_parallel > 1, "dual batch overlap with context parallelism"),
+                    (inputs.cudagraph_mode == "PIECEWISE", "dual batch overlap with PIECEWISE CUDA graphs"),
+                )
+                if hit
+            ]
     return found
 
 
-def _v2(version: str, platform: str, inputs: RunnerInputs, env: bool | None, why: str, where: str,
-        fix: str) -> ModelRunner:
+def _v2(
+    version: str, platform: str, inputs: RunnerInputs, env: bool | None, why: str, where: str, fix: str
+) -> ModelRunner:
     """V2 as forced by `why`, or the refusal `_validate_v2_model_runner` would raise at start."""
     named = f"vLLM {version}"
     if not _HAS_TRITON[platform]:
@@ -156,17 +164,35 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
     named = f"vLLM {version}"
     if inputs.hisparse:
         if env is False:
-            raise ConfigError(ENV, f"{ENV}=0 with HiSparse attention: {named} runs HiSparse on the V2 runner only",
-                              f"unset {ENV}, or remove attention_config.hisparse_config")
-        return _v2(version, platform, inputs, env, "HiSparse attention requires the V2 model runner",
-                   "--attention-config", "remove attention_config.hisparse_config or the feature named")
+            raise ConfigError(
+                ENV,
+                f"{ENV}=0 with HiSparse attention: {named} runs HiSparse on the V2 runner only",
+                f"unset {ENV}, or remove attention_config.hisparse_config",
+            )
+        return _v2(
+            version,
+            platform,
+            inputs,
+            env,
+            "HiSparse attention requires the V2 model runner",
+            "--attention-config",
+            "remove attention_config.hisparse_config or the feature named",
+        )
     if inputs.watermark:
         why = "watermarking requires the V2 model runner" + (f" (it overrides {ENV}=0)" if env is False else "")
-        return _v2(version, platform, inputs, env, why, "--watermark-config",
-                   "remove --watermark-config or the feature named")
+        return _v2(
+            version, platform, inputs, env, why, "--watermark-config", "remove --watermark-config or the feature named"
+        )
     if env is True:
-        _v2(version, platform, inputs, env, "1 asks for the V2 model runner", ENV,
-            f"unset {ENV} (vLLM then picks V1 for this)")
+        _v2(
+            version,
+            platform,
+            inputs,
+            env,
+            "1 asks for the V2 model runner",
+            ENV,
+            f"unset {ENV} (vLLM then picks V1 for this)",
+        )
         return ModelRunner("v2", f"{ENV}=1", platform, version)
     if env is False:
         return ModelRunner("v1", f"{ENV}=0", platform, version)
@@ -174,8 +200,9 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
         return ModelRunner("v1", f"{named} on {platform} has no Triton, {_NEEDS_TRITON}", platform, version)
     unsupported = v2_unsupported(version, inputs, env)
     if unsupported:
-        return ModelRunner("v1", f"{named}'s V2 model runner does not support {', '.join(unsupported)}",
-                           platform, version)
+        return ModelRunner(
+            "v1", f"{named}'s V2 model runner does not support {', '.join(unsupported)}", platform, version
+        )
     return ModelRunner("v2", f"V2 is {named}'s default on {platform} (Triton present)", platform, version)
 
 
@@ -238,8 +265,9 @@ def runner_inputs(view: Mapping[str, Any], spec: Mapping[str, Any] | None, metho
         executor_backend=view.get("distributed_executor_backend"),
         pipeline_parallel=_int(view.get("pipeline_parallel_size", 1), 1),
         data_parallel=_int(view.get("data_parallel_size", 1), 1),
-        context_parallel=max(_int(view.get("decode_context_parallel_size", 1), 1),
-                             _int(view.get("prefill_context_parallel_size", 1), 1)),
+        context_parallel=max(
+            _int(view.get("decode_context_parallel_size", 1), 1), _int(view.get("prefill_context_parallel_size", 1), 1)
+        ),
         ubatching=_flag(view, "enable_dbo") or _int(view.get("ubatch_size", 0), 0) > 1,
         lora=_flag(view, "enable_lora"),
         hisparse=_nested(view, ("attention_config", "ac"), "hisparse_config") is not None

@@ -59,8 +59,9 @@ class Facts:
         return knowledge_for(self.vllm_version)
 
 
-def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs,
-                 known: VllmKnowledge) -> list:
+def _spec_layers(
+    settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge
+) -> list:
     layers = [
         ("NIM_SPECDEC_ARGS", spec_env),
         ("NIM_PASSTHROUGH_ARGS", pt.spec),
@@ -73,8 +74,11 @@ def _spec_layers(settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli:
         where = "--speculative-config" if label == "cli" else label
         if not values:
             # vLLM builds a SpeculativeConfig from {} and fails for want of num_speculative_tokens
-            raise ConfigError(where, "speculative_config {} is refused by vLLM (no method, model or num_speculative_tokens)",
-                              'give a config such as {"method": "ngram", "num_speculative_tokens": 3}, or leave it out')
+            raise ConfigError(
+                where,
+                "speculative_config {} is refused by vLLM (no method, model or num_speculative_tokens)",
+                'give a config such as {"method": "ngram", "num_speculative_tokens": 3}, or leave it out',
+            )
         values = normalise_keys(values, where)
         if known.exact:  # a release without a snapshot: vLLM's own check alone
             validate_fields(values, where, known)
@@ -96,7 +100,11 @@ def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts
         return [], None, ""
     if target.builtin is not None:
         entry = target.builtin
-        return [("builtin", entry.speculative_config)], entry.draft_source, f"built-in config for {entry.model_id} ({entry.file})"
+        return (
+            [("builtin", entry.speculative_config)],
+            entry.draft_source,
+            f"built-in config for {entry.model_id} ({entry.file})",
+        )
     if any("method" in values or "model" in values for _, values in explicit):
         registered = target.registered
         return [], (registered.draft_source if registered else None), ""
@@ -128,8 +136,9 @@ def _draft_config(draft: Any, facts: Facts) -> dict | None:
     return found.config if found else None
 
 
-def _keep_inferred_method(config: dict, origin: dict, original: Any, draft_config: dict | None,
-                          known: VllmKnowledge) -> None:
+def _keep_inferred_method(
+    config: dict, origin: dict, original: Any, draft_config: dict | None, known: VllmKnowledge
+) -> None:
     """vLLM infers a missing method from the draft's name: when the launcher rewrote that name to a
     workspace path, write down the method the original reference implied, so the meaning is kept."""
     if config.get("method") is not None or original is None or config.get("model") == original:
@@ -197,7 +206,9 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         if settings.enable:
             spec_env, engine_env = parse_specdec_args(settings.specdec_args)
         else:
-            warnings.append("NIM_SPECDEC_ARGS is ignored because NIM_SPECDEC_ENABLE is 0; set NIM_SPECDEC_ENABLE=1 to use it")
+            warnings.append(
+                "NIM_SPECDEC_ARGS is ignored because NIM_SPECDEC_ENABLE is 0; set NIM_SPECDEC_ENABLE=1 to use it"
+            )
     target = resolve_target(
         settings,
         (cli.model, cli.model_where) if cli.model is not None else None,
@@ -214,21 +225,29 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
     draft = None
     if enabled:
         if not config:
-            raise ConfigError("--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}')
+            raise ConfigError(
+                "--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}'
+            )
         original_model = config.get("model")
         draft = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace, warnings)
         _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
         if known.exact:
-            validate_complete(config, f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
-                              _tensor_parallel(lower_view_of(engine_env, pt, cli, known)), _draft_config(draft, facts),
-                              known)
+            validate_complete(
+                config,
+                f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
+                _tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
+                _draft_config(draft, facts),
+                known,
+            )
     elif settings.draft_source is not None:
         warnings.append("NIM_DRAFT_MODEL_PATH is ignored because speculative decoding is off (NIM_SPECDEC_ENABLE=0)")
 
     engine_layers = [("default", {"port": settings.port})]
     name = served_name(target, settings)
     if name:
-        engine_layers.append(("NIM_SERVED_MODEL_NAME" if settings.served_model_name else "builtin", {"served_model_name": name}))
+        engine_layers.append(
+            ("NIM_SERVED_MODEL_NAME" if settings.served_model_name else "builtin", {"served_model_name": name})
+        )
     if settings.max_model_len is not None:
         engine_layers.append(("NIM_MAX_MODEL_LEN", {"max_model_len": settings.max_model_len}))
     engine_layers.append(("NIM_SPECDEC_ARGS", engine_env))
@@ -244,20 +263,45 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         validate_engine_numbers(view, engine_origin)
     method = effective_method(config, _draft_config(draft, facts), known) if enabled else None
     platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
-    model_runner = plan_model_runner(facts.vllm_version, platform, settings.use_v2_model_runner, view,
-                                     config if enabled else None, method, origin, warnings)
-    tuned = tuned_for_warning(settings.tuned_for, model_runner.vllm_version, model_runner.runner, model_runner.platform,
-                              facts.device.name if facts.device else None)
+    model_runner = plan_model_runner(
+        facts.vllm_version,
+        platform,
+        settings.use_v2_model_runner,
+        view,
+        config if enabled else None,
+        method,
+        origin,
+        warnings,
+    )
+    tuned = tuned_for_warning(
+        settings.tuned_for,
+        model_runner.vllm_version,
+        model_runner.runner,
+        model_runner.platform,
+        facts.device.name if facts.device else None,
+    )
     if tuned:
         warnings.append(tuned)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
-    argv = build_argv(program(facts.flavor, facts.python, model), lower, pt.options, cli.options,
-                      config if enabled else None, middlewares)
+    argv = build_argv(
+        program(facts.flavor, facts.python, model),
+        lower,
+        pt.options,
+        cli.options,
+        config if enabled else None,
+        middlewares,
+    )
     target_facts = facts.sources.get(target.source.uri) if target.source else None
     draft_facts = facts.sources.get(draft.source.uri) if draft else None
-    key = cache_key(facts.flavor, facts.vllm_version, target.source.uri if target.source else target.model_arg,
-                    draft.source.uri if draft else None, config if enabled else None, view)
+    key = cache_key(
+        facts.flavor,
+        facts.vllm_version,
+        target.source.uri if target.source else target.model_arg,
+        draft.source.uri if draft else None,
+        config if enabled else None,
+        view,
+    )
     return Plan(
         mode=target.mode,
         target=TargetPlan(
@@ -278,10 +322,16 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             origin=origin if enabled else {},
             batch_size_schedule=_schedule_view(config, known) if enabled else None,
         ),
-        draft=None if draft is None else DraftPlan(
-            name=draft.name, source=draft.source.uri, path=draft.path, chosen_by=draft.chosen_by,
+        draft=None
+        if draft is None
+        else DraftPlan(
+            name=draft.name,
+            source=draft.source.uri,
+            path=draft.path,
+            chosen_by=draft.chosen_by,
             local_dir=draft_facts.local_dir if draft_facts else None,
-            commit=draft_facts.commit if draft_facts else None, ref=draft.source,
+            commit=draft_facts.commit if draft_facts else None,
+            ref=draft.source,
         ),
         engine_args={k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
         engine_origin=engine_origin,

@@ -91,8 +91,13 @@ class Plan:
     argv_exec: tuple[str, ...] = field(default=(), metadata=_INTERNAL, repr=False)  # unredacted: exec only
     vllm_version: str = field(default="", metadata=_INTERNAL)  # the installed vLLM's, for its refusals' one line
 
-    def with_local_dirs(self, target_dir: str | None = None, draft_dir: str | None = None,
-                        target_commit: str | None = None, draft_commit: str | None = None) -> Plan:
+    def with_local_dirs(
+        self,
+        target_dir: str | None = None,
+        draft_dir: str | None = None,
+        target_commit: str | None = None,
+        draft_commit: str | None = None,
+    ) -> Plan:
         """Where the fetched files are, and (hf://) which commit: a directory given replaces both."""
         target, draft = self.target, self.draft
         if target_dir is not None:
@@ -125,7 +130,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 def plan_schema() -> dict[str, Any]:
     """JSON Schema of plan_json's output, derived from the types above (pydantic is imported only here)."""
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter  # noqa: PLC0415
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
@@ -137,5 +142,9 @@ def plan_schema() -> dict[str, Any]:
         where["required"] = list(where["properties"])
         where["additionalProperties"] = False
     defs.pop("SourceRef", None)
-    return {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "nim-specdec plan",
-            "description": "The output of `nim-specdec plan` and `nim-specdec prepare`."}
+    return {
+        **schema,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "nim-specdec plan",
+        "description": "The output of `nim-specdec plan` and `nim-specdec prepare`.",
+    }

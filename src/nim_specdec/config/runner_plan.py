@@ -15,9 +15,16 @@ from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 
 
-def plan_model_runner(vllm_version: str, platform: str, use_v2: bool | None, view: Mapping[str, Any],
-                      spec: Mapping[str, Any] | None, method: str | None, spec_origin: Mapping[str, str],
-                      warnings: list[str]) -> ModelRunnerPlan:
+def plan_model_runner(
+    vllm_version: str,
+    platform: str,
+    use_v2: bool | None,
+    view: Mapping[str, Any],
+    spec: Mapping[str, Any] | None,
+    method: str | None,
+    spec_origin: Mapping[str, str],
+    warnings: list[str],
+) -> ModelRunnerPlan:
     """The runner and the schedule's fate; ConfigError (exit 2) where vLLM would refuse the runner or drop the
     schedule silently; a warning line where it keeps the schedule at the cost of full CUDA graphs."""
     inputs = runner_inputs(view, spec, method)

@@ -49,7 +49,7 @@ def schedule_drop(vllm_version: str, runner: str, method: str | None, data_paral
 
 
 def schedule_cudagraph_downgrade(runner: str, platform: str, cudagraph_mode: str) -> str | None:
-    """"FROM -> PIECEWISE" when vLLM downgrades CUDA graphs to keep a schedule, else None. The CPU build makes the
+    """ "FROM -> PIECEWISE" when vLLM downgrades CUDA graphs to keep a schedule, else None. The CPU build makes the
     same change in its config, then runs without CUDA graphs at all, so nothing changes there."""
     if runner != "v1" or platform == "cpu" or cudagraph_mode not in FULL_CUDAGRAPH_MODES:
         return None
@@ -58,6 +58,8 @@ def schedule_cudagraph_downgrade(runner: str, platform: str, cudagraph_mode: str
 
 def downgrade_warning(downgrade: str) -> str:
     before = downgrade.split(" ", 1)[0]
-    return (f"speculative_config.num_speculative_tokens_per_batch_size: on the V1 model runner vLLM runs CUDA graphs "
-            f"PIECEWISE instead of {before} to keep the schedule (slower decode steps); "
-            f"{ENV}=1 keeps full graphs where V2 supports the configuration")
+    return (
+        f"speculative_config.num_speculative_tokens_per_batch_size: on the V1 model runner vLLM runs CUDA graphs "
+        f"PIECEWISE instead of {before} to keep the schedule (slower decode steps); "
+        f"{ENV}=1 keeps full graphs where V2 supports the configuration"
+    )

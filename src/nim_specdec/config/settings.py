@@ -52,7 +52,9 @@ def _int(env: Mapping[str, str], name: str, lo: int, hi: int, default: int | Non
     try:
         value = int(raw, 10)
     except ValueError:
-        raise ConfigError(name, f"invalid value {raw!r} is not an integer", f"use an integer from {lo} to {hi}") from None
+        raise ConfigError(
+            name, f"invalid value {raw!r} is not an integer", f"use an integer from {lo} to {hi}"
+        ) from None
     if not lo <= value <= hi:
         raise ConfigError(name, f"value {value} is out of range", f"use an integer from {lo} to {hi}")
     return value
@@ -73,7 +75,9 @@ def _abs_dir(env: Mapping[str, str], name: str, default: str) -> str:
     return value.rstrip("/") or "/"
 
 
-def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str | None, upper: bool) -> str | None:
+def _choice(
+    env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str | None, upper: bool
+) -> str | None:
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -88,7 +92,9 @@ def _passthrough(env: Mapping[str, str]) -> tuple[str, ...]:
     try:
         return tuple(shlex.split(raw))
     except ValueError as err:
-        raise ConfigError("NIM_PASSTHROUGH_ARGS", f"cannot split into arguments ({err})", "balance the quotes") from None
+        raise ConfigError(
+            "NIM_PASSTHROUGH_ARGS", f"cannot split into arguments ({err})", "balance the quotes"
+        ) from None
 
 
 def _source(env: Mapping[str, str], name: str) -> SourceRef | None:

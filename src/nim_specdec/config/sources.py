@@ -60,7 +60,9 @@ def _is_text(value: str) -> bool:
 def parse_source(text: str, variable: str) -> SourceRef:
     value = text.strip()
     if not value:
-        raise ConfigError(variable, "is empty", "set it to an absolute directory or an ngc://, hf://, s3:// or gs:// URI")
+        raise ConfigError(
+            variable, "is empty", "set it to an absolute directory or an ngc://, hf://, s3:// or gs:// URI"
+        )
     match = _SCHEME.match(value)
     if match is None:
         if not value.startswith("/"):
@@ -91,8 +93,11 @@ def parse_source(text: str, variable: str) -> SourceRef:
         )
     if not _is_text(rest):
         # Bytes that are not UTF-8 (kept as surrogates by os.environ) cannot go into a URL or a cache name.
-        raise ConfigError(variable, f"{scheme}:// URI {value!r} is not valid UTF-8 text",
-                          "write the URI in UTF-8 (bucket, object and repository names are text)")
+        raise ConfigError(
+            variable,
+            f"{scheme}:// URI {value!r} is not valid UTF-8 text",
+            "write the URI in UTF-8 (bucket, object and repository names are text)",
+        )
     location, revision = _split_revision(scheme, rest)
     if not location or any(part in ("", ".", "..") for part in location.split("/")):
         raise ConfigError(variable, f"malformed {scheme}:// URI {value!r}", _EXAMPLES[scheme])

@@ -5,7 +5,7 @@ The batch-size schedule has its own module (spec_schedule.py). Rules that need t
 supported architectures, Arctic Inference) are left to the vLLM check that `serve` runs (docs/configuration.md).
 Rules a release added are applied from that release on (VllmKnowledge.at_least).
 Pure: (coerced values, target tensor parallel size, draft config.json, release) -> (problem, fix) or None.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -33,9 +33,14 @@ def _tokens(values: Mapping[str, Any], method: str | None, draft: Mapping[str, A
     model = values.get("model")
     if model is None and k is not None and method not in NO_DRAFT:
         if method == "custom_class":
-            return "method 'custom_class' needs 'model' (the proposer's import path)", 'add "model": "my_module.MyProposer"'
-        return (f"method {method!r} needs a draft but speculative_config has no 'model'",
-                'add "model": "<bare name>" and set NIM_DRAFT_MODEL_PATH to the draft\'s location')
+            return (
+                "method 'custom_class' needs 'model' (the proposer's import path)",
+                'add "model": "my_module.MyProposer"',
+            )
+        return (
+            f"method {method!r} needs a draft but speculative_config has no 'model'",
+            'add "model": "<bare name>" and set NIM_DRAFT_MODEL_PATH to the draft\'s location',
+        )
     if k is None and method != "suffix":
         if model is not None and method not in NO_DRAFT and draft is None:
             return None  # the draft's config.json may give n_predict: left to the vLLM check
@@ -50,7 +55,10 @@ def _ngram(values: Mapping[str, Any], method: str | None) -> Problem:
     lo, hi = values.get("prompt_lookup_min"), values.get("prompt_lookup_max")
     lo, hi = (lo if lo is not None else hi), (hi if hi is not None else lo)
     if lo is not None and hi is not None and lo > hi:
-        return f"prompt_lookup_min ({lo}) is greater than prompt_lookup_max ({hi})", "make prompt_lookup_min <= prompt_lookup_max"
+        return (
+            f"prompt_lookup_min ({lo}) is greater than prompt_lookup_max ({hi})",
+            "make prompt_lookup_min <= prompt_lookup_max",
+        )
     return None
 
 
@@ -58,17 +66,24 @@ def _synthetic(values: Mapping[str, Any], k: int | None) -> Problem:
     rates, length = values.get("synthetic_acceptance_rates"), values.get("synthetic_acceptance_length")
     if values.get("rejection_sample_method") != "synthetic":
         if rates is not None or length is not None:
-            return ("synthetic_acceptance_rates / synthetic_acceptance_length only apply with rejection_sample_method 'synthetic'",
-                    'add "rejection_sample_method": "synthetic" or remove them')
+            return (
+                "synthetic_acceptance_rates / synthetic_acceptance_length only apply with rejection_sample_method 'synthetic'",  # noqa: E501
+                'add "rejection_sample_method": "synthetic" or remove them',
+            )
         return None
     if (rates is None) == (length is None):
-        return ("rejection_sample_method 'synthetic' needs exactly one of synthetic_acceptance_rates or synthetic_acceptance_length",
-                "give one of the two")
+        return (
+            "rejection_sample_method 'synthetic' needs exactly one of synthetic_acceptance_rates or synthetic_acceptance_length",  # noqa: E501
+            "give one of the two",
+        )
     if k is None:
         return None
     if rates is not None:
         if len(rates) != k:
-            return f"synthetic_acceptance_rates has {len(rates)} entries, not num_speculative_tokens ({k})", f"give {k} rates"
+            return (
+                f"synthetic_acceptance_rates has {len(rates)} entries, not num_speculative_tokens ({k})",
+                f"give {k} rates",
+            )
         if not all(0.0 <= r <= 1.0 for r in rates):
             return "synthetic_acceptance_rates entries must be in [0, 1]", "use probabilities"
         if any(rates[i] > rates[i - 1] for i in range(1, len(rates))):
@@ -80,8 +95,10 @@ def _synthetic(values: Mapping[str, Any], k: int | None) -> Problem:
 
 def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, known: VllmKnowledge) -> Problem:
     if values.get("use_heterogeneous_vocab") and values.get("use_local_argmax_reduction") and known.at_least("0.33.0"):
-        return ("use_heterogeneous_vocab and use_local_argmax_reduction exclude each other (vLLM 0.33)",
-                "disable one of them")
+        return (
+            "use_heterogeneous_vocab and use_local_argmax_reduction exclude each other (vLLM 0.33)",
+            "disable one of them",
+        )
     if values.get("use_heterogeneous_vocab"):
         if method != "draft_model":
             return "use_heterogeneous_vocab only works with method 'draft_model'", "remove use_heterogeneous_vocab"
@@ -95,10 +112,16 @@ def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, kn
     if uses_draft:
         tp = values.get("draft_tensor_parallel_size")
         if tp is not None and tp not in (1, target_tp):
-            return f"draft_tensor_parallel_size {tp} must be 1 or the target's tensor parallel size ({target_tp})", "use 1"
+            return (
+                f"draft_tensor_parallel_size {tp} must be 1 or the target's tensor parallel size ({target_tp})",
+                "use 1",
+            )
         quantization = values.get("quantization")
         if quantization is not None and quantization not in known.enum("quantization"):
-            return f"quantization {quantization!r} is not a vLLM quantization method", "use one of vLLM's methods, e.g. fp8"
+            return (
+                f"quantization {quantization!r} is not a vLLM quantization method",
+                "use one of vLLM's methods, e.g. fp8",
+            )
         if values.get("dspark_draft_topk") is not None and method != "dspark":
             return "dspark_draft_topk only applies to method 'dspark'", "remove it"
     return None
@@ -107,10 +130,12 @@ def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, kn
 def _suffix(values: Mapping[str, Any], method: str | None) -> Problem:
     if method != "suffix":
         return None
-    checks = (("suffix_decoding_max_tree_depth", lambda v: v >= 1, ">= 1"),
-              ("suffix_decoding_max_cached_requests", lambda v: v >= 0, ">= 0"),
-              ("suffix_decoding_max_spec_factor", lambda v: v >= 0, ">= 0"),
-              ("suffix_decoding_min_token_prob", lambda v: 0 <= v <= 1, "in [0, 1]"))
+    checks = (
+        ("suffix_decoding_max_tree_depth", lambda v: v >= 1, ">= 1"),
+        ("suffix_decoding_max_cached_requests", lambda v: v >= 0, ">= 0"),
+        ("suffix_decoding_max_spec_factor", lambda v: v >= 0, ">= 0"),
+        ("suffix_decoding_min_token_prob", lambda v: 0 <= v <= 1, "in [0, 1]"),
+    )
     for key, ok, text in checks:
         if values.get(key) is not None and not ok(values[key]):
             return f"{key} ({values[key]}) must be {text}", f"set {key} {text}"
@@ -124,27 +149,43 @@ def _fly(values: Mapping[str, Any], method: str | None, k: int | None) -> Proble
     if method == "extract_hidden_states":
         return "rejection_sample_method 'fly' does not work with method 'extract_hidden_states'", "use 'standard'"
     if k is not None and k < 2:
-        return (f"rejection_sample_method 'fly' needs num_speculative_tokens >= 2, not {k}",
-                "set num_speculative_tokens to 2 or more")
+        return (
+            f"rejection_sample_method 'fly' needs num_speculative_tokens >= 2, not {k}",
+            "set num_speculative_tokens to 2 or more",
+        )
     window = values.get("fly_window_size")
     if k is not None and window is not None and window >= k:
-        return (f"fly_window_size ({window}) must be smaller than num_speculative_tokens ({k})",
-                f"set fly_window_size to at most {k - 1}, or leave it out (vLLM picks min(6, k - 1))")
+        return (
+            f"fly_window_size ({window}) must be smaller than num_speculative_tokens ({k})",
+            f"set fly_window_size to at most {k - 1}, or leave it out (vLLM picks min(6, k - 1))",
+        )
     return None
 
 
 def _draft_head(values: Mapping[str, Any], method: str | None) -> Problem:
     """vLLM 0.33's draft_lm_head_quantization: only drafters that share the target's lm_head."""
     if values.get("draft_lm_head_quantization") is not None and method not in ("eagle", "eagle3", "mtp"):
-        return (f"draft_lm_head_quantization is not supported for method {method!r}",
-                "use it with eagle, eagle3 or mtp, or remove it")
+        return (
+            f"draft_lm_head_quantization is not supported for method {method!r}",
+            "use it with eagle, eagle3 or mtp, or remove it",
+        )
     return None
 
 
-def check_rules(values: Mapping[str, Any], target_tp: int = 1, draft: Mapping[str, Any] | None = None,
-                known: VllmKnowledge = DEFAULT) -> Problem:
+def check_rules(
+    values: Mapping[str, Any],
+    target_tp: int = 1,
+    draft: Mapping[str, Any] | None = None,
+    known: VllmKnowledge = DEFAULT,
+) -> Problem:
     method = effective_method(values, draft, known)
     k = _k(values, method, draft)
-    return (_tokens(values, method, draft) or _ngram(values, method) or _synthetic(values, k)
-            or _exclusive(values, method, target_tp, known) or _suffix(values, method) or _fly(values, method, k)
-            or _draft_head(values, method))
+    return (
+        _tokens(values, method, draft)
+        or _ngram(values, method)
+        or _synthetic(values, k)
+        or _exclusive(values, method, target_tp, known)
+        or _suffix(values, method)
+        or _fly(values, method, k)
+        or _draft_head(values, method)
+    )

@@ -21,7 +21,7 @@ from nim_specdec.errors import ConfigError
 
 KEY = "num_speculative_tokens_per_batch_size"
 Schedule = tuple[tuple[int, int, int], ...]
-_FIX = 'write it as [[1, 4, 3], [5, 256, 0]]: ranges [first_batch_size, last_batch_size, K], the first starting at 1'
+_FIX = "write it as [[1, 4, 3], [5, 256, 0]]: ranges [first_batch_size, last_batch_size, K], the first starting at 1"
 
 
 def _lax_int(value: Any) -> int | None:
@@ -55,8 +55,11 @@ def validate_batch_size_schedule(value: Any, num_speculative_tokens: int | None,
         if first > last:
             raise ConfigError(where, f"speculative_config.{KEY} range ({first}, {last}) starts after it ends", _FIX)
         if k < 0:
-            raise ConfigError(where, f"speculative_config.{KEY} entry {entry!r} has K = {k} < 0",
-                              "use K = 0 to turn speculation off at those batch sizes")
+            raise ConfigError(
+                where,
+                f"speculative_config.{KEY} entry {entry!r} has K = {k} < 0",
+                "use K = 0 to turn speculation off at those batch sizes",
+            )
         if num_speculative_tokens is not None and k > num_speculative_tokens:
             raise ConfigError(
                 where,
@@ -72,8 +75,11 @@ def validate_batch_size_schedule(value: Any, num_speculative_tokens: int | None,
             raise ConfigError(where, f"speculative_config.{KEY} ranges overlap at batch size {first}", _FIX)
         previous_end = last
     if entries[0][0] != 1:
-        raise ConfigError(where, f"speculative_config.{KEY} starts at batch size {entries[0][0]}, not 1",
-                          "start the first range at 1 so every batch size has a K")
+        raise ConfigError(
+            where,
+            f"speculative_config.{KEY} starts at batch size {entries[0][0]}, not 1",
+            "start the first range at 1 so every batch size has a K",
+        )
     return tuple(entries)
 
 

@@ -85,14 +85,17 @@ INTERNAL_FIELDS = frozenset(
 )
 
 
-_LISTS = {"synthetic_acceptance_rates": list[float], "num_speculative_tokens_per_batch_size": list[tuple[int, int, int]]}
+_LISTS = {
+    "synthetic_acceptance_rates": list[float],
+    "num_speculative_tokens_per_batch_size": list[tuple[int, int, int]],
+}
 _OPEN_ENUMS = ("kv_cache_dtype",)  # 0.33 also accepts a custom dtype a platform backend registers
 
 
 @lru_cache(maxsize=None)
 def _adapter(key: str, known: VllmKnowledge):
     """A pydantic validator with vLLM's own lax coercion ("3", 3.0 and true are integers; "yes" a boolean)."""
-    from pydantic import Field, TypeAdapter
+    from pydantic import Field, TypeAdapter  # noqa: PLC0415
 
     kind = KINDS[key]
     if key in _LISTS:
@@ -114,10 +117,18 @@ def _describe(key: str, known: VllmKnowledge = DEFAULT) -> str:
         shown = ", ".join(values) if len(values) <= 8 else ", ".join(values[:8]) + ", ..."
         return f"one of: {shown}"
     if key in _LISTS:
-        return {"synthetic_acceptance_rates": "a list of numbers",
-                "num_speculative_tokens_per_batch_size": "a list of [first, last, k] integer triples"}[key]
-    return {"pos_int": "an integer >= 1", "int": "an integer", "float": "a number", "bool": "true or false",
-            "str": "a string", "object": "a JSON object"}[KINDS[key]]
+        return {
+            "synthetic_acceptance_rates": "a list of numbers",
+            "num_speculative_tokens_per_batch_size": "a list of [first, last, k] integer triples",
+        }[key]
+    return {
+        "pos_int": "an integer >= 1",
+        "int": "an integer",
+        "float": "a number",
+        "bool": "true or false",
+        "str": "a string",
+        "object": "a JSON object",
+    }[KINDS[key]]
 
 
 _UNDECIDED = object()
@@ -158,7 +169,7 @@ def coerce(key: str, value: Any, known: VllmKnowledge = DEFAULT) -> Any:
     exact = _exact(key, value, known)
     if exact is not _UNDECIDED:
         return exact
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # noqa: PLC0415
 
     try:
         return _adapter(key, known).validate_python(value)
@@ -199,8 +210,11 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
                 fix = f"{key} is not in vLLM {known.snapshot} (the launcher knows {_releases_with(key)}); remove it"
             raise ConfigError(where, f"unknown speculative_config key {key!r} for vLLM {known.snapshot}", fix)
         if key == "tensor_parallel_size":
-            raise ConfigError(where, "speculative_config.tensor_parallel_size is not accepted by vLLM",
-                              "use draft_tensor_parallel_size (1 or the target's tensor parallel size)")
+            raise ConfigError(
+                where,
+                "speculative_config.tensor_parallel_size is not accepted by vLLM",
+                "use draft_tensor_parallel_size (1 or the target's tensor parallel size)",
+            )
         try:
             coerced = coerce(key, value, known)
         except ValueError as err:
@@ -209,8 +223,9 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
             fix = f"set {key} to {described}"
             elsewhere = _releases_with_value(key, value)
             if elsewhere:  # a value of another release: say so rather than list pydantic's choices
-                problem = (f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} "
-                           f"(vLLM {elsewhere} has it)")
+                problem = (
+                    f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} (vLLM {elsewhere} has it)"
+                )
                 fix = f"set {key} to {described}, or run vLLM {elsewhere}"
             raise ConfigError(where, problem, fix) from None
         if key in ranges and coerced is not None:
@@ -225,8 +240,9 @@ def _releases_with_value(key: str, value: Any) -> str:
     """The known releases that accept an enum value this one refuses (medusa: 0.32.0)."""
     if KINDS[key] != "enum" or not isinstance(value, str):
         return ""
-    return ", ".join(v for v in known_versions() if key in knowledge_for(v).data["enums"]
-                     and value in knowledge_for(v).enum(key))
+    return ", ".join(
+        v for v in known_versions() if key in knowledge_for(v).data["enums"] and value in knowledge_for(v).enum(key)
+    )
 
 
 def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
@@ -237,10 +253,15 @@ def _check_range(key: str, value: float, bounds: tuple[float | None, float | Non
     raise ConfigError(where, f"speculative_config.{key} = {value} must be {wanted}", f"set {key} to a value {wanted}")
 
 
-def validate_complete(config: Mapping[str, Any], where: str, target_tp: int = 1,
-                      draft_config: Mapping[str, Any] | None = None, known: VllmKnowledge = DEFAULT) -> None:
+def validate_complete(
+    config: Mapping[str, Any],
+    where: str,
+    target_tp: int = 1,
+    draft_config: Mapping[str, Any] | None = None,
+    known: VllmKnowledge = DEFAULT,
+) -> None:
     """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
-    from nim_specdec.config.spec_rules import check_rules
+    from nim_specdec.config.spec_rules import check_rules  # noqa: PLC0415
 
     values = {key: coerce(key, value, known) for key, value in config.items() if key in known.fields}
     problem = check_rules(values, target_tp, draft_config, known)

@@ -18,7 +18,7 @@ SPEC_KEY = "speculative_config"
 
 def parse_spec_value(value: Any, where: str) -> dict[str, Any] | None:
     """A speculative_config value as written in JSON: an object, a JSON string holding one, or null."""
-    from nim_specdec.errors import ConfigError
+    from nim_specdec.errors import ConfigError  # noqa: PLC0415
 
     if value is None:
         return None
@@ -37,7 +37,7 @@ def parse_spec_value(value: Any, where: str) -> dict[str, Any] | None:
 
 def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Return (speculative_config or None, engine arguments keyed in snake_case)."""
-    from nim_specdec.errors import ConfigError
+    from nim_specdec.errors import ConfigError  # noqa: PLC0415
 
     obj = loads_object(raw, VARIABLE)
     spec: dict[str, Any] | None = None
@@ -46,7 +46,9 @@ def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]
     for key, value in obj.items():
         name = snake(key)
         if not _KEY.match(name):
-            raise ConfigError(VARIABLE, f"key {key!r} is not a vLLM argument name", "use names like gpu_memory_utilization")
+            raise ConfigError(
+                VARIABLE, f"key {key!r} is not a vLLM argument name", "use names like gpu_memory_utilization"
+            )
         if name == SPEC_KEY:
             if SPEC_KEY in seen:
                 raise ConfigError(VARIABLE, f"key {key!r} is given twice (snake and kebab case)", "keep one spelling")

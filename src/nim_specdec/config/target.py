@@ -43,7 +43,9 @@ def _from_argument(value: str, where: str, registry: Sequence[BuiltinEntry]) -> 
 
 
 def resolve_target(
-    settings: Settings, cli_model: tuple[str, str] | None, passthrough_model: tuple[str, str] | None,
+    settings: Settings,
+    cli_model: tuple[str, str] | None,
+    passthrough_model: tuple[str, str] | None,
     registry: Sequence[BuiltinEntry],
 ) -> Target:
     for given in (cli_model, passthrough_model):

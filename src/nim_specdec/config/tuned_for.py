@@ -18,8 +18,7 @@ from nim_specdec.errors import ConfigError
 
 ENV = "NIM_TUNED_FOR"
 RUNNERS = ("v1", "v2")
-_FIX = ('use the value tune printed, e.g. {"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}, '
-        "or unset it")
+_FIX = 'use the value tune printed, e.g. {"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}, or unset it'
 
 
 @dataclass(frozen=True)
@@ -45,11 +44,13 @@ def parse_tuned_for(raw: str | None) -> TunedFor | None:
         if not isinstance(value.get(key), str) or not value[key].strip():
             raise ConfigError(ENV, f"invalid value {shown!r}: {key!r} is missing or not a string", _FIX)
     if value["runner"] not in RUNNERS:
-        raise ConfigError(ENV, f"invalid runner {value['runner'][:20]!r} in {shown!r}",
-                          f"use one of {', '.join(RUNNERS)}")
+        raise ConfigError(
+            ENV, f"invalid runner {value['runner'][:20]!r} in {shown!r}", f"use one of {', '.join(RUNNERS)}"
+        )
     if value["platform"] not in PLATFORMS:
-        raise ConfigError(ENV, f"invalid platform {value['platform'][:20]!r} in {shown!r}",
-                          f"use one of {', '.join(PLATFORMS)}")
+        raise ConfigError(
+            ENV, f"invalid platform {value['platform'][:20]!r} in {shown!r}", f"use one of {', '.join(PLATFORMS)}"
+        )
     device = value.get("device")
     if device is not None and not isinstance(device, str):
         raise ConfigError(ENV, f"invalid value {shown!r}: 'device' is not a string", _FIX)
@@ -71,13 +72,16 @@ def engine_differences(tuned: TunedFor, serving: Mapping[str, str]) -> list[str]
     return found
 
 
-def tuned_for_warning(tuned: TunedFor | None, vllm: str, runner: str, platform: str,
-                      device: str | None = None) -> str | None:
+def tuned_for_warning(
+    tuned: TunedFor | None, vllm: str, runner: str, platform: str, device: str | None = None
+) -> str | None:
     """One warning line when the recommendation was measured on another engine than the one that will serve."""
     if tuned is None:
         return None
     found = engine_differences(tuned, {"vllm": vllm, "runner": runner, "platform": platform, "device": device or ""})
     if not found:
         return None
-    return (f"{ENV}: the tuned speculative settings were measured on another engine ({', '.join(found)}); "
-            "their speed-ups may not hold here: run nim-specdec tune on this engine")
+    return (
+        f"{ENV}: the tuned speculative settings were measured on another engine ({', '.join(found)}); "
+        "their speed-ups may not hold here: run nim-specdec tune on this engine"
+    )

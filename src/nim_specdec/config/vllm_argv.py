@@ -16,7 +16,12 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.common.redact import preview
 from nim_specdec.config.jsonvalue import kebab, loads, snake
 from nim_specdec.config.vllm_schema import (
-    DEFAULT, WHOLE as SPEC_OPTION, VllmKnowledge, normalise_flag, option_dest, resolve_option, speculative_role,
+    DEFAULT,
+    VllmKnowledge,
+    normalise_flag,
+    option_dest,
+    resolve_option,
+    speculative_role,
 )
 
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -30,7 +35,7 @@ class SpecArgs:
 
 
 def human_readable_int(text: str) -> Any:
-    """"1k" -> 1000 and "1K" -> 1024, as vLLM's parser reads dotted values; else the string as it is."""
+    """ "1k" -> 1000 and "1K" -> 1024, as vLLM's parser reads dotted values; else the string as it is."""
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
     if not match:
         return text
@@ -101,7 +106,9 @@ def _whole_value(text: str, where: str) -> dict[str, Any] | None:
         return None
     value = loads(text, where)
     if value is not None and not isinstance(value, dict):
-        raise ConfigError(where, f"expected a JSON object, got {type(value).__name__}", 'write it as {"key": value, ...}')
+        raise ConfigError(
+            where, f"expected a JSON object, got {type(value).__name__}", 'write it as {"key": value, ...}'
+        )
     return value
 
 
@@ -170,8 +177,11 @@ def extract_speculative(tokens: list[str], where: str, known: VllmKnowledge = DE
         spec.config = whole[-1]
     for key, value in fields.items():
         if spec.config is not None and snake(key) in {snake(k) for k in spec.config}:
-            raise ConfigError(f"{where} --speculative-config", f"sets {key!r} that a --spec-* option sets too",
-                              "vLLM refuses both; keep one")
+            raise ConfigError(
+                f"{where} --speculative-config",
+                f"sets {key!r} that a --spec-* option sets too",
+                "vLLM refuses both; keep one",
+            )
         spec.config = {**(spec.config or {}), key: value}
     return rest, spec
 
@@ -184,8 +194,11 @@ def _single_value(name: str, text: str, where: str, known: VllmKnowledge) -> Any
         except ValueError:
             raise ConfigError(where, f"invalid value {text!r}", "give an integer such as 3") from None
     if name == "method" and known.exact and text not in known.enum("method"):
-        raise ConfigError(where, f"invalid method {text!r} for vLLM {known.snapshot}",
-                          f"use one of: {', '.join(known.enum('method')[:12])}, ...")
+        raise ConfigError(
+            where,
+            f"invalid method {text!r} for vLLM {known.snapshot}",
+            f"use one of: {', '.join(known.enum('method')[:12])}, ...",
+        )
     return text
 
 
@@ -234,8 +247,11 @@ def to_cli(name: str, value: Any) -> list[str]:
             return [f"{flag}={items[0]}"]
         if not all(_looks_like_value(item) for item in items):
             # vLLM's parser would read `-x` as an option of its own; several values have no `=` spelling.
-            raise ConfigError(flag, f"value {preview(' '.join(items), 60)!r} has an item starting with '-'",
-                              "rename it, or give that single value alone")
+            raise ConfigError(
+                flag,
+                f"value {preview(' '.join(items), 60)!r} has an item starting with '-'",
+                "rename it, or give that single value alone",
+            )
         return [flag, *items]
     text = str(value)
     # `--served-model-name -x` would reach vLLM as an option -x: the `=` spelling keeps it a value.

@@ -30,7 +30,7 @@ def known_versions() -> tuple[str, ...]:
 
 
 def release_tuple(version: str) -> tuple[int, ...]:
-    """"0.33.0+cu129" -> (0, 33, 0); a part that is not a number counts as 0."""
+    """ "0.33.0+cu129" -> (0, 33, 0); a part that is not a number counts as 0."""
     parts = version.split("+", 1)[0].split(".")
     return tuple(int(p) if p.isdigit() else 0 for p in parts)
 
@@ -72,9 +72,11 @@ class VllmKnowledge:
         """The one warning line for a release without a snapshot, else None."""
         if self.exact:
             return None
-        return (f"vLLM {self.version} is not one this launcher knows (known: {', '.join(known_versions())}): the "
-                "speculative config and arguments are left to vLLM's own check (prepare, serve, plan --check-vllm); "
-                f"arguments are read with the {self.snapshot} table")
+        return (
+            f"vLLM {self.version} is not one this launcher knows (known: {', '.join(known_versions())}): the "
+            "speculative config and arguments are left to vLLM's own check (prepare, serve, plan --check-vllm); "
+            f"arguments are read with the {self.snapshot} table"
+        )
 
 
 def knowledge_for(version: str | None) -> VllmKnowledge:

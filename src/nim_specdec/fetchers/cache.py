@@ -101,8 +101,11 @@ def _is_marker(data) -> bool:
         return False
     files = data.get("files")
     return (
-        isinstance(data.get("uri"), str) and isinstance(data.get("completed_at"), str)
-        and type(data.get("size")) is int and data["size"] >= 0 and isinstance(files, list)
+        isinstance(data.get("uri"), str)
+        and isinstance(data.get("completed_at"), str)
+        and type(data.get("size")) is int
+        and data["size"] >= 0
+        and isinstance(files, list)
         and all(isinstance(f, dict) and isinstance(f.get("path"), str) and type(f.get("size")) is int for f in files)
     )
 
@@ -139,8 +142,9 @@ def complete_files(layout: CacheLayout, name: str) -> Path | None:
     return files if trust.path_foreign_reason(files) is None else None
 
 
-def marker_document(uri: str, files: list[tuple[str, int]], now: float | None = None,
-                    extra: Mapping[str, str] | None = None) -> dict:
+def marker_document(
+    uri: str, files: list[tuple[str, int]], now: float | None = None, extra: Mapping[str, str] | None = None
+) -> dict:
     """`extra`: what a scheme records besides (hf://: "commit", and "requested", the URI as named)."""
     return {
         "complete": True,
@@ -195,10 +199,18 @@ def list_entries(layout: CacheLayout) -> list[EntryInfo]:
         if marker is None:
             found.append(EntryInfo(entry.name, "", 0, 0, "", reason))
         else:
-            found.append(EntryInfo(
-                entry.name, marker["uri"], marker["size"], len(marker["files"]), marker["completed_at"], reason,
-                _text(marker.get("commit")), _text(marker.get("requested")),
-            ))
+            found.append(
+                EntryInfo(
+                    entry.name,
+                    marker["uri"],
+                    marker["size"],
+                    len(marker["files"]),
+                    marker["completed_at"],
+                    reason,
+                    _text(marker.get("commit")),
+                    _text(marker.get("requested")),
+                )
+            )
     return found
 
 

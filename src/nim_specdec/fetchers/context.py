@@ -19,7 +19,7 @@ def cache_dir(env: Mapping[str, str]) -> Path:
 
 def stderr_logger(settings: Settings, env: Mapping[str, str]) -> Callable[[str], None]:
     """The launcher's own log format (plain, or JSON lines with NIM_JSONL_LOGGING=1; secrets masked)."""
-    from nim_specdec.common.logs import setup_logging
+    from nim_specdec.common.logs import setup_logging  # noqa: PLC0415
 
     return setup_logging(settings.log_level, settings.jsonl_logging, env).info
 

@@ -56,16 +56,17 @@ class _Crc:
 
 def _crt(name: str, width: int) -> Callable[[], Digest]:
     def make() -> Digest:
-        from awscrt import checksums
+        from awscrt import checksums  # noqa: PLC0415
 
         return _Crc(getattr(checksums, name), width)
+
     return make
 
 
 def _crc32c() -> Digest:
     if importlib.util.find_spec("awscrt") is not None:
         return _crt("crc32c", 4)()
-    import google_crc32c
+    import google_crc32c  # noqa: PLC0415
 
     return _Crc(lambda data, value: google_crc32c.extend(value, data), 4)
 

@@ -18,10 +18,9 @@ from nim_specdec.fetchers.verify import CompletionWriter
 from nim_specdec.config.download_settings import DownloadSettings
 
 
-
 def make_client(env: Mapping[str, str]):
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import storage
+    from google.auth.credentials import AnonymousCredentials  # noqa: PLC0415
+    from google.cloud import storage  # noqa: PLC0415
 
     emulator = env.get("STORAGE_EMULATOR_HOST")
     if emulator:
@@ -32,8 +31,8 @@ def make_client(env: Mapping[str, str]):
             credentials=AnonymousCredentials(),
             client_options={"api_endpoint": emulator},
         )
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+    import google.auth  # noqa: PLC0415
+    from google.auth.exceptions import DefaultCredentialsError  # noqa: PLC0415
 
     try:
         credentials, project = google.auth.default()
@@ -43,7 +42,7 @@ def make_client(env: Mapping[str, str]):
 
 
 def _retry(settings: DownloadSettings):
-    from google.cloud.storage.retry import DEFAULT_RETRY
+    from google.cloud.storage.retry import DEFAULT_RETRY  # noqa: PLC0415
 
     # The library retries 5xx, 429 and connection errors; bound its total time per call.
     return DEFAULT_RETRY.with_timeout(settings.timeout * 2).with_delay(initial=0.2, maximum=4.0)
@@ -78,7 +77,7 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
 
 class GCSBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from google.cloud.storage import transfer_manager
+        from google.cloud.storage import transfer_manager  # noqa: PLC0415
 
         client = make_client(job.env)
         try:
@@ -128,25 +127,38 @@ class GCSBackend:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import http.client
+    import http.client  # noqa: PLC0415
 
-    import google.api_core.exceptions
-    import google.auth.exceptions
-    import google.resumable_media.common
-    import requests.exceptions as rq
-    import urllib3.exceptions
+    import google.api_core.exceptions  # noqa: PLC0415
+    import google.auth.exceptions  # noqa: PLC0415
+    import google.resumable_media.common  # noqa: PLC0415
+    import requests.exceptions as rq  # noqa: PLC0415
+    import urllib3.exceptions  # noqa: PLC0415
 
     # The client speaks HTTP through requests and urllib3; google-auth and resumable-media add their own.
-    return (error_map.Rule((rq.ConnectionError, rq.ChunkedEncodingError, rq.Timeout, urllib3.exceptions.ProtocolError,
-                            http.client.IncompleteRead, google.api_core.exceptions.RetryError,
-                            google.auth.exceptions.TransportError, google.resumable_media.common.DataCorruption),
-                           transient=True),)
+    return (
+        error_map.Rule(
+            (
+                rq.ConnectionError,
+                rq.ChunkedEncodingError,
+                rq.Timeout,
+                urllib3.exceptions.ProtocolError,
+                http.client.IncompleteRead,
+                google.api_core.exceptions.RetryError,
+                google.auth.exceptions.TransportError,
+                google.resumable_media.common.DataCorruption,
+            ),
+            transient=True,
+        ),
+    )
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:
     code = getattr(err, "code", None)
     if code == 404:
-        raise MaterializeError(uri, "the bucket or an object does not exist (404)", "check the bucket and prefix") from None
+        raise MaterializeError(
+            uri, "the bucket or an object does not exist (404)", "check the bucket and prefix"
+        ) from None
     if code in (401, 403):
         raise MaterializeError(
             uri, f"access denied ({code})", "check GOOGLE_APPLICATION_CREDENTIALS and the bucket's permissions"

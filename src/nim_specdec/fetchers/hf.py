@@ -39,8 +39,8 @@ def _token(env) -> str | bool:
 
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from huggingface_hub import HfApi, constants, snapshot_download
-        from huggingface_hub.hf_api import RepoFile
+        from huggingface_hub import HfApi, constants, snapshot_download  # noqa: PLC0415
+        from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
         if "NIM_DOWNLOAD_TIMEOUT" in job.env:
             # The library reads its download timeout once, from os.environ at import; ours wins when set.
@@ -50,8 +50,11 @@ class HFBackend:
         revision = job.ref.revision or "main"
         try:
             # A commit is what the fetcher hands over; only fetch_only's early read may name a branch.
-            sha = revision if is_commit(revision) else api.repo_info(
-                job.ref.location, revision=revision, timeout=job.settings.timeout).sha
+            sha = (
+                revision
+                if is_commit(revision)
+                else api.repo_info(job.ref.location, revision=revision, timeout=job.settings.timeout).sha
+            )
             budget = ListingBudget(job.uri, job.settings.timeout)
             tree = []
             for entry in api.list_repo_tree(job.ref.location, recursive=True, revision=sha):
@@ -100,7 +103,11 @@ def _status(err: BaseException) -> int | None:
 def _transport_errors() -> tuple[type[BaseException], ...]:
     """The HTTP clients huggingface_hub may run on (httpx, its successor httpx2, requests in older releases)."""
     found: list[type[BaseException]] = []
-    for module, name in (("httpx2", "TransportError"), ("httpx", "TransportError"), ("requests.exceptions", "ConnectionError")):
+    for module, name in (
+        ("httpx2", "TransportError"),
+        ("httpx", "TransportError"),
+        ("requests.exceptions", "ConnectionError"),
+    ):
         try:
             found.append(getattr(importlib.import_module(module), name))
         except ImportError:
@@ -110,22 +117,32 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    from huggingface_hub import errors as hub
+    from huggingface_hub import errors as hub  # noqa: PLC0415
 
     # GatedRepoError is a RepositoryNotFoundError: it comes first.
     return (
-        error_map.Rule((hub.GatedRepoError,), problem="the repository is gated", fix="accept its terms on the Hub and set HF_TOKEN"),
-        error_map.Rule((hub.RevisionNotFoundError,), problem="the revision does not exist", fix="check the @REVISION part"),
-        error_map.Rule((hub.RepositoryNotFoundError,), problem="repository not found or not accessible",
-                       fix="check the name, and HF_TOKEN for a private repository"),
-        error_map.Rule((hub.RemoteEntryNotFoundError, hub.EntryNotFoundError), problem="a file of the repository was not found (404)"),
+        error_map.Rule(
+            (hub.GatedRepoError,), problem="the repository is gated", fix="accept its terms on the Hub and set HF_TOKEN"
+        ),
+        error_map.Rule(
+            (hub.RevisionNotFoundError,), problem="the revision does not exist", fix="check the @REVISION part"
+        ),
+        error_map.Rule(
+            (hub.RepositoryNotFoundError,),
+            problem="repository not found or not accessible",
+            fix="check the name, and HF_TOKEN for a private repository",
+        ),
+        error_map.Rule(
+            (hub.RemoteEntryNotFoundError, hub.EntryNotFoundError),
+            problem="a file of the repository was not found (404)",
+        ),
         error_map.Rule(_transport_errors(), transient=True),
     )
 
 
 def _quiet_tqdm():
     """The library's own bars would mix with our progress lines; ours report the bytes."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # noqa: PLC0415
 
     class Quiet(tqdm):
         def __init__(self, *args, **kwargs):
@@ -167,7 +184,8 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
                 raise MaterializeError(uri, f"cannot resolve {revision!r} to a commit: {detail}") from None
             if attempt == settings.retries:
                 raise MaterializeError(
-                    uri, f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",
+                    uri,
+                    f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",
                     "check that HF_ENDPOINT is reachable, or set NIM_DISABLE_MODEL_DOWNLOAD=1 to serve the cached one",
                 ) from None
             delay = retry_delay(attempt)
@@ -175,8 +193,11 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
             time.sleep(delay)
             continue
         if not is_commit(sha):
-            raise MaterializeError(uri, f"the Hub answered no commit id for {revision!r} ({sha!r:.60})",
-                                   "check HF_ENDPOINT: it should be a Hugging Face Hub")
+            raise MaterializeError(
+                uri,
+                f"the Hub answered no commit id for {revision!r} ({sha!r:.60})",
+                "check HF_ENDPOINT: it should be a Hugging Face Hub",
+            )
         return sha
     raise AssertionError("unreachable")
 

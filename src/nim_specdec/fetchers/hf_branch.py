@@ -87,6 +87,9 @@ def _offline(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend) ->
         ctx.log(f"{uri}: downloads are disabled; serving {what}, the newest cached for {ref.revision or 'main'}")
         return path
     # Nothing to serve: materialize says why in its own words (an entry another user wrote, or none at all).
-    recorded = None if trust.system_dir_problem(str(ctx.cache_dir)) else branch_refs.read_ref(
-        cache.CacheLayout.under(ctx.cache_dir), ref)
+    recorded = (
+        None
+        if trust.system_dir_problem(str(ctx.cache_dir))
+        else branch_refs.read_ref(cache.CacheLayout.under(ctx.cache_dir), ref)
+    )
     return materialize.materialize(branch_refs.pinned(ref, recorded.commit) if recorded else ref, ctx, backend)

@@ -67,8 +67,9 @@ def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
     return cache.complete_files(layout, cache.entry_name(ref))
 
 
-def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend,
-                marker_extra: Mapping[str, str] | None = None) -> Path:
+def materialize(
+    ref: SourceRef, ctx: FetchContext, backend: Backend, marker_extra: Mapping[str, str] | None = None
+) -> Path:
     """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
     trust.refuse_system_dir(ctx.cache_dir, "NIM_CACHE_PATH")
@@ -81,7 +82,7 @@ def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend,
     if foreign and ctx.offline:
         raise MaterializeError(
             uri,
-            f"the cache entry is not used because another user could have written it ({foreign}) and downloads are disabled",
+            f"the cache entry is not used because another user could have written it ({foreign}) and downloads are disabled",  # noqa: E501
             f"remove {layout.entry(name)} and allow downloads, or pre-fetch it as uid {os.geteuid()}",
         )
     if foreign:
@@ -89,7 +90,7 @@ def materialize(ref: SourceRef, ctx: FetchContext, backend: Backend,
     if ctx.offline:
         raise MaterializeError(
             uri,
-            f"not in the cache at {ctx.cache_dir} and downloads are disabled (NIM_DISABLE_MODEL_DOWNLOAD / HF_HUB_OFFLINE)",
+            f"not in the cache at {ctx.cache_dir} and downloads are disabled (NIM_DISABLE_MODEL_DOWNLOAD / HF_HUB_OFFLINE)",  # noqa: E501
             f"pre-fetch it with `nim-specdec download {uri}` using the same NIM_CACHE_PATH, or allow downloads",
         )
     settings = download_settings(ctx.env)
@@ -122,9 +123,17 @@ def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: froze
     return dest
 
 
-def _download_verified(backend: Backend, ref: SourceRef, uri: str, env: Mapping[str, str], settings: DownloadSettings,
-                       dest: Path, progress: Progress, log: Callable[[str], None],
-                       only: frozenset[str] | None = None) -> list[RemoteFile]:
+def _download_verified(
+    backend: Backend,
+    ref: SourceRef,
+    uri: str,
+    env: Mapping[str, str],
+    settings: DownloadSettings,
+    dest: Path,
+    progress: Progress,
+    log: Callable[[str], None],
+    only: frozenset[str] | None = None,
+) -> list[RemoteFile]:
     """One transfer into `dest`, then the tree and its digests checked: what a full download and
     `fetch_only` share."""
     with Hasher(dest, settings.verify_checksums) as hasher:
@@ -159,16 +168,19 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             shutil.rmtree(tmp, ignore_errors=True)
             detail = redact_text(first_line(err), secrets)
             if error_map.disk_full(err):
-                raise MaterializeError(uri, f"the cache volume is full ({detail}); the partial download was removed",
-                                       f"free space under {ctx.cache_dir} (nim-specdec cache ls shows what it holds) "
-                                       "or mount a larger volume") from None
+                raise MaterializeError(
+                    uri,
+                    f"the cache volume is full ({detail}); the partial download was removed",
+                    f"free space under {ctx.cache_dir} (nim-specdec cache ls shows what it holds) "
+                    "or mount a larger volume",
+                ) from None
             if not backend.is_transient(err):
                 raise MaterializeError(uri, f"download failed: {detail}") from None
             if attempt == settings.retries:
                 raise MaterializeError(
                     uri,
                     f"download failed after {attempt + 1} attempts: {detail}",
-                    "check that the endpoint is reachable; NIM_DOWNLOAD_TIMEOUT and NIM_DOWNLOAD_RETRIES tune the limits",
+                    "check that the endpoint is reachable; NIM_DOWNLOAD_TIMEOUT and NIM_DOWNLOAD_RETRIES tune the limits",  # noqa: E501
                 ) from None
             delay = retry_delay(attempt)
             ctx.log(f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s")
@@ -250,7 +262,9 @@ def _entry_lock(layout: cache.CacheLayout, name: str, uri: str, settings: Downlo
                     f"remove {layout.lock(name)} if that process is gone, or raise NIM_CACHE_LOCK_TIMEOUT",
                 ) from None
             if waited >= next_message:
-                log(f"{uri}: waiting for another launcher ({holder}) that is downloading it into the cache ({waited:.0f}s)")
+                log(
+                    f"{uri}: waiting for another launcher ({holder}) that is downloading it into the cache ({waited:.0f}s)"  # noqa: E501
+                )
                 next_message = waited + 5.0
             time.sleep(0.05 if waited < 1 else 0.25)
         _write_owner(layout.owner(name))

@@ -17,7 +17,6 @@ from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 
 
-
 def api_key(env) -> str | None:
     return env.get("NGC_CLI_API_KEY") or env.get("NGC_API_KEY") or None
 
@@ -40,10 +39,10 @@ def point_sdk(env, timeout: float | None) -> None:
     does for the other schemes. In a launcher the context's environment is the process's, so this
     changes nothing there.
     """
-    import ngcbase.api.authentication as authentication
-    import ngcbase.environ as environ
-    import ngcbase.transfer.async_download as async_download
-    import ngcbase.util.utils as utils
+    import ngcbase.api.authentication as authentication  # noqa: PLC0415
+    import ngcbase.environ as environ  # noqa: PLC0415
+    import ngcbase.transfer.async_download as async_download  # noqa: PLC0415
+    import ngcbase.util.utils as utils  # noqa: PLC0415
 
     api_url = env.get("NGC_CLI_API_URL") or env.get("NGC_CLI_URL")
     if api_url:
@@ -61,7 +60,7 @@ class NGCBackend:
         org, team, name = split_target(job.ref.location)
         target = f"{job.ref.location}:{job.ref.revision}"
         point_sdk(job.env, job.settings.timeout if "NIM_DOWNLOAD_TIMEOUT" in job.env else None)
-        from ngcsdk import Client
+        from ngcsdk import Client  # noqa: PLC0415
 
         client = Client()
         try:
@@ -90,7 +89,8 @@ class NGCBackend:
         try:
             with DirectoryWatch(staging, job.progress):
                 result = client.registry.model.download_version(
-                    target, destination=str(staging), file_patterns=sorted(job.only) if job.only is not None else None)
+                    target, destination=str(staging), file_patterns=sorted(job.only) if job.only is not None else None
+                )
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)
             raise
@@ -118,16 +118,24 @@ REFUSED = ("NGC refused the credentials", "set NGC_CLI_API_KEY or NGC_API_KEY")
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import aiohttp
-    import requests.exceptions as rq
-    from ngcbase import errors as ngc
+    import aiohttp  # noqa: PLC0415
+    import requests.exceptions as rq  # noqa: PLC0415
+    from ngcbase import errors as ngc  # noqa: PLC0415
 
     # The SDK lists through requests and downloads through aiohttp.
     return (
         error_map.Rule((ngc.ResourceNotFoundException,), problem=NOT_FOUND[0], fix=NOT_FOUND[1]),
         error_map.Rule((ngc.AuthenticationException, ngc.AccessDeniedException), problem=REFUSED[0], fix=REFUSED[1]),
-        error_map.Rule((rq.ConnectionError, rq.Timeout, rq.ChunkedEncodingError, aiohttp.ClientConnectionError,
-                        aiohttp.ClientPayloadError), transient=True),
+        error_map.Rule(
+            (
+                rq.ConnectionError,
+                rq.Timeout,
+                rq.ChunkedEncodingError,
+                aiohttp.ClientConnectionError,
+                aiohttp.ClientPayloadError,
+            ),
+            transient=True,
+        ),
     )
 
 
@@ -138,11 +146,13 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
         raise MaterializeError(uri, *NOT_FOUND) from None
     if status in (401, 403):
         raise MaterializeError(uri, *REFUSED) from None
-    from ngcbase import errors as ngc
+    from ngcbase import errors as ngc  # noqa: PLC0415
 
     # The SDK reports an unreachable endpoint as an argument error: that one is retried, the others are final.
     if isinstance(err, (ngc.InvalidArgumentError, ngc.NgcException)) and "is not reachable" not in str(err):
-        raise MaterializeError(uri, f"NGC: {str(err).splitlines()[0][:200] if str(err) else type(err).__name__}") from None
+        raise MaterializeError(
+            uri, f"NGC: {str(err).splitlines()[0][:200] if str(err) else type(err).__name__}"
+        ) from None
 
 
 class NGCFetcher(CachedFetcher):

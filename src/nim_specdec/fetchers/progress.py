@@ -117,7 +117,7 @@ class DirectoryWatch:
         self._poll()
 
     def _poll(self) -> None:
-        import os
+        import os  # noqa: PLC0415
 
         total = 0
         for dirpath, dirnames, filenames in os.walk(self._root):

@@ -34,8 +34,9 @@ class CommitState:
     action: str  # "removed", "would remove", "kept: superseded recently", "kept: in use"
 
 
-def prune_commits(layout: cache.CacheLayout, older_than_s: float, now: float,
-                  dry_run: bool = False) -> list[CommitState]:
+def prune_commits(
+    layout: cache.CacheLayout, older_than_s: float, now: float, dry_run: bool = False
+) -> list[CommitState]:
     """What was done with each hf:// entry that its branch has left; entries still chosen are not listed."""
     if any(trust.path_foreign_reason(d) for d in (layout.root, layout.root / "entries", layout.tmp_dir())):
         return []  # missing, or another user could have placed what is there: nothing is touched
@@ -71,8 +72,9 @@ def superseded_since(layout: cache.CacheLayout, name: str) -> float | None:
     return max(recorded.since, by_id.resolved_at) if by_id is not None else recorded.since
 
 
-def _prune_entry(layout: cache.CacheLayout, name: str, since: float, older_than_s: float, now: float,
-                 dry_run: bool) -> CommitState:
+def _prune_entry(
+    layout: cache.CacheLayout, name: str, since: float, older_than_s: float, now: float, dry_run: bool
+) -> CommitState:
     size = _tree_size(layout.entry(name))
     if now - since < older_than_s:
         return CommitState(name, size, since, "kept: superseded recently")

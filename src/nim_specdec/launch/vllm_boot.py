@@ -34,9 +34,13 @@ def boot_argv(python: str, program: Sequence[str]) -> list[str]:
 
 def check_context(plan_view: Mapping[str, Any]) -> str:
     """What the check's one line needs from the plan (origins and version, no values), as CONTEXT_VAR."""
-    return json.dumps({"speculative": {"origin": (plan_view.get("speculative") or {}).get("origin") or {}},
-                       "engine_origin": plan_view.get("engine_origin") or {},
-                       "vllm_version": (plan_view.get("engine") or {}).get("vllm_version") or ""})
+    return json.dumps(
+        {
+            "speculative": {"origin": (plan_view.get("speculative") or {}).get("origin") or {}},
+            "engine_origin": plan_view.get("engine_origin") or {},
+            "vllm_version": (plan_view.get("engine") or {}).get("vllm_version") or "",
+        }
+    )
 
 
 def server_entry(program: Sequence[str]) -> tuple[str, str, list[str]]:
@@ -62,9 +66,10 @@ def _run_server(program: Sequence[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-def _check(context: Mapping[str, Any], program: Sequence[str], env: Mapping[str, str],
-           info: Callable[[str], None]) -> None:
-    from nim_specdec.launch.vllm_check import check_plan
+def _check(
+    context: Mapping[str, Any], program: Sequence[str], env: Mapping[str, str], info: Callable[[str], None]
+) -> None:
+    from nim_specdec.launch.vllm_check import check_plan  # noqa: PLC0415
 
     start = time.monotonic()
     note = check_plan({**context, "_argv_exec": list(program)}, env, {})  # raises ConfigError on a refusal
@@ -78,9 +83,9 @@ def _check(context: Mapping[str, Any], program: Sequence[str], env: Mapping[str,
 def main(program: Sequence[str]) -> int:
     raw = os.environ.pop(CONTEXT_VAR, None)
     if raw is not None:
-        from nim_specdec.config.settings import parse_settings
-        from nim_specdec.errors import LauncherError
-        from nim_specdec.common.logs import error_line, setup_logging
+        from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
+        from nim_specdec.errors import LauncherError  # noqa: PLC0415
+        from nim_specdec.common.logs import error_line, setup_logging  # noqa: PLC0415
 
         env = dict(os.environ)
         try:

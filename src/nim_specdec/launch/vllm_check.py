@@ -49,6 +49,7 @@ UNCHECKED = "unchecked"  # Verdict.stage when vLLM cannot judge in this process 
 @dataclass(frozen=True)
 class Note:
     """What check_plan says when vLLM did not refuse: a remark, or why it could not judge here."""
+
     text: str
     checked: bool = True  # False: not checked in this process; the server's start checks again
 
@@ -89,8 +90,10 @@ def local_paths(plan: Mapping[str, Any]) -> dict[str, str]:
     or what has been downloaded); paths that already exist map to themselves and are left out."""
     out: dict[str, str] = {}
     target, draft = plan.get("target") or {}, plan.get("draft") or {}
-    for path, local, source in ((target.get("model"), target.get("local_dir"), target.get("source")),
-                                (draft.get("path"), draft.get("local_dir"), draft.get("source"))):
+    for path, local, source in (
+        (target.get("model"), target.get("local_dir"), target.get("source")),
+        (draft.get("path"), draft.get("local_dir"), draft.get("source")),
+    ):
         here = local or (source if isinstance(source, str) and source.startswith("/") else None)
         if path and here and path != here:
             out[path] = here
@@ -114,7 +117,7 @@ def _secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
         name, _, inline = token.partition("=")
         if token.startswith("--") and is_secret_name(name):
             # --api-key takes a list: every value up to the next option is a secret.
-            given = [inline] if inline else list(itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1:]))
+            given = [inline] if inline else list(itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1 :]))
             values += [value for value in given if len(value) >= 4]
     return sorted(set(values), key=len, reverse=True)
 
@@ -146,9 +149,9 @@ def _stage(err: BaseException) -> str:
 def cli_args_module():
     """vLLM's serve-argument module (make_arg_parser, validate_parsed_serve_args), wherever the running
     release keeps it: each known release's place, newest first (0.33 moved it to entrypoints/common)."""
-    import importlib
+    import importlib  # noqa: PLC0415
 
-    from nim_specdec.config.vllm_schema import knowledge_for, known_versions
+    from nim_specdec.config.vllm_schema import knowledge_for, known_versions  # noqa: PLC0415
 
     places = dict.fromkeys(knowledge_for(v).data["cli_args_module"] for v in reversed(known_versions()))
     for name in places:
@@ -161,7 +164,7 @@ def cli_args_module():
 
 
 def _make_parser():
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: PLC0415
 
     make_arg_parser = cli_args_module().make_arg_parser
 
@@ -180,9 +183,9 @@ def judge(args: Sequence[str]) -> Verdict:
 
 
 def _judge(args: Sequence[str]) -> Verdict:
-    from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.usage.usage_lib import UsageContext
-    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+    from vllm.engine.arg_utils import AsyncEngineArgs  # noqa: PLC0415
+    from vllm.usage.usage_lib import UsageContext  # noqa: PLC0415
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup  # noqa: PLC0415
 
     # vLLM logs its config again when it starts; here its INFO lines would also break `prepare`'s JSON
     # on stdout, and some of its loggers set their own levels, so logging is muted below ERROR meanwhile.
@@ -205,8 +208,15 @@ def _judge(args: Sequence[str]) -> Verdict:
                 vllm_max_batch_size=config.scheduler_config.max_num_seqs,
                 vllm_num_speculative_tokens=spec.num_speculative_tokens,
             )
-        resolved = None if spec is None else (
-            ("method", spec.method), ("model", spec.model), ("num_speculative_tokens", spec.num_speculative_tokens))
+        resolved = (
+            None
+            if spec is None
+            else (
+                ("method", spec.method),
+                ("model", spec.model),
+                ("num_speculative_tokens", spec.num_speculative_tokens),
+            )
+        )
         return Verdict(True, spec=resolved)
     except ImportError as err:  # a package this machine lacks (Ray for multi-node): not the configuration's fault
         return Verdict(True, f"not conclusive on this machine: {' '.join(str(err).split())}", "inconclusive")
@@ -235,8 +245,10 @@ def no_device() -> str | None:
     from vllm.platforms import current_platform  # noqa: PLC0415 - imports vLLM: seconds
 
     if current_platform.is_unspecified() or not current_platform.device_type:
-        return ("vLLM sees no GPU or other device in this process (its platform is unspecified), so it cannot "
-                "judge the engine configuration here; the server's start checks it again")
+        return (
+            "vLLM sees no GPU or other device in this process (its platform is unspecified), so it cannot "
+            "judge the engine configuration here; the server's start checks it again"
+        )
     return None
 
 
@@ -295,5 +307,17 @@ def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mappin
     )
 
 
-__all__ = ["Note", "UNCHECKED", "Verdict", "check_plan", "forget_once_messages", "no_device", "judge", "local_paths",
-           "serve_args", "substitute_paths", "unavailable", "MASK"]
+__all__ = [
+    "Note",
+    "UNCHECKED",
+    "Verdict",
+    "check_plan",
+    "forget_once_messages",
+    "no_device",
+    "judge",
+    "local_paths",
+    "serve_args",
+    "substitute_paths",
+    "unavailable",
+    "MASK",
+]

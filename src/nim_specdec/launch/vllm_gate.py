@@ -17,8 +17,9 @@ DEFERRED = {"ran": False, "seconds": 0.0, "skipped": None, "deferred": "in the s
 NOT_CHECKED = "not checked"
 
 
-def run_check(plan: Mapping[str, Any], env: Mapping[str, str], warn: Callable[[str], None],
-              defer: bool = False) -> dict[str, Any]:
+def run_check(
+    plan: Mapping[str, Any], env: Mapping[str, str], warn: Callable[[str], None], defer: bool = False
+) -> dict[str, Any]:
     """The check's outcome for the plan: {"ran": bool, "seconds": float, "skipped": reason or None}, with
     "status": "not checked" where vLLM could not judge here.
     `defer` (serve): where it could run now, leave it to vllm_boot and return DEFERRED instead."""

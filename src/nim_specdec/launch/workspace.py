@@ -56,7 +56,8 @@ def ensure_workspace(workspace: Path) -> None:
         workspace.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as err:
         raise MaterializeError(
-            "NIM_WORKSPACE", f"cannot create {workspace.parent} ({err.strerror})",
+            "NIM_WORKSPACE",
+            f"cannot create {workspace.parent} ({err.strerror})",
             "make NIM_WORKSPACE (or NIM_CACHE_PATH) writable",
         ) from None
     ensure_own_dir(workspace, "NIM_WORKSPACE")
@@ -77,6 +78,7 @@ def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
         os.replace(tmp, link_path)
     except OSError as err:
         raise MaterializeError(
-            str(link_path), f"cannot link the model into the workspace ({err.strerror})",
+            str(link_path),
+            f"cannot link the model into the workspace ({err.strerror})",
             "make NIM_WORKSPACE (or NIM_CACHE_PATH) writable",
         ) from None

@@ -52,7 +52,9 @@ def wait_ready(base: str, deadline_s: float, poll_s: float = 1.0, alive=lambda: 
         if not alive():
             raise RuntimeError(f"the server process exited before it became ready (statuses seen: {sorted(set(seen))})")
         time.sleep(poll_s)
-    raise TimeoutError(f"{base}/v1/health/ready did not answer 200 within {deadline_s:.0f} s (statuses seen: {sorted(set(seen))})")
+    raise TimeoutError(
+        f"{base}/v1/health/ready did not answer 200 within {deadline_s:.0f} s (statuses seen: {sorted(set(seen))})"
+    )
 
 
 def _say(text: str) -> None:
@@ -72,7 +74,7 @@ def served_model(base: str) -> str:
 
 
 def spec_counters(base: str):
-    from nim_specdec.observe.spec_counters import parse_prometheus
+    from nim_specdec.observe.spec_counters import parse_prometheus  # noqa: PLC0415
 
     status, text = http_get(base + "/v1/metrics")
     if status != 200:
@@ -96,7 +98,7 @@ def send_requests(base: str, model: str, max_tokens: int = 32) -> list[str]:
 
 
 def run(base: str, expect_spec: bool, deadline_s: float) -> int:
-    from nim_specdec.observe.spec_counters import counters_problem, difference, render_text, report, result_problem
+    from nim_specdec.observe.spec_counters import counters_problem, difference, render_text, report, result_problem  # noqa: PLC0415
 
     base = base.rstrip("/")
     try:
@@ -134,8 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args.url, args.expect_spec, args.deadline)
-    except (RuntimeError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-            RecursionError) as err:  # the server's answers
+    except (
+        RuntimeError,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+    ) as err:  # the server's answers
         _say(f"the server answered wrongly: {type(err).__name__}: {' '.join(str(err).split())[:300]}")
         return EXIT_UNREACHABLE
     except Exception as err:  # noqa: BLE001 - a bug here: one line, never a traceback

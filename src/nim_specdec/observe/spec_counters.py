@@ -96,7 +96,7 @@ def _accumulate(builders: dict[str, _Builder], family: str, labels: dict, value:
 
 def parse_prometheus(text: str) -> dict[str, SpecCounters]:
     """Spec-decode counters per model_name from a /metrics scrape (empty dict when there are none)."""
-    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
 
     builders: dict[str, _Builder] = {}
     for family in text_string_to_metric_families(text):
@@ -118,7 +118,7 @@ def summed(per_model: dict[str, SpecCounters]) -> SpecCounters:
 
 def counter_totals(text: str, families: tuple[str, ...]) -> dict[str, float]:
     """Each named counter family (e.g. "vllm:generation_tokens") summed over all its label sets; absent reads 0."""
-    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
 
     totals = {name: 0.0 for name in families}
     for family in text_string_to_metric_families(text):
@@ -150,8 +150,12 @@ def difference(now: dict[str, SpecCounters], earlier: dict[str, SpecCounters]) -
 
 
 def _values(counters: SpecCounters) -> list[tuple[str, float]]:
-    return [("drafts", counters.drafts), ("draft tokens", counters.draft_tokens), ("accepted", counters.accepted),
-            *((f"accepted at position {i}", v) for i, v in enumerate(counters.per_position))]
+    return [
+        ("drafts", counters.drafts),
+        ("draft tokens", counters.draft_tokens),
+        ("accepted", counters.accepted),
+        *((f"accepted at position {i}", v) for i, v in enumerate(counters.per_position)),
+    ]
 
 
 def counters_problem(per_model: dict[str, SpecCounters], since: bool = False) -> str | None:
@@ -165,7 +169,8 @@ def counters_problem(per_model: dict[str, SpecCounters], since: bool = False) ->
             if value < 0:
                 went = "went down by" if since else "is"
                 return f"{label} {went} {abs(value) if since else value:g}" + (
-                    " since the saved scrape (the server restarted?)" if since else ", not a count")
+                    " since the saved scrape (the server restarted?)" if since else ", not a count"
+                )
     return None
 
 

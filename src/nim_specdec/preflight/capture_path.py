@@ -25,6 +25,8 @@ def check_writable(cfg: CaptureConfig | None) -> str | None:
         os.close(open_capture_file(cfg.path))
     except OSError as err:
         reason = err.strerror or type(err).__name__
-        return (f"NIM_CAPTURE_ARGS.path: cannot write the capture file {cfg.path!r} ({reason}); "
-                "payload capture stays off, serving goes on; mount a writable folder or set another path")
+        return (
+            f"NIM_CAPTURE_ARGS.path: cannot write the capture file {cfg.path!r} ({reason}); "
+            "payload capture stays off, serving goes on; mount a writable folder or set another path"
+        )
     return None

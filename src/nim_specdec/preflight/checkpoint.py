@@ -52,7 +52,7 @@ def read_checkpoint(directory: Path, where: str = "model weights") -> Checkpoint
     if not legacy:
         return None
     # Imported here: zipfile and pickletools cost start-up time, and torch files are the rare case.
-    from nim_specdec.preflight.pickled_weights import read_pickled_tensors
+    from nim_specdec.preflight.pickled_weights import read_pickled_tensors  # noqa: PLC0415
 
     found: dict[str, TensorInfo] | None = {}
     for path in legacy:

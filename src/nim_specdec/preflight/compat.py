@@ -47,11 +47,16 @@ def _draft_model(inputs: CompatInputs) -> list[Check]:
         return [skipped(name, "a config.json gives no vocab_size", **figures)]
     if int(draft_vocab) == int(target_vocab):
         return [passed(name, **figures)]
-    return [Check(
-        name, FAIL, f"the draft's vocabulary has {draft_vocab} tokens but the target's has {target_vocab}",
-        "use a draft model that shares the target's tokenizer (NIM_DRAFT_MODEL_PATH), or method ngram",
-        inputs.where, figures,
-    )]
+    return [
+        Check(
+            name,
+            FAIL,
+            f"the draft's vocabulary has {draft_vocab} tokens but the target's has {target_vocab}",
+            "use a draft model that shares the target's tokenizer (NIM_DRAFT_MODEL_PATH), or method ngram",
+            inputs.where,
+            figures,
+        )
+    ]
 
 
 def mtp_declaration(target: mc.Config) -> tuple[str, int | None] | None:
@@ -70,12 +75,16 @@ def _mtp(inputs: CompatInputs) -> list[Check]:
         return [skipped("compatibility.mtp_heads", "the target's config.json is not available locally")]
     heads = mtp_declaration(inputs.target)
     if heads is None:
-        return [Check(
-            "compatibility.mtp_heads", FAIL,
-            f"method 'mtp' needs MTP heads but the target's config.json declares none (looked for {', '.join(MTP_KEYS)})",
-            "use method eagle3 with a draft (NIM_DRAFT_MODEL_PATH) or method ngram", "speculative_config",
-            {"keys_looked_for": list(MTP_KEYS)},
-        )]
+        return [
+            Check(
+                "compatibility.mtp_heads",
+                FAIL,
+                f"method 'mtp' needs MTP heads but the target's config.json declares none (looked for {', '.join(MTP_KEYS)})",  # noqa: E501
+                "use method eagle3 with a draft (NIM_DRAFT_MODEL_PATH) or method ngram",
+                "speculative_config",
+                {"keys_looked_for": list(MTP_KEYS)},
+            )
+        ]
     key, n_predict = heads
     return [passed("compatibility.mtp_heads", key=key, n_predict=n_predict), _mtp_tokens(inputs.spec_config, n_predict)]
 
@@ -86,24 +95,36 @@ def _mtp_tokens(spec_config: Mapping[str, Any], n_predict: int | None) -> Check:
     raw = spec_config.get("num_speculative_tokens")
     if raw is None and n_predict is None:
         return Check(
-            name, FAIL, "num_speculative_tokens is not set and this target does not state its number of MTP heads",
-            'set "num_speculative_tokens": 1 in the speculative config', "speculative_config",
+            name,
+            FAIL,
+            "num_speculative_tokens is not set and this target does not state its number of MTP heads",
+            'set "num_speculative_tokens": 1 in the speculative config',
+            "speculative_config",
         )
     if raw is None:
-        return passed(name, "defaults to the number of MTP heads", num_speculative_tokens=n_predict, n_predict=n_predict)
+        return passed(
+            name, "defaults to the number of MTP heads", num_speculative_tokens=n_predict, n_predict=n_predict
+        )
     k = int(raw)
     figures = {"num_speculative_tokens": k, "n_predict": n_predict}
     if n_predict is None or k <= n_predict:
         return passed(name, **figures)
     if k % n_predict != 0:
         return Check(
-            name, FAIL, f"num_speculative_tokens:{k} must be divisible by n_predict={n_predict}",
-            f"set num_speculative_tokens to {n_predict} or a multiple of it", "speculative_config", figures,
+            name,
+            FAIL,
+            f"num_speculative_tokens:{k} must be divisible by n_predict={n_predict}",
+            f"set num_speculative_tokens to {n_predict} or a multiple of it",
+            "speculative_config",
+            figures,
         )
     return Check(
-        name, WARN,
-        f"num_speculative_tokens {k} runs each of the {n_predict} MTP heads {k // n_predict} times, which usually lowers acceptance",
-        "", "speculative_config", figures,
+        name,
+        WARN,
+        f"num_speculative_tokens {k} runs each of the {n_predict} MTP heads {k // n_predict} times, which usually lowers acceptance",  # noqa: E501
+        "",
+        "speculative_config",
+        figures,
     )
 
 

@@ -13,17 +13,32 @@ from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.results import FAIL, Check, passed, skipped
 
 # Architectures vLLM 0.32's model registry maps to an EAGLE3 or an EAGLE(-1) implementation.
-EAGLE3_ARCHITECTURES = frozenset({
-    "Eagle3LlamaForCausalLM", "LlamaForCausalLMEagle3", "Eagle3MiniMaxM2ForCausalLM",
-    "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM", "Eagle3Qwen3ForCausalLM",
-    "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM",
-    "PEagleDraftModel", "PeagleLlamaForCausalLM", "PeagleQwen3ForCausalLM",
-})
-EAGLE_ARCHITECTURES = frozenset({
-    "EagleLlamaForCausalLM", "EagleLlama4ForCausalLM", "EagleMiniCPMForCausalLM",
-    "EagleCohereForCausalLM", "EagleMistralForCausalLM", "EagleMistralLarge3ForCausalLM",
-    "EagleDeepSeekMTPModel",
-})
+EAGLE3_ARCHITECTURES = frozenset(
+    {
+        "Eagle3LlamaForCausalLM",
+        "LlamaForCausalLMEagle3",
+        "Eagle3MiniMaxM2ForCausalLM",
+        "Eagle3Qwen2_5vlForCausalLM",
+        "Eagle3Qwen3vlForCausalLM",
+        "Eagle3Qwen3ForCausalLM",
+        "Eagle3DeepseekV2ForCausalLM",
+        "Eagle3DeepseekV3ForCausalLM",
+        "PEagleDraftModel",
+        "PeagleLlamaForCausalLM",
+        "PeagleQwen3ForCausalLM",
+    }
+)
+EAGLE_ARCHITECTURES = frozenset(
+    {
+        "EagleLlamaForCausalLM",
+        "EagleLlama4ForCausalLM",
+        "EagleMiniCPMForCausalLM",
+        "EagleCohereForCausalLM",
+        "EagleMistralForCausalLM",
+        "EagleMistralLarge3ForCausalLM",
+        "EagleDeepSeekMTPModel",
+    }
+)
 # The speculators format names its architecture through the layer config's model_type.
 SPECULATORS_EAGLE3 = {"llama": "Eagle3LlamaForCausalLM", "qwen3": "Eagle3Qwen3ForCausalLM"}
 _SET_METHOD = 'set "method": "{method}" in the speculative config (NIM_SPECDEC_ARGS or --speculative-config)'
@@ -33,9 +48,13 @@ _OTHER_DRAFT = "use a draft trained for this target (NIM_DRAFT_MODEL_PATH), or a
 def vllm_architectures(method: str, draft: mc.Config) -> tuple[str, ...]:
     """The architecture names vLLM will look up for this draft under this method (its EAGLEConfig rule)."""
     if "speculators_model_type" in draft:
-        return (SPECULATORS_EAGLE3.get(str(draft.get("model_type", "llama")), f"<speculators {draft.get('model_type')}>"),)
+        return (
+            SPECULATORS_EAGLE3.get(str(draft.get("model_type", "llama")), f"<speculators {draft.get('model_type')}>"),
+        )
     if method == "eagle3":
-        return tuple(a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in mc.architectures(draft))
+        return tuple(
+            a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in mc.architectures(draft)
+        )
     return tuple(a if a.startswith("Eagle") else f"Eagle{a}" for a in mc.architectures(draft))
 
 
@@ -75,9 +94,12 @@ def check_generation(method: str, draft: mc.Config, ckpt: Checkpoint | None, tar
         return passed(name, checkpoint=gen, evidence=evidence)
     label = "an EAGLE3" if gen == "eagle3" else "an EAGLE-1"
     return Check(
-        name, FAIL,
+        name,
+        FAIL,
         f"method {method!r} does not fit the draft: it is {label} checkpoint ({evidence})",
-        _SET_METHOD.format(method=gen), "speculative_config", {"method": method, "checkpoint": gen},
+        _SET_METHOD.format(method=gen),
+        "speculative_config",
+        {"method": method, "checkpoint": gen},
     )
 
 
@@ -91,10 +113,13 @@ def check_architecture(method: str, draft: mc.Config, where: str) -> Check:
     if not unknown:
         return passed(name, architectures=list(resolved))
     return Check(
-        name, FAIL,
+        name,
+        FAIL,
         f"vLLM has no {method} implementation for architecture {unknown[0]} "
         f"(from {list(mc.architectures(draft)) or draft.get('model_type')})",
-        _OTHER_DRAFT, where, {"architectures": list(resolved)},
+        _OTHER_DRAFT,
+        where,
+        {"architectures": list(resolved)},
     )
 
 
@@ -108,8 +133,12 @@ def check_hidden_size(method: str, draft: mc.Config, target: mc.Config, where: s
     if int(expects) == int(actual):
         return passed(name, **figures)
     return Check(
-        name, FAIL, f"the draft expects a target hidden size of {expects} ({key}) but the target's is {actual}",
-        _OTHER_DRAFT, where, figures,
+        name,
+        FAIL,
+        f"the draft expects a target hidden size of {expects} ({key}) but the target's is {actual}",
+        _OTHER_DRAFT,
+        where,
+        figures,
     )
 
 
@@ -123,33 +152,53 @@ def check_vocabulary(method: str, draft: mc.Config, ckpt: Checkpoint | None, tar
         return skipped(name, "a config.json gives no vocab_size", **figures)
     if embed_vocab is not None and int(embed_vocab) != int(target_vocab):
         return Check(
-            name, FAIL, f"the draft embeds a vocabulary of {embed_vocab} tokens but the target's has {target_vocab}",
-            _OTHER_DRAFT, where, figures,
+            name,
+            FAIL,
+            f"the draft embeds a vocabulary of {embed_vocab} tokens but the target's has {target_vocab}",
+            _OTHER_DRAFT,
+            where,
+            figures,
         )
     if draft_vocab is None or int(draft_vocab) == int(target_vocab):
         return passed(name, mapping="identity", **figures)
     has_d2t = None if ckpt is None else ckpt.has_tensor("d2t")
     if has_d2t is None:
-        return skipped(name, f"draft_vocab_size {draft_vocab} needs a d2t tensor, and the draft has no safetensors headers to show it", **figures)
+        return skipped(
+            name,
+            f"draft_vocab_size {draft_vocab} needs a d2t tensor, and the draft has no safetensors headers to show it",
+            **figures,
+        )
     d2t = ckpt.find("d2t") if ckpt else None
     if d2t is None:
         return Check(
-            name, FAIL,
-            f"its draft_vocab_size {draft_vocab} differs from the target's vocab_size {target_vocab} and its weights have no d2t tensor to map one onto the other",
-            _OTHER_DRAFT, where, figures,
+            name,
+            FAIL,
+            f"its draft_vocab_size {draft_vocab} differs from the target's vocab_size {target_vocab} and its weights have no d2t tensor to map one onto the other",  # noqa: E501
+            _OTHER_DRAFT,
+            where,
+            figures,
         )
     if tuple(d2t.shape) != (int(draft_vocab),):
         return Check(
-            name, FAIL, f"its d2t tensor has shape {list(d2t.shape)}, not [{draft_vocab}] as draft_vocab_size says",
-            _OTHER_DRAFT, where, figures,
+            name,
+            FAIL,
+            f"its d2t tensor has shape {list(d2t.shape)}, not [{draft_vocab}] as draft_vocab_size says",
+            _OTHER_DRAFT,
+            where,
+            figures,
         )
     return passed(name, mapping="d2t", **figures)
 
 
-def eagle_checks(method: str, draft_raw: mc.Config, ckpt: Checkpoint | None, target: mc.Config | None, where: str) -> list[Check]:
+def eagle_checks(
+    method: str, draft_raw: mc.Config, ckpt: Checkpoint | None, target: mc.Config | None, where: str
+) -> list[Check]:
     draft = mc.draft_view(draft_raw)
     checks = [check_generation(method, draft, ckpt, target), check_architecture(method, draft, where)]
     if target is None:
         reason = "the target's config.json is not available locally"
         return checks + [skipped("compatibility.hidden_size", reason), skipped("compatibility.vocabulary", reason)]
-    return checks + [check_hidden_size(method, draft, target, where), check_vocabulary(method, draft, ckpt, target, where)]
+    return checks + [
+        check_hidden_size(method, draft, target, where),
+        check_vocabulary(method, draft, ckpt, target, where),
+    ]

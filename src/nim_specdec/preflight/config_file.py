@@ -22,12 +22,39 @@ MAX_INDEX_BYTES = 64 * 1024 * 1024
 _FIX = "replace the file (re-download the model, or remove its cache entry)"
 # Sizes and counts the pre-flight checks compute with: whole numbers, and far below 2**48.
 _COUNTS = (
-    "hidden_size", "d_model", "n_embd", "vocab_size", "padded_vocab_size", "num_hidden_layers", "n_layer", "num_layers",
-    "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "kv_lora_rank",
-    "qk_rope_head_dim", "intermediate_size", "full_attention_interval", "draft_vocab_size", "target_hidden_size",
-    "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules", "num_mtp_layers", "n_predict",
-    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
-    "max_sequence_length", "max_seq_length", "seq_len",
+    "hidden_size",
+    "d_model",
+    "n_embd",
+    "vocab_size",
+    "padded_vocab_size",
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "num_attention_heads",
+    "n_head",
+    "num_key_value_heads",
+    "num_kv_heads",
+    "head_dim",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "intermediate_size",
+    "full_attention_interval",
+    "draft_vocab_size",
+    "target_hidden_size",
+    "num_nextn_predict_layers",
+    "mtp_num_hidden_layers",
+    "num_mtp_modules",
+    "num_mtp_layers",
+    "n_predict",
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
 )
 _NESTED = ("text_config", "transformer_layer_config", "mtp_config")
 MAX_COUNT = 2**48
@@ -42,8 +69,9 @@ def read_bounded(path: Path, limit: int, where: str) -> bytes:
             raise MaterializeError(where, f"{path} {err.strerror}, not a model's metadata", _FIX) from None
         if err.errno == errno.EINVAL:
             raise MaterializeError(where, f"{path} {err.strerror}", _FIX) from None
-        raise MaterializeError(where, f"{path} cannot be read ({err.strerror})",
-                               "check the file and its permissions") from None
+        raise MaterializeError(
+            where, f"{path} cannot be read ({err.strerror})", "check the file and its permissions"
+        ) from None
 
 
 def count_problem(cfg: Mapping[str, Any]) -> str | None:
@@ -58,14 +86,21 @@ def count_problem(cfg: Mapping[str, Any]) -> str | None:
             value = section.get(key)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value != int(value) or not 0 <= value <= MAX_COUNT:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value != int(value)
+                or not 0 <= value <= MAX_COUNT
+            ):
                 return f"{prefix}{key} is {str(value)[:40]!r}, not a whole number from 0 to 2**48"
         rope = section.get("rope_scaling")
         if rope is not None and not isinstance(rope, Mapping):
             return f"{prefix}rope_scaling is not a JSON object"
         factor = rope.get("factor") if isinstance(rope, Mapping) else None
-        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1e6):
+        if factor is not None and (
+            isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1e6
+        ):
             return f"{prefix}rope_scaling.factor is {str(factor)[:40]!r}, not a positive number"
         for key in ("architectures", "layer_types"):
             if section.get(key) is not None and not isinstance(section.get(key), list):
@@ -77,7 +112,9 @@ def read_model_config(directory: Path, where: str) -> dict[str, Any]:
     """`directory/config.json` as a dict; MaterializeError (exit 3) naming the file when it is not a usable one."""
     path = Path(directory) / "config.json"
     if not path.is_file():
-        raise MaterializeError(where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)")
+        raise MaterializeError(
+            where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)"
+        )
     data = loads(read_bounded(path, MAX_CONFIG_BYTES, where), str(path), MaterializeError, FILE_INT_DIGITS)
     if not isinstance(data, dict):
         raise MaterializeError(where, f"{path} is not a JSON object", _FIX)
@@ -103,8 +140,13 @@ def index_shards(directory: Path, where: str) -> tuple[list[Path], int | None]:
     for name in sorted({v if isinstance(v, str) else "" for v in weight_map.values()}):
         shard = Path(directory) / name
         parts = name.replace("\\", "/").split("/")
-        if not name or name.startswith("/") or ".." in parts or "\x00" in name \
-                or os.path.commonpath([root, os.path.realpath(shard)]) != root:
+        if (
+            not name
+            or name.startswith("/")
+            or ".." in parts
+            or "\x00" in name
+            or os.path.commonpath([root, os.path.realpath(shard)]) != root
+        ):
             raise HeaderError(f"{path}: names a weight file outside the model folder: {name[:200]!r}")
         shards.append(shard)
     metadata = doc.get("metadata")

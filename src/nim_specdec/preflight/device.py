@@ -31,7 +31,7 @@ def cpu_model(cpuinfo: str) -> str | None:
 
 
 def cpu_device(cpuinfo: str, count: int | None) -> DevicePlan:
-    import platform
+    import platform  # noqa: PLC0415
 
     return DevicePlan("cpu", cpu_model(cpuinfo) or platform.machine() or "unknown CPU", count or 0, None, None)
 
@@ -48,8 +48,13 @@ def gpu_device(env: Mapping[str, str]) -> DevicePlan | None:
         if not indices:
             return None
         first = handles[indices[0]]
-        return DevicePlan("gpu", _text(pynvml.nvmlDeviceGetName(first)), len(indices),
-                          int(pynvml.nvmlDeviceGetMemoryInfo(first).total), _text(pynvml.nvmlSystemGetDriverVersion()))
+        return DevicePlan(
+            "gpu",
+            _text(pynvml.nvmlDeviceGetName(first)),
+            len(indices),
+            int(pynvml.nvmlDeviceGetMemoryInfo(first).total),
+            _text(pynvml.nvmlSystemGetDriverVersion()),
+        )
     except Exception:  # noqa: BLE001 - a GPU that cannot be read is reported as absent
         return None
     finally:

@@ -87,7 +87,9 @@ def _resolved(inputs: MemoryInputs) -> dict[str, Any]:
         "tensor_parallel_size": int(args.get("tensor_parallel_size") or 1),
         "num_speculative_tokens": int(k if k is not None else (inputs.mtp_heads or 1)),
         # vLLM accepts 1 or the target's size here; unset, the draft is split like the target.
-        "draft_tensor_parallel_size": int(inputs.spec_config.get("draft_tensor_parallel_size") or args.get("tensor_parallel_size") or 1),
+        "draft_tensor_parallel_size": int(
+            inputs.spec_config.get("draft_tensor_parallel_size") or args.get("tensor_parallel_size") or 1
+        ),
     }
 
 
@@ -96,7 +98,9 @@ def estimate(inputs: MemoryInputs) -> dict[str, Any]:
     r = _resolved(inputs)
     tp, seqs, length, k = r["tensor_parallel_size"], r["max_num_seqs"], r["max_model_len"], r["num_speculative_tokens"]
     target = inputs.target or {}
-    elem = mc.dtype_bytes(inputs.engine_args.get("kv_cache_dtype"), mc.model_dtype_bytes(target, inputs.engine_args.get("dtype")))
+    elem = mc.dtype_bytes(
+        inputs.engine_args.get("kv_cache_dtype"), mc.model_dtype_bytes(target, inputs.engine_args.get("dtype"))
+    )
     target_kv = mc.kv_bytes_per_token(target, mc.attention_layers(target), elem, tp) if target else 0
     draft_kv, draft_weights, draft_vocab = 0, 0, 0
     if inputs.method == "mtp" and target:
@@ -112,14 +116,16 @@ def estimate(inputs: MemoryInputs) -> dict[str, Any]:
     target_vocab = mc.vocab_size(target) or 0
     activations = seqs * k * (2 * target_vocab + draft_vocab) * LOGIT_BYTES
     figures = dict(r)
-    figures.update({
-        "kv_cache_bytes_per_token_target": target_kv,
-        "kv_cache_bytes_per_token_draft": draft_kv,
-        "draft_weight_bytes": draft_weights,
-        "draft_kv_cache_bytes_full_concurrency": draft_kv * length * seqs,
-        "verify_activation_bytes": activations,
-        "extra_bytes": draft_weights + activations + draft_kv * length,
-    })
+    figures.update(
+        {
+            "kv_cache_bytes_per_token_target": target_kv,
+            "kv_cache_bytes_per_token_draft": draft_kv,
+            "draft_weight_bytes": draft_weights,
+            "draft_kv_cache_bytes_full_concurrency": draft_kv * length * seqs,
+            "verify_activation_bytes": activations,
+            "extra_bytes": draft_weights + activations + draft_kv * length,
+        }
+    )
     if inputs.target_weight_bytes is not None:
         target_weights = inputs.target_weight_bytes // tp
         figures["target_weight_bytes"] = target_weights
@@ -144,38 +150,46 @@ def check_headroom(inputs: MemoryInputs) -> Check:
     length, target_kv = figures["max_model_len"], figures["kv_cache_bytes_per_token_target"]
     per_seq = (target_kv + figures["kv_cache_bytes_per_token_draft"]) * length
     figures["required_bytes_without_speculation"] = base = figures["target_weight_bytes"] + target_kv * length
-    figures["sequences_at_max_model_len"] = max(0, (budget - figures["required_bytes"] + per_seq) // per_seq) if per_seq else None
+    figures["sequences_at_max_model_len"] = (
+        max(0, (budget - figures["required_bytes"] + per_seq) // per_seq) if per_seq else None
+    )
     figures["sequences_at_max_model_len_without_speculation"] = (
         max(0, (budget - base + target_kv * length) // (target_kv * length)) if target_kv * length else None
     )
     if free < budget:
         return Check(
-            NAME, FAIL,
+            NAME,
+            FAIL,
             f"{gpu.name} has {_gib(free)} free of {_gib(gpu.total)}, less than the {_gib(budget)} that "
             f"gpu_memory_utilization {util} reserves (other processes hold {_gib(gpu.used)})",
-            f"lower --gpu-memory-utilization to {int(free / gpu.total * 100) / 100} or less, or stop the other processes on the GPU",
-            "GPU memory", figures,
+            f"lower --gpu-memory-utilization to {int(free / gpu.total * 100) / 100} or less, or stop the other processes on the GPU",  # noqa: E501
+            "GPU memory",
+            figures,
         )
     if figures["required_bytes"] <= budget:
         return passed(NAME, **figures)
     if figures["target_weight_bytes"] >= budget:
         return Check(
-            NAME, FAIL,
+            NAME,
+            FAIL,
             f"the target's weights alone need {_gib(figures['target_weight_bytes'])} per GPU but {gpu.name} offers "
             f"{_gib(budget)} ({_gib(gpu.total)} x gpu_memory_utilization {util})",
             f"spread the target over more GPUs (--tensor-parallel-size, now {tp}) or serve a quantized checkpoint",
-            "GPU memory", figures,
+            "GPU memory",
+            figures,
         )
     lighter = LIGHTER.get(inputs.method)
     return Check(
-        NAME, FAIL,
+        NAME,
+        FAIL,
         f"the plan needs {_gib(figures['required_bytes'])} per GPU but {gpu.name} offers {_gib(budget)} "
         f"({_gib(gpu.total)} x gpu_memory_utilization {util}): target weights {_gib(figures['target_weight_bytes'])}, "
-        f"draft weights {_gib(figures['draft_weight_bytes'])}, activations to verify {figures['num_speculative_tokens']} "
+        f"draft weights {_gib(figures['draft_weight_bytes'])}, activations to verify {figures['num_speculative_tokens']} "  # noqa: E501
         f"tokens {_gib(figures['verify_activation_bytes'])}, KV cache of one {length}-token sequence {_gib(per_seq)}; "
         f"{'even ' if base > budget else ''}without speculative decoding it would need {_gib(base)}",
         f"use a shorter NIM_MAX_MODEL_LEN (now {length}), lower concurrency (--max-num-seqs, now "
         f"{figures['max_num_seqs']}), a different --gpu-memory-utilization (now {util})"
         + (f", or a lighter method ({lighter})" if lighter else ", or serve without speculative decoding"),
-        "GPU memory", figures,
+        "GPU memory",
+        figures,
     )

@@ -19,9 +19,16 @@ from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo
 
 _REBUILDERS = ("torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_parameter")
 _STORAGE_DTYPES = {
-    "FloatStorage": ("F32", 4), "DoubleStorage": ("F64", 8), "HalfStorage": ("F16", 2),
-    "BFloat16Storage": ("BF16", 2), "LongStorage": ("I64", 8), "IntStorage": ("I32", 4),
-    "ShortStorage": ("I16", 2), "CharStorage": ("I8", 1), "ByteStorage": ("U8", 1), "BoolStorage": ("BOOL", 1),
+    "FloatStorage": ("F32", 4),
+    "DoubleStorage": ("F64", 8),
+    "HalfStorage": ("F16", 2),
+    "BFloat16Storage": ("BF16", 2),
+    "LongStorage": ("I64", 8),
+    "IntStorage": ("I32", 4),
+    "ShortStorage": ("I16", 2),
+    "CharStorage": ("I8", 1),
+    "ByteStorage": ("U8", 1),
+    "BoolStorage": ("BOOL", 1),
 }
 _INTS = ("BININT1", "BININT2", "BININT", "LONG1", "INT")
 _TUPLES = ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE")

@@ -18,7 +18,17 @@ from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
-from nim_specdec.preflight.results import COMPATIBILITY, FAIL, MEMORY, WARN, Check, blocking, parse_modes, section, skipped
+from nim_specdec.preflight.results import (
+    COMPATIBILITY,
+    FAIL,
+    MEMORY,
+    WARN,
+    Check,
+    blocking,
+    parse_modes,
+    section,
+    skipped,
+)
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
 
 _REDOWNLOAD = "remove the model's directory from the cache and start again to download it anew"
@@ -91,12 +101,21 @@ def run_preflight(
     if modes[MEMORY] != "off":
         readings = (gpu or NvmlProbe(env)).read()
         heads = mtp_declaration(target) if method == "mtp" and target else None
-        checks.append(check_headroom(MemoryInputs(
-            method, spec_config, plan.get("engine_args") or {}, target, _target_weight_bytes(target_dir),
-            draft if method != "mtp" else None, draft_weights.total_bytes if draft_weights else None,
-            heads[1] if heads else None,
-            tuple(Gpu(int(t), int(u), str(n)) for t, u, n in readings) if readings is not None else None,
-        )))
+        checks.append(
+            check_headroom(
+                MemoryInputs(
+                    method,
+                    spec_config,
+                    plan.get("engine_args") or {},
+                    target,
+                    _target_weight_bytes(target_dir),
+                    draft if method != "mtp" else None,
+                    draft_weights.total_bytes if draft_weights else None,
+                    heads[1] if heads else None,
+                    tuple(Gpu(int(t), int(u), str(n)) for t, u, n in readings) if readings is not None else None,
+                )
+            )
+        )
 
     stop = blocking(checks, modes)
     if stop is not None:

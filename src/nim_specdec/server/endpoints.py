@@ -27,8 +27,15 @@ import sys
 from typing import Any
 
 from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
-from nim_specdec.server.identity import (app_state, installed_vllm_version, metadata_document, resolved_method,
-                                         served_model_names, server_api_key, version_document)
+from nim_specdec.server.identity import (
+    app_state,
+    installed_vllm_version,
+    metadata_document,
+    resolved_method,
+    served_model_names,
+    server_api_key,
+    version_document,
+)
 from nim_specdec.server.spec_info import spec_config_document, speculative_config_from_argv
 
 _log = logging.getLogger(__name__)
@@ -48,8 +55,9 @@ async def _respond(send: Send, status: int, payload: dict) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def call_inner(app: ASGIApp, scope: Scope, method: str, path: str, body: bytes = b"",
-                     api_key: str | None = None) -> tuple[int, bytes]:
+async def call_inner(
+    app: ASGIApp, scope: Scope, method: str, path: str, body: bytes = b"", api_key: str | None = None
+) -> tuple[int, bytes]:
     """Run one request through the wrapped application in-process; returns (status, body)."""
     inner = dict(scope)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -112,9 +120,16 @@ class NimEndpointsMiddleware:
             await _respond(send, 200, version_document(self._vllm_version()))
         elif path == METADATA:
             state = app_state(scope)
-            await _respond(send, 200, metadata_document(
-                served_model_names(getattr(state, "args", None)), speculative_config_from_argv(sys.argv),
-                resolved_method(getattr(state, "vllm_config", None)), self._vllm_version()))
+            await _respond(
+                send,
+                200,
+                metadata_document(
+                    served_model_names(getattr(state, "args", None)),
+                    speculative_config_from_argv(sys.argv),
+                    resolved_method(getattr(state, "vllm_config", None)),
+                    self._vllm_version(),
+                ),
+            )
         else:
             await self.app(scope, receive, send)
 
@@ -147,6 +162,7 @@ class NimEndpointsMiddleware:
         if not models:
             return False
         request = {"model": models[0]["id"], "prompt": "ready?", "max_tokens": 1, "temperature": 0}
-        status, body = await call_inner(self.app, scope, "POST", "/v1/completions", json.dumps(request).encode(),
-                                        api_key=key)
+        status, body = await call_inner(
+            self.app, scope, "POST", "/v1/completions", json.dumps(request).encode(), api_key=key
+        )
         return status == 200 and bool(json.loads(body).get("choices"))

@@ -56,15 +56,19 @@ def version_document(vllm_version: str) -> dict[str, Any]:
     return {"release": release, "api": API_VERSION, "nim_specdec": release, "vllm": vllm_version}
 
 
-def metadata_document(names: list[str], spec_config: dict[str, Any] | None, method: str | None,
-                      vllm_version: str) -> dict[str, Any]:
+def metadata_document(
+    names: list[str], spec_config: dict[str, Any] | None, method: str | None, vllm_version: str
+) -> dict[str, Any]:
     """`method`: vLLM's resolved one where the engine is up; else the command line's."""
     method = method or (spec_config or {}).get("method")
     return {
         "version": nim_specdec.__version__,
         "modelInfo": [{"shortName": name} for name in names],
         "served_model_names": names,
-        "speculative_decoding": {"enabled": spec_config is not None or method is not None, "method": method,
-                                 "config": spec_config},
+        "speculative_decoding": {
+            "enabled": spec_config is not None or method is not None,
+            "method": method,
+            "config": spec_config,
+        },
         "versions": {"nim_specdec": nim_specdec.__version__, "vllm": vllm_version},
     }

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from nim_specdec.common.regular_file import read_regular
-from nim_specdec.errors import ConfigError, UnreachableError
+from nim_specdec.errors import ConfigError
 from nim_specdec_lab.cli.bench_common import concurrencies as _concurrencies, write_report
 
 EXTRA = "--extra"
@@ -49,48 +49,87 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES
+    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES  # noqa: PLC0415
 
     parser.add_argument("--url", help="base URL of the server under test, e.g. http://localhost:8000")
     parser.add_argument("--mode", choices=("on", "off"), help="whether that server speculates")
     data = parser.add_mutually_exclusive_group()
     data.add_argument("--trace", help="mooncake_payload capture to replay (category: the file's stem)")
     data.add_argument("--speed-bench", help="directory prepared by SPEED-Bench's prepare.py (qualitative.jsonl)")
-    parser.add_argument("--categories", default=",".join(SPEED_BENCH_CATEGORIES), help="SPEED-Bench categories (comma-separated)")
-    parser.add_argument("--schedule", choices=("closed", "timestamps"), default="closed",
-                        help="closed: --concurrency requests in flight (default); timestamps: at the capture's arrival times")
-    parser.add_argument("--concurrency", default="1",
-                        help="requests in flight in the closed loop (default 1); with --serve a comma-separated list")
-    parser.add_argument("--request-count", type=int, help="requests to send in the closed loop (default: each request once)")
+    parser.add_argument(
+        "--categories", default=",".join(SPEED_BENCH_CATEGORIES), help="SPEED-Bench categories (comma-separated)"
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("closed", "timestamps"),
+        default="closed",
+        help="closed: --concurrency requests in flight (default); timestamps: at the capture's arrival times",
+    )
+    parser.add_argument(
+        "--concurrency",
+        default="1",
+        help="requests in flight in the closed loop (default 1); with --serve a comma-separated list",
+    )
+    parser.add_argument(
+        "--request-count", type=int, help="requests to send in the closed loop (default: each request once)"
+    )
     parser.add_argument("--max-tokens", type=int, help="set max_tokens in every request (default: each request's own)")
     parser.add_argument("--greedy", action="store_true", help="send every request with temperature 0")
     parser.add_argument("--ignore-eos", action="store_true", help="generate up to max_tokens whatever the model emits")
-    parser.add_argument("--warmup", type=int, default=None,
-                        help="unmeasured requests sent first (default 2 x concurrency + 2)")
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="unmeasured requests sent first (default 2 x concurrency + 2)"
+    )
     parser.add_argument("--model", help="served model name (default: the server's first model)")
-    parser.add_argument("--tokenizer", help="tokenizer AIPerf loads (token counts come from the server): a local directory, or "
-                        "'builtin' (tiktoken, fetched from the network on first use); default: the served model's "
-                        "directory when it is on this machine, else builtin")
-    parser.add_argument("--metrics-path", default="/metrics", help="the server's Prometheus path (default /metrics; NIM: /v1/metrics)")
-    parser.add_argument("--aiperf", help="the aiperf executable (default: $AIPERF_BIN, ./.venv-aiperf/bin/aiperf, aiperf on PATH)")
-    parser.add_argument(EXTRA, action="append", default=[], metavar="ARG",
-                        help="one more argument for aiperf profile (repeatable; --extra=--flag or --extra --flag)")
+    parser.add_argument(
+        "--tokenizer",
+        help="tokenizer AIPerf loads (token counts come from the server): a local directory, or "
+        "'builtin' (tiktoken, fetched from the network on first use); default: the served model's "
+        "directory when it is on this machine, else builtin",
+    )
+    parser.add_argument(
+        "--metrics-path", default="/metrics", help="the server's Prometheus path (default /metrics; NIM: /v1/metrics)"
+    )
+    parser.add_argument(
+        "--aiperf", help="the aiperf executable (default: $AIPERF_BIN, ./.venv-aiperf/bin/aiperf, aiperf on PATH)"
+    )
+    parser.add_argument(
+        EXTRA,
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for aiperf profile (repeatable; --extra=--flag or --extra --flag)",
+    )
     parser.add_argument("--out", default="specbench", help="output directory (default ./specbench)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT")
-    parser.add_argument("--serve", action="store_true",
-                        help="start the baseline's and the candidate's servers itself, in rounds (see --rounds)")
-    parser.add_argument("--baseline", help="--serve: env file (docker --env-file form) of the baseline "
-                        "(default: the current environment with NIM_SPECDEC_ENABLE=0)")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="start the baseline's and the candidate's servers itself, in rounds (see --rounds)",
+    )
+    parser.add_argument(
+        "--baseline",
+        help="--serve: env file (docker --env-file form) of the baseline "
+        "(default: the current environment with NIM_SPECDEC_ENABLE=0)",
+    )
     parser.add_argument("--candidate", help="--serve: env file of the candidate (default: the current environment)")
     parser.add_argument("--rounds", type=int, default=3, help="--serve: rounds, each starting both servers (default 3)")
-    parser.add_argument("--margin", type=float, default=None,
-                        help="--serve: faster / slower only where the 95%% interval lies beyond 1 +/- this "
-                        "(default 0.03)")
-    parser.add_argument("--ready-timeout", type=float, default=900.0,
-                        help="--serve: seconds each server may take to start (default 900)")
-    parser.add_argument("vllm_args", nargs=argparse.REMAINDER,
-                        help="--serve: after --, vLLM arguments for both servers, exactly as given to "
-                        "`nim-specdec serve`")
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        help="--serve: faster / slower only where the 95%% interval lies beyond 1 +/- this (default 0.03)",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=900.0,
+        help="--serve: seconds each server may take to start (default 900)",
+    )
+    parser.add_argument(
+        "vllm_args",
+        nargs=argparse.REMAINDER,
+        help="--serve: after --, vLLM arguments for both servers, exactly as given to `nim-specdec serve`",
+    )
 
 
 def _read_lines(path: Path, option: str, fix: str) -> list[str]:
@@ -101,7 +140,7 @@ def _read_lines(path: Path, option: str, fix: str) -> list[str]:
 
 
 def _workloads(args: argparse.Namespace):
-    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES, from_capture, from_speed_bench
+    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES, from_capture, from_speed_bench  # noqa: PLC0415
 
     if args.trace:
         path = Path(args.trace)
@@ -109,24 +148,30 @@ def _workloads(args: argparse.Namespace):
     if args.speed_bench:
         source = Path(args.speed_bench) / "qualitative.jsonl"
         if not source.is_file():
-            raise ConfigError("--speed-bench", f"{source} does not exist", "run SPEED-Bench's prepare.py --output_dir DIR first")
+            raise ConfigError(
+                "--speed-bench", f"{source} does not exist", "run SPEED-Bench's prepare.py --output_dir DIR first"
+            )
         categories = [c.strip() for c in args.categories.split(",") if c.strip()]
         unknown = sorted(set(categories) - set(SPEED_BENCH_CATEGORIES))
         if unknown or not categories:
-            raise ConfigError("--categories", f"unknown categories {unknown}", f"choose from {', '.join(SPEED_BENCH_CATEGORIES)}")
+            raise ConfigError(
+                "--categories", f"unknown categories {unknown}", f"choose from {', '.join(SPEED_BENCH_CATEGORIES)}"
+            )
         lines = _read_lines(source, "--speed-bench", "run SPEED-Bench's prepare.py again")
         return [from_speed_bench(c, lines) for c in categories]
     raise ConfigError("bench", "needs --trace or --speed-bench", "see nim-specdec bench --help")
 
 
 def _tokenizer(url: str) -> str:
-    from nim_specdec_lab.specbench.serve_rounds import served_tokenizer
+    from nim_specdec_lab.specbench.serve_rounds import served_tokenizer  # noqa: PLC0415
 
     return served_tokenizer(url)
 
 
-DRIFT_NOTE = ("note: the off and on runs were measured on servers started elsewhere, at different times; drift "
-              "between them is not controlled and the speedup has no interval (bench --serve measures both in rounds)")
+DRIFT_NOTE = (
+    "note: the off and on runs were measured on servers started elsewhere, at different times; drift "
+    "between them is not controlled and the speedup has no interval (bench --serve measures both in rounds)"
+)
 NO_INTERVAL = "one run per side: no interval (bench --serve measures paired rounds)"
 
 
@@ -135,40 +180,57 @@ def _say(line: str) -> None:
 
 
 def _measure(args: argparse.Namespace, out: Path) -> None:
-    from nim_specdec_lab.ngram.replay import server_model
-    from nim_specdec_lab.replay import ReplaySpec, run_replay
-    from nim_specdec_lab.replay.aiperf_run import find_aiperf
+    from nim_specdec_lab.ngram.replay import server_model  # noqa: PLC0415
+    from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415
+    from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415
 
     workloads = _workloads(args)
     aiperf = find_aiperf(args.aiperf)  # before anything is sent
     if args.schedule == "timestamps":
         missing = [w.category for w in workloads if w.timestamps_ms is None]
         if missing:
-            raise ConfigError("--schedule", f"timestamps needs a capture with a timestamp on every line ({', '.join(missing)} has none)",
-                              "use --schedule closed")
+            raise ConfigError(
+                "--schedule",
+                f"timestamps needs a capture with a timestamp on every line ({', '.join(missing)} has none)",
+                "use --schedule closed",
+            )
         if args.request_count is not None:
-            raise ConfigError("--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps")
+            raise ConfigError(
+                "--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps"
+            )
     (concurrency,) = _concurrencies(args.concurrency, several=False)
     model = args.model or server_model(args.url)[0]
     tokenizer = args.tokenizer or _tokenizer(args.url)
     for number, workload in enumerate(workloads, start=1):
-        _say(f"[{number}/{len(workloads)}] {workload.category}, speculation {args.mode}: {len(workload.requests)} requests"
-             + (f" ({workload.note})" if workload.note else ""))
+        _say(
+            f"[{number}/{len(workloads)}] {workload.category}, speculation {args.mode}: {len(workload.requests)} requests"  # noqa: E501
+            + (f" ({workload.note})" if workload.note else "")
+        )
         spec = ReplaySpec(
-            url=args.url, model=model, requests=workload.requests, concurrency=concurrency, schedule=args.schedule,
-            timestamps_ms=workload.timestamps_ms, request_count=args.request_count, greedy=args.greedy,
-            max_tokens=args.max_tokens, ignore_eos=args.ignore_eos, tokenizer=tokenizer, metrics_path=args.metrics_path,
-            warmup=2 * concurrency + 2 if args.warmup is None else args.warmup, aiperf_extra=tuple(args.extra),
+            url=args.url,
+            model=model,
+            requests=workload.requests,
+            concurrency=concurrency,
+            schedule=args.schedule,
+            timestamps_ms=workload.timestamps_ms,
+            request_count=args.request_count,
+            greedy=args.greedy,
+            max_tokens=args.max_tokens,
+            ignore_eos=args.ignore_eos,
+            tokenizer=tokenizer,
+            metrics_path=args.metrics_path,
+            warmup=2 * concurrency + 2 if args.warmup is None else args.warmup,
+            aiperf_extra=tuple(args.extra),
         )
         run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
 
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec_lab.cli import bench_serve
-    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
-    from nim_specdec_lab.replay.spec import ReplayMeasurement
-    from nim_specdec_lab.specbench.compare import MODES, compare
+    from nim_specdec_lab.cli import bench_serve  # noqa: PLC0415
+    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON  # noqa: PLC0415
+    from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415
+    from nim_specdec_lab.specbench.compare import MODES, compare  # noqa: PLC0415
 
     if bench_serve.has_rounds(out):
         return bench_serve.build_serve_report(out)
@@ -179,7 +241,9 @@ def build_report(out: Path) -> Path:
             try:
                 found[mode][path.parent.name] = ReplayMeasurement.from_json(json.loads(path.read_text()))
             except (OSError, ValueError, KeyError, TypeError) as err:
-                raise ConfigError("--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again") from None
+                raise ConfigError(
+                    "--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again"
+                ) from None
     if not any(found.values()):
         raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
     report = compare(found)
@@ -188,7 +252,7 @@ def build_report(out: Path) -> Path:
         row.update(speedup_interval=None, verdict=None, verdict_note=note)
     ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
     if ignore_eos:
-        from nim_specdec_lab.specbench.serve_report import IGNORE_EOS
+        from nim_specdec_lab.specbench.serve_report import IGNORE_EOS  # noqa: PLC0415
 
         report["warnings"].append(IGNORE_EOS)
     write_report(report, out)
@@ -198,19 +262,20 @@ def build_report(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.serve:
-        from nim_specdec_lab.cli import bench_serve
+        from nim_specdec_lab.cli import bench_serve  # noqa: PLC0415
 
         if args.url or args.mode or args.report_only:
             raise ConfigError("--serve", "starts its own servers", "drop --url, --mode and --report-only with --serve")
         bench_serve.run_serve(args, _workloads(args), out, _say)
     elif not args.report_only:
         if not (args.url and args.mode):
-            raise ConfigError("bench", "needs --url and --mode, or --serve (or --report-only)",
-                              "see nim-specdec bench --help")
+            raise ConfigError(
+                "bench", "needs --url and --mode, or --serve (or --report-only)", "see nim-specdec bench --help"
+            )
         if args.vllm_args:
             raise ConfigError("bench", "vLLM arguments after -- are for --serve", "drop them, or use --serve")
         if args.ignore_eos:
-            from nim_specdec_lab.specbench.serve_report import IGNORE_EOS
+            from nim_specdec_lab.specbench.serve_report import IGNORE_EOS  # noqa: PLC0415
 
             _say(f"warning: {IGNORE_EOS}")
         _measure(args, out)

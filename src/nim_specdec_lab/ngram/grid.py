@@ -92,12 +92,14 @@ def specdec_args_of(config: dict) -> str:
 
 def specdec_args(params: NgramParams) -> str:
     """The NIM_SPECDEC_ARGS value for an n-gram setting."""
-    return specdec_args_of({
-        "method": "ngram",
-        "num_speculative_tokens": params.k,
-        "prompt_lookup_max": params.max_n,
-        "prompt_lookup_min": params.min_n,
-    })
+    return specdec_args_of(
+        {
+            "method": "ngram",
+            "num_speculative_tokens": params.k,
+            "prompt_lookup_max": params.max_n,
+            "prompt_lookup_min": params.min_n,
+        }
+    )
 
 
 def ngram_params(config: object) -> NgramParams | None:

@@ -46,8 +46,11 @@ def server_model(base_url: str) -> tuple[str, int | None]:
         name, length = str(first["id"]), first.get("max_model_len")
     except (LauncherError, *_ODD_ANSWER) as err:
         detail = err.problem if isinstance(err, LauncherError) else f"{type(err).__name__}: {err}"
-        raise UnreachableError("--url", f"cannot list the models at {base_url}/v1/models ({detail})",
-                               "point --url at a running OpenAI-compatible server") from None
+        raise UnreachableError(
+            "--url",
+            f"cannot list the models at {base_url}/v1/models ({detail})",
+            "point --url at a running OpenAI-compatible server",
+        ) from None
     return name, (length if isinstance(length, int) and not isinstance(length, bool) else None)
 
 
@@ -69,7 +72,9 @@ def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int,
     except LauncherError as err:
         return Replayed(captured.line, None, err.problem)
     except _ODD_ANSWER as err:
-        return Replayed(captured.line, None, f"unexpected answer ({type(err).__name__}: {' '.join(str(err).split())[:200]})")
+        return Replayed(
+            captured.line, None, f"unexpected answer ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+        )
     room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
     continued = continuation(url, greedy, output, room) if room > 0 else []
     try:
@@ -95,7 +100,14 @@ def replay(
 def save_records(path: str, records: Sequence[RecordedRequest], max_model_len: int | None) -> None:
     """One JSON line per request; each carries the server's model length for offline re-tuning."""
     rows = (
-        json.dumps({"prompt_token_ids": r.prompt, "output_token_ids": r.output, "tail_token_ids": r.tail, "max_model_len": max_model_len})
+        json.dumps(
+            {
+                "prompt_token_ids": r.prompt,
+                "output_token_ids": r.output,
+                "tail_token_ids": r.tail,
+                "max_model_len": max_model_len,
+            }
+        )
         for r in records
     )
     write_atomically(path, "".join(row + "\n" for row in rows), "--save-records")
@@ -111,10 +123,16 @@ def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
                     continue
                 try:
                     row = json.loads(line)
-                    records.append(RecordedRequest.of(row["prompt_token_ids"], row["output_token_ids"], row.get("tail_token_ids", ())))
+                    records.append(
+                        RecordedRequest.of(
+                            row["prompt_token_ids"], row["output_token_ids"], row.get("tail_token_ids", ())
+                        )
+                    )
                     lengths.add(row.get("max_model_len"))
                 except (ValueError, KeyError, TypeError, RecursionError):
-                    raise ConfigError("--records", f"{path} line {number} is not a record", "use a file written by --save-records") from None
+                    raise ConfigError(
+                        "--records", f"{path} line {number} is not a record", "use a file written by --save-records"
+                    ) from None
     except OSError as err:
         raise ConfigError("--records", f"cannot read {path} ({err.strerror})", "check the path") from None
     known = {n for n in lengths if isinstance(n, int)}

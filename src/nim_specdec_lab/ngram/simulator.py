@@ -146,8 +146,15 @@ def simulate(corpus: Corpus, params: NgramParams, max_model_len: int = 1 << 40) 
     return collect(params, visited, length, hits, np.concatenate((corpus.query_request, corpus.query_request)), corpus)
 
 
-def collect(params: Any, visited: np.ndarray, length: np.ndarray, hits: np.ndarray, request: np.ndarray,
-            corpus: Corpus, model_runner: str = "v1") -> SimResult:
+def collect(
+    params: Any,
+    visited: np.ndarray,
+    length: np.ndarray,
+    hits: np.ndarray,
+    request: np.ndarray,
+    corpus: Corpus,
+    model_runner: str = "v1",
+) -> SimResult:
     """The counters of the steps `visited` (node ids into `length`, `hits` and `request`)."""
     v_drafted = length[visited] > 0
     v_len = length[visited]

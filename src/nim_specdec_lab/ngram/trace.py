@@ -35,16 +35,19 @@ def parse_capture(lines: Iterable[str], where: str = "--trace") -> list[Captured
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ConfigError(where, f"line {number} is not JSON ({err.msg})", "each line must be one JSON object") from None
+            raise ConfigError(
+                where, f"line {number} is not JSON ({err.msg})", "each line must be one JSON object"
+            ) from None
         except (ValueError, RecursionError) as err:  # an integer of thousands of digits; nesting too deep
             reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:120]
-            raise ConfigError(where, f"line {number} cannot be read ({reason})",
-                              "each line must be one JSON object") from None
+            raise ConfigError(
+                where, f"line {number} cannot be read ({reason})", "each line must be one JSON object"
+            ) from None
         payload = record.get("payload") if isinstance(record, dict) else None
         if not isinstance(payload, dict):
             raise ConfigError(
                 where,
-                f"line {number} has no \"payload\" object",
+                f'line {number} has no "payload" object',
                 'expected mooncake_payload lines: {"timestamp": <ms>, "payload": {...}}',
             )
         if "messages" in payload:
@@ -52,12 +55,18 @@ def parse_capture(lines: Iterable[str], where: str = "--trace") -> list[Captured
         elif "prompt" in payload:
             path = COMPLETIONS_PATH
         else:
-            raise ConfigError(where, f"line {number}: payload has neither \"messages\" nor \"prompt\"", "capture chat or completion requests")
+            raise ConfigError(
+                where,
+                f'line {number}: payload has neither "messages" nor "prompt"',
+                "capture chat or completion requests",
+            )
         stamp = record.get("timestamp")
         timestamp = float(stamp) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None
         captured.append(CapturedRequest(number, path, payload, timestamp))
     if not captured:
-        raise ConfigError(where, "the capture holds no requests", "point --trace at a non-empty mooncake_payload capture")
+        raise ConfigError(
+            where, "the capture holds no requests", "point --trace at a non-empty mooncake_payload capture"
+        )
     return captured
 
 
@@ -78,7 +87,9 @@ def tail_payload(greedy: dict[str, Any], output_len: int, extra: int) -> dict[st
     so the prediction needs the target's own continuation there. Greedy decoding makes this
     request repeat the output first; stops are lifted so it goes on.
     """
-    body = {key: value for key, value in greedy.items() if key not in ("stop", "stop_token_ids", "max_completion_tokens")}
+    body = {
+        key: value for key, value in greedy.items() if key not in ("stop", "stop_token_ids", "max_completion_tokens")
+    }
     body["ignore_eos"] = True
     body["max_tokens"] = output_len + extra
     return body

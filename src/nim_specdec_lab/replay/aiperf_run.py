@@ -30,7 +30,11 @@ def find_aiperf(explicit: str | os.PathLike | None, environ: dict[str, str] | No
     else:
         where, candidates = "--aiperf", [str(REPO_VENV), "aiperf"]
     for candidate in candidates:
-        found = shutil.which(candidate) if os.sep not in candidate else (candidate if os.access(candidate, os.X_OK) else None)
+        found = (
+            shutil.which(candidate)
+            if os.sep not in candidate
+            else (candidate if os.access(candidate, os.X_OK) else None)
+        )
         if found:
             return str(Path(found).resolve()) if os.sep in found else found
     raise ConfigError(where, f"no AIPerf executable at {', '.join(candidates)}", _INSTALL_HINT)
@@ -54,14 +58,20 @@ def aiperf_env(environ: dict[str, str] | None = None, scratch: Path | None = Non
     return env
 
 
-def run_aiperf(argv: Sequence[str], log_path: Path, tick: Callable[[float], None] | None = None,
-               tick_every_s: float = 5.0, timeout_s: float = 6 * 3600) -> None:
+def run_aiperf(
+    argv: Sequence[str],
+    log_path: Path,
+    tick: Callable[[float], None] | None = None,
+    tick_every_s: float = 5.0,
+    timeout_s: float = 6 * 3600,
+) -> None:
     """Run AIPerf with its output in `log_path`; `tick(elapsed_s)` is called every `tick_every_s` meanwhile."""
     start = time.monotonic()
     try:
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT,
-                                    env=aiperf_env(scratch=log_path.parent.resolve()))
+            proc = subprocess.Popen(
+                list(argv), stdout=log, stderr=subprocess.STDOUT, env=aiperf_env(scratch=log_path.parent.resolve())
+            )
             try:
                 while True:
                     try:
@@ -72,7 +82,9 @@ def run_aiperf(argv: Sequence[str], log_path: Path, tick: Callable[[float], None
                         if elapsed > timeout_s:
                             proc.kill()
                             proc.wait()
-                            raise LauncherError("aiperf", f"still running after {timeout_s:.0f} s", f"see {log_path}") from None
+                            raise LauncherError(
+                                "aiperf", f"still running after {timeout_s:.0f} s", f"see {log_path}"
+                            ) from None
                         if tick:
                             tick(elapsed)
             except BaseException:

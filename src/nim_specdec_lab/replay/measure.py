@@ -48,8 +48,11 @@ def scrape_metrics(url: str) -> str:
     status, text = http_get(url, timeout=30)
     if status != 200:
         detail = "no answer" if status == 0 else f"HTTP {status}"
-        raise UnreachableError("--url", f"cannot read the server's metrics at {url} ({detail})",
-                               "check that the server is up, the URL and --metrics-path")
+        raise UnreachableError(
+            "--url",
+            f"cannot read the server's metrics at {url} ({detail})",
+            "check that the server is up, the URL and --metrics-path",
+        )
     return text
 
 
@@ -84,7 +87,7 @@ def server_spec_config(base: str, metrics_text: str) -> dict[str, Any]:
 
 def warm_up(base: str, endpoint: str, spec: ReplaySpec) -> None:
     """Send the warm-up requests, `concurrency` at a time; any failure means the replay would fail too."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     url = base + ("/v1/chat/completions" if endpoint == CHAT else "/v1/completions")
     with ThreadPoolExecutor(max_workers=max(1, min(spec.concurrency, spec.warmup))) as pool:
@@ -92,8 +95,11 @@ def warm_up(base: str, endpoint: str, spec: ReplaySpec) -> None:
     for status, detail in answers:
         if status != 200:
             text = " ".join(str(detail).split())[:200]
-            raise UnreachableError("--url", f"{url} answered a warm-up request with HTTP {status or 'no answer'}: {text}",
-                                   "check the server, --model and the captured request bodies")
+            raise UnreachableError(
+                "--url",
+                f"{url} answered a warm-up request with HTTP {status or 'no answer'}: {text}",
+                "check the server, --model and the captured request bodies",
+            )
 
 
 def _schedule_words(spec: ReplaySpec) -> str:
@@ -102,8 +108,9 @@ def _schedule_words(spec: ReplaySpec) -> str:
     return f"closed loop, {spec.concurrency} in flight"
 
 
-def run_replay(spec: ReplaySpec, out_dir: Path, aiperf_bin: Path | None = None,
-               progress: Callable[[str], None] | None = None) -> ReplayMeasurement:
+def run_replay(
+    spec: ReplaySpec, out_dir: Path, aiperf_bin: Path | None = None, progress: Callable[[str], None] | None = None
+) -> ReplayMeasurement:
     """Replay `spec` with AIPerf, keeping its artifacts under `out_dir`; raises LauncherError subclasses."""
     say = progress or (lambda _line: None)
     endpoint = check(spec)
@@ -125,14 +132,20 @@ def run_replay(spec: ReplaySpec, out_dir: Path, aiperf_bin: Path | None = None,
     before = _settled_scrape(metrics_url)
     config = server_spec_config(base, before)
     write_atomically(str(out_dir / TRACE_FILE), trace_text(spec), "--out")
-    argv = aiperf_argv(spec, aiperf, endpoint, str((out_dir / TRACE_FILE).resolve()), str((out_dir / ARTIFACTS).resolve()))
+    argv = aiperf_argv(
+        spec, aiperf, endpoint, str((out_dir / TRACE_FILE).resolve()), str((out_dir / ARTIFACTS).resolve())
+    )
     total = sent_count(spec)
     say(f"replay: {total} requests to {base}, {_schedule_words(spec)} (AIPerf log: {out_dir / 'aiperf.log'})")
 
     def tick(elapsed: float) -> None:
         status, text = http_get(metrics_url, timeout=5)
         try:
-            done = f"{counter_growth(before, text, REQUEST_SUCCESS):.0f}/{total} answered" if status == 200 else "metrics unreadable"
+            done = (
+                f"{counter_growth(before, text, REQUEST_SUCCESS):.0f}/{total} answered"
+                if status == 200
+                else "metrics unreadable"
+            )
         except ValueError:
             done = "metrics unreadable"
         say(f"replay: {elapsed:.0f} s, {done}")
@@ -143,9 +156,13 @@ def run_replay(spec: ReplaySpec, out_dir: Path, aiperf_bin: Path | None = None,
     try:
         profile = json.loads((out_dir / ARTIFACTS / PROFILE_JSON).read_text())
     except (OSError, ValueError) as err:
-        raise UnreachableError("aiperf", f"wrote no readable {PROFILE_JSON} ({err})", f"see {out_dir / 'aiperf.log'}") from None
+        raise UnreachableError(
+            "aiperf", f"wrote no readable {PROFILE_JSON} ({err})", f"see {out_dir / 'aiperf.log'}"
+        ) from None
     result = measurement(spec, profile, before, after, config)
     write_atomically(str(out_dir / MEASUREMENT_JSON), json.dumps(result.to_json(), indent=2) + "\n", "--out")
-    say(f"replay: done in {time.monotonic() - started:.0f} s: {result.ok_count}/{result.request_count} ok, "
-        f"{result.output_tokens_per_s:.1f} output tokens/s")
+    say(
+        f"replay: done in {time.monotonic() - started:.0f} s: {result.ok_count}/{result.request_count} ok, "
+        f"{result.output_tokens_per_s:.1f} output tokens/s"
+    )
     return result

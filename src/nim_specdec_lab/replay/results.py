@@ -37,11 +37,15 @@ def spec_config_from_metrics(text: str) -> dict[str, Any]:
     if not counters:
         return {"speculative_config": None, "source": "/metrics (no spec-decode counters: speculation off)"}
     width = max(len(c.per_position) for c in counters.values())
-    return {"speculative_config": {"num_speculative_tokens": width} if width else {}, "source": "/metrics (draft positions)"}
+    return {
+        "speculative_config": {"num_speculative_tokens": width} if width else {},
+        "source": "/metrics (draft positions)",
+    }
 
 
-def measurement(spec: ReplaySpec, profile: Mapping[str, Any], before: str, after: str,
-                server_config: Mapping[str, Any] | None) -> ReplayMeasurement:
+def measurement(
+    spec: ReplaySpec, profile: Mapping[str, Any], before: str, after: str, server_config: Mapping[str, Any] | None
+) -> ReplayMeasurement:
     """`profile`: AIPerf's profile_export_aiperf.json; `before`/`after`: /metrics text around the run."""
     ok = int(_avg(profile, "request_count") or 0)
     errors = int(_avg(profile, "error_request_count") or 0)
@@ -50,7 +54,9 @@ def measurement(spec: ReplaySpec, profile: Mapping[str, Any], before: str, after
     # else the server's own generation counter.
     usage_tokens = _avg(profile, "total_output_tokens")
     latency_ms = _avg(profile, "request_latency")
-    output_tokens = int(round(usage_tokens)) if usage_tokens else int(round(counter_growth(before, after, GENERATION_TOKENS)))
+    output_tokens = (
+        int(round(usage_tokens)) if usage_tokens else int(round(counter_growth(before, after, GENERATION_TOKENS)))
+    )
     return ReplayMeasurement(
         request_count=max(sent_count(spec), ok + errors),
         ok_count=ok,

@@ -39,7 +39,7 @@ class ReplaySpec:
     ignore_eos: bool = False
     tokenizer: str | None = None
     metrics_path: str = "/metrics"
-    warmup: int = 1               # requests sent (not measured) before the run: a fresh server's first answers are slow
+    warmup: int = 1  # requests sent (not measured) before the run: a fresh server's first answers are slow
     aiperf_extra: tuple[str, ...] = ()  # more `aiperf profile` arguments, last on its command line
 
 
@@ -128,7 +128,9 @@ class ReplayMeasurement:
             itl_s=dict(data.get("itl_s") or {}),
             spec=counters,
             server_spec_config=data.get("server_spec_config"),
-            server_means=means_from_json(data.get("server_means") if isinstance(data.get("server_means"), Mapping) else None),
+            server_means=means_from_json(
+                data.get("server_means") if isinstance(data.get("server_means"), Mapping) else None
+            ),
             client_busy_share=_share(data.get("client_busy_share")),
             sampling=dict(data["sampling"]) if isinstance(data.get("sampling"), Mapping) else {},
         )
@@ -144,7 +146,9 @@ def endpoint_type(requests: Sequence[Mapping[str, Any]]) -> str:
     if kinds == {CHAT} or kinds == {COMPLETIONS}:
         return kinds.pop()
     if None in kinds:
-        raise ConfigError("replay", "a request body has neither messages nor prompt", "replay chat or completion requests")
+        raise ConfigError(
+            "replay", "a request body has neither messages nor prompt", "replay chat or completion requests"
+        )
     raise ConfigError("replay", "mixes chat and completion requests", "replay one endpoint at a time")
 
 
@@ -162,9 +166,17 @@ def check(spec: ReplaySpec) -> str:
         raise ConfigError("--schedule", f"{spec.schedule!r} is not a schedule", f"use one of {', '.join(SCHEDULES)}")
     if spec.schedule == "timestamps":
         if spec.timestamps_ms is None or len(spec.timestamps_ms) != len(spec.requests):
-            raise ConfigError("--schedule", "timestamps needs one timestamp per request", "replay a capture with timestamps or use --schedule closed")
+            raise ConfigError(
+                "--schedule",
+                "timestamps needs one timestamp per request",
+                "replay a capture with timestamps or use --schedule closed",
+            )
         if spec.request_count is not None and spec.request_count != len(spec.requests):
-            raise ConfigError("--request-count", "only a closed loop cycles the requests", "drop --request-count with --schedule timestamps")
+            raise ConfigError(
+                "--request-count",
+                "only a closed loop cycles the requests",
+                "drop --request-count with --schedule timestamps",
+            )
     if spec.request_count is not None and spec.request_count < 1:
         raise ConfigError("--request-count", f"{spec.request_count} is below 1", "send 1 or more requests")
     if spec.warmup < 0:
@@ -225,17 +237,41 @@ def sent_count(spec: ReplaySpec) -> int:
 def aiperf_argv(spec: ReplaySpec, aiperf: str, endpoint: str, trace_file: str, artifact_dir: str) -> list[str]:
     base = spec.url.rstrip("/")
     argv = [
-        aiperf, "profile", "--model", spec.model, "--url", base, "--endpoint-type", endpoint, "--streaming",
-        "--custom-dataset-type", "mooncake_trace", "--input-file", trace_file,
-        "--use-server-token-count", "--tokenizer", spec.tokenizer or "builtin",
-        "--server-metrics", base + spec.metrics_path,
-        "--output-artifact-dir", artifact_dir, "--ui-type", "none",
+        aiperf,
+        "profile",
+        "--model",
+        spec.model,
+        "--url",
+        base,
+        "--endpoint-type",
+        endpoint,
+        "--streaming",
+        "--custom-dataset-type",
+        "mooncake_trace",
+        "--input-file",
+        trace_file,
+        "--use-server-token-count",
+        "--tokenizer",
+        spec.tokenizer or "builtin",
+        "--server-metrics",
+        base + spec.metrics_path,
+        "--output-artifact-dir",
+        artifact_dir,
+        "--ui-type",
+        "none",
     ]
     if spec.schedule == "timestamps":
         argv += ["--fixed-schedule", "--fixed-schedule-auto-offset"]
     else:
-        argv += ["--no-fixed-schedule", "--concurrency", str(spec.concurrency), "--request-count", str(sent_count(spec)),
-                 "--dataset-sampling-strategy", "sequential"]
+        argv += [
+            "--no-fixed-schedule",
+            "--concurrency",
+            str(spec.concurrency),
+            "--request-count",
+            str(sent_count(spec)),
+            "--dataset-sampling-strategy",
+            "sequential",
+        ]
     return argv + list(spec.aiperf_extra)
 
 

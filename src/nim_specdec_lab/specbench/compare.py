@@ -38,15 +38,22 @@ def _comparable(off: ReplayMeasurement, on: ReplayMeasurement) -> str | None:
     """Why the two runs cannot be compared, or None."""
     for name in ("schedule", "concurrency", "request_count"):
         if getattr(off, name) != getattr(on, name):
-            return f"off and on ran with different {name.replace('_', ' ')} ({getattr(off, name)} vs {getattr(on, name)})"
+            return (
+                f"off and on ran with different {name.replace('_', ' ')} ({getattr(off, name)} vs {getattr(on, name)})"
+            )
     # Runs written before the sampling was recorded carry none: nothing to compare there.
     if off.sampling and on.sampling and dict(off.sampling) != dict(on.sampling):
         return f"off and on ran with different sampling ({dict(off.sampling)} vs {dict(on.sampling)})"
     return None
 
 
-def _warnings(category: str, off: ReplayMeasurement | None, on: ReplayMeasurement | None,
-              labels: Mapping[str, str], baseline_off: bool) -> list[str]:
+def _warnings(
+    category: str,
+    off: ReplayMeasurement | None,
+    on: ReplayMeasurement | None,
+    labels: Mapping[str, str],
+    baseline_off: bool,
+) -> list[str]:
     out = []
     for mode, m in (("off", off), ("on", on)):
         if m is None:
@@ -56,11 +63,18 @@ def _warnings(category: str, off: ReplayMeasurement | None, on: ReplayMeasuremen
             failed = m.request_count - m.ok_count
             out.append(f"{category} {labels[mode]}: {failed} of {m.request_count} requests failed")
     for mode, m in (("off", off), ("on", on)):
-        if m is not None and m.schedule == "closed" and m.client_busy_share is not None and m.client_busy_share < BUSY_WARNING:
-            out.append(f"{category} {labels[mode]}: requests were in flight for {m.client_busy_share:.0%} of the run "
-                       "x concurrency; "
-                       "the rest is the client's turnaround between requests, which output tokens/s includes "
-                       "(raise --concurrency, or run the client on another machine)")
+        if (
+            m is not None
+            and m.schedule == "closed"
+            and m.client_busy_share is not None
+            and m.client_busy_share < BUSY_WARNING
+        ):
+            out.append(
+                f"{category} {labels[mode]}: requests were in flight for {m.client_busy_share:.0%} of the run "
+                "x concurrency; "
+                "the rest is the client's turnaround between requests, which output tokens/s includes "
+                "(raise --concurrency, or run the client on another machine)"
+            )
     if baseline_off and off is not None and off.spec is not None and off.spec.drafts > 0:
         out.append(f"{category}: the '{labels['off']}' server drafted {off.spec.drafts:g} times: it runs speculation")
     if on is not None and (on.spec is None or on.spec.drafts == 0):
@@ -71,16 +85,24 @@ def _warnings(category: str, off: ReplayMeasurement | None, on: ReplayMeasuremen
 LABELS = {"off": "off", "on": "on"}
 
 
-def compare(found: Mapping[str, Mapping[str, ReplayMeasurement]], labels: Mapping[str, str] = LABELS,
-            baseline_off: bool = True) -> dict[str, Any]:
+def compare(
+    found: Mapping[str, Mapping[str, ReplayMeasurement]], labels: Mapping[str, str] = LABELS, baseline_off: bool = True
+) -> dict[str, Any]:
     """`found[mode][category]`: the measurements; returns report.json's content. `labels`: what the two
     sides are called (bench --serve: baseline and candidate); `baseline_off`: the 'off' side must not draft."""
     categories = sorted(set().union(*(found.get(mode, {}) for mode in MODES)))
     rows, warnings = [], []
     for category in categories:
         off, on = found.get("off", {}).get(category), found.get("on", {}).get(category)
-        row: dict[str, Any] = {"category": category, "off": _side(off), "on": _side(on), "speedup": None,
-                               "latency_p50_ratio": None, "tpot_ratio": None, "speedup_note": None}
+        row: dict[str, Any] = {
+            "category": category,
+            "off": _side(off),
+            "on": _side(on),
+            "speedup": None,
+            "latency_p50_ratio": None,
+            "tpot_ratio": None,
+            "speedup_note": None,
+        }
         if off is not None and on is not None:
             why = _comparable(off, on)
             if why:
@@ -95,8 +117,15 @@ def compare(found: Mapping[str, Mapping[str, ReplayMeasurement]], labels: Mappin
                 row["tpot_ratio"] = off.server_means["tpot_mean_s"] / on.server_means["tpot_mean_s"]
         rows.append(row)
         warnings += _warnings(category, off, on, labels, baseline_off)
-    return {"how": {"throughput": THROUGHPUT, "speedup": SPEEDUP,
-                    "latency_p50_ratio": "request latency p50 off / on (above 1: requests finish sooner with speculation)",
-                    "tpot_ratio": "the server's mean time per output token off / on (above 1: tokens come faster with speculation)",
-                    "server_means": SERVER_TIMES},
-            "labels": dict(labels), "rows": rows, "warnings": warnings}
+    return {
+        "how": {
+            "throughput": THROUGHPUT,
+            "speedup": SPEEDUP,
+            "latency_p50_ratio": "request latency p50 off / on (above 1: requests finish sooner with speculation)",
+            "tpot_ratio": "the server's mean time per output token off / on (above 1: tokens come faster with speculation)",  # noqa: E501
+            "server_means": SERVER_TIMES,
+        },
+        "labels": dict(labels),
+        "rows": rows,
+        "warnings": warnings,
+    }

@@ -52,16 +52,26 @@ def from_speed_bench(category: str, lines: Iterable[str]) -> Workload:
         try:
             row = json.loads(line)
         except ValueError:
-            raise ConfigError("--speed-bench", f"qualitative.jsonl line {number} is not JSON", "run SPEED-Bench's prepare.py again") from None
+            raise ConfigError(
+                "--speed-bench", f"qualitative.jsonl line {number} is not JSON", "run SPEED-Bench's prepare.py again"
+            ) from None
         if not isinstance(row, dict) or row.get("category") != category:
             continue
         messages = row.get("messages")
         if not isinstance(messages, list) or not messages:
-            raise ConfigError("--speed-bench", f"qualitative.jsonl line {number} has no messages", "run SPEED-Bench's prepare.py again")
+            raise ConfigError(
+                "--speed-bench",
+                f"qualitative.jsonl line {number} has no messages",
+                "run SPEED-Bench's prepare.py again",
+            )
         turn = first_turn(messages)
         multi += len(turn) < len(messages)
         requests.append({"messages": turn})
     if not requests:
-        raise ConfigError("--categories", f"no rows of category {category!r} in qualitative.jsonl", "check the category and the prepared file")
+        raise ConfigError(
+            "--categories",
+            f"no rows of category {category!r} in qualitative.jsonl",
+            "check the category and the prepared file",
+        )
     note = f"{multi} multi-turn rows replayed as their first turn" if multi else ""
     return Workload(category, tuple(requests), None, note)

@@ -11,10 +11,10 @@ LABELS = {"off": "speculation off", "on": "speculation on"}
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")  # files only, never a display
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     return plt
 
@@ -58,7 +58,11 @@ def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
     """Top row: AIPerf's percentiles as the client read the stream; bottom row: the server's own means
     (on a small machine the client reads in bursts and its TTFT and inter-token figures say little)."""
     client = (("latency_s", "request latency"), ("ttft_s", "time to first token"), ("itl_s", "inter-token latency"))
-    server = (("latency_mean_s", "request latency"), ("ttft_mean_s", "time to first token"), ("tpot_mean_s", "time per output token"))
+    server = (
+        ("latency_mean_s", "request latency"),
+        ("ttft_mean_s", "time to first token"),
+        ("tpot_mean_s", "time per output token"),
+    )
     fig, axes = plt.subplots(2, 3, figsize=(max(9.0, 2.4 * len(rows) + 7), 7.6))
     xs = range(len(rows))
     width = 0.38
@@ -68,10 +72,19 @@ def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
             p50 = [_value(r, mode, key, "p50") * 1000 for r in rows]
             p90 = [_value(r, mode, key, "p90") * 1000 for r in rows]
             top = max(top, *p90, *p50, 0.0)
-            bars = ax.bar([x + offset for x in xs], p50, width, label=f"{LABELS[mode]} (p50, bar to p90)", color=COLORS[mode],
-                          yerr=[[0] * len(p50), [max(0.0, b - a) for a, b in zip(p50, p90)]], capsize=3)
+            bars = ax.bar(
+                [x + offset for x in xs],
+                p50,
+                width,
+                label=f"{LABELS[mode]} (p50, bar to p90)",
+                color=COLORS[mode],
+                yerr=[[0] * len(p50), [max(0.0, b - a) for a, b in zip(p50, p90)]],
+                capsize=3,
+            )
             # Inside the bar: above it sits the p90 whisker.
-            ax.bar_label(bars, labels=[f"{v:.1f}" if v else "" for v in p50], label_type="center", fontsize=7, color="white")
+            ax.bar_label(
+                bars, labels=[f"{v:.1f}" if v else "" for v in p50], label_type="center", fontsize=7, color="white"
+            )
         ax.set_ylim(0, top * 1.2 or 1)
         ax.set_xticks(list(xs), [r["category"] for r in rows])
         ax.set_title(f"client: {title}")
@@ -81,7 +94,9 @@ def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
         for offset, mode in ((-width / 2, "off"), (width / 2, "on")):
             means = [_value(r, mode, "server_means", key) * 1000 for r in rows]
             top = max(top, *means, 0.0)
-            bars = ax.bar([x + offset for x in xs], means, width, label=f"{LABELS[mode]} (server mean)", color=COLORS[mode])
+            bars = ax.bar(
+                [x + offset for x in xs], means, width, label=f"{LABELS[mode]} (server mean)", color=COLORS[mode]
+            )
             ax.bar_label(bars, labels=[f"{v:.2f}" if v else "-" for v in means], padding=2, fontsize=8)
         ax.set_ylim(0, top * 1.2 or 1)
         ax.set_xticks(list(xs), [r["category"] for r in rows])
@@ -90,7 +105,9 @@ def _latency(plt, rows: list[dict[str, Any]], path: Path) -> None:
     _legend_outside(axes[0][-1])
     _legend_outside(axes[1][-1])
     fig.subplots_adjust(wspace=0.4, hspace=0.35)  # room for each panel's own y label and title
-    fig.suptitle("Latency off vs on: as the client saw it (p50, whisker to p90) and as the server timed it (mean)", y=0.99)
+    fig.suptitle(
+        "Latency off vs on: as the client saw it (p50, whisker to p90) and as the server timed it (mean)", y=0.99
+    )
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
@@ -129,8 +146,14 @@ def _speedup(plt, rows: list[dict[str, Any]], labels: dict[str, str], path: Path
         pair = row.get("speedup_interval")
         error = [[row["speedup"] - pair[0]], [pair[1] - row["speedup"]]] if pair else None
         ax.errorbar([x], [row["speedup"]], yerr=error, fmt="o", capsize=6, color=COLORS["on"])
-        ax.annotate(f"{row['speedup']:.2f}x\n{row.get('verdict') or 'no interval'}", (x, row["speedup"]),
-                    textcoords="offset points", xytext=(12, 0), va="center", fontsize=8)
+        ax.annotate(
+            f"{row['speedup']:.2f}x\n{row.get('verdict') or 'no interval'}",
+            (x, row["speedup"]),
+            textcoords="offset points",
+            xytext=(12, 0),
+            va="center",
+            fontsize=8,
+        )
     ax.axhline(1.0, color=COLORS["off"], linestyle="--", linewidth=1)
     ax.set_xticks(xs, [r["category"] for r in rows])
     ax.set_xlim(-0.6, max(len(rows) - 0.4, 0.6))

@@ -25,7 +25,9 @@ def _ms(percentiles: dict[str, float] | None) -> str:
 def _server(means: dict[str, float] | None) -> str:
     if not means:
         return "-"
-    return " / ".join(_num(means[k] * 1000, 2) if k in means else "-" for k in ("ttft_mean_s", "tpot_mean_s", "latency_mean_s"))
+    return " / ".join(
+        _num(means[k] * 1000, 2) if k in means else "-" for k in ("ttft_mean_s", "tpot_mean_s", "latency_mean_s")
+    )
 
 
 def _table(header: Sequence[str], lines: list[list[str]]) -> list[str]:
@@ -57,16 +59,28 @@ def _speed_section(report: dict[str, Any]) -> list[str]:
     lines = []
     for row in rows:
         found = row.get("detectable")
-        lines.append([row["category"], str(row.get("rounds") or 1), f"{row['speedup']:.3f}x", _interval(row),
-                      row.get("verdict") or row.get("verdict_note") or "-",
-                      f"above {found[0]:.3f}x or below {found[1]:.3f}x" if found else "-"])
+        lines.append(
+            [
+                row["category"],
+                str(row.get("rounds") or 1),
+                f"{row['speedup']:.3f}x",
+                _interval(row),
+                row.get("verdict") or row.get("verdict_note") or "-",
+                f"above {found[0]:.3f}x or below {found[1]:.3f}x" if found else "-",
+            ]
+        )
     out = ["## Speedup", ""]
     out += _table(("comparison", "rounds", "speedup", "95% interval", "verdict", "detectable this run"), lines)
     stats = report.get("stats")
     if stats:
-        out += ["", f"- {stats['method']}.", f"- verdict: faster / slower where the interval lies beyond "
-                f"1 +/- {stats['margin']:g}, else no measurable difference; detectable: the smallest effect whose "
-                "interval would have cleared that margin at this run's spread.", f"- {stats['order']}."]
+        out += [
+            "",
+            f"- {stats['method']}.",
+            f"- verdict: faster / slower where the interval lies beyond "
+            f"1 +/- {stats['margin']:g}, else no measurable difference; detectable: the smallest effect whose "
+            "interval would have cleared that margin at this run's spread.",
+            f"- {stats['order']}.",
+        ]
     if report.get("expected"):
         out += [f"- {line}." for line in report["expected"]]
     return out + [""]
@@ -86,22 +100,58 @@ def markdown(report: dict[str, Any]) -> str:
     lines = []
     for row, mode, side in _sides(rows, labels):
         speedup = _num(row["speedup"], 3) + "x" if mode == labels["on"] and row["speedup"] is not None else ""
-        lines.append([row["category"], mode, f"{side['ok_count']}/{side['request_count']}", _schedule(side),
-                      str(side["output_tokens"]), _num(side["duration_s"], 2), _num(side["output_tokens_per_s"]), speedup])
-    out += _table(("category", "mode", "requests ok/sent", "schedule", "output tokens", "duration s", "output tok/s", "speedup"), lines)
+        lines.append(
+            [
+                row["category"],
+                mode,
+                f"{side['ok_count']}/{side['request_count']}",
+                _schedule(side),
+                str(side["output_tokens"]),
+                _num(side["duration_s"], 2),
+                _num(side["output_tokens_per_s"]),
+                speedup,
+            ]
+        )
+    out += _table(
+        ("category", "mode", "requests ok/sent", "schedule", "output tokens", "duration s", "output tok/s", "speedup"),
+        lines,
+    )
     out += ["", f"- {report['how']['throughput']}.", f"- {report['how']['speedup']}."]
     if report.get("stats"):
         out += ["- each side's figures here are its median round; the speedup is the paired rounds' (see Speedup)."]
     out += [f"- {row['category']}: {row['speedup_note']}." for row in rows if row.get("speedup_note")]
 
     out += ["", "## Latency (ms, p50 / p90 / p99)", ""]
-    lines = [[row["category"], mode, _ms(side["latency_s"]), _ms(side["ttft_s"]), _ms(side["itl_s"]),
-              _server(side.get("server_means"))] for row, mode, side in _sides(rows, labels)]
-    out += _table(("category", "mode", "request latency", "time to first token", "inter-token latency",
-                   "server means: TTFT / TPOT / latency"), lines)
-    out += ["", "The first three columns are AIPerf's, timed as the client read the stream; "
-            f"{report['how'].get('server_means', 'server means: as the server timed them')}."]
-    ratios = [f"{row['category']} {row['latency_p50_ratio']:.3f}" for row in rows if row["latency_p50_ratio"] is not None]
+    lines = [
+        [
+            row["category"],
+            mode,
+            _ms(side["latency_s"]),
+            _ms(side["ttft_s"]),
+            _ms(side["itl_s"]),
+            _server(side.get("server_means")),
+        ]
+        for row, mode, side in _sides(rows, labels)
+    ]
+    out += _table(
+        (
+            "category",
+            "mode",
+            "request latency",
+            "time to first token",
+            "inter-token latency",
+            "server means: TTFT / TPOT / latency",
+        ),
+        lines,
+    )
+    out += [
+        "",
+        "The first three columns are AIPerf's, timed as the client read the stream; "
+        f"{report['how'].get('server_means', 'server means: as the server timed them')}.",
+    ]
+    ratios = [
+        f"{row['category']} {row['latency_p50_ratio']:.3f}" for row in rows if row["latency_p50_ratio"] is not None
+    ]
     if ratios:
         out += ["", f"Request latency p50, off / on: {', '.join(ratios)}."]
     tpot = [f"{row['category']} {row['tpot_ratio']:.3f}" for row in rows if row.get("tpot_ratio") is not None]
@@ -118,11 +168,25 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append([row["category"], mode, "-", "-", "-", _num(acc["drafts"] if acc else None, 0)])
             continue
         per_pos = " ".join(f"{i + 1}:{rate:.3f}" for i, rate in enumerate(acc["per_position_rate"]))
-        lines.append([row["category"], mode, _num(acc["acceptance_rate"], 3), _num(acc["acceptance_length"], 3),
-                      per_pos or "-", _num(acc["drafts"], 0)])
-    out += _table(("category", "mode", "acceptance rate", "acceptance length", "per position (accepted / drafts)", "drafts"), lines)
-    out += ["", "Acceptance rate = accepted / drafted tokens; acceptance length = 1 + accepted / drafts (tokens per step);",
-            "the server's spec-decode counters, growth during the run."]
+        lines.append(
+            [
+                row["category"],
+                mode,
+                _num(acc["acceptance_rate"], 3),
+                _num(acc["acceptance_length"], 3),
+                per_pos or "-",
+                _num(acc["drafts"], 0),
+            ]
+        )
+    out += _table(
+        ("category", "mode", "acceptance rate", "acceptance length", "per position (accepted / drafts)", "drafts"),
+        lines,
+    )
+    out += [
+        "",
+        "Acceptance rate = accepted / drafted tokens; acceptance length = 1 + accepted / drafts (tokens per step);",
+        "the server's spec-decode counters, growth during the run.",
+    ]
 
     out += ["", "## What each server ran", ""]
     lines = []

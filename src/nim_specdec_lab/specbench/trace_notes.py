@@ -85,8 +85,10 @@ def trace_notes(
         )
         parts = [f"{share(sampled)} have temperature > 0"] if sampled else []
         if unset:
-            parts.append(f"{share(unset)} set no temperature (the server's default, sampled unless the model's "
-                         "generation config says otherwise)")
+            parts.append(
+                f"{share(unset)} set no temperature (the server's default, sampled unless the model's "
+                "generation config says otherwise)"
+            )
         lines.append(", ".join(parts) + f"; {how}")
     if structured:
         lines.append(

@@ -42,7 +42,11 @@ def parse_values(text: str, kind: Callable[[str], float], low: float, high: floa
 
 
 def make_grid(
-    ks: Iterable[int], depths: Iterable[int], cached: Iterable[int], factors: Iterable[float], min_probs: Iterable[float]
+    ks: Iterable[int],
+    depths: Iterable[int],
+    cached: Iterable[int],
+    factors: Iterable[float],
+    min_probs: Iterable[float],
 ) -> list[SuffixParams]:
     axes = [list(ks), list(depths), list(cached), list(factors), list(min_probs)]
     size = 1
@@ -50,5 +54,6 @@ def make_grid(
         size *= len(axis)
     if size > MAX_GRID:
         raise ValueError(f"{' x '.join(str(len(a)) for a in axes)} values is more than {MAX_GRID} candidates")
-    return [SuffixParams(k, d, c, f, p) for k in axes[0] for d in axes[1] for c in axes[2] for f in axes[3]
-            for p in axes[4]]
+    return [
+        SuffixParams(k, d, c, f, p) for k in axes[0] for d in axes[1] for c in axes[2] for f in axes[3] for p in axes[4]
+    ]

@@ -44,8 +44,13 @@ class SuffixParams:
 
     def __post_init__(self) -> None:
         # The ranges vLLM's SpeculativeConfig enforces.
-        if (self.k < 1 or self.max_tree_depth < 1 or self.max_cached_requests < 0 or self.max_spec_factor < 0
-                or not 0 <= self.min_token_prob <= 1):
+        if (
+            self.k < 1
+            or self.max_tree_depth < 1
+            or self.max_cached_requests < 0
+            or self.max_spec_factor < 0
+            or not 0 <= self.min_token_prob <= 1
+        ):
             raise ValueError(
                 f"invalid suffix setting {self}: need k >= 1, max_tree_depth >= 1, max_cached_requests >= 0, "
                 "max_spec_factor >= 0 and 0 <= min_token_prob <= 1"
@@ -64,12 +69,20 @@ class SuffixParams:
 
 def new_cache(params: SuffixParams):
     """The cache vLLM's proposer builds at start-up (imported here: the package is optional)."""
-    from arctic_inference.suffix_decoding import SuffixDecodingCache
+    from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: PLC0415
 
     return SuffixDecodingCache(max_tree_depth=params.max_tree_depth, max_cached_requests=params.max_cached_requests)
 
 
-def _one_request(cache, req_id: object, rec: RecordedRequest, params: SuffixParams, max_model_len: int, out: np.ndarray, per_pos: np.ndarray) -> int:
+def _one_request(
+    cache,
+    req_id: object,
+    rec: RecordedRequest,
+    params: SuffixParams,
+    max_model_len: int,
+    out: np.ndarray,
+    per_pos: np.ndarray,
+) -> int:
     """Run one request through `cache`; fill `out` = (drafts, draft_tokens, accepted); return its decode steps."""
     tokens = rec.prompt + rec.output + rec.tail
     stream = np.asarray(tokens, dtype=np.int32)  # what the cache reads: vLLM hands it int32 rows
@@ -108,9 +121,14 @@ def _one_request(cache, req_id: object, rec: RecordedRequest, params: SuffixPara
                 cache.start_request(req_id, stream[:p])
                 started = True
             add(req_id, stream[ctx:new_ctx])
-            pattern = stream[max(0, new_ctx - depth):new_ctx]
-            nxt = speculate(req_id, pattern, max_spec_tokens=min(k, m - new_ctx - 1),
-                            max_spec_factor=params.max_spec_factor, min_token_prob=params.min_token_prob).token_ids
+            pattern = stream[max(0, new_ctx - depth) : new_ctx]
+            nxt = speculate(
+                req_id,
+                pattern,
+                max_spec_tokens=min(k, m - new_ctx - 1),
+                max_spec_factor=params.max_spec_factor,
+                min_token_prob=params.min_token_prob,
+            ).token_ids
         if finished:
             break
         # The scheduler keeps verified positions inside the model length.

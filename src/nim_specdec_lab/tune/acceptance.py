@@ -37,9 +37,18 @@ class AcceptanceCurve:
 
     def to_json(self) -> dict:
         runner = {} if self.model_runner is None else {"model_runner": self.model_runner}
-        return {"source": self.source, **runner, "by_k": [
-            {"k": p.k, "tokens_per_slot": round(p.tokens_per_slot, 4),
-             "draft_tokens_per_slot": round(p.draft_tokens_per_slot, 4)} for p in self.points]}
+        return {
+            "source": self.source,
+            **runner,
+            "by_k": [
+                {
+                    "k": p.k,
+                    "tokens_per_slot": round(p.tokens_per_slot, 4),
+                    "draft_tokens_per_slot": round(p.draft_tokens_per_slot, 4),
+                }
+                for p in self.points
+            ],
+        }
 
 
 OFF_POINT = AcceptancePoint(0, 1.0, 0.0)
@@ -62,8 +71,9 @@ def curve_from_simulation(runs: Sequence[tuple[int, float, float, float]], model
     return AcceptanceCurve("simulator", tuple(points), model_runner)
 
 
-def curve_from_positions(per_position: Sequence[float], drafts: float, output_tokens: float,
-                         accepted: float) -> AcceptanceCurve:
+def curve_from_positions(
+    per_position: Sequence[float], drafts: float, output_tokens: float, accepted: float
+) -> AcceptanceCurve:
     """From a server's counters at the largest K, for a draft that drafts K tokens at every decode step.
 
     Position i was accepted in per_position[i] of `drafts` steps (only when 0..i-1 were too), so running

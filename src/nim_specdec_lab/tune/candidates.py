@@ -39,15 +39,21 @@ class Candidate:
 
 
 def ngram_config(k: int, lookup_min: int, lookup_max: int) -> dict[str, Any]:
-    return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": lookup_min,
-            "prompt_lookup_max": lookup_max}
+    return {
+        "method": "ngram",
+        "num_speculative_tokens": k,
+        "prompt_lookup_min": lookup_min,
+        "prompt_lookup_max": lookup_max,
+    }
 
 
 def suffix_config(k: int) -> dict[str, Any]:
     return {"method": "suffix", "num_speculative_tokens": k}
 
 
-def configured_candidate(speculative: Mapping[str, Any], draft: Mapping[str, Any] | None, kmax: int) -> Candidate | None:
+def configured_candidate(
+    speculative: Mapping[str, Any], draft: Mapping[str, Any] | None, kmax: int
+) -> Candidate | None:
     """The user's speculative config from the plan's public JSON (`speculative` and `draft` sections),
     with a draft reference put back the way the user wrote it (the plan holds the workspace path)."""
     if not speculative.get("enabled") or not speculative.get("config"):
@@ -98,11 +104,15 @@ def spec_env(engine: Mapping[str, Any], config: Mapping[str, Any] | None) -> dic
     """NIM_SPECDEC_ENABLE and NIM_SPECDEC_ARGS for a config (None: speculation off)."""
     if config is None:
         return {"NIM_SPECDEC_ENABLE": "0"}
-    return {"NIM_SPECDEC_ENABLE": "1",
-            "NIM_SPECDEC_ARGS": json.dumps({**engine, SPEC_KEY: dict(config)}, separators=(", ", ": "))}
+    return {
+        "NIM_SPECDEC_ENABLE": "1",
+        "NIM_SPECDEC_ARGS": json.dumps({**engine, SPEC_KEY: dict(config)}, separators=(", ", ": ")),
+    }
 
 
-def server_env(user_env: Mapping[str, str], engine: Mapping[str, Any], config: Mapping[str, Any] | None) -> dict[str, str]:
+def server_env(
+    user_env: Mapping[str, str], engine: Mapping[str, Any], config: Mapping[str, Any] | None
+) -> dict[str, str]:
     env = {k: v for k, v in user_env.items() if k != "NIM_SPECDEC_ARGS"}
     passthrough = env.get("NIM_PASSTHROUGH_ARGS")
     if passthrough:

@@ -68,8 +68,9 @@ def to_ranges(k_by_batch: Sequence[int]) -> Ranges:
     return tuple(tuple(r) for r in ranges)  # type: ignore[misc]
 
 
-def plan_method(model: CostModel, method: str, curve: AcceptanceCurve, concurrencies: Sequence[int],
-                margin: float = DEFAULT_MARGIN) -> MethodPlan:
+def plan_method(
+    model: CostModel, method: str, curve: AcceptanceCurve, concurrencies: Sequence[int], margin: float = DEFAULT_MARGIN
+) -> MethodPlan:
     largest = max(concurrencies)
     ks = tuple(best_k(model, method, curve, b, margin) for b in range(1, largest + 1))
     predicted = {c: model.tokens_per_s(c, method, curve, ks[c - 1]) for c in concurrencies}
@@ -77,16 +78,26 @@ def plan_method(model: CostModel, method: str, curve: AcceptanceCurve, concurren
     return MethodPlan(method, ks, predicted, sum(ratios) / len(ratios), max(ratios), min(ratios))
 
 
-def choose(model: CostModel, curves: Mapping[str, AcceptanceCurve], concurrencies: Sequence[int],
-           margin: float = DEFAULT_MARGIN) -> Choice:
-    plans = sorted((plan_method(model, m, curve, concurrencies, margin) for m, curve in curves.items()),
-                   key=lambda p: (-p.score, p.method))
-    winners = [p for p in plans
-               if p.speculates and p.score > 1.0 and p.best_ratio >= 1.0 + margin and p.worst_ratio >= LOSS_FLOOR]
+def choose(
+    model: CostModel,
+    curves: Mapping[str, AcceptanceCurve],
+    concurrencies: Sequence[int],
+    margin: float = DEFAULT_MARGIN,
+) -> Choice:
+    plans = sorted(
+        (plan_method(model, m, curve, concurrencies, margin) for m, curve in curves.items()),
+        key=lambda p: (-p.score, p.method),
+    )
+    winners = [
+        p
+        for p in plans
+        if p.speculates and p.score > 1.0 and p.best_ratio >= 1.0 + margin and p.worst_ratio >= LOSS_FLOOR
+    ]
     predicted_off = {c: model.tokens_per_s(c, None, None, 0) for c in concurrencies}
     return Choice(winners[0] if winners else None, tuple(plans), predicted_off)
 
 
-def static_prediction(model: CostModel, method: str, curve: AcceptanceCurve, k: int,
-                      concurrencies: Sequence[int]) -> dict[int, float]:
+def static_prediction(
+    model: CostModel, method: str, curve: AcceptanceCurve, k: int, concurrencies: Sequence[int]
+) -> dict[int, float]:
     return {c: model.tokens_per_s(c, method, curve, k) for c in concurrencies}

@@ -93,13 +93,19 @@ class CostModel:
     def to_json(self) -> dict:
         return {
             "formula": "step_s = base_s + per_seq_s*b + [speculating] * (per_step_s + per_step_seq_s*b + "
-                       "per_k_s*max(K-1, 0) + [K>0] * per_draft_token_s*b*L(K)); "
-                       "tokens_per_s = b * tokens_per_slot(K) / step_s",
+            "per_k_s*max(K-1, 0) + [K>0] * per_draft_token_s*b*L(K)); "
+            "tokens_per_s = b * tokens_per_slot(K) / step_s",
             "base_s": self.base_s,
             "per_seq_s": self.per_seq_s,
-            "methods": {name: {"per_step_s": c.per_step_s, "per_step_seq_s": c.per_step_seq_s, "per_k_s": c.per_k_s,
-                               "per_draft_token_s": c.per_draft_token_s}
-                        for name, c in self.methods.items()},
+            "methods": {
+                name: {
+                    "per_step_s": c.per_step_s,
+                    "per_step_seq_s": c.per_step_seq_s,
+                    "per_k_s": c.per_k_s,
+                    "per_draft_token_s": c.per_draft_token_s,
+                }
+                for name, c in self.methods.items()
+            },
         }
 
 
@@ -140,8 +146,13 @@ def _linear_in_batch(c: np.ndarray, seconds: np.ndarray, scale: np.ndarray) -> t
     return float(constant), float(per_seq)
 
 
-def fit_method(base_s: float, per_seq_s: float, runs: Sequence[Observation], model_free: bool = False,
-               zero_k: Sequence[Observation] = ()) -> MethodCost:
+def fit_method(
+    base_s: float,
+    per_seq_s: float,
+    runs: Sequence[Observation],
+    model_free: bool = False,
+    zero_k: Sequence[Observation] = (),
+) -> MethodCost:
     """One method's cost terms from its runs at its largest K, and from runs of its server at K = 0
     where there are some (see the module's docstring)."""
     if not runs:
@@ -166,7 +177,9 @@ def fit_method(base_s: float, per_seq_s: float, runs: Sequence[Observation], mod
     return MethodCost(per_pass, per_token, per_pass)
 
 
-def _split(fixed: np.ndarray, verified: np.ndarray, left: np.ndarray, scale: np.ndarray, c: np.ndarray) -> tuple[float, float]:
+def _split(
+    fixed: np.ndarray, verified: np.ndarray, left: np.ndarray, scale: np.ndarray, c: np.ndarray
+) -> tuple[float, float]:
     """(coefficient of `fixed`, per verified token) >= 0 through what is left of the step times."""
     if len(set(c)) == 1 or not np.any(verified > 0):
         # One batch size: the two cannot be separated; put it all where it applies to every batch size
@@ -182,10 +195,20 @@ def _split(fixed: np.ndarray, verified: np.ndarray, left: np.ndarray, scale: np.
     return float(coefficient), float(per_token)
 
 
-def fit(off: Sequence[Observation], methods: Mapping[str, Sequence[Observation]],
-        model_free: frozenset[str] = frozenset(), zero_k: Mapping[str, Sequence[Observation]] = {}) -> CostModel:
+def fit(
+    off: Sequence[Observation],
+    methods: Mapping[str, Sequence[Observation]],
+    model_free: frozenset[str] = frozenset(),
+    zero_k: Mapping[str, Sequence[Observation]] = {},
+) -> CostModel:
     """The base terms from speculation off, then each method's; `model_free` names the methods whose
     proposer costs the same at every K (n-gram, suffix); `zero_k` holds a method's runs at K = 0."""
     base_s, per_seq_s = fit_base(off)
-    return CostModel(base_s, per_seq_s, {name: fit_method(base_s, per_seq_s, runs, name in model_free, zero_k.get(name, ()))
-                                         for name, runs in methods.items()})
+    return CostModel(
+        base_s,
+        per_seq_s,
+        {
+            name: fit_method(base_s, per_seq_s, runs, name in model_free, zero_k.get(name, ()))
+            for name, runs in methods.items()
+        },
+    )

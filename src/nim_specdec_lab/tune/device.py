@@ -35,9 +35,13 @@ def nvml_devices(env: Mapping[str, str]) -> dict[str, Any] | None:
         indices = visible(len(handles), uuids, env.get("CUDA_VISIBLE_DEVICES"))
         if not indices:
             return None
-        gpus = [{"name": _text(pynvml.nvmlDeviceGetName(handles[i])),
-                 "memory_gib": round(int(pynvml.nvmlDeviceGetMemoryInfo(handles[i]).total) / 2**30, 1)}
-                for i in indices]
+        gpus = [
+            {
+                "name": _text(pynvml.nvmlDeviceGetName(handles[i])),
+                "memory_gib": round(int(pynvml.nvmlDeviceGetMemoryInfo(handles[i]).total) / 2**30, 1),
+            }
+            for i in indices
+        ]
         return {"kind": "gpu", "gpus": gpus, "driver": _text(pynvml.nvmlSystemGetDriverVersion()), "source": "nvml"}
     except Exception:  # noqa: BLE001 - a GPU that cannot be read is reported as absent
         return None
@@ -49,8 +53,12 @@ def nvml_devices(env: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def cpu_device(cpuinfo: str | None, cores: int | None) -> dict[str, Any]:
-    return {"kind": "cpu", "cpu": (cpu_model(cpuinfo) if cpuinfo else None) or "unknown", "cores": cores,
-            "source": CPUINFO if cpuinfo else "none"}
+    return {
+        "kind": "cpu",
+        "cpu": (cpu_model(cpuinfo) if cpuinfo else None) or "unknown",
+        "cores": cores,
+        "source": CPUINFO if cpuinfo else "none",
+    }
 
 
 def read_device(env: Mapping[str, str]) -> dict[str, Any]:
@@ -71,7 +79,9 @@ def describe_device(device: Mapping[str, Any]) -> str:
         gpus = device["gpus"]
         names = sorted({g["name"] for g in gpus})
         memory = sorted({g["memory_gib"] for g in gpus})
-        return (f"{len(gpus)} x {', '.join(names)} ({', '.join(f'{m} GiB' for m in memory)} each), "
-                f"driver {device['driver']}")
+        return (
+            f"{len(gpus)} x {', '.join(names)} ({', '.join(f'{m} GiB' for m in memory)} each), "
+            f"driver {device['driver']}"
+        )
     cores = f", {device['cores']} cores" if device.get("cores") else ""
     return f"CPU {device.get('cpu', 'unknown')}{cores}"

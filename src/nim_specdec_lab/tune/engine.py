@@ -55,9 +55,15 @@ def planned_engine(shown: Mapping[str, Any]) -> PlannedEngine:
     mode = "NONE" if runner["platform"] == "cpu" else cudagraph_mode_given(view)
     if runner.get("cudagraph_downgrade"):
         mode = "PIECEWISE"
-    return PlannedEngine(runner["vllm_version"], runner["platform"], runner["runner"], mode,
-                         async_scheduling(view, runner["platform"], runner["runner"], method), method,
-                         runner.get("cudagraph_downgrade"))
+    return PlannedEngine(
+        runner["vllm_version"],
+        runner["platform"],
+        runner["runner"],
+        mode,
+        async_scheduling(view, runner["platform"], runner["runner"], method),
+        method,
+        runner.get("cudagraph_downgrade"),
+    )
 
 
 FIELDS = ("vllm_version", "platform", "runner", "cudagraph_mode", "async_scheduling")
@@ -86,9 +92,14 @@ class ServingEngine:
     cudagraph_downgrade: str | None = None  # the schedule asked about costs full CUDA graphs there
 
     def to_json(self) -> dict[str, Any]:
-        return {"vllm_version": self.vllm_version, "platform": self.platform, "runner": self.runner,
-                "reason": self.reason, "cudagraph_downgrade": self.cudagraph_downgrade,
-                "schedule_dropped": None if self.drop is None else self.drop.reason}
+        return {
+            "vllm_version": self.vllm_version,
+            "platform": self.platform,
+            "runner": self.runner,
+            "reason": self.reason,
+            "cudagraph_downgrade": self.cudagraph_downgrade,
+            "schedule_dropped": None if self.drop is None else self.drop.reason,
+        }
 
 
 def serving_engine(version: str, platform: str, inputs: RunnerInputs, use_v2: bool | None) -> ServingEngine:
@@ -106,5 +117,9 @@ def tuned_for(record: Mapping[str, Any]) -> dict[str, str]:
     """NIM_TUNED_FOR's value (config.tuned_for): the engine of the server that measured the recommendation."""
     device = record.get("device") or {}
     name = device["gpus"][0]["name"] if device.get("gpus") else device.get("cpu")
-    return {"vllm": str(record["vllm_version"]), "runner": str(record["runner"]), "platform": str(record["platform"]),
-            **({"device": name} if name and name != "unknown" else {})}
+    return {
+        "vllm": str(record["vllm_version"]),
+        "runner": str(record["runner"]),
+        "platform": str(record["platform"]),
+        **({"device": name} if name and name != "unknown" else {}),
+    }

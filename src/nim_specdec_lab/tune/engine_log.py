@@ -19,8 +19,10 @@ _DEVICE = re.compile(r"\bdevice_config=([A-Za-z]+)")
 _CUDAGRAPH = re.compile(r"'cudagraph_mode': <CUDAGraphMode\.([A-Z_]+)")
 _V2 = "Using V2 Model Runner"
 _V1 = "using the V1 model runner instead"
-_ASYNC_OFF = re.compile(r"Async scheduling (?:not supported|will be disabled|is disabled|is not compatible.*will be "
-                        r"disabled)")
+_ASYNC_OFF = re.compile(
+    r"Async scheduling (?:not supported|will be disabled|is disabled|is not compatible.*will be "
+    r"disabled)"
+)
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,16 @@ def engine_lines(result: Mapping[str, Any]) -> list[str]:
     devices = sorted({describe_device(s["engine"]["device"]) for s in servers})
     if devices:
         lines += [f"Device: {'; '.join(devices)}.", ""]
-    lines += ["| server | vLLM | platform | model runner | CUDA graphs | async scheduling |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "| server | vLLM | platform | model runner | CUDA graphs | async scheduling |",
+        "|---|---|---|---|---|---|",
+    ]
     for server in servers:
         e = server["engine"]
-        lines.append(f"| {server['name']} | {e['vllm_version']} | {e['platform']} | {e['runner'].upper()} | "
-                     f"{e['cudagraph_mode']} | {_on_off(e['async_scheduling'])} |")
+        lines.append(
+            f"| {server['name']} | {e['vllm_version']} | {e['platform']} | {e['runner'].upper()} | "
+            f"{e['cudagraph_mode']} | {_on_off(e['async_scheduling'])} |"
+        )
     if servers:
         by_source: dict[str, list[str]] = {}
         for server in servers:
@@ -38,13 +42,19 @@ def engine_lines(result: Mapping[str, Any]) -> list[str]:
         lines += ["", "Sources: " + "; ".join(f"{src}: {', '.join(keys)}" for src, keys in by_source.items()) + "."]
     if summary:
         serving = summary["serving"]
-        lines += ["", f"Serving engine: vLLM {serving['vllm_version']} on {serving['platform']}, "
-                      f"{serving['runner'].upper()} model runner ({serving['reason']})"
-                  + (f", CUDA graphs {serving['cudagraph_downgrade']}" if serving.get("cudagraph_downgrade") else "")
-                  + "."]
+        lines += [
+            "",
+            f"Serving engine: vLLM {serving['vllm_version']} on {serving['platform']}, "
+            f"{serving['runner'].upper()} model runner ({serving['reason']})"
+            + (f", CUDA graphs {serving['cudagraph_downgrade']}" if serving.get("cudagraph_downgrade") else "")
+            + ".",
+        ]
         if summary.get("schedule_fallback"):
             lines += ["", f"- {summary['schedule_fallback']}"]
         differences = summary.get("differences") or []
-        lines += [""] + ([f"- {d}" for d in differences] if differences
-                         else ["The serving engine is the one measured: the figures below apply to it."])
+        lines += [""] + (
+            [f"- {d}" for d in differences]
+            if differences
+            else ["The serving engine is the one measured: the figures below apply to it."]
+        )
     return lines + [""]

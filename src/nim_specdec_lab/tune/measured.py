@@ -33,8 +33,11 @@ def serving_vllm_version(text: str | None) -> str | None:
     if text is None:
         return None
     if not _VERSION.match(text.strip()):
-        raise ConfigError("--serving-vllm-version", f"{text[:40]!r} is not a vLLM version",
-                          "give a version such as 0.32.0, or leave it out for the installed vLLM")
+        raise ConfigError(
+            "--serving-vllm-version",
+            f"{text[:40]!r} is not a vLLM version",
+            "give a version such as 0.32.0, or leave it out for the installed vLLM",
+        )
     return text.strip()
 
 
@@ -52,22 +55,32 @@ class ServingTarget:
         return serving_engine(self.vllm_version, self.platform, runner_inputs(self.view, config, method), self.use_v2)
 
 
-def serving_target(shown: Mapping[str, Any], env: Mapping[str, str], platform: str | None,
-                   version: str | None) -> ServingTarget:
+def serving_target(
+    shown: Mapping[str, Any], env: Mapping[str, str], platform: str | None, version: str | None
+) -> ServingTarget:
     """The serving engine: the given platform and version, else this machine's (the plan's model_runner)."""
     assert platform is None or platform in PLATFORMS
     runner = shown["model_runner"]
-    return ServingTarget(version or runner["vllm_version"], platform or runner["platform"],
-                         parse_use_v2_env(env.get(USE_V2_ENV)), dict(shown["engine_args"]))
+    return ServingTarget(
+        version or runner["vllm_version"],
+        platform or runner["platform"],
+        parse_use_v2_env(env.get(USE_V2_ENV)),
+        dict(shown["engine_args"]),
+    )
 
 
-def engine_summary(servers: Sequence[Mapping[str, Any]], serving: ServingEngine, method: str | None,
-                   fallback: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+def engine_summary(
+    servers: Sequence[Mapping[str, Any]], serving: ServingEngine, method: str | None, fallback: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """tune.json's `engine` (the serving engine, what differs from the measured server, the fallback) and the
     NIM_TUNED_FOR variable for the recommended environment (none where no server record was made)."""
     measured = measured_server(servers, method)
     differences = engine_differences(measured, serving) if measured is not None else []
-    summary = {"serving": serving.to_json(), "measured_on": None if measured is None else tuned_for(measured),
-               "differences": differences, "schedule_fallback": fallback}
+    summary = {
+        "serving": serving.to_json(),
+        "measured_on": None if measured is None else tuned_for(measured),
+        "differences": differences,
+        "schedule_fallback": fallback,
+    }
     marker = {} if measured is None else {TUNED_FOR_ENV: json.dumps(tuned_for(measured), separators=(", ", ": "))}
     return summary, marker

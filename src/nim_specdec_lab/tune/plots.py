@@ -10,22 +10,32 @@ from typing import Any, Mapping
 def write_plots(result: Mapping[str, Any], directory: Path) -> list[Path]:
     """The files written; none when matplotlib is missing (it comes with the `bench` extra)."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: PLC0415
     except ImportError:
         return []
     matplotlib.use("Agg")  # files only, never a display
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     written = []
     fig, ax = plt.subplots(figsize=(8, 5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for index, row in enumerate(result["configurations"]):
         colour = colours[index % len(colours)]
-        for key, style, suffix in (("measured_tokens_per_s", "-", "measured"), ("predicted_tokens_per_s", "--", "predicted")):
+        for key, style, suffix in (
+            ("measured_tokens_per_s", "-", "measured"),
+            ("predicted_tokens_per_s", "--", "predicted"),
+        ):
             points = sorted((int(c), v) for c, v in row[key].items())
             if points:
-                ax.plot([c for c, _ in points], [v for _, v in points], style, color=colour, marker="o" if style == "-" else None,
-                        linewidth=2 if row["kind"] == "recommended" else 1.2, label=f"{row['name']} ({suffix})")
+                ax.plot(
+                    [c for c, _ in points],
+                    [v for _, v in points],
+                    style,
+                    color=colour,
+                    marker="o" if style == "-" else None,
+                    linewidth=2 if row["kind"] == "recommended" else 1.2,
+                    label=f"{row['name']} ({suffix})",
+                )
     ax.set_xscale("log", base=2)
     ax.set_xticks(result["concurrencies"], [str(c) for c in result["concurrencies"]])
     ax.set_xlabel("concurrency (requests in flight, closed loop)")

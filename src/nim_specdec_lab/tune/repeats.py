@@ -45,8 +45,9 @@ def spread(runs: Sequence[Run], figure: Callable[[Run], float]) -> float | None:
     return max(values) / min(values)
 
 
-def spreads_by_configuration(runs: Sequence[Mapping[str, object]], figure_key: str = "judged_tokens_per_s"
-                             ) -> dict[str, dict[int, float]]:
+def spreads_by_configuration(
+    runs: Sequence[Mapping[str, object]], figure_key: str = "judged_tokens_per_s"
+) -> dict[str, dict[int, float]]:
     """From tune.json's runs (one entry per round): configuration -> concurrency -> max/min over its rounds."""
     grouped: dict[tuple[str, int], list[float]] = {}
     for run in runs:

@@ -56,17 +56,22 @@ def verification(rows: Sequence[ConfigRow], concurrencies: Sequence[int]) -> lis
         predicted = rec.predicted.get(c) if rec else None
         choice_measured = choice.measured.get(c) if choice else None
         choice_predicted = choice.predicted.get(c) if choice else None
-        out.append({
-            "concurrency": c,
-            "recommended_measured": measured,
-            "recommended_predicted": predicted,
-            "best_alternative": best_name,
-            "best_alternative_measured": best,
-            "ratio_to_best": measured / best if measured and best else None,
-            "prediction_of": None if choice is None else choice.name,
-            "prediction_error": ((choice_predicted - choice_measured) / choice_measured
-                                 if choice_measured and choice_predicted else None),
-        })
+        out.append(
+            {
+                "concurrency": c,
+                "recommended_measured": measured,
+                "recommended_predicted": predicted,
+                "best_alternative": best_name,
+                "best_alternative_measured": best,
+                "ratio_to_best": measured / best if measured and best else None,
+                "prediction_of": None if choice is None else choice.name,
+                "prediction_error": (
+                    (choice_predicted - choice_measured) / choice_measured
+                    if choice_measured and choice_predicted
+                    else None
+                ),
+            }
+        )
     return out
 
 
@@ -74,20 +79,36 @@ def _by_c(values: Mapping[int, float]) -> dict[str, float]:
     return {str(c): round(v, 2) for c, v in sorted(values.items())}
 
 
-def build_result(*, recommended_env: Mapping[str, str], chosen: Mapping[str, Any] | None,
-                 rows: Sequence[ConfigRow], concurrencies: Sequence[int], cost_model: Mapping[str, Any],
-                 acceptance: Mapping[str, Any], methods: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]],
-                 runs: Sequence[Mapping[str, Any]], notes: Sequence[str], duration_s: float,
-                 repeat: int = 1, servers_per_configuration: int = 1,
-                 engine: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def build_result(
+    *,
+    recommended_env: Mapping[str, str],
+    chosen: Mapping[str, Any] | None,
+    rows: Sequence[ConfigRow],
+    concurrencies: Sequence[int],
+    cost_model: Mapping[str, Any],
+    acceptance: Mapping[str, Any],
+    methods: Sequence[Mapping[str, Any]],
+    servers: Sequence[Mapping[str, Any]],
+    runs: Sequence[Mapping[str, Any]],
+    notes: Sequence[str],
+    duration_s: float,
+    repeat: int = 1,
+    servers_per_configuration: int = 1,
+    engine: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     return {
         "recommended": dict(recommended_env),
         "engine": None if engine is None else dict(engine),
         "recommendation": chosen,
         "concurrencies": list(concurrencies),
         "configurations": [
-            {"name": r.name, "kind": r.kind, "speculative_config": None if r.config is None else dict(r.config),
-             "predicted_tokens_per_s": _by_c(r.predicted), "measured_tokens_per_s": _by_c(r.measured)}
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "speculative_config": None if r.config is None else dict(r.config),
+                "predicted_tokens_per_s": _by_c(r.predicted),
+                "measured_tokens_per_s": _by_c(r.measured),
+            }
             for r in rows
         ],
         "verification": verification(rows, concurrencies),
@@ -113,14 +134,22 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     lines += ["```"] + [f"{k}={v}" for k, v in result["recommended"].items()] + ["```", ""]
     chosen = result["recommendation"]
     if chosen:
-        lines.append(f"Method `{chosen['method']}`; K per batch size: "
-                     + ", ".join(f"{r['batch_sizes']}: K={r['k']}" for r in chosen["schedule"]) + ".")
+        lines.append(
+            f"Method `{chosen['method']}`; K per batch size: "
+            + ", ".join(f"{r['batch_sizes']}: K={r['k']}" for r in chosen["schedule"])
+            + "."
+        )
     else:
         lines.append("Speculation off: no candidate was predicted to gain enough over the concurrencies swept.")
-    lines += ["", "## Output tokens/s per concurrency (measured / predicted)", "",
-              "Measured: what the server sustained with that many requests in flight (concurrency x output tokens "
-              "per request / the server's own mean request latency); the client's figures are in tune.json's "
-              "runs.", ""]
+    lines += [
+        "",
+        "## Output tokens/s per concurrency (measured / predicted)",
+        "",
+        "Measured: what the server sustained with that many requests in flight (concurrency x output tokens "
+        "per request / the server's own mean request latency); the client's figures are in tune.json's "
+        "runs.",
+        "",
+    ]
     lines.append("| configuration | " + " | ".join(f"c={c}" for c in conc) + " |")
     lines.append("|---|" + "---|" * len(conc))
     for row in result["configurations"]:
@@ -130,26 +159,45 @@ def render_markdown(result: Mapping[str, Any]) -> str:
             cells.append(f"{_cell(m)} / {_cell(p)}" if m is not None else f"- / {_cell(p)}")
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
     judged = next((v["prediction_of"] for v in result["verification"] if v.get("prediction_of")), "recommended")
-    lines += ["", "## Verification", "", f"Prediction error: of the model's own choice ('{judged}').", "",
-              "| c | recommended | best alternative | ratio | prediction error |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Verification",
+        "",
+        f"Prediction error: of the model's own choice ('{judged}').",
+        "",
+        "| c | recommended | best alternative | ratio | prediction error |",
+        "|---|---|---|---|---|",
+    ]
     for v in result["verification"]:
         error = v["prediction_error"]
-        lines.append(f"| {v['concurrency']} | {_cell(v['recommended_measured'])} | {v['best_alternative']} "
-                     f"{_cell(v['best_alternative_measured'])} | {_cell(v['ratio_to_best'], 3)} | "
-                     f"{'' if error is None else f'{error:+.1%}'} |")
+        lines.append(
+            f"| {v['concurrency']} | {_cell(v['recommended_measured'])} | {v['best_alternative']} "
+            f"{_cell(v['best_alternative_measured'])} | {_cell(v['ratio_to_best'], 3)} | "
+            f"{'' if error is None else f'{error:+.1%}'} |"
+        )
     lines += _spread_lines(result)
     model = result["cost_model"]
-    lines += ["", "## Cost model of one engine step", "", f"`{model['formula']}`", "",
-              f"- base_s = {model['base_s'] * 1e3:.3f} ms, per_seq_s = {model['per_seq_s'] * 1e3:.3f} ms"]
+    lines += [
+        "",
+        "## Cost model of one engine step",
+        "",
+        f"`{model['formula']}`",
+        "",
+        f"- base_s = {model['base_s'] * 1e3:.3f} ms, per_seq_s = {model['per_seq_s'] * 1e3:.3f} ms",
+    ]
     for name, cost in model["methods"].items():
-        lines.append(f"- {name}: per_step_s = {cost.get('per_step_s', 0.0) * 1e3:.3f} ms, "
-                     f"per_k_s = {cost['per_k_s'] * 1e3:.3f} ms, "
-                     f"per_draft_token_s = {cost['per_draft_token_s'] * 1e3:.3f} ms")
+        lines.append(
+            f"- {name}: per_step_s = {cost.get('per_step_s', 0.0) * 1e3:.3f} ms, "
+            f"per_k_s = {cost['per_k_s'] * 1e3:.3f} ms, "
+            f"per_draft_token_s = {cost['per_draft_token_s'] * 1e3:.3f} ms"
+        )
     lines += ["", "## Acceptance (tokens per request per engine step, by K)", ""]
     for name, curve in result["acceptance"].items():
         runner = f", {curve['model_runner'].upper()} model runner" if curve.get("model_runner") else ""
-        lines.append(f"- {name} ({curve['source']}{runner}): " + ", ".join(
-            f"K={p['k']}: {p['tokens_per_slot']:.3f}" for p in curve["by_k"]))
+        lines.append(
+            f"- {name} ({curve['source']}{runner}): "
+            + ", ".join(f"K={p['k']}: {p['tokens_per_slot']:.3f}" for p in curve["by_k"])
+        )
     lines += ["", f"{len(result['servers'])} server starts; tune took {result['duration_s']:.0f} s."]
     if result["notes"]:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result["notes"]]
@@ -164,8 +212,13 @@ def _spread_lines(result: Mapping[str, Any]) -> list[str]:
         return []
     conc = result["concurrencies"]
     where = f"{repeat} round{'s' if repeat > 1 else ''}" + (f" on each of {servers} servers" if servers > 1 else "")
-    lines = ["", f"## Spread over {where} (largest / smallest; the median round is kept)", "",
-             "| configuration | " + " | ".join(f"c={c}" for c in conc) + " |", "|---|" + "---|" * len(conc)]
+    lines = [
+        "",
+        f"## Spread over {where} (largest / smallest; the median round is kept)",
+        "",
+        "| configuration | " + " | ".join(f"c={c}" for c in conc) + " |",
+        "|---|" + "---|" * len(conc),
+    ]
     for name, by_c in spreads_by_configuration(result["runs"]).items():
         lines.append(f"| {name} | " + " | ".join(_cell(by_c.get(c), 2) for c in conc) + " |")
     return lines

@@ -58,13 +58,21 @@ class ServerLog:
     starts: list[dict[str, Any]] = field(default_factory=list)
     rounds: list[dict[str, Any]] = field(default_factory=list)
 
-    def log_rounds(self, configuration: str, rounds: Mapping[int, Sequence[Round]],
-                   kept: Mapping[int, ReplayMeasurement]) -> None:
+    def log_rounds(
+        self, configuration: str, rounds: Mapping[int, Sequence[Round]], kept: Mapping[int, ReplayMeasurement]
+    ) -> None:
         for c, found in sorted(rounds.items()):
             for one in found:
-                self.rounds.append({"configuration": configuration, "server": one.server, "round": one.number,
-                                    "kept": one.run is kept[c],
-                                    "judged_tokens_per_s": round(judged_tokens_per_s(one.run), 3), **one.run.to_json()})
+                self.rounds.append(
+                    {
+                        "configuration": configuration,
+                        "server": one.server,
+                        "round": one.number,
+                        "kept": one.run is kept[c],
+                        "judged_tokens_per_s": round(judged_tokens_per_s(one.run), 3),
+                        **one.run.to_json(),
+                    }
+                )
 
 
 def server_name(configuration: str, server_no: int) -> str:
@@ -110,12 +118,24 @@ def server_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def served(name: str, env: Mapping[str, str], args: Sequence[str], out: Path, settings: RunSettings,
-           log: ServerLog, say: Say, who: str = "tune") -> Iterator[Any]:
+def served(
+    name: str,
+    env: Mapping[str, str],
+    args: Sequence[str],
+    out: Path,
+    settings: RunSettings,
+    log: ServerLog,
+    say: Say,
+    who: str = "tune",
+) -> Iterator[Any]:
     say(f"{who}: starting server '{name}' (server {len(log.starts) + 1}; log {out / 'logs' / (name + '.log')})")
     started = time.monotonic()
-    spec = ServerSpec(env=server_env(env), args=tuple(args), ready_timeout_s=settings.ready_timeout_s,
-                      log_path=out / "logs" / f"{name}.log")
+    spec = ServerSpec(
+        env=server_env(env),
+        args=tuple(args),
+        ready_timeout_s=settings.ready_timeout_s,
+        log_path=out / "logs" / f"{name}.log",
+    )
     entry: dict[str, Any] = {"name": name}
     log.starts.append(entry)
     with running_server(spec) as server:
@@ -151,8 +171,17 @@ def judged_tokens_per_s(result: ReplayMeasurement) -> float:
     return server if server is not None else result.output_tokens_per_s
 
 
-def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]], out: Path,
-            settings: RunSettings, say: Say, mean_output_tokens: float | None = None) -> dict[int, list[Round]]:
+def measure(
+    server: Any,
+    name: str,
+    model: str,
+    tokenizer: str | None,
+    bodies: Sequence[Mapping[str, Any]],
+    out: Path,
+    settings: RunSettings,
+    say: Say,
+    mean_output_tokens: float | None = None,
+) -> dict[int, list[Round]]:
     """Closed-loop replays on the running server, greedy: `settings.repeat` rounds over the concurrencies,
     interleaved so that a slow minute of a shared machine falls on every concurrency alike (`keep` picks
     the run that stands for them). AIPerf reads the served model's own tokenizer from disk (it would
@@ -164,32 +193,66 @@ def measure(server: Any, name: str, model: str, tokenizer: str | None, bodies: S
         for concurrency in settings.concurrencies:
             where = out / "runs" / name / f"c{concurrency}" / (f"round{round_no}" if settings.repeat > 1 else "")
             result = _one_run(server, name, model, tokenizer, bodies, where, settings, concurrency, mean_output_tokens)
-            accepted = f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}" if (
-                result.spec and result.spec.draft_tokens) else ""
+            accepted = (
+                f", acceptance {result.spec.accepted / result.spec.draft_tokens:.2f}"
+                if (result.spec and result.spec.draft_tokens)
+                else ""
+            )
             of = f" (round {round_no} of {settings.repeat})" if settings.repeat > 1 else ""
-            say(f"tune: {name} at concurrency {concurrency}{of}: {judged_tokens_per_s(result):.1f} output tokens/s "
-                f"(client: {result.output_tokens_per_s:.1f}){accepted}")
+            say(
+                f"tune: {name} at concurrency {concurrency}{of}: {judged_tokens_per_s(result):.1f} output tokens/s "
+                f"(client: {result.output_tokens_per_s:.1f}){accepted}"
+            )
             rounds[concurrency].append(Round(name, round_no, result))
     return rounds
 
 
-def _one_run(server: Any, name: str, model: str, tokenizer: str | None, bodies: Sequence[Mapping[str, Any]],
-             where: Path, settings: RunSettings, concurrency: int, mean_output_tokens: float | None) -> ReplayMeasurement:
-    spec = ReplaySpec(url=server.url, model=model, requests=tuple(bodies), concurrency=concurrency,
-                      schedule="closed", request_count=run_count(settings, len(bodies), concurrency, mean_output_tokens),
-                      greedy=True, max_tokens=settings.max_tokens, ignore_eos=settings.ignore_eos,
-                      tokenizer=tokenizer, warmup=2 * concurrency + 2)
+def _one_run(
+    server: Any,
+    name: str,
+    model: str,
+    tokenizer: str | None,
+    bodies: Sequence[Mapping[str, Any]],
+    where: Path,
+    settings: RunSettings,
+    concurrency: int,
+    mean_output_tokens: float | None,
+) -> ReplayMeasurement:
+    spec = ReplaySpec(
+        url=server.url,
+        model=model,
+        requests=tuple(bodies),
+        concurrency=concurrency,
+        schedule="closed",
+        request_count=run_count(settings, len(bodies), concurrency, mean_output_tokens),
+        greedy=True,
+        max_tokens=settings.max_tokens,
+        ignore_eos=settings.ignore_eos,
+        tokenizer=tokenizer,
+        warmup=2 * concurrency + 2,
+    )
     # run_aiperf drops the Hub's offline switches, with which AIPerf would not read a tokenizer directory.
     result = run_replay(spec, where, settings.aiperf_bin)
     if result.ok_count < result.request_count:
-        raise UnreachableError(server.url, f"answered {result.request_count - result.ok_count} of "
-                               f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
-                               f"see {where / 'aiperf.log'} and the server's log")
+        raise UnreachableError(
+            server.url,
+            f"answered {result.request_count - result.ok_count} of "
+            f"{result.request_count} requests with an error ({name}, concurrency {concurrency})",
+            f"see {where / 'aiperf.log'} and the server's log",
+        )
     return result
 
 
-def record_token_ids(url: str, captured: Sequence[CapturedRequest], model: str, tail: int, concurrency: int,
-                     max_model_len: int | None, settings: RunSettings, say: Say) -> list[RecordedRequest]:
+def record_token_ids(
+    url: str,
+    captured: Sequence[CapturedRequest],
+    model: str,
+    tail: int,
+    concurrency: int,
+    max_model_len: int | None,
+    settings: RunSettings,
+    say: Say,
+) -> list[RecordedRequest]:
     """Greedy prompt and output ids of every captured request (with the measured runs' max_tokens and
     ignore_eos), for the exact simulators of the model-free methods."""
     from nim_specdec_lab.ngram.replay import replay  # noqa: PLC0415 - the token-id replay over HTTP
@@ -208,8 +271,11 @@ def record_token_ids(url: str, captured: Sequence[CapturedRequest], model: str, 
     records = [r.request for r in replayed if r.request is not None]
     failed = [r for r in replayed if r.request is None]
     if not records:
-        raise UnreachableError(url, f"answered none of the {len(forced)} captured requests "
-                               f"({failed[0].error if failed else 'no detail'})", "check the capture and the server's log")
+        raise UnreachableError(
+            url,
+            f"answered none of the {len(forced)} captured requests ({failed[0].error if failed else 'no detail'})",
+            "check the capture and the server's log",
+        )
     if failed:
         say(f"tune: note: {len(failed)} of {len(forced)} requests failed and are left out of the simulation")
     return records
@@ -231,7 +297,9 @@ def read_trace(path: Path) -> list[CapturedRequest]:
         with open_regular_text(path, MAX_TRACE_BYTES) as src:
             captured = parse_capture(src, "--trace")
     except OSError as err:
-        raise ConfigError("--trace", f"cannot read {path} ({err.strerror})", "point --trace at a capture file") from None
+        raise ConfigError(
+            "--trace", f"cannot read {path} ({err.strerror})", "point --trace at a capture file"
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError("--trace", f"{path} is not UTF-8 text", "point --trace at a JSONL capture") from None
     kinds = {c.path for c in captured}

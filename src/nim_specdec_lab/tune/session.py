@@ -25,11 +25,30 @@ from nim_specdec_lab.tune.cost_model import Observation, fit
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
 from nim_specdec_lab.tune.repeats import later_passes
 from nim_specdec_lab.tune.report import (
-    NOT_KEPT, OFF, RECOMMENDED, STATIC, ConfigRow, build_result, keep_or_fall_back, render_markdown, worst_ratio,
+    NOT_KEPT,
+    OFF,
+    RECOMMENDED,
+    STATIC,
+    ConfigRow,
+    build_result,
+    keep_or_fall_back,
+    render_markdown,
+    worst_ratio,
 )
 from nim_specdec_lab.tune.runner import (
-    Round, RunSettings, Say, ServerLog, judged_tokens_per_s, keep, local_model_dir, measure, read_trace,
-    record_token_ids, served, served_model, server_name,
+    Round,
+    RunSettings,
+    Say,
+    ServerLog,
+    judged_tokens_per_s,
+    keep,
+    local_model_dir,
+    measure,
+    read_trace,
+    record_token_ids,
+    served,
+    served_model,
+    server_name,
 )
 from nim_specdec_lab.tune.serving import without_dropped_schedule
 
@@ -51,8 +70,16 @@ def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
     out = []
     for c, r in sorted(runs.items()):
         spec = r.spec
-        out.append(Observation(c, judged_tokens_per_s(r), float(r.output_tokens), k if spec else 0,
-                               spec.accepted if spec else 0.0, spec.draft_tokens if spec else 0.0))
+        out.append(
+            Observation(
+                c,
+                judged_tokens_per_s(r),
+                float(r.output_tokens),
+                k if spec else 0,
+                spec.accepted if spec else 0.0,
+                spec.draft_tokens if spec else 0.0,
+            )
+        )
     return out
 
 
@@ -72,15 +99,23 @@ def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve | None:
     width = max((len(s.per_position) for s in specs), default=0)
     per_pos = [sum(s.per_position[i] for s in specs if i < len(s.per_position)) for i in range(width)]
     try:
-        return curve_from_positions(per_pos, sum(s.drafts for s in specs),
-                                    sum(r.output_tokens for r in runs.values() if r.spec is not None),
-                                    sum(s.accepted for s in specs))
+        return curve_from_positions(
+            per_pos,
+            sum(s.drafts for s in specs),
+            sum(r.output_tokens for r in runs.values() if r.spec is not None),
+            sum(s.accepted for s in specs),
+        )
     except ValueError:
         return None
 
 
-def _model_free(records: list, options: TuneOptions, configured: cand.Candidate | None, max_len: int | None,
-                ngram_runner: str = "v1"):
+def _model_free(
+    records: list,
+    options: TuneOptions,
+    configured: cand.Candidate | None,
+    max_len: int | None,
+    ngram_runner: str = "v1",
+):
     """Model-free candidates and their simulated acceptance curves (n-gram's as `ngram_runner` drafts)."""
     from nim_specdec_lab.tune.simulated import ngram_curve, pick_ngram_lookup, suffix_curve  # noqa: PLC0415
 
@@ -92,11 +127,20 @@ def _model_free(records: list, options: TuneOptions, configured: cand.Candidate 
             lo, hi = pick_ngram_lookup(records, options.max_k, max_len, ngram_runner)
             ngram = cand.Candidate("ngram", cand.ngram_config(options.max_k, lo, hi), configured=False)
         found.append(ngram)
-        curves["ngram"] = ngram_curve(records, ngram.kmax, int(ngram.config.get("prompt_lookup_min") or 1),
-                                      int(ngram.config["prompt_lookup_max"]), max_len, ngram_runner)
+        curves["ngram"] = ngram_curve(
+            records,
+            ngram.kmax,
+            int(ngram.config.get("prompt_lookup_min") or 1),
+            int(ngram.config["prompt_lookup_max"]),
+            max_len,
+            ngram_runner,
+        )
     if "suffix" in options.methods:
-        suffix = configured if configured is not None and configured.method == "suffix" else cand.Candidate(
-            "suffix", cand.suffix_config(options.max_k), configured=False)
+        suffix = (
+            configured
+            if configured is not None and configured.method == "suffix"
+            else cand.Candidate("suffix", cand.suffix_config(options.max_k), configured=False)
+        )
         found.append(suffix)
         curves["suffix"] = suffix_curve(records, suffix.config, max_len)
     return found, curves
@@ -119,8 +163,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     args = cand.strip_spec_args(options.vllm_args)
     notes: list[str] = []
     if cand.has_spec_args(options.vllm_args):
-        notes.append("the --speculative-config argument was replaced while tuning; remove it where you apply "
-                     "the recommended variables, or it will override them")
+        notes.append(
+            "the --speculative-config argument was replaced while tuning; remove it where you apply "
+            "the recommended variables, or it will override them"
+        )
     servers = ServerLog()
     out, run = options.out, options.run
     kmax_all = max([options.max_k] + ([configured.kmax] if configured else []))
@@ -151,8 +197,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     # The servers tune measures run here: their platform (and env) decides the n-gram drafter.
     from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner  # noqa: PLC0415
 
-    model_free, curves = _model_free(records, options, configured, max_len,
-                                     serving_runner(cand.server_env(env, engine, None), *installed_vllm()))
+    model_free, curves = _model_free(
+        records, options, configured, max_len, serving_runner(cand.server_env(env, engine, None), *installed_vllm())
+    )
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
         at_kmax, at_zero = _server_names(candidate)
@@ -180,26 +227,36 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         zero_k[candidate.method] = keep(servers, at_zero, pooled[at_zero])
 
     by_method = {c.method: c for c in candidates if c.method in curves}
-    model_fit = fit(_observations(measured["off"], 0),
-                    {m: _observations(measured[m], by_method[m].kmax) for m in by_method},
-                    frozenset(m for m in by_method if by_method[m].simulated),
-                    {m: _observations(runs, 0) for m, runs in zero_k.items() if m in by_method})
+    model_fit = fit(
+        _observations(measured["off"], 0),
+        {m: _observations(measured[m], by_method[m].kmax) for m in by_method},
+        frozenset(m for m in by_method if by_method[m].simulated),
+        {m: _observations(runs, 0) for m, runs in zero_k.items() if m in by_method},
+    )
     for method, runs in zero_k.items():
-        notes.append(f"{method} at K = 0 on a server of its own (what K = 0 in its schedule costs): "
-                     + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(runs.items()))
-                     + " output tokens/s; off: " + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}"
-                                                             for c, r in sorted(measured["off"].items())))
+        notes.append(
+            f"{method} at K = 0 on a server of its own (what K = 0 in its schedule costs): "
+            + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(runs.items()))
+            + " output tokens/s; off: "
+            + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(measured["off"].items()))
+        )
     choice = choose(model_fit, {m: curves[m] for m in by_method}, run.concurrencies, options.margin)
-    say("tune: cost model fitted; " + "; ".join(f"{p.method}: mean predicted speed-up {p.score:.2f}x"
-                                                for p in choice.plans))
+    say(
+        "tune: cost model fitted; "
+        + "; ".join(f"{p.method}: mean predicted speed-up {p.score:.2f}x" for p in choice.plans)
+    )
 
-    rec_config = cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if choice.chosen else None
+    rec_config = (
+        cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if choice.chosen else None
+    )
     fallback = None
     if rec_config is not None:  # never a schedule the serving engine would drop
-        choice, fallback = without_dropped_schedule(choice, target.engine_for(rec_config), model_fit,
-                                                    curves.get(choice.chosen.method), run.concurrencies)
-        rec_config = cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if (
-            choice.chosen) else None
+        choice, fallback = without_dropped_schedule(
+            choice, target.engine_for(rec_config), model_fit, curves.get(choice.chosen.method), run.concurrencies
+        )
+        rec_config = (
+            cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if (choice.chosen) else None
+        )
     if fallback:
         notes.append(fallback)
         say("tune: " + fallback)
@@ -220,18 +277,32 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     final = _answer(captured, pooled, _pool_of(rec_config, candidates, pooled), options.margin)
     prompts = [len(r.prompt) for r in records] if len(records) == len(bodies) else None
     shown_notes = trace_notes(bodies, True, run.max_tokens, max_len, prompts)
-    summary, marker = engine_summary(servers.starts, target.engine_for(rec_config),
-                                     None if rec_config is None else rec_config["method"], fallback)
+    summary, marker = engine_summary(
+        servers.starts, target.engine_for(rec_config), None if rec_config is None else rec_config["method"], fallback
+    )
     result = build_result(
-        recommended_env={**cand.spec_env(engine, rec_config), **marker}, chosen=chosen_json, rows=rows,
-        concurrencies=run.concurrencies, cost_model=model_fit.to_json(),
+        recommended_env={**cand.spec_env(engine, rec_config), **marker},
+        chosen=chosen_json,
+        rows=rows,
+        concurrencies=run.concurrencies,
+        cost_model=model_fit.to_json(),
         acceptance={m: curves[m].to_json() for m in by_method},
-        methods=[{"method": p.method, "score": round(p.score, 4), "k_by_batch_size": list(p.k_by_batch),
-                  "predicted_by_k": _grid(model_fit, p.method, curves[p.method], max(run.concurrencies))}
-                 for p in choice.plans],
+        methods=[
+            {
+                "method": p.method,
+                "score": round(p.score, 4),
+                "k_by_batch_size": list(p.k_by_batch),
+                "predicted_by_k": _grid(model_fit, p.method, curves[p.method], max(run.concurrencies)),
+            }
+            for p in choice.plans
+        ],
         servers=servers.starts,
-        runs=servers.rounds, repeat=run.repeat, servers_per_configuration=run.servers,
-        notes=notes, duration_s=time.monotonic() - started, engine=summary,
+        runs=servers.rounds,
+        repeat=run.repeat,
+        servers_per_configuration=run.servers,
+        notes=notes,
+        duration_s=time.monotonic() - started,
+        engine=summary,
     )
     result.update(answer=final, trace_notes=shown_notes)
     _write(out, result, say)
@@ -240,8 +311,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     return result
 
 
-def _pool_of(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate],
-             pooled: Mapping[str, Any]) -> str | None:
+def _pool_of(
+    config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate], pooled: Mapping[str, Any]
+) -> str | None:
     """The servers whose rounds measured the final recommendation; None: it is speculation off."""
     if config is None:
         return None
@@ -251,8 +323,9 @@ def _pool_of(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candida
     return "recommended" if "recommended" in pooled else None
 
 
-def _answer(captured: Sequence[Any], pooled: Mapping[str, Mapping[int, Sequence[Round]]], name: str | None,
-            margin: float) -> dict[str, Any]:
+def _answer(
+    captured: Sequence[Any], pooled: Mapping[str, Mapping[int, Sequence[Round]]], name: str | None, margin: float
+) -> dict[str, Any]:
     tps = lambda rounds: {c: [judged_tokens_per_s(r.run) for r in found] for c, found in rounds.items()}  # noqa: E731
     off = pooled["off"]
     lowest = min(off)
@@ -267,9 +340,11 @@ def _last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[
     if kept.kind == RECOMMENDED:
         return rows, kept.config
     verified = next(r for r in rows if r.kind == RECOMMENDED)
-    notes.append(f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
-                 f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
-                 "recommended instead")
+    notes.append(
+        f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
+        f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
+        "recommended instead"
+    )
     rows = [replace(r, name=NOT_KEPT, kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
     return rows + [ConfigRow("recommended", RECOMMENDED, kept.config, kept.predicted, kept.measured)], kept.config
 
@@ -280,9 +355,12 @@ def _chosen_json(config: Mapping[str, Any] | None, score: float | None) -> dict[
     from nim_specdec.config.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
 
     ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
-    return {"method": config["method"], "speculative_config": dict(config),
-            "schedule": describe_schedule(validate_batch_size_schedule(ranges, None, "schedule")),
-            "predicted_speedup_mean": None if score is None else round(score, 3)}
+    return {
+        "method": config["method"],
+        "speculative_config": dict(config),
+        "schedule": describe_schedule(validate_batch_size_schedule(ranges, None, "schedule")),
+        "predicted_speedup_mean": None if score is None else round(score, 3),
+    }
 
 
 def _already_measured(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate]) -> str | None:
@@ -296,8 +374,10 @@ def _already_measured(config: Mapping[str, Any] | None, candidates: Sequence[can
 
 def _grid(model_fit, method: str, curve: AcceptanceCurve, largest: int) -> dict[str, dict[str, float]]:
     """Predicted tokens/s for every K at every batch size up to the largest concurrency."""
-    return {str(k): {str(b): round(model_fit.tokens_per_s(b, method, curve, k), 2) for b in range(1, largest + 1)}
-            for k in range(curve.kmax + 1)}
+    return {
+        str(k): {str(b): round(model_fit.tokens_per_s(b, method, curve, k), 2) for b in range(1, largest + 1)}
+        for k in range(curve.kmax + 1)
+    }
 
 
 def _rows(candidates, by_method, curves, model_fit, choice, measured, concurrencies, rec_config) -> list[ConfigRow]:
@@ -306,9 +386,18 @@ def _rows(candidates, by_method, curves, model_fit, choice, measured, concurrenc
     for candidate in candidates:
         predicted = {}
         if candidate.method in by_method:
-            predicted = static_prediction(model_fit, candidate.method, curves[candidate.method], candidate.kmax, concurrencies)
-        rows.append(ConfigRow(f"{candidate.method} K={candidate.kmax}", STATIC, candidate.config, predicted,
-                              tps(measured[candidate.method])))
+            predicted = static_prediction(
+                model_fit, candidate.method, curves[candidate.method], candidate.kmax, concurrencies
+            )
+        rows.append(
+            ConfigRow(
+                f"{candidate.method} K={candidate.kmax}",
+                STATIC,
+                candidate.config,
+                predicted,
+                tps(measured[candidate.method]),
+            )
+        )
     predicted = dict(choice.chosen.predicted) if choice.chosen else dict(choice.predicted_off)
     rows.append(ConfigRow("recommended", RECOMMENDED, rec_config, predicted, tps(measured["recommended"])))
     return rows

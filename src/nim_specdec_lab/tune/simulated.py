@@ -11,8 +11,12 @@ from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_simulation
 
 # speculative_config key -> SuffixParams field
-SUFFIX_KEYS = {"suffix_decoding_max_tree_depth": "max_tree_depth", "suffix_decoding_max_cached_requests": "max_cached_requests",
-               "suffix_decoding_max_spec_factor": "max_spec_factor", "suffix_decoding_min_token_prob": "min_token_prob"}
+SUFFIX_KEYS = {
+    "suffix_decoding_max_tree_depth": "max_tree_depth",
+    "suffix_decoding_max_cached_requests": "max_cached_requests",
+    "suffix_decoding_max_spec_factor": "max_spec_factor",
+    "suffix_decoding_min_token_prob": "min_token_prob",
+}
 
 LOOKUP_MIN = (1, 2, 3)
 LOOKUP_MAX = (1, 2, 3, 4, 5)
@@ -26,8 +30,14 @@ def _ngram_simulation(records: Sequence[RecordedRequest], max_ngram: int, kmax: 
     return corpus, simulate_v2 if model_runner == "v2" else simulate
 
 
-def ngram_curve(records: Sequence[RecordedRequest], kmax: int, lookup_min: int, lookup_max: int,
-                max_model_len: int | None, model_runner: str = "v1") -> AcceptanceCurve:
+def ngram_curve(
+    records: Sequence[RecordedRequest],
+    kmax: int,
+    lookup_min: int,
+    lookup_max: int,
+    max_model_len: int | None,
+    model_runner: str = "v1",
+) -> AcceptanceCurve:
     corpus, run = _ngram_simulation(records, lookup_max, kmax, model_runner)
     runs = []
     for k in range(1, kmax + 1):
@@ -36,8 +46,9 @@ def ngram_curve(records: Sequence[RecordedRequest], kmax: int, lookup_min: int, 
     return curve_from_simulation(runs, model_runner)
 
 
-def pick_ngram_lookup(records: Sequence[RecordedRequest], kmax: int, max_model_len: int | None,
-                      model_runner: str = "v1") -> tuple[int, int]:
+def pick_ngram_lookup(
+    records: Sequence[RecordedRequest], kmax: int, max_model_len: int | None, model_runner: str = "v1"
+) -> tuple[int, int]:
     """(prompt_lookup_min, prompt_lookup_max) that tune-ngram's ranking puts first at K = kmax."""
     grid = make_grid([kmax], LOOKUP_MIN, LOOKUP_MAX)
     corpus, run = _ngram_simulation(records, max(p.max_n for p in grid), kmax, model_runner)
@@ -45,7 +56,9 @@ def pick_ngram_lookup(records: Sequence[RecordedRequest], kmax: int, max_model_l
     return best.min_n, best.max_n
 
 
-def suffix_curve(records: Sequence[RecordedRequest], config: Mapping[str, Any], max_model_len: int | None) -> AcceptanceCurve:
+def suffix_curve(
+    records: Sequence[RecordedRequest], config: Mapping[str, Any], max_model_len: int | None
+) -> AcceptanceCurve:
     """Suffix decoding as the measured server runs it: the replay sends every captured request more than
     once, so its global tree already holds each answer (`history`); new traffic accepts less."""
     from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415

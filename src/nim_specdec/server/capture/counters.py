@@ -61,10 +61,12 @@ class CaptureCounters:
 def _collectors(registry: CollectorRegistry) -> tuple[Counter, Counter, Counter]:
     # A Prometheus registry refuses a second metric of the same name, and the middleware can be
     # built more than once in a process (tests, app rebuilds): create the collectors once per registry.
-    written = Counter("nim_capture_records_written", "Captured requests appended to the capture file",
-                      registry=registry)
-    dropped = Counter("nim_capture_records_dropped", "Captured requests not written, by reason",
-                      ["reason"], registry=registry)
+    written = Counter(
+        "nim_capture_records_written", "Captured requests appended to the capture file", registry=registry
+    )
+    dropped = Counter(
+        "nim_capture_records_dropped", "Captured requests not written, by reason", ["reason"], registry=registry
+    )
     nbytes = Counter("nim_capture_bytes_written", "Bytes appended to the capture file", registry=registry)
     for reason in DROP_REASONS:
         dropped.labels(reason=reason)  # export zeros so that dashboards see the series from the start

@@ -41,7 +41,7 @@ from typing import Callable
 Encoder = Callable[[float, bytes], bytes]
 
 
-class TooDeep(ValueError):
+class TooDeep(ValueError):  # noqa: N818
     """A body nested deeper than the parser can follow."""
 
 

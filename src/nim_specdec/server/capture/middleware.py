@@ -40,6 +40,7 @@ from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send
 # A child of the "vllm" logger, so that the messages come out through the server's own log handler.
 log = logging.getLogger("vllm.nim_specdec.server.capture")
 
+
 class _Clock:
     """Milliseconds since the first matching request of this process (see formats.py for why)."""
 
@@ -68,8 +69,13 @@ def writer_from_config(cfg: CaptureConfig) -> CaptureWriter | None:
 
 
 class CaptureMiddleware:
-    def __init__(self, app: ASGIApp, config: CaptureConfig | None = None,
-                 writer: CaptureWriter | None = None, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        config: CaptureConfig | None = None,
+        writer: CaptureWriter | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.app = app
         self.writer: CaptureWriter | None = None
         if config is None:
@@ -90,8 +96,9 @@ class CaptureMiddleware:
         if self.writer is not None:
             self._clock = _Clock()
             atexit.register(self.writer.close)
-            log.info("payload capture on: %s requests matching %r -> %s",
-                     config.format, config.endpoint_pattern, config.path)
+            log.info(
+                "payload capture on: %s requests matching %r -> %s", config.format, config.endpoint_pattern, config.path
+            )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.writer is None:
@@ -104,8 +111,11 @@ class CaptureMiddleware:
             await self.app(scope, receive, send)
 
     def _matches(self, scope: Scope) -> bool:
-        return (scope["type"] == "http" and scope.get("method") == "POST"
-                and search_bounded(self._pattern, scope.get("path", "")))
+        return (
+            scope["type"] == "http"
+            and scope.get("method") == "POST"
+            and search_bounded(self._pattern, scope.get("path", ""))
+        )
 
     def _teeing_receive(self, receive: Receive) -> Receive:
         writer = self.writer

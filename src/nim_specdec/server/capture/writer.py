@@ -35,8 +35,9 @@ _STOP = object()
 
 
 class CaptureWriter:
-    def __init__(self, fd: int, encoder: Encoder, counters: CaptureCounters,
-                 queue_size: int = DEFAULT_QUEUE_SIZE) -> None:
+    def __init__(
+        self, fd: int, encoder: Encoder, counters: CaptureCounters, queue_size: int = DEFAULT_QUEUE_SIZE
+    ) -> None:
         self._fd = fd
         self._encode = encoder
         self.counters = counters
@@ -80,8 +81,10 @@ class CaptureWriter:
         try:
             self._drain()
         except BaseException as err:  # noqa: BLE001 - never end silently: say so, and submit counts the rest
-            log.error("capture: the writer stopped (%s); later records are dropped and counted as writer_stopped",
-                      type(err).__name__)
+            log.error(
+                "capture: the writer stopped (%s); later records are dropped and counted as writer_stopped",
+                type(err).__name__,
+            )
 
     def _drain(self) -> None:
         stop = False
@@ -120,8 +123,9 @@ class CaptureWriter:
         try:
             _append_locked(self._fd, blob)
         except OSError as err:
-            log.warning("capture: cannot append to the capture file (%s); %d record(s) dropped",
-                        err.strerror or err, len(lines))
+            log.warning(
+                "capture: cannot append to the capture file (%s); %d record(s) dropped", err.strerror or err, len(lines)
+            )
             self.counters.add_dropped("write_error", len(lines))
             return
         self.counters.add_written(len(lines), len(blob))
@@ -134,7 +138,7 @@ def _append_locked(fd: int, blob: bytes) -> None:
         view = memoryview(blob)
         try:
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         except OSError:
             try:
                 os.ftruncate(fd, size)
