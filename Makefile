@@ -49,14 +49,14 @@ olah-venv:
 test: install aiperf-venv olah-venv
 	rc=0; \
 	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2 || rc=1; \
-	$(PY) -m pytest -q -m interpreter || rc=1; \
+	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter || rc=1; \
 	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m e2e || rc=1; \
 	exit $$rc
 
 # Everything but the tests that start a vLLM server (marked e2e): a few minutes, no AIPerf needed.
 test-fast: install olah-venv
 	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2
-	$(PY) -m pytest -q -m interpreter
+	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter
 
 # Without NIM_MODEL_PATH: the demo model, made offline once (demo-model skips the parts already complete),
 # with HF_HUB_OFFLINE=1 and 1 GiB of CPU KV cache. With NIM_MODEL_PATH set (a GPU machine): that model.

@@ -71,7 +71,7 @@ def interpreting(fast: bool = True):
         if type(standard.sum).__name__ != "InterpretedFunction":
             raise AssertionError(
                 "triton was imported without TRITON_INTERPRET=1 in this process: run the tests "
-                "marked `interpreter` in a pytest process of their own (make test does)"
+                "marked `interpreter` in a pytest process of their own, with TRITON_INTERPRET=1 (make test does)"
             )
     before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"

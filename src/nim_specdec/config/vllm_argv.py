@@ -17,12 +17,16 @@ from nim_specdec.common.redact import preview
 from nim_specdec.config.jsonvalue import kebab, loads, snake
 from nim_specdec.config.vllm_schema import (
     DEFAULT,
+    WHOLE,
     VllmKnowledge,
     normalise_flag,
     option_dest,
     resolve_option,
     speculative_role,
 )
+
+# The option that holds the whole speculative config as JSON (the lab and the vLLM check look for it by this name).
+SPEC_OPTION = WHOLE
 
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
