@@ -122,13 +122,9 @@ def _expected(
         parts = {c: results[(category, c)] for c in concurrencies if results.get((category, c)) is not None}
         if set(weights) - set(parts):
             continue
-        combined = (
-            stats.weighted(parts, weights, margin)
-            if len(weights) > 1 or any(parts[c].interval is not None for c in weights)
-            else None
-        )
-        if combined is None and len(weights) == 1:
-            combined = parts[next(iter(weights))]
+        # One concurrency carries all the weight: its own result, not a recombination (whose floating-point
+        # round trip could print a figure that differs from the report's row in the last digit).
+        combined = parts[next(iter(weights))] if len(weights) == 1 else stats.weighted(parts, weights, margin)
         if combined is None:
             continue
         where = (
