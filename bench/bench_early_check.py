@@ -23,20 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the lo
 from servers.fault_proxy import Fault  # noqa: E402
 from servers.harness import WEIGHTS, cli_env, model_files  # noqa: E402
 from servers.s3_store import S3Store  # noqa: E402
-
-CONFIG = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 128,
-    "intermediate_size": 256,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 64,
-    "vocab_size": 330,
-    "max_position_embeddings": 2048,
-    "torch_dtype": "bfloat16",
-}
+from servers.harness import TINY_LLAMA_CONFIG as CONFIG  # noqa: E402
 
 
 def _timed(args: list[str], env: dict, ok: int = 0) -> float:

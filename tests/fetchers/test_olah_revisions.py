@@ -19,20 +19,7 @@ from servers.harness import SRC, WEIGHTS, tree_bytes
 from servers.olah_hub import OlahHub
 
 from nim_specdec.errors import EXIT_MATERIALIZE
-
-CONFIG = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 128,
-    "intermediate_size": 256,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 64,
-    "vocab_size": 330,
-    "max_position_embeddings": 2048,
-    "torch_dtype": "bfloat16",
-}
+from servers.harness import TINY_LLAMA_CONFIG as CONFIG
 
 
 def files(tag: str, weights: int = 4096) -> dict[str, bytes]:

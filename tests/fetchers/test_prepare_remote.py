@@ -12,20 +12,8 @@ from pathlib import Path
 
 from servers.harness import cli_env, model_files
 from servers.s3_store import S3Store
+from servers.harness import TINY_LLAMA_CONFIG as CONFIG
 
-CONFIG = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 128,
-    "intermediate_size": 256,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 64,
-    "vocab_size": 330,
-    "max_position_embeddings": 2048,
-    "torch_dtype": "bfloat16",
-}
 DRAFT_MODEL = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 3}
 
 

@@ -9,6 +9,21 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 WEIGHTS = "model.safetensors"
+# The config.json of a one-layer Llama that vLLM's CPU build accepts (head_dim 64: the CPU attention kernel
+# refuses smaller), for remote targets whose weights the tests only download.
+TINY_LLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 64,
+    "vocab_size": 330,
+    "max_position_embeddings": 2048,
+    "torch_dtype": "bfloat16",
+}
 
 
 def model_files(weights_size: int = 256 * 1024) -> dict[str, bytes]:
