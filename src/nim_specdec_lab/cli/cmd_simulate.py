@@ -12,12 +12,11 @@ import argparse
 import json
 import sys
 
-from nim_specdec.common.regular_file import open_regular_text
-from nim_specdec.errors import ConfigError, UnreachableError
+from nim_specdec.errors import ConfigError
+from nim_specdec_lab.cli.simulate_inputs import current_setting, load_records
 
 METHODS = ("ngram", "suffix")
 # A capture is read whole into memory: larger than this is not a trace to simulate.
-MAX_TRACE_BYTES = 4 * 1024**3
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,92 +162,6 @@ def _suffix_grid(args: argparse.Namespace):
         return sg.make_grid(*values)
     except ValueError as err:
         raise ConfigError("--suffix-*", str(err), "narrow the value lists") from None
-
-
-def load_records(args: argparse.Namespace, k_max: int, command: str):
-    """(records, model length, notes) from saved records or from a replay."""
-    from nim_specdec_lab.ngram import replay  # noqa: PLC0415
-    from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
-
-    if args.records:
-        if args.trace or args.url:
-            raise ConfigError("--records", "given together with --trace/--url", "use either saved records or a replay")
-        records, saved_len = replay.load_records(args.records)
-        if not any(r.output for r in records):
-            raise ConfigError(
-                "--records",
-                f"{args.records} holds no request with output tokens",
-                "use a file written by --save-records",
-            )
-        return records, args.max_model_len or saved_len, []
-    if not (args.trace and args.url):
-        raise ConfigError(command, "needs --trace and --url (or --records)", f"see nim-specdec {command} --help")
-    try:
-        with open_regular_text(args.trace, MAX_TRACE_BYTES) as src:
-            captured = parse_capture(src)
-    except OSError as err:
-        raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
-    except UnicodeDecodeError:
-        raise ConfigError("--trace", f"{args.trace} is not UTF-8 text", "point --trace at a JSONL capture") from None
-    model, server_len = replay.server_model(args.url)
-    # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
-    max_model_len = args.max_model_len or server_len
-    replayed = replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
-    failed = [r for r in replayed if r.request is None]
-    notes = [f"line {r.line}: {r.error}" for r in failed[:3]]
-    if failed:
-        notes.insert(0, f"{len(failed)} of {len(replayed)} requests failed and were left out")
-    mismatched = sum(r.tail_mismatch for r in replayed)
-    if mismatched:
-        notes.append(
-            f"{mismatched} requests could not be continued past their end; accepted drafts there are not predicted"
-        )
-    records = [r.request for r in replayed if r.request is not None]
-    if not records:
-        raise UnreachableError(
-            "--url",
-            f"every replayed request failed ({notes[1] if len(notes) > 1 else 'no detail'})",
-            "check the server and the capture",
-        )
-    if args.save_records:
-        replay.save_records(args.save_records, records, max_model_len)
-    return records, max_model_len, notes
-
-
-def current_setting(args: argparse.Namespace):
-    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method."""
-    import os  # noqa: PLC0415
-
-    from nim_specdec.config.specargs import parse_specdec_args  # noqa: PLC0415
-    from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
-
-    text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
-    if text:
-        where = "--current" if args.current else "NIM_SPECDEC_ARGS"
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            raise ConfigError(
-                where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}'
-            ) from None
-        config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
-        params = ngram_params(config)
-        if params is None and args.current:
-            raise ConfigError(
-                "--current", "is not an n-gram speculative_config", "give method ngram with num_speculative_tokens"
-            )
-        return params
-    if args.url:
-        from nim_specdec.observe.smoke import http_get  # noqa: PLC0415
-
-        # The launcher's endpoint: what the server at --url runs (usually nothing: it should not speculate).
-        status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
-        if status == 200:
-            try:
-                return ngram_params(json.loads(body).get("speculative_config"))
-            except (ValueError, AttributeError):
-                return None
-    return None
 
 
 def _edge_flags(args: argparse.Namespace, method: str) -> dict[str, str]:
