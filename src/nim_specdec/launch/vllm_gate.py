@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
-from nim_specdec.launch.vllm_check import check_plan, local_paths, unavailable
+from nim_specdec.launch.vllm_check import check_plan
+from nim_specdec.launch.vllm_check_args import local_paths, unavailable
 
 
 DEFERRED = {"ran": False, "seconds": 0.0, "skipped": None, "deferred": "in the server's process, before vLLM starts"}
