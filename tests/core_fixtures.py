@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from nim_specdec.config.builtin import entry_from_json
-from nim_specdec.config.plan import Facts, SourceFacts
+from nim_specdec.config.plan_facts import Facts, SourceFacts
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "vocab_size": 128256}
 EAGLE3 = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "vocab_size": 128256}

@@ -7,7 +7,7 @@ import pytest
 
 from core_fixtures import LLAMA, facts, write_model
 from nim_specdec.config.builtin import entry_from_json
-from nim_specdec.config.plan import Facts
+from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.spec_schedule import describe_schedule, k_at, validate_batch_size_schedule
 from nim_specdec.config.spec_schema import validate_spec_config
 from nim_specdec.errors import ConfigError

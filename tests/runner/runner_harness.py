@@ -12,7 +12,7 @@ from functools import lru_cache
 from runner_corpus import Case
 
 from nim_specdec.config.model_runner import ENV
-from nim_specdec.config.plan import Facts
+from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import resolve

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from core_fixtures import make_models
-from nim_specdec.config.plan import Facts
+from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.schedule_rules import schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import resolve

