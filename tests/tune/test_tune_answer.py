@@ -43,7 +43,7 @@ def test_session_pairs_the_recommendations_own_servers_with_off():
     from nim_specdec_lab.replay.spec import ReplayMeasurement
     from nim_specdec_lab.tune import candidates as cand
     from nim_specdec_lab.tune.runner import Round
-    from nim_specdec_lab.tune.session import _answer, _pool_of
+    from nim_specdec_lab.tune.session_result import final_answer as _answer, pool_of as _pool_of
 
     def run(tok_s: float) -> ReplayMeasurement:
         # server_tokens_per_s = 1 x (output tokens / ok) / latency: 64 / 0.5 x tok_s / 128 = tok_s

@@ -8,32 +8,21 @@ it is exactly something already measured.
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.launch.resolve import public, resolve
-from nim_specdec.common.output_files import write_atomically
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.specbench.trace_notes import trace_notes
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_positions
-from nim_specdec_lab.tune.answer import answer, trace_level
-from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose, static_prediction
+from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
 from nim_specdec_lab.tune.cost_model import Observation, fit
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
 from nim_specdec_lab.tune.repeats import later_passes
 from nim_specdec_lab.tune.report import (
-    NOT_KEPT,
-    OFF,
-    RECOMMENDED,
-    STATIC,
-    ConfigRow,
     build_result,
-    keep_or_fall_back,
-    render_markdown,
-    worst_ratio,
 )
 from nim_specdec_lab.tune.runner import (
     Round,
@@ -51,6 +40,17 @@ from nim_specdec_lab.tune.runner import (
     server_name,
 )
 from nim_specdec_lab.tune.serving import without_dropped_schedule
+from nim_specdec_lab.tune.session_result import (
+    already_measured,
+    chosen_entry,
+    config_rows,
+    final_answer,
+    last_word,
+    pool_of,
+    predicted_grid,
+    server_names,
+    write_result,
+)
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,6 @@ def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
 
 def _drafted(rounds: Mapping[int, Sequence[Round]]) -> bool:
     return any(r.run.spec is not None and r.run.spec.draft_tokens > 0 for found in rounds.values() for r in found)
-
-
-def _server_names(candidate: cand.Candidate) -> tuple[str, str]:
-    """The names of a candidate's servers: at its largest K, and (a draft model's) at K = 0."""
-    return f"{candidate.method}-k{candidate.kmax}", f"{candidate.method}-k0"
 
 
 def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve | None:
@@ -202,7 +197,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     )
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
-        at_kmax, at_zero = _server_names(candidate)
+        at_kmax, at_zero = server_names(candidate)
         order.append((at_kmax, candidate.config))
         rounds = measured_on(at_kmax, candidate.config)
         if not candidate.simulated and _drafted(rounds):
@@ -215,7 +210,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     measured: dict[str, dict[int, Any]] = {"off": keep(servers, "off", pooled["off"])}
     zero_k: dict[str, dict[int, Any]] = {}
     for candidate in candidates:
-        at_kmax, at_zero = _server_names(candidate)
+        at_kmax, at_zero = server_names(candidate)
         measured[candidate.method] = keep(servers, at_kmax, pooled[at_kmax])
         if candidate.simulated:
             continue
@@ -260,7 +255,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     if fallback:
         notes.append(fallback)
         say("tune: " + fallback)
-    reused = _already_measured(rec_config, candidates)
+    reused = already_measured(rec_config, candidates)
     if reused is not None:
         notes.append(f"the recommendation is exactly the measured '{reused}' configuration; its runs verify it")
         measured["recommended"] = measured[reused]
@@ -269,12 +264,12 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             measured_on("recommended", rec_config, server_no)
         measured["recommended"] = keep(servers, "recommended", pooled["recommended"])
 
-    rows = _rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
+    rows = config_rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
     predicted_config = rec_config
-    rows, rec_config = _last_word(rows, run.concurrencies, notes)
+    rows, rec_config = last_word(rows, run.concurrencies, notes)
     score = choice.chosen.score if choice.chosen and rec_config == predicted_config else None
-    chosen_json = _chosen_json(rec_config, score)
-    final = _answer(captured, pooled, _pool_of(rec_config, candidates, pooled), options.margin)
+    chosen_json = chosen_entry(rec_config, score)
+    final = final_answer(captured, pooled, pool_of(rec_config, candidates, pooled), options.margin)
     prompts = [len(r.prompt) for r in records] if len(records) == len(bodies) else None
     shown_notes = trace_notes(bodies, True, run.max_tokens, max_len, prompts)
     summary, marker = engine_summary(
@@ -292,7 +287,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
                 "method": p.method,
                 "score": round(p.score, 4),
                 "k_by_batch_size": list(p.k_by_batch),
-                "predicted_by_k": _grid(model_fit, p.method, curves[p.method], max(run.concurrencies)),
+                "predicted_by_k": predicted_grid(model_fit, p.method, curves[p.method], max(run.concurrencies)),
             }
             for p in choice.plans
         ],
@@ -305,108 +300,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         engine=summary,
     )
     result.update(answer=final, trace_notes=shown_notes)
-    _write(out, result, say)
+    write_result(out, result, say)
     for line in summary["differences"]:
         say("tune: serving engine: " + line)
     return result
-
-
-def _pool_of(
-    config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate], pooled: Mapping[str, Any]
-) -> str | None:
-    """The servers whose rounds measured the final recommendation; None: it is speculation off."""
-    if config is None:
-        return None
-    for candidate in candidates:
-        if dict(candidate.config) == dict(config):
-            return _server_names(candidate)[0]
-    return "recommended" if "recommended" in pooled else None
-
-
-def _answer(
-    captured: Sequence[Any], pooled: Mapping[str, Mapping[int, Sequence[Round]]], name: str | None, margin: float
-) -> dict[str, Any]:
-    tps = lambda rounds: {c: [judged_tokens_per_s(r.run) for r in found] for c, found in rounds.items()}  # noqa: E731
-    off = pooled["off"]
-    lowest = min(off)
-    latencies = [r.run.server_means.get("latency_mean_s") or r.run.latency_s.get("p50") for r in off[lowest]]
-    level = trace_level([c.timestamp_ms for c in captured], [t for t in latencies if t])
-    return answer(tps(off), None if name is None else tps(pooled[name]), level, margin)
-
-
-def _last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[str]) -> tuple[list[ConfigRow], Any]:
-    """The verified recommendation, or the measured configuration that kept closer to the best everywhere."""
-    kept = keep_or_fall_back(rows, concurrencies)
-    if kept.kind == RECOMMENDED:
-        return rows, kept.config
-    verified = next(r for r in rows if r.kind == RECOMMENDED)
-    notes.append(
-        f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
-        f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
-        "recommended instead"
-    )
-    rows = [replace(r, name=NOT_KEPT, kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
-    return rows + [ConfigRow("recommended", RECOMMENDED, kept.config, kept.predicted, kept.measured)], kept.config
-
-
-def _chosen_json(config: Mapping[str, Any] | None, score: float | None) -> dict[str, Any] | None:
-    if config is None:
-        return None
-    from nim_specdec.config.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
-
-    ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
-    return {
-        "method": config["method"],
-        "speculative_config": dict(config),
-        "schedule": describe_schedule(validate_batch_size_schedule(ranges, None, "schedule")),
-        "predicted_speedup_mean": None if score is None else round(score, 3),
-    }
-
-
-def _already_measured(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate]) -> str | None:
-    if config is None:
-        return "off"
-    for candidate in candidates:
-        if dict(candidate.config) == dict(config):
-            return candidate.method
-    return None
-
-
-def _grid(model_fit, method: str, curve: AcceptanceCurve, largest: int) -> dict[str, dict[str, float]]:
-    """Predicted tokens/s for every K at every batch size up to the largest concurrency."""
-    return {
-        str(k): {str(b): round(model_fit.tokens_per_s(b, method, curve, k), 2) for b in range(1, largest + 1)}
-        for k in range(curve.kmax + 1)
-    }
-
-
-def _rows(candidates, by_method, curves, model_fit, choice, measured, concurrencies, rec_config) -> list[ConfigRow]:
-    tps = lambda runs: {c: judged_tokens_per_s(r) for c, r in runs.items()}  # noqa: E731
-    rows = [ConfigRow("off", OFF, None, dict(choice.predicted_off), tps(measured["off"]))]
-    for candidate in candidates:
-        predicted = {}
-        if candidate.method in by_method:
-            predicted = static_prediction(
-                model_fit, candidate.method, curves[candidate.method], candidate.kmax, concurrencies
-            )
-        rows.append(
-            ConfigRow(
-                f"{candidate.method} K={candidate.kmax}",
-                STATIC,
-                candidate.config,
-                predicted,
-                tps(measured[candidate.method]),
-            )
-        )
-    predicted = dict(choice.chosen.predicted) if choice.chosen else dict(choice.predicted_off)
-    rows.append(ConfigRow("recommended", RECOMMENDED, rec_config, predicted, tps(measured["recommended"])))
-    return rows
-
-
-def _write(out: Path, result: Mapping[str, Any], say: Say) -> None:
-    from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
-
-    write_atomically(str(out / "tune.json"), json.dumps(result, indent=2) + "\n", "--out")
-    write_atomically(str(out / "tune.md"), render_markdown(result), "--out")
-    plots = write_plots(result, out)
-    say(f"tune: wrote {out / 'tune.json'}, {out / 'tune.md'}" + "".join(f", {p}" for p in plots))
