@@ -188,17 +188,20 @@ def test_suffix_decoding_extension_is_built_without_the_cuda_ops(buildah: Builda
 def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_fix(buildah: Buildah, container: str) -> None:
     """`docker run -v DIR:/opt/nim/.cache` with a DIR made by root (0755): the image's UID 1000 cannot write
     it, and serve says so in one line before it links or downloads anything (exit 3)."""
-    # The test base has no vLLM, and serve stops first on that (exit 3 too): a bare distribution record of
-    # vLLM stands in for the install for this one run (nothing of vLLM is imported before the refusal).
-    record = '$(python3 -c "import site; print(site.getsitepackages()[0])")/vllm-0.32.0.dist-info'
+    # The test base has no vLLM, and serve stops first on that (exit 3 too): an empty `vllm` package and a bare
+    # distribution record beside it (where the launcher looks for the installed release) stand in for the
+    # install for this one run (nothing of vLLM is imported before the refusal).
+    site = '$(python3 -c "import site; print(site.getsitepackages()[0])")'
+    record = f"{site}/vllm-0.32.0.dist-info"
+    package = f"{site}/vllm"
     made = buildah.run(
         container,
         [
             "sh",
             "-c",
             "mkdir -p /srv/rootcache && chmod 0755 /srv/rootcache"
-            f' && mkdir -p "{record}" && printf "Metadata-Version: 2.1\\nName: vllm\\n'
-            f'Version: 0.32.0\\n" > "{record}/METADATA"',
+            f' && mkdir -p "{record}" "{package}" && touch "{package}/__init__.py"'
+            f' && printf "Metadata-Version: 2.1\\nName: vllm\\nVersion: 0.32.0\\n" > "{record}/METADATA"',
         ],
         user="0:0",
     )
@@ -211,7 +214,7 @@ def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_fix(buildah:
     try:
         done = buildah.run(container, ["nim-specdec", "serve", "--speculative-config", EAGLE3], env=env)
     finally:
-        buildah.run(container, ["sh", "-c", f'rm -rf "{record}"'], user="0:0")
+        buildah.run(container, ["sh", "-c", f'rm -rf "{record}" "{package}"'], user="0:0")
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert done.returncode == 3, done.stdout + done.stderr
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
