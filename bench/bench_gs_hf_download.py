@@ -53,6 +53,7 @@ def timed(run) -> float:
 
 def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
     from nim_specdec.config.sources import parse_source
+    from nim_specdec.config.download_settings import download_settings
     from nim_specdec.fetchers.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
 
@@ -66,7 +67,7 @@ def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
             "NIM_PROGRESS_INTERVAL": "3600",
         }
         ref = parse_source(scheme_uri, "bench")
-        get_fetcher(ref.scheme).fetch(ref, FetchContext(env=full, cache_dir=cache))
+        get_fetcher(ref.scheme).fetch(ref, FetchContext(env=full, cache_dir=cache, download=download_settings(full)))
         shutil.rmtree(cache)
 
     return run

@@ -88,12 +88,14 @@ def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
 
 
 def run_ours(endpoint: str, work: Path, prefix: str, verify: str, s5cmd: str = "auto") -> float:
+    from nim_specdec.config.download_settings import download_settings
     from nim_specdec.fetchers.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
     from nim_specdec.config.sources import parse_source
 
     cache = work / "cache-ours"
-    ctx = FetchContext(env=env_for(endpoint, cache, NIM_DOWNLOAD_VERIFY=verify, NIM_S5CMD=s5cmd), cache_dir=cache)
+    env = env_for(endpoint, cache, NIM_DOWNLOAD_VERIFY=verify, NIM_S5CMD=s5cmd)
+    ctx = FetchContext(env=env, cache_dir=cache, download=download_settings(env))
     ref = parse_source(f"s3://{BUCKET}/{prefix}", "bench")
     started = time.perf_counter()
     get_fetcher("s3").fetch(ref, ctx)
@@ -188,12 +190,14 @@ def warm_start(endpoint: str, work: Path, prefixes: list[str], runs: int) -> dic
 
 def warm_in_process(endpoint: str, work: Path, prefixes: list[str], runs: int) -> dict[str, float]:
     """Median seconds of the fetcher's fetch() on a cache hit, in this process (no interpreter start-up)."""
+    from nim_specdec.config.download_settings import download_settings
     from nim_specdec.fetchers.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
     from nim_specdec.config.sources import parse_source
 
     cache = work / "cache-warm"  # filled by warm_start
-    ctx = FetchContext(env=env_for(endpoint, cache), cache_dir=cache)
+    env = env_for(endpoint, cache)
+    ctx = FetchContext(env=env, cache_dir=cache, download=download_settings(env))
     refs = {p: parse_source(f"s3://{BUCKET}/{p}", "bench") for p in prefixes}
     times: dict[str, list[float]] = {p: [] for p in prefixes}
     for _ in range(runs):

@@ -14,7 +14,7 @@ import pytest
 from core_fixtures import facts
 from nim_specdec.config.engine_facts import DevicePlan, EngineFacts, engine_mismatch, serving_engine
 from nim_specdec.config.plan_model import plan_json
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.preflight import device
 
 X86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654  96-Core Processor\nflags\t: fpu\n"
@@ -74,7 +74,7 @@ def test_engine_mismatch(measured, serving, expected):
 def test_the_plan_records_the_engine_it_assumes(tmp_path):
     gpu = DevicePlan("gpu", "NVIDIA H200", 8, 150_000_000_000, "580.65.06")
     env = {"NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_MODEL_PATH": "hf://org/target"}
-    _, plan = resolve(env, [], replace(facts(), vllm_version="0.33.0", device=gpu))
+    _, plan = plan_for(env, [], replace(facts(), vllm_version="0.33.0", device=gpu))
     view = plan_json(plan)
     assert view["engine"] == {
         "vllm_version": "0.33.0",

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from core_fixtures import facts
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 NGRAM = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}'
 
@@ -173,7 +173,7 @@ def _env(models, extra):
 @pytest.mark.parametrize("case_id,env,args,code,fragments", CASES, ids=[c[0] for c in CASES])
 def test_config_errors(models, case_id, env, args, code, fragments):
     with pytest.raises(LauncherError) as info:
-        resolve(_env(models, env), args, facts())
+        plan_for(_env(models, env), args, facts())
     message = info.value.one_line()
     assert info.value.exit_code == code
     assert "\n" not in message
@@ -193,7 +193,7 @@ def test_local_path_problems_are_exit_3(models, tmp_path):
         (no_config, "has no config.json"),
     ):
         with pytest.raises(LauncherError) as info:
-            resolve(_env(models, {"NIM_DRAFT_MODEL_PATH": str(path)}), spec, facts())
+            plan_for(_env(models, {"NIM_DRAFT_MODEL_PATH": str(path)}), spec, facts())
         assert info.value.exit_code == EXIT_MATERIALIZE
         assert info.value.where == "NIM_DRAFT_MODEL_PATH"
         assert fragment in info.value.problem
@@ -236,7 +236,7 @@ def test_no_value_produces_a_traceback(models, name, value, enable):
     env = _env(models, {"NIM_SPECDEC_ENABLE": "1" if enable else "0"})
     env[name] = value
     try:
-        resolve(env, [], facts())
+        plan_for(env, [], facts())
     except LauncherError as err:
         assert "\n" not in err.one_line()
 
@@ -265,7 +265,7 @@ def test_no_value_produces_a_traceback(models, name, value, enable):
 )
 def test_no_argument_list_produces_a_traceback(models, args):
     try:
-        resolve(_env(models, {}), args, facts())
+        plan_for(_env(models, {}), args, facts())
     except LauncherError as err:
         assert "\n" not in err.one_line()
 

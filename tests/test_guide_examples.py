@@ -7,7 +7,7 @@ import json
 
 from core_fixtures import facts
 from nim_specdec.config.plan_model import plan_json
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 NGRAM_STRING_ARGS = json.dumps({"speculative_config": json.dumps(NGRAM)})
@@ -16,7 +16,7 @@ EAGLE3_ARG = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tok
 
 def plan(env: dict, args: list[str], cache) -> dict:
     env = {"NIM_CACHE_PATH": str(cache), **env}
-    return plan_json(resolve(env, args, facts())[1])
+    return plan_json(plan_for(env, args, facts())[1])
 
 
 def spec_arg(p: dict) -> dict:

@@ -18,8 +18,8 @@ from core_fixtures import facts, make_models
 from dataclasses import replace
 
 from nim_specdec.config.plan_model import plan_json
-from nim_specdec.launch.resolve import resolve
-from nim_specdec.preflight import StaticProbe, run_preflight
+from nim_specdec.launch.resolve import plan_for
+from nim_specdec.preflight import StaticProbe, preflight_inputs, run_preflight
 
 GOLDEN = Path(__file__).parent / "data" / "guide_plans.json"
 ROOT = "{ROOT}"  # the test's temporary directory, in the saved plans
@@ -80,8 +80,9 @@ def printed_plan(name: str, root: Path) -> dict:
     make_models(root)
     env_in, args = CASES[name]
     env = {"NIM_CACHE_PATH": f"{root}/cache", **{k: v.replace(ROOT, str(root)) for k, v in env_in.items()}}
-    _, plan = resolve(env, args, facts())
-    plan = replace(plan, preflight=run_preflight(plan_json(plan), env, StaticProbe(None), warn=lambda _: None))
+    settings, plan = plan_for(env, args, facts())
+    section = run_preflight(preflight_inputs(plan), settings.preflight, StaticProbe(None), warn=lambda _: None)
+    plan = replace(plan, preflight=section)
     text = json.dumps(plan_json(plan)).replace(str(root), ROOT)
     # The compile cache's key hashes the (temporary) model path: the same plan under another directory.
     return json.loads(re.sub(r"/compile/vllm-[^/\"]*-[0-9a-f]{16}", "/compile/{KEY}", text))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from nim_specdec.common.logs import setup_logging
+from nim_specdec.common.redact import secret_values
 
 
 def _plan(env_extra: dict, models) -> subprocess.CompletedProcess:
@@ -34,7 +35,7 @@ def test_log_level_filters_warnings(models):
 
 def test_secret_values_are_masked_in_log_lines(capsys):
     logging.disable(logging.NOTSET)  # another test of this worker may have muted logging (vLLM's check does, briefly)
-    log = setup_logging("INFO", False, {"HF_TOKEN": "hf_verysecret", "NIM_X": "plain"})
+    log = setup_logging("INFO", False, secret_values({"HF_TOKEN": "hf_verysecret", "NIM_X": "plain"}))
     log.info("token is %s, value %s", "hf_verysecret", "plain")
     err = capsys.readouterr().err
     assert "hf_verysecret" not in err and "token is ***, value plain" in err
@@ -50,7 +51,7 @@ def test_with_jsonl_a_library_warning_or_log_line_at_import_is_json_too(tmp_path
     code = (
         "import importlib, logging\n"
         "from nim_specdec.common.logs import setup_logging\n"
-        "setup_logging('INFO', True, {})\n"
+        "setup_logging('INFO', True, [])\n"
         "importlib.import_module('noisy_library')\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}

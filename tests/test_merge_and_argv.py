@@ -9,7 +9,7 @@ import pytest
 from core_fixtures import facts
 from nim_specdec.config.merge import merge_spec
 from nim_specdec.config.plan_model import plan_json
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.config.settings import parse_bool, parse_settings
 from nim_specdec.config.vllm_argv import parse_vllm_args, to_cli
 
@@ -137,7 +137,7 @@ def test_settings_defaults():
 
 def _plan(models, env, args):
     env = {"NIM_CACHE_PATH": str(models["cache"]), "NIM_MODEL_PATH": str(models["target"]), **env}
-    return plan_json(resolve(env, args, facts())[1])
+    return plan_json(plan_for(env, args, facts())[1])
 
 
 def test_precedence_of_engine_arguments(models):

@@ -13,14 +13,15 @@ import pytest
 from core_fixtures import facts
 from nim_specdec.errors import EXIT_CONFIG, ConfigError
 from nim_specdec.common.redact import SECRET_OPTIONS, is_secret_name, redact_argv, redact_text
-from nim_specdec.launch.resolve import public, resolve
+from nim_specdec.launch.resolve import plan_for, public
 
 SECRET = "sk-live-0123456789abcdef"
 
 
 def shown_plan(models, env_extra: dict, args: list[str]) -> str:
     env = {"NIM_CACHE_PATH": str(models["cache"]), "NIM_MODEL_PATH": str(models["target"]), **env_extra}
-    return json.dumps(public(resolve(env, args, facts())[1], env))
+    settings, plan = plan_for(env, args, facts())
+    return json.dumps(public(plan, settings.host.secrets))
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,7 @@ def test_uri_credentials_are_refused_and_never_echoed(models, uri, variable):
         variable: uri,
     }
     with pytest.raises(ConfigError) as err:
-        resolve(env, [], facts())
+        plan_for(env, [], facts())
     line = err.value.one_line()
     assert variable in line
     for secret in ("wJalrXUtnFEMI", "hf_aaaaaaaaaaaaaaaaaaaa", "deadbeefcafe", "ya29.abcdef"):

@@ -8,10 +8,10 @@ import pytest
 from core_fixtures import LLAMA, facts, write_model
 from nim_specdec.config.builtin import entry_from_json
 from nim_specdec.config.plan_facts import Facts
-from nim_specdec.config.spec_schedule import describe_schedule, k_at, validate_batch_size_schedule
+from nim_specdec.config.spec_schedule import ScheduleRow, describe_schedule, k_at, validate_batch_size_schedule
 from nim_specdec.config.spec_schema import validate_spec_config
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 # (id, schedule, accepted by vLLM's rules); every case also runs through vLLM's own function below.
 CASES = [
@@ -109,9 +109,9 @@ def test_k_at_matches_vllms_dense_lookup(schedule, expected):
 
 def test_describe_reaches_each_range_up_to_the_next():
     assert describe_schedule(((1, 2, 3), (5, 8, 1), (9, 16, 0))) == [
-        {"batch_sizes": "1-4", "k": 3},
-        {"batch_sizes": "5-8", "k": 1},
-        {"batch_sizes": "9+", "k": 0},
+        ScheduleRow("1-4", 3),
+        ScheduleRow("5-8", 1),
+        ScheduleRow("9+", 0),
     ]
 
 
@@ -125,8 +125,8 @@ def test_plan_shows_the_schedule(tmp_path):
         "NIM_SPECDEC_ENABLE": "1",
         "NIM_SPECDEC_ARGS": '{"speculative_config": %s}' % (SPEC % "[[1, 2, 3], [3, 256, 0]]"),
     }
-    _, plan = resolve(env, [], facts())
-    assert plan.speculative.batch_size_schedule == [{"batch_sizes": "1-2", "k": 3}, {"batch_sizes": "3+", "k": 0}]
+    _, plan = plan_for(env, [], facts())
+    assert plan.speculative.batch_size_schedule == [ScheduleRow("1-2", 3), ScheduleRow("3+", 0)]
     assert plan.speculative.config["num_speculative_tokens_per_batch_size"] == [[1, 2, 3], [3, 256, 0]]
 
 
@@ -137,7 +137,7 @@ def test_plan_refuses_a_bad_schedule_naming_its_source(tmp_path):
         "NIM_SPECDEC_ENABLE": "1",
     }
     with pytest.raises(ConfigError) as err:
-        resolve(env, ["--speculative-config", SPEC % "[[2, 256, 3]]"], facts())
+        plan_for(env, ["--speculative-config", SPEC % "[[2, 256, 3]]"], facts())
     assert "(merged from cli)" in str(err.value) and "not 1" in str(err.value)
 
 
@@ -158,6 +158,6 @@ def test_a_builtin_config_may_carry_a_schedule(tmp_path):
     )
     validate_spec_config(entry.speculative_config, entry.file)
     env = {"NIM_MODEL_NAME": "org/Tiny", "NIM_CACHE_PATH": str(tmp_path / "c"), "NIM_SPECDEC_ENABLE": "1"}
-    _, plan = resolve(env, [], Facts(registry=(entry,), flavor="vllm", python="python3"))
-    assert plan.speculative.batch_size_schedule == [{"batch_sizes": "1-8", "k": 3}, {"batch_sizes": "9+", "k": 0}]
+    _, plan = plan_for(env, [], Facts(registry=(entry,), flavor="vllm", python="python3"))
+    assert plan.speculative.batch_size_schedule == [ScheduleRow("1-8", 3), ScheduleRow("9+", 0)]
     assert plan.speculative.origin["num_speculative_tokens_per_batch_size"] == "builtin"

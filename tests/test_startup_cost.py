@@ -11,8 +11,8 @@ HEAVY = ["torch", "vllm", "boto3", "botocore", "google.cloud", "ngcsdk", "huggin
 
 PROBE = """
 import json, os, sys
-from nim_specdec.launch.resolve import resolve
-resolve(dict(os.environ), sys.argv[1:])
+from nim_specdec.launch.resolve import plan_for
+plan_for(dict(os.environ), sys.argv[1:])
 print(json.dumps(sorted(m for m in sys.modules)))
 """
 

@@ -18,7 +18,7 @@ from nim_specdec.config.plan_model import plan_json
 from nim_specdec.config.spec_schema import validate_spec_config
 from nim_specdec.config.vllm_schema import is_negative, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 NEW_IN_033 = {
     "disable_lookahead_block_hashes",
@@ -75,7 +75,7 @@ def _plan(version: str, spec: dict, tmp_path: Path, *args: str, draft: dict | No
         (directory / "config.json").write_text(json.dumps(draft))
         spec = {**spec, "model": str(directory)}
         known_facts = replace(known_facts, sources={str(directory): SourceFacts(str(directory), draft)})
-    return resolve(env, ["--speculative-config", json.dumps(spec), *args], known_facts)[1]
+    return plan_for(env, ["--speculative-config", json.dumps(spec), *args], known_facts)[1]
 
 
 LLAMA_DRAFT = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
@@ -183,7 +183,8 @@ def test_every_guide_example_plans_alike_on_032_and_033(name, tmp_path):
     env = {"NIM_CACHE_PATH": f"{tmp_path}/cache", **{k: v.replace(ROOT, str(tmp_path)) for k, v in env_in.items()}}
     views = {}
     for version in known_versions():
-        view = dict(plan_json(resolve(env, args, replace(facts(), vllm_version=version))[1]))  # a copy: conftest checks
+        # a copy: conftest checks the plan
+        view = dict(plan_json(plan_for(env, args, replace(facts(), vllm_version=version))[1]))
         assert view.pop("engine")["vllm_snapshot"] == version
         view.pop("compile_cache")  # its key names the vLLM release
         runner = view.pop("model_runner")  # it names the release it was decided for

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from agree_corpus import Case
 from nim_specdec.errors import LauncherError
-from nim_specdec.config.plan_model import check_view
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_check import Verdict, judge, local_paths, serve_args, substitute_paths
+from nim_specdec.launch.vllm_check_args import CheckRequest, check_request
 
 
 @dataclass(frozen=True)
@@ -18,7 +17,7 @@ class Outcome:
     case: Case
     refusal: str | None  # the launcher's one-line error, None when it accepted
     exit_code: int
-    plan: dict[str, Any] | None
+    plan: CheckRequest | None
     executed: Verdict | None  # vLLM on the command line the launcher would exec
     direct: Verdict  # vLLM on the command line the user means
 
@@ -57,9 +56,9 @@ def _judge(args: tuple[str, ...]) -> Verdict:
 def run_case(case: Case, target: str) -> Outcome:
     direct = _judge(("--model", target, *case.direct))
     try:
-        _, typed = resolve(dict(case.env), list(case.cli))
-        plan = check_view(typed)  # the public JSON plus the command vLLM will run
+        _, typed = plan_for(dict(case.env), list(case.cli))
+        plan = check_request(typed)  # the command vLLM will run, and where each key came from
     except LauncherError as err:
         return Outcome(case, err.one_line(), err.exit_code, None, None, direct)
-    args = substitute_paths(serve_args(plan["_argv_exec"]), {**local_paths(plan), **case.draft_map})
+    args = substitute_paths(serve_args(plan.argv), {**local_paths(plan), **case.draft_map})
     return Outcome(case, None, 0, plan, _judge(tuple(args)), direct)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nim_specdec.common.redact import secret_values
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.vllm_check import check_plan
 
@@ -60,7 +61,7 @@ def test_the_vllm_check_refuses_every_late_failure_with_its_origin(outcomes):
     assert late, "the corpus should contain configurations only vLLM can refuse"
     for outcome in late:
         with pytest.raises(ConfigError) as caught:
-            check_plan(outcome.plan, outcome.case.env, outcome.case.draft_map)
+            check_plan(outcome.plan, secret_values(outcome.case.env), outcome.case.draft_map)
         line = caught.value.one_line()
         assert caught.value.exit_code == 2
         assert "refuses this configuration" in line and outcome.executed.reason[:40] in line, (outcome.case.id, line)
@@ -69,7 +70,7 @@ def test_the_vllm_check_refuses_every_late_failure_with_its_origin(outcomes):
 def test_the_vllm_check_accepts_what_vllm_accepts(outcomes):
     accepted = [o for o in outcomes if o.refusal is None and o.executed.ok][:40]
     for outcome in accepted:
-        check_plan(outcome.plan, outcome.case.env, outcome.case.draft_map)
+        check_plan(outcome.plan, secret_values(outcome.case.env), outcome.case.draft_map)
 
 
 def test_every_false_refusal_is_a_deliberate_difference(outcomes):

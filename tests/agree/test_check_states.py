@@ -12,12 +12,12 @@ from importlib import metadata
 
 import pytest
 
-from nim_specdec.config.plan_model import check_view
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.facts import base_facts, vllm_flavor
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.facts import vllm_flavor
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_boot import check_context
 from nim_specdec.launch.vllm_check import check_plan, judge
+from nim_specdec.launch.vllm_check_args import check_request
 
 DRAFT_TOO_LONG = {"method": "draft_model", "num_speculative_tokens": 2, "max_model_len": 100000}
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
@@ -37,12 +37,12 @@ def _env(agree_models, tmp_path) -> dict[str, str]:
 def test_a_refusal_names_the_installed_vllm_version(agree_models, tmp_path):
     env = _env(agree_models, tmp_path)
     spec = {**DRAFT_TOO_LONG, "model": str(agree_models["draft-other"])}
-    _, plan = resolve(env, ["--speculative-config", json.dumps(spec)], base_facts(env))
+    settings, plan = plan_for(env, ["--speculative-config", json.dumps(spec)])
     version = metadata.version(vllm_flavor())
-    view = check_view(plan)
-    assert json.loads(check_context(view))["vllm_version"] == version  # what vllm_boot's check is given
+    request = check_request(plan)
+    assert json.loads(check_context(request, "INFO", False))["vllm_version"] == version  # what vllm_boot is given
     with pytest.raises(ConfigError) as caught:
-        check_plan(view, env, {})
+        check_plan(request, settings.host.secrets, {})
     assert f"vLLM {version} refuses this configuration" in caught.value.one_line()
 
 
@@ -90,13 +90,14 @@ from vllm.platforms.interface import UnspecifiedPlatform
 vllm.platforms.current_platform = UnspecifiedPlatform()
 from nim_specdec.launch.vllm_boot import _check
 from nim_specdec.launch.vllm_check import judge
+from nim_specdec.launch.vllm_check_args import CheckRequest
 from nim_specdec.cli.main import main
 
 target, spec = sys.argv[1], sys.argv[2]
 verdict = judge(["--model", target, "--speculative-config", spec])
 print(json.dumps({"judge": [verdict.ok, verdict.stage]}), file=sys.stderr)
 boot = []
-_check({"vllm_version": "x"}, ["vllm", "serve", target, "--speculative-config", spec], {}, boot.append)
+_check(CheckRequest(("vllm", "serve", target, "--speculative-config", spec), vllm_version="x"), [], boot.append)
 print(json.dumps({"boot": boot}), file=sys.stderr)
 sys.exit(main(["plan", "--check-vllm", "--speculative-config", spec]))
 """

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from servers.harness import SRC
+from servers.harness import SRC, context_for
 
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers import cache
@@ -77,7 +77,7 @@ def volume(tmp_path: Path) -> Path:
 
 
 def ctx(volume: Path, offline: bool = False, logs: list | None = None) -> FetchContext:
-    return FetchContext(env={}, cache_dir=volume, offline=offline, log=(logs if logs is not None else []).append)
+    return context_for({}, volume, offline=offline, log=(logs if logs is not None else []).append)
 
 
 def get(volume: Path, store: DirectoryBackend, **kw) -> Path:

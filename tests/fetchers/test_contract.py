@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from servers.fault_proxy import Fault
 from servers.fixtures import cache, server, source, store  # noqa: F401 - pytest fixtures
-from servers.harness import WEIGHTS, cli_env, start_cli, tree_bytes
+from servers.harness import WEIGHTS, cli_env, context_for, start_cli, tree_bytes
 
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
@@ -27,7 +27,7 @@ from nim_specdec.config.sources import parse_source
 
 def context(server, cache: Path, logs: list | None = None, **extra) -> FetchContext:
     sink = logs if logs is not None else []
-    return FetchContext(env={**server.env(), **extra}, cache_dir=cache, log=sink.append)
+    return context_for({**server.env(), **extra}, cache, log=sink.append)
 
 
 def fetch(server, cache: Path, uri: str, **extra) -> Path:
@@ -69,7 +69,7 @@ def test_download_then_cache_hit_without_network(server, source, cache, monkeypa
     assert fetcher.cached(ref, ctx) == path
     if ref.scheme != "hf":
         assert fetcher.fetch(ref, ctx) == path
-    assert get_fetcher(ref.scheme).fetch(ref, FetchContext(env={}, cache_dir=cache, offline=True)) == path
+    assert get_fetcher(ref.scheme).fetch(ref, context_for({}, cache, offline=True)) == path
     assert len(server.proxy.state.records) == requests_before
 
 
@@ -94,7 +94,7 @@ def test_entry_without_marker_is_never_used(server, source, cache):
 def test_offline_without_entry_names_uri_and_fix(server, source, cache):
     ref = parse_source(source.uri, "X")
     with pytest.raises(MaterializeError) as err:
-        get_fetcher(ref.scheme).fetch(ref, FetchContext(env=server.env(), cache_dir=cache, offline=True))
+        get_fetcher(ref.scheme).fetch(ref, context_for(server.env(), cache, offline=True))
     assert err.value.exit_code == EXIT_MATERIALIZE
     assert ref.location in str(err.value) and "nim-specdec download" in str(err.value)
     assert server.proxy.state.records == []

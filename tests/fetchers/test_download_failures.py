@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from servers.harness import context_for
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers import cache
-from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.error_map import disk_full
 from nim_specdec.fetchers.materialize import Job, RemoteFile, materialize
 from nim_specdec.config.sources import parse_source
@@ -62,7 +62,7 @@ def _wrapped() -> BaseException:
 def test_a_full_disk_is_not_retried_and_is_reported_as_a_full_disk(tmp_path, error):
     backend = FillingBackend(error)
     env = {"NIM_DOWNLOAD_RETRIES": "3"}
-    ctx = FetchContext(env=env, cache_dir=tmp_path, offline=False, log=lambda _m: None)
+    ctx = context_for(env, tmp_path, offline=False, log=lambda _m: None)
     with pytest.raises(MaterializeError) as err:
         materialize(parse_source(URI, "NIM_DRAFT_MODEL_PATH"), ctx, backend)
     assert backend.attempts == 1 and err.value.exit_code == 3

@@ -8,19 +8,16 @@ from pathlib import Path
 import pytest
 from servers.fault_proxy import Fault
 from servers.fixtures import cache, server, source, store  # noqa: F401 - pytest fixtures
-from servers.harness import WEIGHTS, tree_bytes
+from servers.harness import WEIGHTS, context_for, tree_bytes
 
 import nim_specdec.fetchers.verify as verify
 from nim_specdec.config.sources import parse_source
-from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 
 
 def _fetch(server, cache, uri: str, **extra) -> Path:
     ref = parse_source(uri, "NIM_DRAFT_MODEL_PATH")
-    return get_fetcher(ref.scheme).fetch(
-        ref, FetchContext(env={**server.env(), **extra}, cache_dir=cache, log=lambda _m: None)
-    )
+    return get_fetcher(ref.scheme).fetch(ref, context_for({**server.env(), **extra}, cache, log=lambda _m: None))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servers.harness import model_files, tree_bytes
+from servers.harness import context_for, model_files, tree_bytes
 from servers.hf_store import HFStore
 
 from nim_specdec.config.sources import parse_source
@@ -38,7 +38,7 @@ def published(hub):
 
 
 def context(hub, cache: Path, logs: list | None = None, offline: bool = False) -> FetchContext:
-    return FetchContext(env=hub.env(), cache_dir=cache, offline=offline, log=(logs if logs is not None else []).append)
+    return context_for(hub.env(), cache, offline=offline, log=(logs if logs is not None else []).append)
 
 
 def api_requests(hub) -> list[str]:

@@ -9,12 +9,11 @@ import sys
 import uuid
 
 import pytest
-from servers.harness import model_files, tree_bytes
+from servers.harness import context_for, model_files, tree_bytes
 from servers.s3_store import S3Store
 
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers import digests
-from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.sources import parse_source
 
@@ -42,7 +41,7 @@ def test_default_path_is_s5cmd_and_hashes_each_file(s3, tmp_path):
     logs: list[str] = []
     path = get_fetcher("s3").fetch(
         parse_source(uri, "X"),
-        FetchContext(env={**s3.env(), "PATH": "/nonexistent"}, cache_dir=tmp_path, log=logs.append),
+        context_for({**s3.env(), "PATH": "/nonexistent"}, tmp_path, log=logs.append),
     )
     assert tree_bytes(path) == files
     gets = s3.proxy.requests("GET", "model.safetensors")
@@ -56,7 +55,7 @@ def test_one_byte_flipped_in_the_store_is_refused(s3, tmp_path, client):
     s3.flip_byte(uri, "model.safetensors", offset=len(files["model.safetensors"]) // 2)
     env = {**s3.env(), "NIM_S5CMD": client, "NIM_DOWNLOAD_RETRIES": "0"}
     with pytest.raises(MaterializeError) as err:
-        get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path))
+        get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
     # Refused by our check against the CRC32 the store keeps (boto3's uploads add one); botocore's own
     # check of the GET is off, so this message can only come from ours.
     assert err.value.exit_code == EXIT_MATERIALIZE and "checksum differs from the store's" in str(err.value)
@@ -68,7 +67,7 @@ def test_nim_s5cmd_0_uses_boto3(s3, tmp_path):
     files = model_files(1024)
     uri = s3.publish(f"b3{uuid.uuid4().hex[:8]}", files)
     env = {**s3.env(), "NIM_S5CMD": "0"}
-    path = get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path))
+    path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
     assert tree_bytes(path) == files
     gets = s3.proxy.requests("GET", "model.safetensors")
     assert gets and not s5cmd_requests(s3, "model.safetensors")
@@ -77,7 +76,7 @@ def test_nim_s5cmd_0_uses_boto3(s3, tmp_path):
 def test_names_s5cmd_cannot_carry_go_through_boto3(s3, tmp_path):
     files = {"config.json": b"{}", 'odd"name$.bin': b"payload"}
     uri = s3.publish(f"odd{uuid.uuid4().hex[:8]}", files)
-    path = get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=s3.env(), cache_dir=tmp_path))
+    path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(s3.env(), tmp_path))
     assert tree_bytes(path) == files
     assert not s5cmd_requests(s3, "config.json")
 
@@ -85,7 +84,7 @@ def test_names_s5cmd_cannot_carry_go_through_boto3(s3, tmp_path):
 def test_wildcard_characters_in_a_name_are_literal(s3, tmp_path):
     files = {"config.json": b"{}", "shard-*.bin": b"one", "shard-1.bin": b"two"}
     uri = s3.publish(f"glob{uuid.uuid4().hex[:8]}", files)
-    path = get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=s3.env(), cache_dir=tmp_path))
+    path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(s3.env(), tmp_path))
     assert tree_bytes(path) == files
     assert s5cmd_requests(s3, "config.json")
 
@@ -95,7 +94,7 @@ def test_nim_s5cmd_1_without_the_binary_names_the_fix(s3, tmp_path, monkeypatch)
     uri = s3.publish(f"req{uuid.uuid4().hex[:8]}", model_files(1024))
     env = {**s3.env(), "NIM_S5CMD": "1", "PATH": str(tmp_path)}
     with pytest.raises(MaterializeError) as err:
-        get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path / "c"))
+        get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path / "c"))
     assert "NIM_S5CMD" in str(err.value) and "nim-specdec[s3]" in str(err.value)
 
 
@@ -103,7 +102,7 @@ def test_anonymous_requests_are_unsigned(s3, tmp_path):
     files = model_files(1024)
     uri = s3.publish(f"anon{uuid.uuid4().hex[:8]}", files, public=True)
     env = {"AWS_ENDPOINT_URL_S3": s3.proxy.url, "NIM_S3_ANONYMOUS": "1"}
-    path = get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path))
+    path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
     assert tree_bytes(path) == files
     assert s3.proxy.requests("GET", "model.safetensors")
     assert not any(r.signed for r in s3.proxy.state.records)
@@ -116,7 +115,7 @@ def fetch(s3, uri, tmp_path, client):
     # 1 MiB parts: ranged GETs carry no whole-object checksum, so boto3's own check of a plain GET
     # cannot be what refuses the bytes; ours must.
     env = {**s3.env(), "NIM_S5CMD": client, "NIM_DOWNLOAD_RETRIES": "0", "NIM_DOWNLOAD_CHUNK_MB": "1"}
-    return get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path))
+    return get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
 
 
 def crc_heads(s3) -> list:
@@ -171,7 +170,7 @@ def test_without_a_crc_the_md5_etag_is_checked(s3, tmp_path, client, checksum):
 def test_size_only_verification_asks_for_no_crc(s3, tmp_path):
     uri = s3.publish(f"sz{uuid.uuid4().hex[:8]}", {"model.safetensors": os.urandom(1024)})
     env = {**s3.env(), "NIM_DOWNLOAD_VERIFY": "size"}
-    get_fetcher("s3").fetch(parse_source(uri, "X"), FetchContext(env=env, cache_dir=tmp_path))
+    get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
     assert not crc_heads(s3)
 
 

@@ -48,11 +48,11 @@ def test_key_separates_builds_models_and_configurations(changes, same):
 
 
 def test_plan_points_every_cache_under_the_key_and_leaves_the_users_own():
-    entry = compile_cache_plan("/opt/nim/.cache/", "k1", {})
-    assert entry["dir"] == "/opt/nim/.cache/compile/k1"
-    assert entry["env"] == {name: f"/opt/nim/.cache/compile/k1/{sub}" for name, sub in CACHE_DIRS.items()}
-    mine = compile_cache_plan("/c", "k1", {"TRITON_CACHE_DIR": "/mine"})
-    assert "TRITON_CACHE_DIR" not in mine["env"] and mine["user_set"] == ["TRITON_CACHE_DIR"]
+    entry = compile_cache_plan("/opt/nim/.cache/", "k1", ())
+    assert entry.dir == "/opt/nim/.cache/compile/k1"
+    assert entry.env == {name: f"/opt/nim/.cache/compile/k1/{sub}" for name, sub in CACHE_DIRS.items()}
+    mine = compile_cache_plan("/c", "k1", ("TRITON_CACHE_DIR",))
+    assert "TRITON_CACHE_DIR" not in mine.env and mine.user_set == ["TRITON_CACHE_DIR"]
 
 
 @pytest.fixture
@@ -67,22 +67,18 @@ def collect(scratch: str | None = None):
 
 
 def test_first_server_is_the_writer_and_holds_the_lock_through_exec(tmp_path):
-    entry = compile_cache_plan(str(tmp_path), "k", {})
+    entry = compile_cache_plan(str(tmp_path), "k", ())
     warnings, infos, log = collect()
     env = claim(entry, **log)
-    assert env == entry["env"] and not warnings
+    assert env == entry.env and not warnings
     # A process started now (as exec would) still holds the lock: the next claim cannot take it.
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], close_fds=False)
     try:
-        fd = os.open(Path(entry["dir"]) / LOCK, os.O_RDWR)
+        fd = os.open(Path(entry.dir) / LOCK, os.O_RDWR)
         closed = [f for f in os.listdir("/proc/self/fd")]
         for name in closed:  # drop this process's copies: only the child keeps the lock now
             number = int(name)
-            if (
-                number > 2
-                and number != fd
-                and os.path.realpath(f"/proc/self/fd/{name}") == str(Path(entry["dir"]) / LOCK)
-            ):
+            if number > 2 and number != fd and os.path.realpath(f"/proc/self/fd/{name}") == str(Path(entry.dir) / LOCK):
                 os.close(number)
         with pytest.raises(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -94,8 +90,8 @@ def test_first_server_is_the_writer_and_holds_the_lock_through_exec(tmp_path):
 
 
 def test_second_server_starts_from_a_copy_and_never_writes_the_shared_one(tmp_path, scratch):
-    entry = compile_cache_plan(str(tmp_path), "k", {})
-    root = Path(entry["dir"])
+    entry = compile_cache_plan(str(tmp_path), "k", ())
+    root = Path(entry.dir)
     artefact = root / "vllm" / "torch_compile_cache" / "abc" / "rank_0_0" / "backbone"
     artefact.mkdir(parents=True)
     (artefact / "vllm_compile_cache.py").write_text("{(1, 0, 'inductor'): ('h', 'p')}")
@@ -117,7 +113,7 @@ def test_second_server_starts_from_a_copy_and_never_writes_the_shared_one(tmp_pa
     assert (copied / "model").read_bytes() == b"compiled" and not (copied / "half.tmp").exists()
     assert not (local / "torch_compile_cache" / "def" / "rank_0_0" / "backbone").exists()
     assert (torn / "vllm_compile_cache.py").exists(), "the shared cache is never modified by a reader"
-    assert set(env) == set(entry["env"])
+    assert set(env) == set(entry.env)
 
 
 def make_read_only(path: str, on: bool) -> None:
@@ -129,15 +125,15 @@ def make_read_only(path: str, on: bool) -> None:
 
 
 def test_read_only_volume_falls_back_to_a_local_copy_with_a_warning(tmp_path, scratch):
-    entry = compile_cache_plan(str(tmp_path), "k", {})
-    (Path(entry["dir"]) / "vllm").mkdir(parents=True)
-    (Path(entry["dir"]) / "vllm" / "warm").write_text("artefact")
-    make_read_only(entry["dir"], True)
+    entry = compile_cache_plan(str(tmp_path), "k", ())
+    (Path(entry.dir) / "vllm").mkdir(parents=True)
+    (Path(entry.dir) / "vllm" / "warm").write_text("artefact")
+    make_read_only(entry.dir, True)
     try:
         warnings, infos, log = collect(scratch)
         env = claim(entry, **log)
     finally:
-        make_read_only(entry["dir"], False)
+        make_read_only(entry.dir, False)
     assert len(warnings) == 1 and "not writable" in warnings[0] and "NIM_CACHE_PATH" in warnings[0]
     assert (Path(env["VLLM_CACHE_ROOT"]) / "warm").read_text() == "artefact"
 
@@ -153,8 +149,8 @@ def test_drop_torn_keeps_what_parses(tmp_path):
 
 @pytest.mark.parametrize("kind", ["world-writable", "link"])
 def test_a_compile_dir_others_may_write_is_not_used(tmp_path, scratch, kind):
-    entry = compile_cache_plan(str(tmp_path), "k", {})
-    base = Path(entry["dir"]).parent
+    entry = compile_cache_plan(str(tmp_path), "k", ())
+    base = Path(entry.dir).parent
     if kind == "link":
         elsewhere = tmp_path / "elsewhere"
         (elsewhere / "k" / "vllm").mkdir(parents=True)

@@ -49,12 +49,12 @@ def test_old_keys_go_recent_ones_stay_and_a_dry_run_removes_nothing(tmp_path):
 
 
 def test_a_key_whose_lock_a_server_holds_is_never_removed(tmp_path):
-    entry = compile_cache_plan(str(tmp_path), "live", {})
+    entry = compile_cache_plan(str(tmp_path), "live", ())
     claim(entry, warn=lambda _: None, info=lambda _: None)  # this process is now the writer, as a server is
     then = time.time() - 30 * DAY
-    os.utime(Path(entry["dir"]) / LOCK, (then, then))
+    os.utime(Path(entry.dir) / LOCK, (then, then))
     assert actions(prune(tmp_path / "compile", 0.0, time.time())) == {"live": "kept: in use"}
-    assert Path(entry["dir"], "vllm").is_dir()
+    assert Path(entry.dir, "vllm").is_dir()
 
 
 def test_a_start_marks_the_key_as_used(tmp_path):
@@ -66,7 +66,7 @@ def test_a_start_marks_the_key_as_used(tmp_path):
             (
                 "import sys; from nim_specdec.config.compile_cache import compile_cache_plan;"
                 "from nim_specdec.launch.compile_cache_claim import claim;"
-                f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', {{}}), warn=print, info=print)"
+                f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', ()), warn=print, info=print)"
             ),
         ],
         timeout=60,

@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
+from nim_specdec.config.plan_sections import NOT_CHECKED, VllmCheckResult
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, MODULE, boot_argv, check_context, server_entry
+from nim_specdec.launch.vllm_check_args import CheckRequest, ModelFiles
 from nim_specdec.launch.vllm_gate import DEFERRED, run_check, settled
 
 SERVER = "vllm.entrypoints.openai.api_server"
@@ -43,40 +45,44 @@ def test_boot_argv_keeps_vllms_command_whole():
 
 
 def test_check_context_names_sources_never_values():
-    view = {
-        "speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}, "config": {"model": "secret-ish"}},
-        "engine_origin": {"api_key": "cli"},
-        "engine": {"vllm_version": "0.33.0", "device": {"name": "NVIDIA H200"}},
-        "_argv_exec": ["vllm", "--api-key", "s3cr3t"],
-    }
-    context = json.loads(check_context(view))
+    request = CheckRequest(
+        argv=("vllm", "--api-key", "s3cr3t"),
+        target=ModelFiles("/ws/target", "/cache/t", "hf://org/secret-ish"),
+        spec_origin={"num_speculative_tokens": "NIM_SPECDEC_ARGS"},
+        engine_origin={"api_key": "cli"},
+        vllm_version="0.33.0",
+    )
+    context = json.loads(check_context(request, "DEBUG", True))
     assert context == {
-        "speculative": {"origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"}},
+        "spec_origin": {"num_speculative_tokens": "NIM_SPECDEC_ARGS"},
         "engine_origin": {"api_key": "cli"},
         "vllm_version": "0.33.0",
+        "log_level": "DEBUG",
+        "jsonl_logging": True,
     }
-    assert "s3cr3t" not in check_context(view)
+    assert "s3cr3t" not in check_context(request, "INFO", False)
 
 
-def defer_check(plan):
-    return run_check(plan, {}, warn=lambda _line: None, defer=True)
+def defer_check(request):
+    return run_check(request, [], warn=lambda _line: None, defer=True)
 
 
 def test_defer_check_waits_for_files_that_are_not_here(tmp_path):
-    here = {"_argv_exec": ["python", "-m", SERVER], "target": {"model": str(tmp_path)}}
+    here = CheckRequest(("python", "-m", SERVER), target=ModelFiles(str(tmp_path)))
     assert defer_check(here) == DEFERRED and settled(defer_check(here))
-    away = {"_argv_exec": ["python", "-m", SERVER], "target": {"model": str(tmp_path / "not-yet")}}
+    away = CheckRequest(("python", "-m", SERVER), target=ModelFiles(str(tmp_path / "not-yet")))
     outcome = defer_check(away)
-    assert outcome["ran"] is False and "not on this machine yet" in outcome["skipped"] and not settled(outcome)
+    assert outcome.ran is False and "not on this machine yet" in outcome.skipped and not settled(outcome)
 
 
 @pytest.mark.parametrize(
     "check, expected",
     [
         (None, False),
-        ({"ran": False, "skipped": "why"}, False),
-        ({"ran": True}, True),
+        (VllmCheckResult(ran=False, skipped="why"), False),
+        (VllmCheckResult(ran=True), True),
         (DEFERRED, True),
+        (VllmCheckResult(ran=False, skipped="no device", status=NOT_CHECKED), True),
     ],
 )
 def test_settled(check, expected):

@@ -65,10 +65,10 @@ def test_image_cuda_falls_back_to_cuda_version_without_a_cuda_torch() -> None:
     import torch
 
     if torch.version.cuda:  # a CUDA torch is what is read first
-        assert image_cuda({"CUDA_VERSION": "1.0"}) == parse_cuda(torch.version.cuda)
+        assert image_cuda("1.0") == parse_cuda(torch.version.cuda)
     else:  # this machine's CPU torch states none: NVIDIA's images' CUDA_VERSION is the fallback
-        assert image_cuda({"CUDA_VERSION": "13.0.1"}) == (13, 0)
-        assert image_cuda({}) is None
+        assert image_cuda("13.0.1") == (13, 0)
+        assert image_cuda(None) is None
 
 
 def test_nvml_absent_reads_no_driver_and_serve_gives_no_warning() -> None:
@@ -77,7 +77,7 @@ def test_nvml_absent_reads_no_driver_and_serve_gives_no_warning() -> None:
     code = (
         "import sys; sys.modules['pynvml'] = None\n"
         "from nim_specdec.preflight.driver import check_driver, read_driver_cuda\n"
-        "print(read_driver_cuda(), check_driver({'CUDA_VERSION': '13.0'}))\n"
+        "print(read_driver_cuda(), check_driver('13.0'))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -40,15 +40,15 @@ def test_nvml_reading_without_a_driver_is_no_gpu():
         pytest.skip("a GPU driver is present; test_nvml_reads_a_real_gpu covers it")
     import pynvml  # noqa: F401 - nvidia-ml-py is installed: the absent driver is what is tested
 
-    assert NvmlProbe({}).read() is None
+    assert NvmlProbe().read() is None
 
 
 @pytest.mark.gpu
 def test_nvml_reads_a_real_gpu():
     if not shutil.which("nvidia-smi"):
         pytest.skip("no GPU is visible")
-    readings = NvmlProbe({}).read()
+    readings = NvmlProbe().read()
     assert readings, "NVML returned no GPU although nvidia-smi exists"
     total, used, name = readings[0]
     assert total > used >= 0 and total > 1024**3 and name
-    assert NvmlProbe({"CUDA_VISIBLE_DEVICES": ""}).read() is None
+    assert NvmlProbe("").read() is None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 from preflight_data import eagle3_tensors, load_config, model_dir  # noqa: F401 - model_dir is a fixture
 
+from nim_specdec.config.preflight_modes import parse_preflight_modes
 from nim_specdec.errors import ConfigError, MaterializeError
-from nim_specdec.preflight import StaticProbe, run_preflight
+from nim_specdec.preflight import PreflightInputs, StaticProbe, run_preflight
 
 L8B = "meta-llama--Llama-3.1-8B-Instruct"
 L70B = "meta-llama--Llama-3.3-70B-Instruct"
@@ -26,26 +28,20 @@ TARGET_TENSORS.update(
 
 
 def _plan(method, target_dir, draft_dir=None, config=None, engine=None):
-    draft = (
-        None
-        if draft_dir is None
-        else {
-            "name": "eagle3_draft",
-            "source": "hf://org/draft",
-            "path": "/ws/eagle3_draft",
-            "local_dir": str(draft_dir) if draft_dir else None,
-        }
+    return PreflightInputs(
+        enabled=True,
+        method=method,
+        spec_config={"method": method, "num_speculative_tokens": 3, **(config or {})},
+        target_dir=str(target_dir) if target_dir else None,
+        draft_dir=str(draft_dir) if draft_dir else None,
+        draft_where="draft hf://org/draft" if draft_dir is not None else "draft None",
+        engine_args=engine if engine is not None else {"max_model_len": 8192},
     )
-    return {
-        "speculative": {
-            "enabled": True,
-            "method": method,
-            "config": {"method": method, "num_speculative_tokens": 3, **(config or {})},
-        },
-        "target": {"local_dir": str(target_dir) if target_dir else None},
-        "draft": draft,
-        "engine_args": engine if engine is not None else {"max_model_len": 8192},
-    }
+
+
+def _run(inputs, env, gpu=NO_GPU, **kw):
+    """The section as the plan prints it (JSON), with the modes NIM_SPECDEC_PREFLIGHT in `env` sets."""
+    return json.loads(json.dumps(asdict(run_preflight(inputs, parse_preflight_modes(env), gpu, **kw))))
 
 
 @pytest.fixture
@@ -57,7 +53,7 @@ def llama(model_dir):
 
 def test_a_compatible_plan_reports_every_check_and_its_figures(llama):
     target, draft = llama
-    section = run_preflight(_plan("eagle3", target, draft), {}, StaticProbe([H100]))
+    section = _run(_plan("eagle3", target, draft), {}, StaticProbe([H100]))
     assert section["mode"] == {"compatibility": "error", "memory": "warn"}
     assert {c["name"]: c["result"] for c in section["checks"]} == {
         "compatibility.method": "pass",
@@ -68,14 +64,13 @@ def test_a_compatible_plan_reports_every_check_and_its_figures(llama):
     }
     memory = section["checks"][-1]["figures"]
     assert memory["draft_weight_bytes"] == 849763584 and memory["gpu_name"] == "NVIDIA H100 80GB HBM3"
-    json.dumps(section)  # the plan is printed as JSON
 
 
 def test_an_incompatible_draft_stops_with_one_line_naming_the_remedy(model_dir):
     target = model_dir("target", load_config(L70B))
     draft = model_dir("draft", load_config(EAGLE3_8B), eagle3_tensors(4096, 128256, 32000))
     with pytest.raises(ConfigError) as err:
-        run_preflight(_plan("eagle3", target, draft), {}, NO_GPU)
+        _run(_plan("eagle3", target, draft), {}, NO_GPU)
     assert err.value.exit_code == 2
     assert err.value.one_line() == (
         "draft hf://org/draft: the draft expects a target hidden size of 4096 (hidden_size) but the target's is 8192; "
@@ -87,9 +82,7 @@ def test_warn_mode_reports_the_failure_and_goes_on(model_dir):
     target = model_dir("target", load_config(L70B))
     draft = model_dir("draft", load_config(EAGLE3_8B), eagle3_tensors(4096, 128256, 32000))
     lines = []
-    section = run_preflight(
-        _plan("eagle3", target, draft), {"NIM_SPECDEC_PREFLIGHT": "warn"}, NO_GPU, warn=lines.append
-    )
+    section = _run(_plan("eagle3", target, draft), {"NIM_SPECDEC_PREFLIGHT": "warn"}, NO_GPU, warn=lines.append)
     assert section["mode"] == {"compatibility": "warn", "memory": "warn"}
     assert lines == [
         "nim-specdec: warning: pre-flight compatibility.hidden_size: draft hf://org/draft: the draft expects a target "
@@ -102,10 +95,10 @@ def test_memory_defaults_to_warn_and_error_mode_stops(llama):
     target, draft = llama
     plan = _plan("eagle3", target, draft, engine={})  # vLLM's defaults: the full 131072-token context
     lines = []
-    section = run_preflight(plan, {}, StaticProbe([L4]), warn=lines.append)
+    section = _run(plan, {}, StaticProbe([L4]), warn=lines.append)
     assert section["checks"][-1]["result"] == "fail" and len(lines) == 1
     with pytest.raises(ConfigError) as err:
-        run_preflight(plan, {"NIM_SPECDEC_PREFLIGHT": "error"}, StaticProbe([L4]))
+        _run(plan, {"NIM_SPECDEC_PREFLIGHT": "error"}, StaticProbe([L4]))
     assert err.value.one_line() == (
         "GPU memory: the plan needs 30.6 GiB per GPU but NVIDIA L4 offers 20.7 GiB (22.5 GiB x gpu_memory_utilization "
         "0.92): target weights 12.5 GiB, draft weights 0.8 GiB, activations to verify 3 tokens 0.8 GiB, KV cache of one "  # noqa: E501
@@ -117,13 +110,13 @@ def test_memory_defaults_to_warn_and_error_mode_stops(llama):
 
 def test_off_runs_nothing(llama):
     target, draft = llama
-    section = run_preflight(_plan("eagle", target, draft), {"NIM_SPECDEC_PREFLIGHT": "off"}, StaticProbe([H100]))
+    section = _run(_plan("eagle", target, draft), {"NIM_SPECDEC_PREFLIGHT": "off"}, StaticProbe([H100]))
     assert section == {"mode": {"compatibility": "off", "memory": "off"}, "checks": []}
 
 
 def test_an_unknown_mode_is_a_config_error():
     with pytest.raises(ConfigError) as err:
-        run_preflight({"speculative": {"enabled": True}}, {"NIM_SPECDEC_PREFLIGHT": "strict"})
+        parse_preflight_modes({"NIM_SPECDEC_PREFLIGHT": "strict"})
     assert err.value.one_line() == (
         "NIM_SPECDEC_PREFLIGHT: 'strict' is not one of error, warn, off; set NIM_SPECDEC_PREFLIGHT to error, warn or "
         "off, or leave it unset for error on compatibility and warn on memory"
@@ -131,7 +124,7 @@ def test_an_unknown_mode_is_a_config_error():
 
 
 def test_remote_target_and_draft_not_yet_downloaded_are_skipped():
-    section = run_preflight(_plan("eagle3", None, ""), {}, NO_GPU)
+    section = _run(_plan("eagle3", None, ""), {}, NO_GPU)
     assert [(c["name"], c["result"], c["message"]) for c in section["checks"]] == [
         ("compatibility.draft", "skipped", "the draft's config.json is not available locally"),
         ("memory.headroom", "skipped", "no GPU is visible (nvidia-ml-py or the NVIDIA driver is absent)"),
@@ -139,7 +132,7 @@ def test_remote_target_and_draft_not_yet_downloaded_are_skipped():
 
 
 def test_speculation_off_checks_nothing():
-    section = run_preflight({"speculative": {"enabled": False, "method": None}}, {})
+    section = _run(PreflightInputs(enabled=False), {})
     assert section["checks"] == [
         {
             "name": "compatibility.speculative",
@@ -155,7 +148,7 @@ def test_a_corrupt_draft_header_stops_the_launch(model_dir):
     draft = model_dir("draft", load_config(EAGLE3_8B))
     (draft / "model.safetensors").write_bytes(b"\xff" * 16)
     with pytest.raises(MaterializeError) as err:  # a file from the store: exit 3, whatever the pre-flight mode
-        run_preflight(_plan("eagle3", target, draft), {}, NO_GPU)
+        _run(_plan("eagle3", target, draft), {}, NO_GPU)
     assert err.value.one_line() == (
         f"draft model: {draft / 'model.safetensors'}: declares a 18446744073709551615-byte header, not a safetensors "
         "file; remove the model's directory from the cache and start again to download it anew"
@@ -164,7 +157,7 @@ def test_a_corrupt_draft_header_stops_the_launch(model_dir):
 
 def test_mtp_plan_reads_the_heads_from_the_target(model_dir):
     target = model_dir("target", load_config("deepseek-ai--DeepSeek-V3"))
-    section = run_preflight(_plan("mtp", target, config={"num_speculative_tokens": 1}), {}, NO_GPU)
+    section = _run(_plan("mtp", target, config={"num_speculative_tokens": 1}), {}, NO_GPU)
     checks = {c["name"]: c for c in section["checks"]}
     assert checks["compatibility.mtp_heads"]["figures"] == {"key": "num_nextn_predict_layers", "n_predict": 1}
     assert checks["memory.headroom"]["figures"]["kv_cache_bytes_per_token_draft"] == 576 * 2
@@ -187,7 +180,7 @@ def test_the_published_eagle1_draft_in_torch_format_run_as_eagle3(model_dir):
         draft / "pytorch_model.bin",
     )
     with pytest.raises(ConfigError) as err:
-        run_preflight(_plan("eagle3", target, draft), {}, NO_GPU)
+        _run(_plan("eagle3", target, draft), {}, NO_GPU)
     assert err.value.one_line() == (
         "speculative_config: method 'eagle3' does not fit the draft: it is an EAGLE-1 checkpoint (fc.weight "
         '[4096, 8192] takes 2 x hidden size); set "method": "eagle" in the speculative config (NIM_SPECDEC_ARGS or '

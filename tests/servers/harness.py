@@ -55,3 +55,12 @@ def start_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def context_for(env, cache_dir, **kwargs):
+    """A FetchContext as the launcher builds one from an environment: the download settings that `env`'s
+    NIM_DOWNLOAD_* variables give, with the backends reading their credentials from `env`."""
+    from nim_specdec.config.download_settings import download_settings
+    from nim_specdec.fetchers.base import FetchContext
+
+    return FetchContext(env=env, cache_dir=cache_dir, download=download_settings(env), **kwargs)

@@ -17,13 +17,13 @@ from nim_specdec.config.builtin import entry_from_json
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError, MaterializeError
 from nim_specdec.launch.facts import importable, require_method_package
 from nim_specdec.config.plan_model import plan_json
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import plan_for
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def plan_of(env, args, facts_) -> dict:
-    return plan_json(resolve(env, args, facts_)[1])
+    return plan_json(plan_for(env, args, facts_)[1])
 
 
 def _env(models, extra=None):
@@ -61,7 +61,7 @@ def test_suffix_key_ranges(models, key, value, ok, fragment):
         assert _spec_arg(plan)[key] == value
         return
     with pytest.raises(LauncherError) as info:
-        resolve(_env(models), args, facts())
+        plan_for(_env(models), args, facts())
     assert info.value.exit_code == EXIT_CONFIG
     assert info.value.where == "--speculative-config"
     assert fragment in info.value.one_line()

@@ -9,13 +9,14 @@ import json
 import os
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
 from nim_specdec.errors import ConfigError, printable
 from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
-from nim_specdec.fetchers.context import cache_dir
+from nim_specdec.config.settings import parse_settings
 from nim_specdec.fetchers.progress import human_bytes
 from nim_specdec.fetchers.prune_commits import prune_commits
-from nim_specdec.common.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +70,7 @@ def run_prune(args: argparse.Namespace) -> int:
     from nim_specdec.launch.compile_cache_prune import prune  # noqa: PLC0415
 
     days = _days(args.older_than)
-    root, now = cache_dir(os.environ), time.time()
+    root, now = Path(parse_settings(os.environ).cache_path), time.time()
     base = root / "compile"
     states = [("compile", s) for s in prune(base, days * 86400.0, now, dry_run=args.dry_run)]
     # The same rule for the hf:// commits a branch has left: unused for that many days, they go.
@@ -93,8 +94,8 @@ def run_prune(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
-    root = cache_dir(os.environ)
-    secrets = secret_values(os.environ)
+    settings = parse_settings(os.environ)
+    root, secrets = Path(settings.cache_path), list(settings.host.secrets)
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
     entries = [
         replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))

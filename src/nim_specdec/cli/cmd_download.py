@@ -9,7 +9,8 @@ import argparse
 import os
 import signal
 
-from nim_specdec.fetchers.context import context_from_env
+from nim_specdec.config.settings import Settings, parse_settings
+from nim_specdec.fetchers.context import fetch_context, stderr_logger
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.sources import parse_source
 
@@ -24,9 +25,13 @@ def _stop(signum, _frame):
 
 
 def run(args: argparse.Namespace) -> int:
+    return download(args.uris, parse_settings(os.environ))
+
+
+def download(uris: list[str], settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _stop)
-    ctx = context_from_env(os.environ)
-    refs = [parse_source(uri, "download") for uri in args.uris]  # all checked before any download starts
+    ctx = fetch_context(settings, stderr_logger(settings))
+    refs = [parse_source(uri, "download") for uri in uris]  # all checked before any download starts
     for ref in refs:
         print(get_fetcher(ref.scheme).fetch(ref, ctx), flush=True)
     return 0

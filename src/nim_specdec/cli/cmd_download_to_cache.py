@@ -13,6 +13,7 @@ import os
 import sys
 
 from nim_specdec.cli import cmd_download
+from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError
 
@@ -26,11 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def configured_sources(env: dict[str, str]) -> tuple[list[SourceRef], str | None]:
-    """The sources serve would fetch for this environment, and the model vLLM resolves itself (or None)."""
+def configured_sources(settings: Settings) -> tuple[list[SourceRef], str | None]:
+    """The sources serve would fetch for these settings, and the model vLLM resolves itself (or None)."""
     from nim_specdec.launch.resolve import resolve  # noqa: PLC0415 - only without URIs
 
-    _, plan = resolve(env, [])
+    plan = resolve(settings, [])
     refs = [ref for ref in (plan.target.ref, plan.draft.ref if plan.draft else None) if ref is not None]
     return refs, plan.target.source if plan.target.ref is None else None
 
@@ -38,7 +39,8 @@ def configured_sources(env: dict[str, str]) -> tuple[list[SourceRef], str | None
 def run(args: argparse.Namespace) -> int:
     if args.uris:
         return cmd_download.run(args)
-    refs, by_vllm = configured_sources(dict(os.environ))
+    settings = parse_settings(os.environ)
+    refs, by_vllm = configured_sources(settings)
     if by_vllm is not None:
         print(f"nim-specdec: {by_vllm} is a hub id vLLM downloads itself when it starts", file=sys.stderr)
     if not refs:
@@ -47,4 +49,4 @@ def run(args: argparse.Namespace) -> int:
             "no URI was given and the NIM_* variables name nothing to download",
             "give URIs, or set NIM_MODEL_PATH (and NIM_DRAFT_MODEL_PATH) to the sources to fetch",
         )
-    return cmd_download.run(argparse.Namespace(**{**vars(args), "uris": [ref.uri for ref in refs]}))
+    return cmd_download.download([ref.uri for ref in refs], settings)

@@ -11,12 +11,12 @@ import os
 import sys
 from dataclasses import replace
 
-from nim_specdec.config.plan_model import check_view, plan_json
+from nim_specdec.common.logs import setup_logging
+from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import require_method_package
-from nim_specdec.common.logs import setup_logging
-from nim_specdec.preflight import run_preflight
 from nim_specdec.launch.resolve import public, resolve
+from nim_specdec.preflight.shell import with_preflight
 
 SCHEMA_FLAG = "--schema"
 
@@ -31,25 +31,26 @@ def run(args: argparse.Namespace) -> int:
         json.dump(plan_schema(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    env = dict(os.environ)
+    settings = parse_settings(os.environ)
     vllm_args = list(args.vllm_args)
     check = vllm_args[:1] == [CHECK_FLAG]
     if check:
         vllm_args = vllm_args[1:]
-    settings, plan = resolve(env, vllm_args)
+    plan = resolve(settings, vllm_args)
     if plan.speculative.enabled:
         try:
             require_method_package(plan.speculative.method)
         except MaterializeError as err:  # serve would stop here; the plan says so
             plan = replace(plan, warnings=(*plan.warnings, f"serve would stop (exit 3): {err.one_line()}"))
-    log = setup_logging(settings.log_level, settings.jsonl_logging, env)
+    log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
     for warning in plan.warnings:
         log.warning(warning)
-    plan = replace(plan, preflight=run_preflight(plan_json(plan), env, warn=log.warning))
+    plan = with_preflight(plan, settings, log.warning)
     if check:
+        from nim_specdec.launch.vllm_check_args import check_request  # noqa: PLC0415
         from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
 
-        plan = replace(plan, vllm_check=run_check(check_view(plan), env, warn=log.warning))
-    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
+        plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))
+    json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

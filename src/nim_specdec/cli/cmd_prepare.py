@@ -12,13 +12,15 @@ import json
 import os
 import sys
 
-from nim_specdec.cli.cmd_serve import prepare
+from nim_specdec.cli.cmd_serve import launcher_log
+from nim_specdec.config.settings import parse_settings
+from nim_specdec.launch.pipeline import prepare
 from nim_specdec.launch.resolve import public
 
 
 def run(args: argparse.Namespace) -> int:
-    env = dict(os.environ)
-    plan, _ = prepare(args.vllm_args, env)
-    json.dump(public(plan, env), sys.stdout, indent=2, allow_nan=False)
+    settings = parse_settings(os.environ)
+    plan = prepare(settings, args.vllm_args, launcher_log(settings))
+    json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
     return 0

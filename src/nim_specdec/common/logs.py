@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 import time
-from typing import Mapping
+from typing import Sequence
 
 from nim_specdec.errors import printable
 from nim_specdec.common.redact import redact_text, secret_values
@@ -38,12 +38,13 @@ class _JsonFormatter(logging.Formatter):
         )
 
 
-def setup_logging(level: str, jsonl: bool, env: Mapping[str, str]) -> logging.Logger:
+def setup_logging(level: str, jsonl: bool, secrets: Sequence[str]) -> logging.Logger:
+    """`secrets`: the values masked in every line (Settings.host.secrets)."""
     logger = logging.getLogger(LOGGER)
     logger.handlers.clear()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonFormatter() if jsonl else logging.Formatter("%(levelname)s nim-specdec: %(message)s"))
-    handler.addFilter(_Redact(secret_values(env)))
+    handler.addFilter(_Redact(list(secrets)))
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False

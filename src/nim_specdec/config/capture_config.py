@@ -21,9 +21,8 @@ from typing import Mapping
 from nim_specdec.common.linear_regex import PatternError, compile_linear
 from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.env_values import parse_bool
+from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
 from nim_specdec.config.jsonvalue import loads
-from nim_specdec.config.settings import DEFAULT_CACHE_PATH
 
 # The capture file's line formats (their encoders are server/capture/formats.py, which a test keeps in step).
 FORMATS = ("mooncake_payload", "raw_payload")
@@ -46,8 +45,9 @@ class CaptureConfig:
     endpoint_pattern: str = DEFAULT_ENDPOINT_PATTERN
 
 
-def default_path(env: Mapping[str, str]) -> str:
-    cache = (env.get(CACHE_VAR) or "").strip() or DEFAULT_CACHE_PATH
+def default_path(env: Mapping[str, str], cache_path: str | None = None) -> str:
+    """<NIM_CACHE_PATH>/captures/payloads.jsonl; `cache_path`: the launcher's parsed NIM_CACHE_PATH."""
+    cache = cache_path or (env.get(CACHE_VAR) or "").strip() or DEFAULT_CACHE_PATH
     return f"{cache.rstrip('/')}/{DEFAULT_FILE}"
 
 
@@ -84,8 +84,10 @@ def _usable_path(path: str) -> bool:
     return b"\x00" not in encoded and len(encoded) <= 4096
 
 
-def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
-    """The capture configuration, or None when capture is off. Raises ConfigError on bad values."""
+def parse_capture(env: Mapping[str, str], cache_path: str | None = None) -> CaptureConfig | None:
+    """The capture configuration, or None when capture is off. Raises ConfigError on bad values.
+    The launcher calls it once, from config.settings (with its parsed cache path); the middleware inside
+    the server process calls it again on the environment it inherited."""
     if not parse_bool(env, ENABLE_VAR):
         return None
     args = _load_args(env.get(ARGS_VAR) or "")
@@ -106,7 +108,7 @@ def parse_capture(env: Mapping[str, str]) -> CaptureConfig | None:
             f"{preview(pattern)!r} is not a valid regular expression for RE2 ({err})",
             "use an RE2 expression (no back-references or look-around) such as ^/v1/chat/completions$",
         ) from None
-    path = _string(args, "path", default_path(env))
+    path = _string(args, "path", default_path(env, cache_path))
     if not _usable_path(path):
         raise ConfigError(
             f"{ARGS_VAR}.path",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 # Each variable -> the sub-directory of the key directory it points at. vLLM puts Inductor's cache
@@ -57,18 +58,23 @@ def cache_key(
     return f"{build}-{digest}"
 
 
-def compile_cache_plan(cache_path: str, key: str, env: Mapping[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CompileCachePlan:
+    dir: str  # <NIM_CACHE_PATH>/compile/<key>
+    env: dict[str, str]  # the variables the server gets, pointing under dir
+    user_set: list[str]  # the variables the user set: left as they are
+
+
+def compile_cache_plan(cache_path: str, key: str, user_set: tuple[str, ...]) -> CompileCachePlan:
     """The directory for this key and the variables the server gets (those the user set stay theirs)."""
     root = f"{cache_path.rstrip('/')}/compile/{key}"
-    user_set = sorted(name for name in CACHE_DIRS if env.get(name))
-    return {
-        "dir": root,
-        "env": {name: f"{root}/{sub}" for name, sub in CACHE_DIRS.items() if name not in user_set},
-        "user_set": user_set,
-    }
+    return CompileCachePlan(
+        dir=root,
+        env={name: f"{root}/{sub}" for name, sub in CACHE_DIRS.items() if name not in user_set},
+        user_set=sorted(user_set),
+    )
 
 
-def relocate(entry: Mapping[str, Any], new_root: str) -> dict[str, str]:
+def relocate(entry: CompileCachePlan, new_root: str) -> dict[str, str]:
     """The same variables pointing under another root (the local fallback)."""
-    old = entry["dir"]
-    return {name: new_root + path[len(old) :] for name, path in entry["env"].items()}
+    return {name: new_root + path[len(entry.dir) :] for name, path in entry.env.items()}

@@ -7,20 +7,27 @@ cuts allocation overhead. Pure: the shell finds the libraries; a user's own LD_P
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 
-def preload_plan(flavor: str | None, found: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
-    """{"LD_PRELOAD": value or None, "reason": why}; the server gets the value when it is not None."""
+@dataclass(frozen=True)
+class CpuPreloadPlan:
+    LD_PRELOAD: str | None  # the server's LD_PRELOAD; None: the launcher sets none (the plan's key is the variable)
+    reason: str
+
+
+def preload_plan(flavor: str | None, found: Sequence[str], user_set: bool) -> CpuPreloadPlan:
+    """What the server's LD_PRELOAD becomes, and why; `user_set`: the user set LD_PRELOAD (theirs wins)."""
     if flavor != "vllm-cpu":
-        return {"LD_PRELOAD": None, "reason": "GPU flavour: no preloads"}
-    if env.get("LD_PRELOAD", "").strip():
-        return {"LD_PRELOAD": None, "reason": "LD_PRELOAD is set by the user and left as it is"}
+        return CpuPreloadPlan(None, "GPU flavour: no preloads")
+    if user_set:
+        return CpuPreloadPlan(None, "LD_PRELOAD is set by the user and left as it is")
     if not found:
-        return {"LD_PRELOAD": None, "reason": "neither tcmalloc nor Intel OpenMP (intel-openmp) is installed"}
-    return {
-        "LD_PRELOAD": ":".join(found),
-        "reason": "tcmalloc and Intel OpenMP for the CPU build"
+        return CpuPreloadPlan(None, "neither tcmalloc nor Intel OpenMP (intel-openmp) is installed")
+    return CpuPreloadPlan(
+        ":".join(found),
+        "tcmalloc and Intel OpenMP for the CPU build"
         if len(found) > 1
         else "the one of tcmalloc and Intel OpenMP that is installed",
-    }
+    )

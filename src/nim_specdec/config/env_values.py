@@ -6,6 +6,9 @@ from typing import Mapping
 
 from nim_specdec.errors import ConfigError
 
+# Where the download cache lives unless NIM_CACHE_PATH says otherwise (settings, and the capture file's default).
+DEFAULT_CACHE_PATH = "/opt/nim/.cache"
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 

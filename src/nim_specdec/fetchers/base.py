@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
+from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.config.sources import SourceRef
 
 
@@ -20,6 +21,7 @@ class FetchContext:
     cache_dir: Path
     offline: bool = False  # NIM_DISABLE_MODEL_DOWNLOAD: cache only, no network
     log: Callable[[str], None] = field(default=lambda msg: None)
+    download: DownloadSettings = field(default_factory=DownloadSettings)  # NIM_DOWNLOAD_*, as parsed at the edge
 
 
 class Fetcher(Protocol):

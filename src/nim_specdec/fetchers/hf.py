@@ -26,7 +26,6 @@ from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, fir
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
-from nim_specdec.config.download_settings import download_settings
 from nim_specdec.config.env_values import truthy
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.common.redact import redact_text, secret_values
@@ -172,7 +171,7 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
 
     uri = normalized_uri(ref)
     revision = ref.revision or "main"
-    settings = download_settings(ctx.env)
+    settings = ctx.download
     api = HfApi(endpoint=ctx.env.get("HF_ENDPOINT") or None, token=_token(ctx.env))
     for attempt in range(settings.retries + 1):
         try:

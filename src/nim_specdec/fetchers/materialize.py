@@ -26,7 +26,7 @@ from nim_specdec.fetchers.progress import Progress
 from nim_specdec.errors import printable
 from nim_specdec.fetchers.safety import check_tree
 from nim_specdec.common.redact import redact_text, secret_values
-from nim_specdec.config.download_settings import DownloadSettings, download_settings
+from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 
 __all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "fetch_only", "materialize"]
@@ -93,7 +93,7 @@ def materialize(
             f"not in the cache at {ctx.cache_dir} and downloads are disabled (NIM_DISABLE_MODEL_DOWNLOAD / HF_HUB_OFFLINE)",  # noqa: E501
             f"pre-fetch it with `nim-specdec download {uri}` using the same NIM_CACHE_PATH, or allow downloads",
         )
-    settings = download_settings(ctx.env)
+    settings = ctx.download
     _make_dirs(layout, ctx.cache_dir)
     with _entry_lock(layout, name, uri, settings, ctx.log):
         hit = cache.complete_files(layout, name)
@@ -109,7 +109,7 @@ def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: froze
     `into`: a scratch copy for reading before the weights arrive, never a cache entry. One attempt; the
     caller falls back to waiting for the whole download when it fails."""
     uri = cache.normalized_uri(ref)
-    settings = download_settings(ctx.env)
+    settings = ctx.download
     dest = Path(tempfile.mkdtemp(prefix="early-", dir=into)) / cache.FILES
     dest.mkdir(mode=0o700)
     progress = Progress(uri, lambda _msg: None, interval=settings.progress_interval, terminal=None)

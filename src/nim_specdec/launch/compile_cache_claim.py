@@ -24,23 +24,23 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from nim_specdec.common.regular_file import read_regular
-from nim_specdec.config.compile_cache import relocate
+from nim_specdec.config.compile_cache import CompileCachePlan, relocate
 
 LOCK = ".writer.lock"
 _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place
 
 
 def claim(
-    entry: Mapping[str, Any], warn: Callable[[str], None], info: Callable[[str], None], scratch: str | None = None
+    entry: CompileCachePlan, warn: Callable[[str], None], info: Callable[[str], None], scratch: str | None = None
 ) -> dict[str, str]:
     """The variables the server gets. Keeps the lock's descriptor open (inheritable) when it is the writer.
     A local fallback goes in a new directory under `scratch` (default: the system's temporary directory)."""
-    if not entry["env"]:
+    if not entry.env:
         return {}
-    root = Path(entry["dir"])
+    root = Path(entry.dir)
     problem = untrusted_reason(root.parent)
     if problem:
         local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
@@ -50,7 +50,7 @@ def claim(
         )
         return _made(relocate(entry, str(local)))
     try:
-        for path in entry["env"].values():
+        for path in entry.env.values():
             Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as err:
@@ -72,7 +72,7 @@ def claim(
     os.set_inheritable(fd, True)  # held by the server after exec, released when it exits
     os.utime(fd)  # when this key was last used, for `nim-specdec cache prune`
     info(f"compile cache: {root}")
-    return dict(entry["env"])
+    return dict(entry.env)
 
 
 def untrusted_reason(base: Path) -> str:
@@ -100,9 +100,9 @@ def _made(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _local_copy(root: Path, entry: Mapping[str, Any], scratch: str | None) -> Path:
+def _local_copy(root: Path, entry: CompileCachePlan, scratch: str | None) -> Path:
     local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
-    for path in entry["env"].values():
+    for path in entry.env.values():
         source = Path(path)
         target = local / source.relative_to(root)
         if source.is_dir():

@@ -23,15 +23,17 @@ import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from nim_specdec.config.plan_facts import SourceFacts
-from nim_specdec.config.plan_model import Plan, check_view
+from nim_specdec.config.plan_model import Plan
+from nim_specdec.config.plan_sections import VllmCheckResult
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.launch.facts import read_config
+from nim_specdec.launch.vllm_check_args import check_request
 from nim_specdec.launch.vllm_gate import run_check
 
 # What vLLM reads before any weight: the model's config, its generation defaults and its tokenizer.
@@ -55,7 +57,7 @@ STOP_WAIT_S = 15.0
 
 @dataclass(frozen=True)
 class EarlyCheck:
-    result: dict  # run_check's outcome, with "while_downloading": True
+    result: VllmCheckResult  # run_check's outcome, with while_downloading set
     argv: tuple[str, ...]  # the command line it judged
 
 
@@ -72,13 +74,14 @@ def pending_downloads(plan: Plan, ctx: FetchContext) -> list[tuple[SourceRef, st
 
 def check_while_downloading(
     plan: Plan,
-    env: Mapping[str, str],
     ctx: FetchContext,
     replan: Callable[[dict[str, SourceFacts]], Plan],
+    secrets: Sequence[str],
     log: Callable[[str], None],
 ) -> EarlyCheck | None:
     """Run the vLLM check on the sources' small files while a child downloads the weights; None when
-    there is nothing to download or the small files cannot be read first (the caller checks later)."""
+    there is nothing to download or the small files cannot be read first (the caller checks later).
+    The child inherits the context's environment (its credentials); `secrets` are masked in vLLM's words."""
     pending = pending_downloads(plan, ctx)
     if not pending or ctx.offline:
         return None
@@ -103,15 +106,15 @@ def check_while_downloading(
             if early.draft is not None and early.draft.ref.uri in known
             else None,
         )
-        child = _Download([ref.uri for ref, _ in pending], env)
+        child = _Download([ref.uri for ref, _ in pending], ctx.env)
         log(f"vLLM check while downloading {', '.join(ref.uri for ref, _ in pending)}")
         try:
-            result = run_check(check_view(view), env, warn=log)
+            result = run_check(check_request(view), secrets, warn=log)
         except BaseException:
             child.stop()
             raise
         child.wait()
-        return EarlyCheck({**result, "while_downloading": True}, tuple(early.argv_exec))
+        return EarlyCheck(replace(result, while_downloading=True), early.launch.argv)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

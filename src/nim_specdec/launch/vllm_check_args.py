@@ -5,11 +5,45 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
+from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.vllm_argv import SPEC_OPTION
 
 SERVE_MODULE_FLAG = "-m"
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    path: str  # what the command line names (a workspace path, or the model itself)
+    local_dir: str | None = None  # where its files are on this machine now, when known
+    source: str | None = None  # the URI or directory it comes from
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What vLLM's check judges, and what its one line needs: the unredacted command, where the files of
+    the target and the draft are now, where each key came from, and the version of the vLLM that judges."""
+
+    argv: tuple[str, ...]
+    target: ModelFiles | None = None
+    draft: ModelFiles | None = None
+    spec_origin: Mapping[str, str] = field(default_factory=dict)
+    engine_origin: Mapping[str, str] = field(default_factory=dict)
+    vllm_version: str = ""
+
+
+def check_request(plan: Plan) -> CheckRequest:
+    target, draft = plan.target, plan.draft
+    return CheckRequest(
+        argv=plan.launch.argv,
+        target=ModelFiles(target.model, target.local_dir, target.source),
+        draft=None if draft is None else ModelFiles(draft.path, draft.local_dir, draft.source),
+        spec_origin=dict(plan.speculative.origin),
+        engine_origin=dict(plan.engine_origin),
+        vllm_version=plan.vllm_version or (plan.engine.vllm_version if plan.engine else None) or "",
+    )
 
 
 def serve_args(argv: Sequence[str]) -> list[str]:
@@ -39,27 +73,25 @@ def substitute_paths(args: Sequence[str], path_map: Mapping[str, str]) -> list[s
     return out
 
 
-def local_paths(plan: Mapping[str, Any]) -> dict[str, str]:
+def local_paths(request: CheckRequest) -> dict[str, str]:
     """Workspace paths of the command line -> the directories holding those files now (local sources,
     or what has been downloaded); paths that already exist map to themselves and are left out."""
     out: dict[str, str] = {}
-    target, draft = plan.get("target") or {}, plan.get("draft") or {}
-    for path, local, source in (
-        (target.get("model"), target.get("local_dir"), target.get("source")),
-        (draft.get("path"), draft.get("local_dir"), draft.get("source")),
-    ):
-        here = local or (source if isinstance(source, str) and source.startswith("/") else None)
-        if path and here and path != here:
-            out[path] = here
+    for files in (request.target, request.draft):
+        if files is None:
+            continue
+        source = files.source
+        here = files.local_dir or (source if isinstance(source, str) and source.startswith("/") else None)
+        if files.path and here and files.path != here:
+            out[files.path] = here
     return out
 
 
-def unavailable(plan: Mapping[str, Any], path_map: Mapping[str, str]) -> str | None:
+def unavailable(request: CheckRequest, path_map: Mapping[str, str]) -> str | None:
     """Why the check cannot run yet (a model whose config.json is not on this machine), else None."""
-    if not plan.get("_argv_exec"):
+    if not request.argv:
         return "no command line"
-    target, draft = plan.get("target") or {}, plan.get("draft") or {}
-    for label, path in (("the target", target.get("model")), ("the draft", draft.get("path"))):
-        if path and not os.path.isdir(path_map.get(path, path)):
-            return f"{label}'s config.json is not on this machine yet ({path})"
+    for label, files in (("the target", request.target), ("the draft", request.draft)):
+        if files is not None and files.path and not os.path.isdir(path_map.get(files.path, files.path)):
+            return f"{label}'s config.json is not on this machine yet ({files.path})"
     return None

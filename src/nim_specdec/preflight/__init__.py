@@ -16,10 +16,11 @@ Unset, the two categories differ on purpose:
   profiling of the loaded model has the last word, and a plan refused on an estimate that
   was slightly off would stop a deployment that would have run.
 
-Entry point: `run_preflight(plan, env, gpu=None)` returns the plan's `preflight` section.
+Entry point: `run_preflight(preflight_inputs(plan), settings.preflight, gpu)` returns the plan's
+`preflight` section (a typed config.plan_sections.PreflightSection).
 """
 
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe, StaticProbe
-from nim_specdec.preflight.shell import run_preflight
+from nim_specdec.preflight.shell import PreflightInputs, preflight_inputs, run_preflight
 
-__all__ = ["GpuProbe", "NvmlProbe", "StaticProbe", "run_preflight"]
+__all__ = ["GpuProbe", "NvmlProbe", "PreflightInputs", "StaticProbe", "preflight_inputs", "run_preflight"]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
-
 from nim_specdec.config.engine_facts import DevicePlan
 from nim_specdec.preflight.gpu import visible
 from nim_specdec.preflight.nvml import start_nvml
@@ -36,7 +34,7 @@ def cpu_device(cpuinfo: str, count: int | None) -> DevicePlan:
     return DevicePlan("cpu", cpu_model(cpuinfo) or platform.machine() or "unknown CPU", count or 0, None, None)
 
 
-def gpu_device(env: Mapping[str, str]) -> DevicePlan | None:
+def gpu_device(cuda_visible_devices: str | None) -> DevicePlan | None:
     """The first GPU CUDA_VISIBLE_DEVICES leaves visible, through NVML; None without one."""
     pynvml = start_nvml()
     if pynvml is None:
@@ -44,7 +42,7 @@ def gpu_device(env: Mapping[str, str]) -> DevicePlan | None:
     try:
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
         uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
-        indices = visible(len(handles), uuids, env.get("CUDA_VISIBLE_DEVICES"))
+        indices = visible(len(handles), uuids, cuda_visible_devices)
         if not indices:
             return None
         first = handles[indices[0]]
@@ -64,8 +62,9 @@ def gpu_device(env: Mapping[str, str]) -> DevicePlan | None:
             pass
 
 
-def read_device(env: Mapping[str, str]) -> DevicePlan | None:
-    found = gpu_device(env) if NVIDIA_PROC.exists() else None
+def read_device(cuda_visible_devices: str | None) -> DevicePlan | None:
+    """`cuda_visible_devices`: CUDA_VISIBLE_DEVICES as the server will see it (None: unset)."""
+    found = gpu_device(cuda_visible_devices) if NVIDIA_PROC.exists() else None
     if found is not None:
         return found
     try:

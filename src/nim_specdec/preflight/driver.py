@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
-from typing import Mapping
 
 from nim_specdec.preflight.nvml import start_nvml
 
@@ -53,8 +52,9 @@ def torch_cuda(version_py: str) -> tuple[int, int] | None:
     return parse_cuda(match.group(1)) if match else None
 
 
-def image_cuda(env: Mapping[str, str]) -> tuple[int, int] | None:
-    """The installed torch's CUDA (read from its version.py, not imported), else NVIDIA images' CUDA_VERSION."""
+def image_cuda(cuda_version: str | None) -> tuple[int, int] | None:
+    """The installed torch's CUDA (read from its version.py, not imported), else NVIDIA images' CUDA_VERSION
+    (`cuda_version`, as the environment gives it)."""
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
@@ -66,7 +66,7 @@ def image_cuda(env: Mapping[str, str]) -> tuple[int, int] | None:
             found = None
         if found is not None:
             return found
-    return parse_cuda(env.get("CUDA_VERSION"))
+    return parse_cuda(cuda_version)
 
 
 def read_driver_cuda() -> tuple[int, int] | None:
@@ -86,7 +86,7 @@ def read_driver_cuda() -> tuple[int, int] | None:
             pass
 
 
-def check_driver(env: Mapping[str, str]) -> str | None:
+def check_driver(cuda_version: str | None) -> str | None:
     """The warning line for this machine, if any (the imperative shell of driver_warning)."""
-    image = image_cuda(env)
+    image = image_cuda(cuda_version)
     return driver_warning(read_driver_cuda(), image) if image is not None else None

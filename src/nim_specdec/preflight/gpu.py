@@ -8,7 +8,7 @@ check is then skipped, it never stops a launch. Tests and benchmarks pass a Stat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from nim_specdec.preflight.nvml import start_nvml
 
@@ -56,7 +56,7 @@ def visible(count: int, uuids: Sequence[str], cuda_visible_devices: str | None) 
 
 @dataclass(frozen=True)
 class NvmlProbe:
-    env: Mapping[str, str]
+    cuda_visible_devices: str | None = None  # as the server will see it (Settings.host); None: unset
 
     def read(self) -> Sequence[Reading] | None:
         pynvml = start_nvml()
@@ -65,7 +65,7 @@ class NvmlProbe:
         try:
             handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
             uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
-            indices = visible(len(handles), uuids, self.env.get("CUDA_VISIBLE_DEVICES"))
+            indices = visible(len(handles), uuids, self.cuda_visible_devices)
             if not indices:
                 return None
             readings = []

@@ -1,8 +1,9 @@
-"""A check's outcome, the modes that decide what a failure does, and the plan section.
+"""A check's outcome, which failure stops the launch, and the plan section.
 
 A check only states facts: pass, warn, fail or skipped, with a one-line message and its
 figures. Whether a failure stops the launch is decided afterwards from the mode of its
-category, so the same checks serve `plan` (report everything) and `serve` (stop on error).
+category (config.preflight_modes), so the same checks serve `plan` (report everything) and
+`serve` (stop on error).
 """
 
 from __future__ import annotations
@@ -10,16 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from nim_specdec.config.plan_sections import CheckRecord, PreflightSection
+from nim_specdec.config.preflight_modes import COMPATIBILITY, MEMORY, PreflightModes
 from nim_specdec.errors import ConfigError
 
 PASS, WARN, FAIL, SKIPPED = "pass", "warn", "fail", "skipped"
-COMPATIBILITY, MEMORY = "compatibility", "memory"
-MODES = ("error", "warn", "off")
-ENV_VAR = "NIM_SPECDEC_PREFLIGHT"
-# Why these defaults: an incompatible draft never works (vLLM fails after minutes of loading,
-# or worse, serves with acceptance 1.0), so stopping costs nothing. A memory estimate is an
-# estimate: vLLM's own profiling decides in the end, so a tight fit is reported, not refused.
-DEFAULT_MODES = {COMPATIBILITY: "error", MEMORY: "warn"}
+__all__ = ["COMPATIBILITY", "MEMORY", "Check", "blocking", "passed", "section", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +36,8 @@ class Check:
     def message(self) -> str:
         return ConfigError(self.where, self.problem, self.fix).one_line() if self.problem else ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "result": self.result, "message": self.message, "figures": dict(self.figures)}
+    def record(self) -> CheckRecord:
+        return CheckRecord(self.name, self.result, self.message, dict(self.figures))
 
 
 def passed(name: str, message: str = "", **figures: Any) -> Check:
@@ -51,27 +48,13 @@ def skipped(name: str, reason: str, **figures: Any) -> Check:
     return Check(name, SKIPPED, reason, figures=figures)
 
 
-def parse_modes(env: Mapping[str, str]) -> dict[str, str]:
-    """NIM_SPECDEC_PREFLIGHT sets every category at once; unset keeps the per-category defaults."""
-    raw = env.get(ENV_VAR, "").strip().lower()
-    if not raw:
-        return dict(DEFAULT_MODES)
-    if raw not in MODES:
-        raise ConfigError(
-            ENV_VAR,
-            f"{env[ENV_VAR]!r} is not one of error, warn, off",
-            f"set {ENV_VAR} to error, warn or off, or leave it unset for error on compatibility and warn on memory",
-        )
-    return {category: raw for category in DEFAULT_MODES}
-
-
-def blocking(checks: list[Check], modes: Mapping[str, str]) -> Check | None:
+def blocking(checks: list[Check], modes: PreflightModes) -> Check | None:
     """The first failure whose category is in `error` mode: it stops the launch."""
     for check in checks:
-        if check.result == FAIL and modes.get(check.category) == "error":
+        if check.result == FAIL and modes.of(check.category) == "error":
             return check
     return None
 
 
-def section(checks: list[Check], modes: Mapping[str, str]) -> dict[str, Any]:
-    return {"mode": dict(modes), "checks": [c.to_dict() for c in checks]}
+def section(checks: list[Check], modes: PreflightModes) -> PreflightSection:
+    return PreflightSection(modes.as_dict(), tuple(c.record() for c in checks))

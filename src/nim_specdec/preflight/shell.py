@@ -9,26 +9,21 @@ section. A failure in a category whose mode is `error` becomes a ConfigError (ex
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from nim_specdec.config.plan_model import Plan
+from nim_specdec.config.plan_sections import PreflightSection
+from nim_specdec.config.preflight_modes import PreflightModes
+from nim_specdec.config.settings import Settings
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.preflight.config_file import index_shards, read_model_config
 from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
-from nim_specdec.preflight.results import (
-    COMPATIBILITY,
-    FAIL,
-    MEMORY,
-    WARN,
-    Check,
-    blocking,
-    parse_modes,
-    section,
-    skipped,
-)
+from nim_specdec.preflight.results import COMPATIBILITY, FAIL, WARN, Check, blocking, section, skipped
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
 
 _REDOWNLOAD = "remove the model's directory from the cache and start again to download it anew"
@@ -69,44 +64,70 @@ def _target_weight_bytes(local_dir: str | None) -> int | None:
     return ckpt.total_bytes if ckpt else None
 
 
+@dataclass(frozen=True)
+class PreflightInputs:
+    """The part of a plan the checks read."""
+
+    enabled: bool
+    method: str | None = None
+    spec_config: Mapping[str, Any] = field(default_factory=dict)
+    target_dir: str | None = None  # where the target's files are now (None: not on this machine yet)
+    draft_dir: str | None = None
+    draft_where: str = "draft"  # how messages name the draft
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+
+
+def preflight_inputs(plan: Plan) -> PreflightInputs:
+    spec, draft = plan.speculative, plan.draft
+    config = spec.config or {}
+    named = (draft.source or draft.name) if draft else None
+    return PreflightInputs(
+        enabled=spec.enabled,
+        method=spec.method,
+        spec_config=config,
+        target_dir=plan.target.local_dir,
+        draft_dir=draft.local_dir if draft else None,
+        draft_where=f"draft {named or config.get('model')}",
+        engine_args=plan.engine_args,
+    )
+
+
 def run_preflight(
-    plan: Mapping[str, Any],
-    env: Mapping[str, str],
-    gpu: GpuProbe | None = None,
+    inputs: PreflightInputs,
+    modes: PreflightModes,
+    gpu: GpuProbe,
     *,
     warn: Callable[[str], None] = _stderr,
-) -> dict[str, Any]:
-    """Run the checks the plan's modes ask for; return its `preflight` section or raise ConfigError."""
-    modes = parse_modes(env)
-    if all(mode == "off" for mode in modes.values()):
+) -> PreflightSection:
+    """Run the checks the modes ask for; return the plan's `preflight` section or raise ConfigError.
+    `gpu`: where the memory reading comes from (NvmlProbe with the server's CUDA_VISIBLE_DEVICES, or a test's)."""
+    if modes.all_off:
         return section([], modes)
-    spec = plan.get("speculative") or {}
-    if not spec.get("enabled"):
+    if not inputs.enabled:
         return section([skipped(f"{COMPATIBILITY}.speculative", "speculative decoding is not enabled")], modes)
-    method = spec.get("method")
+    method = inputs.method
     if not method:
         return section([skipped(f"{COMPATIBILITY}.method", "the speculative config names no method")], modes)
-    spec_config = spec.get("config") or {}
-    draft_info = plan.get("draft") or {}
-    target_dir = (plan.get("target") or {}).get("local_dir")
-    draft_dir = draft_info.get("local_dir")
-    where = f"draft {draft_info.get('source') or draft_info.get('name') or spec_config.get('model')}"
+    spec_config = inputs.spec_config
+    target_dir, draft_dir = inputs.target_dir, inputs.draft_dir
 
     target = _config(target_dir, "target")
     draft = _config(draft_dir, "draft")
     draft_weights = _weights(draft_dir, "draft")
     checks: list[Check] = []
-    if modes[COMPATIBILITY] != "off":
-        checks = compatibility_checks(CompatInputs(method, spec_config, target, draft, draft_weights, where))
-    if modes[MEMORY] != "off":
-        readings = (gpu or NvmlProbe(env)).read()
+    if modes.compatibility != "off":
+        checks = compatibility_checks(
+            CompatInputs(method, spec_config, target, draft, draft_weights, inputs.draft_where)
+        )
+    if modes.memory != "off":
+        readings = gpu.read()
         heads = mtp_declaration(target) if method == "mtp" and target else None
         checks.append(
             check_headroom(
                 MemoryInputs(
                     method,
                     spec_config,
-                    plan.get("engine_args") or {},
+                    inputs.engine_args,
                     target,
                     _target_weight_bytes(target_dir),
                     draft if method != "mtp" else None,
@@ -124,3 +145,9 @@ def run_preflight(
         if check.result in (WARN, FAIL):
             warn(f"nim-specdec: warning: pre-flight {check.name}: {check.message}")
     return section(checks, modes)
+
+
+def with_preflight(plan: Plan, settings: Settings, warn: Callable[[str], None]) -> Plan:
+    """The plan with its `preflight` section, read on this machine (NVML sees the GPUs the server will see)."""
+    probe = NvmlProbe(settings.host.cuda_visible_devices)
+    return replace(plan, preflight=run_preflight(preflight_inputs(plan), settings.preflight, probe, warn=warn))

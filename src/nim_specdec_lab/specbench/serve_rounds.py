@@ -58,10 +58,10 @@ def warmup_for(concurrency: int, asked: int | None) -> int:
 def speculates(env: Mapping[str, str], args: Sequence[str]) -> bool:
     """Whether the launcher's plan for this side speculates (a plan that cannot resolve: no; its server's
     start reports why)."""
-    from nim_specdec.launch.resolve import resolve  # noqa: PLC0415
+    from nim_specdec.launch.resolve import plan_for  # noqa: PLC0415
 
     try:
-        return bool(resolve(env, list(args))[1].speculative.enabled)
+        return bool(plan_for(env, list(args))[1].speculative.enabled)
     except LauncherError:
         return False
 

@@ -22,9 +22,10 @@ _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.+-][0-9A-Za-z.+-]*)?$")
 
 def measured_engine(log_text: str, env: Mapping[str, str], args: Sequence[str]) -> dict[str, Any]:
     """A started server's engine record: its log, the launcher's plan for its environment, the device."""
-    from nim_specdec.launch.resolve import public, resolve  # noqa: PLC0415
+    from nim_specdec.launch.resolve import plan_for, public  # noqa: PLC0415
 
-    shown = public(resolve(env, list(args))[1], env)
+    settings, plan = plan_for(env, list(args))
+    shown = public(plan, settings.host.secrets)
     return engine_record(read_engine_log(log_text), planned_engine(shown), read_device(env))
 
 

@@ -283,9 +283,10 @@ def record_token_ids(
 
 def local_model_dir(env: Mapping[str, str], args: Sequence[str]) -> str | None:
     """The target's local directory once a server has materialized it (its tokenizer is there)."""
-    from nim_specdec.launch.resolve import public, resolve  # noqa: PLC0415
+    from nim_specdec.launch.resolve import plan_for, public  # noqa: PLC0415
 
-    target = public(resolve(env, list(args))[1], env)["target"]
+    settings, plan = plan_for(env, list(args))
+    target = public(plan, settings.host.secrets)["target"]
     local = target.get("local_dir") or target.get("model")
     return local if local and Path(local).is_dir() else None
 

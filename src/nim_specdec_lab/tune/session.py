@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.launch.resolve import public, resolve
+from nim_specdec.launch.resolve import plan_for, public
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.specbench.trace_notes import trace_notes
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_positions
@@ -147,9 +147,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
 
     captured = read_trace(options.trace)
     bodies = [c.payload for c in captured]
-    _, plan = resolve(env, list(options.vllm_args))  # a bad configuration stops here, exit 2
+    settings, plan = plan_for(env, list(options.vllm_args))  # a bad configuration stops here, exit 2
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
-    shown = public(plan, env)
+    shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
     target = serving_target(shown, env, options.serving_platform, options.serving_vllm_version)
     for method in ([configured.method] if configured else []) + list(options.methods):

@@ -4,7 +4,7 @@ its answer line, and the files it writes."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -82,7 +82,7 @@ def chosen_entry(config: Mapping[str, Any] | None, score: float | None) -> dict[
     return {
         "method": config["method"],
         "speculative_config": dict(config),
-        "schedule": describe_schedule(validate_batch_size_schedule(ranges, None, "schedule")),
+        "schedule": [asdict(row) for row in describe_schedule(validate_batch_size_schedule(ranges, None, "schedule"))],
         "predicted_speedup_mean": None if score is None else round(score, 3),
     }
 

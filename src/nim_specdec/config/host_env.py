@@ -1,0 +1,37 @@
+"""Other tools' variables the launcher decides on, read once at the edge with the NIM_* ones.
+
+The plan depends on a few variables the launcher does not own: whether the user set LD_PRELOAD or one of
+vLLM's cache folders (theirs then stay theirs), which GPUs CUDA_VISIBLE_DEVICES leaves visible, the image's
+CUDA_VERSION, and which values are secrets to mask. They are read here into a typed value, so nothing below
+the edge reads the environment for them. Credentials and endpoints of the download backends are not here:
+the fetchers read those from their context's environment, where each client library expects them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from nim_specdec.common.redact import redact_env, secret_values
+from nim_specdec.config.compile_cache import CACHE_DIRS
+
+
+@dataclass(frozen=True)
+class HostEnv:
+    ld_preload_set: bool = False  # the user's LD_PRELOAD wins over the CPU build's preloads
+    compile_cache_user_set: tuple[str, ...] = ()  # which of vLLM's cache variables (CACHE_DIRS) the user set, sorted
+    cuda_visible_devices: str | None = None  # None: unset (every GPU is visible)
+    cuda_version: str | None = None  # CUDA_VERSION of NVIDIA's images, as written
+    shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
+    secrets: tuple[str, ...] = field(default=(), compare=False, repr=False)  # secret values, longest first
+
+
+def read_host_env(env: Mapping[str, str]) -> HostEnv:
+    return HostEnv(
+        ld_preload_set=bool(env.get("LD_PRELOAD", "").strip()),
+        compile_cache_user_set=tuple(sorted(name for name in CACHE_DIRS if env.get(name))),
+        cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+        cuda_version=env.get("CUDA_VERSION"),
+        shown_env=redact_env(env),
+        secrets=tuple(secret_values(env)),
+    )
