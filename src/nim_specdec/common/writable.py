@@ -1,7 +1,9 @@
-"""Why a folder the launcher must write cannot be written, in words that name its owner and the fix.
+"""Why a folder the launcher must write (the cache) or read (a model) cannot be, in words that name its owner
+and the fix.
 
 The common case is a host folder mounted as the cache: created by root (mode 0755) while the image
-runs as UID 1000. `mkdir`'s "Permission denied" alone does not say whose folder it is or what to do.
+runs as UID 1000; or a model folder copied in as root with mode 0700. `mkdir`'s or `open`'s "Permission
+denied" alone does not say whose folder it is or what to do.
 """
 
 from __future__ import annotations
@@ -23,6 +25,26 @@ def unwritable_folder(folder: str, owner: int, mode: int, uid: int) -> tuple[str
     if owner == 0:  # never advise running the server as root
         return problem, f"{chown}, or mount a folder that uid {uid} owns"
     return problem, f"{chown}, or run as its owner (docker run --user {owner}:0; in Kubernetes runAsUser: {owner})"
+
+
+def unreadable_folder(folder: str, owner: int, mode: int, uid: int) -> tuple[str, str]:
+    """(problem, fix) for a model folder owned by `owner` with permission bits `mode` that `uid` cannot read (pure)."""
+    problem = (
+        f"cannot read {folder}: it is owned by uid {owner} with mode {stat.S_IMODE(mode):04o}, "
+        f"and the launcher runs as uid {uid}"
+    )
+    return problem, f"make the folder mounted at {folder} readable by uid {uid} (on the host: chmod -R a+rX DIR)"
+
+
+def unreadable_reason(path: Path) -> tuple[str, str] | None:
+    """(problem, fix) when this process cannot list and enter the folder `path`, else None."""
+    if os.access(path, os.R_OK | os.X_OK):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return unreadable_folder(str(path), st.st_uid, st.st_mode, os.geteuid())
 
 
 def nearest_existing(path: Path) -> Path:

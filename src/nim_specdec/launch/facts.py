@@ -4,10 +4,13 @@ flavour, and the local state of each source (no network: remote sources only fro
 from __future__ import annotations
 
 import importlib.util
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from nim_specdec.common.writable import unreadable_reason
 from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
@@ -70,8 +73,6 @@ def vllm_flavor() -> str | None:
 
 
 def _entries(directory: Path) -> list:
-    import os  # noqa: PLC0415
-
     try:
         return list(os.scandir(directory))
     except OSError:
@@ -133,14 +134,25 @@ def read_config(directory: Path, where: str) -> dict[str, Any]:
 
 def local_facts(ref: SourceRef, where: str) -> SourceFacts:
     path = Path(ref.location)
-    if not path.exists():
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
         raise MaterializeError(
             where, f"directory {ref.location} does not exist", "mount the model directory at that path"
-        )
-    if not path.is_dir():
+        ) from None
+    except OSError as err:  # a folder above it this user may not enter, a name too long, a loop of links
+        raise MaterializeError(
+            where,
+            f"directory {ref.location} cannot be reached ({err.strerror}) by uid {os.geteuid()}",
+            "make every folder on that path searchable by the launcher's user (chmod a+x), or mount it elsewhere",
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
         raise MaterializeError(
             where, f"{ref.location} is a file, not a directory", "point at the directory holding config.json"
         )
+    unreadable = unreadable_reason(path)
+    if unreadable:
+        raise MaterializeError(where, *unreadable)
     return SourceFacts(str(path), read_config(path, where))
 
 

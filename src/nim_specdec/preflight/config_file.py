@@ -111,7 +111,13 @@ def count_problem(cfg: Mapping[str, Any]) -> str | None:
 def read_model_config(directory: Path, where: str) -> dict[str, Any]:
     """`directory/config.json` as a dict; MaterializeError (exit 3) naming the file when it is not a usable one."""
     path = Path(directory) / "config.json"
-    if not path.is_file():
+    try:
+        present = path.is_file()
+    except OSError as err:  # the folder may not be entered by this user
+        raise MaterializeError(
+            where, f"{path} cannot be read ({err.strerror})", "check the folder, the file and their permissions"
+        ) from None
+    if not present:
         raise MaterializeError(
             where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)"
         )
