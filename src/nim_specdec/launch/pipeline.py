@@ -27,7 +27,7 @@ from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.fetchers.context import fetch_context
 from nim_specdec.launch.early_check import EarlyCheck, check_while_downloading, with_early_result
 from nim_specdec.launch.facts import base_facts, read_config, require_method_package
-from nim_specdec.launch.resolve import resolve
+from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check_args import check_request
 from nim_specdec.launch.vllm_gate import run_check
 from nim_specdec.launch.workspace import fetch, link
@@ -52,8 +52,7 @@ class Steps:
     for_serve: bool  # vLLM will run in this Python: its method's package must import, and the check is deferred
 
     def resolve(self, settings: Settings, cli: Sequence[str]) -> State:
-        facts = base_facts(settings)
-        plan = resolve(settings, cli, facts)
+        plan, facts = resolve_with_facts(settings, cli, base_facts(settings))
         if self.for_serve and plan.speculative.enabled:
             require_method_package(plan.speculative.method)
         for warning in plan.warnings:
@@ -62,7 +61,7 @@ class Steps:
         if unwritable:  # capture stays off; serving goes on
             self.log.warning(unwritable)
             settings = replace(settings, capture=None)
-            plan = resolve(settings, cli, facts)
+            plan, facts = resolve_with_facts(settings, cli, facts)
         return State(settings, tuple(cli), facts, plan)
 
     def local_facts(self, state: State) -> State:
@@ -101,8 +100,10 @@ class Steps:
         found = SourceFacts(str(local), read_config(local, where), None if ref.is_local else commit_of(local))
         if state.facts.sources.get(ref.uri) == found:
             return state
-        facts = replace(state.facts, sources={**state.facts.sources, ref.uri: found})
-        return replace(state, facts=facts, plan=resolve(state.settings, state.cli, facts))
+        plan, facts = resolve_with_facts(
+            state.settings, state.cli, replace(state.facts, sources={**state.facts.sources, ref.uri: found})
+        )
+        return replace(state, facts=facts, plan=plan)
 
     def link(self, state: State) -> State:
         workspace = Path(state.settings.workspace)

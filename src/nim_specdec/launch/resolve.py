@@ -35,8 +35,12 @@ def refuse_system_dirs(settings: Settings) -> None:
 def resolve(settings: Settings, cli_tokens: Sequence[str], facts: Facts | None = None) -> Plan:
     """The plan for these settings and vLLM arguments; `facts`: what is already known about the machine
     and the sources (read here when None). Sources not in `facts` are looked up locally or in the cache."""
+    return resolve_with_facts(settings, cli_tokens, facts or base_facts(settings))[0]
+
+
+def resolve_with_facts(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> tuple[Plan, Facts]:
+    """resolve, and the facts it ended with: those given and every source it looked up."""
     refuse_system_dirs(settings)
-    facts = facts or base_facts(settings)
     ctx = fetch_context(settings)
     plan = build_plan(settings, cli_tokens, facts)
     warnings: list[str] = []
@@ -47,7 +51,7 @@ def resolve(settings: Settings, cli_tokens: Sequence[str], facts: Facts | None =
             break
         facts = replace(facts, sources={**facts.sources, **source_facts(missing, ctx, warnings)})
         plan = build_plan(settings, cli_tokens, facts)
-    return replace(plan, warnings=plan.warnings + tuple(warnings))
+    return replace(plan, warnings=plan.warnings + tuple(warnings)), facts
 
 
 def plan_for(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | None = None) -> tuple[Settings, Plan]:
