@@ -1,0 +1,59 @@
+"""The prepare pipeline's rule for building the plan again, and the typed values it hands on: a source whose
+facts did not change keeps the plan (and its checks) as it is; one whose files now lie elsewhere (a branch
+fetched at another commit) builds the plan again, with no stale pre-flight or vLLM-check result."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import replace
+
+from nim_specdec.config.plan_sections import VllmCheckResult
+from nim_specdec.config.settings import parse_settings
+from nim_specdec.fetchers.context import fetch_context
+from nim_specdec.launch.pipeline import Steps
+
+EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'
+
+
+def _steps_and_state(models):
+    env = {
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
+        "NIM_CACHE_PATH": str(models["cache"]),
+    }
+    settings = parse_settings(env)
+    steps = Steps(logging.getLogger("test-pipeline"), fetch_context(settings), for_serve=True)
+    return steps, steps.resolve(settings, ["--speculative-config", EAGLE3])
+
+
+def test_the_plan_is_kept_when_a_sources_facts_are_the_same(models):
+    steps, state = _steps_and_state(models)
+    draft = state.plan.draft
+    assert draft is not None and draft.local_dir == str(models["draft"])
+    checked = replace(state, plan=replace(state.plan, vllm_check=VllmCheckResult(ran=True)))
+    assert steps.refine(checked, draft.ref, models["draft"], draft.chosen_by) is checked
+
+
+def test_new_facts_build_the_plan_again_without_stale_checks(models, tmp_path):
+    steps, state = _steps_and_state(models)
+    draft = state.plan.draft
+    moved = shutil.copytree(models["draft"], tmp_path / "elsewhere")
+    checked = replace(state, plan=replace(state.plan, vllm_check=VllmCheckResult(ran=True)))
+    refined = steps.refine(checked, draft.ref, moved, draft.chosen_by)
+    assert refined is not checked
+    assert refined.facts.sources[draft.ref.uri].local_dir == str(moved)
+    assert refined.plan.draft.local_dir == str(moved)
+    assert refined.plan.vllm_check is None and refined.plan.preflight is None
+
+
+def test_the_plan_carries_what_is_execd(models):
+    _, state = _steps_and_state(models)
+    plan = state.plan
+    launch = plan.launch
+    assert str(models["target"]) in launch.argv
+    spec = json.loads(launch.argv[launch.argv.index("--speculative-config") + 1])
+    assert spec["model"] == plan.draft.path  # the bare name, rewritten to its workspace path
+    preload = {"LD_PRELOAD": plan.cpu_preload.LD_PRELOAD} if plan.cpu_preload.LD_PRELOAD else {}
+    assert launch.env == {**plan.compile_cache.env, **preload}
