@@ -56,7 +56,7 @@ CASES = [
     ("concurrency-empty", ["--concurrency", ","], GOOD_LINE + "\n", {}, "--concurrency: ',' names no concurrency"),
     ("max-k-zero", ["--max-k", "0"], GOOD_LINE + "\n", {}, "--max-k: 0 is below 1"),
     ("repeat-zero", ["--repeat", "0"], GOOD_LINE + "\n", {}, "--repeat: 0 is below 1"),
-    ("servers-zero", ["--servers", "0"], GOOD_LINE + "\n", {}, "--servers: 0 is below 1"),
+    ("rounds-zero", ["--rounds", "0"], GOOD_LINE + "\n", {}, "--rounds: 0 is below 1"),
     (
         "unknown-method",
         ["--methods", "ngram,eagle3"],
