@@ -118,6 +118,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             # Round 1 only: it feeds the fit and is never recommended.
             serve_round(at_zero, cand.zero_k_config(candidate), 1)
 
+    # A model-free method is predicted from its simulator only (one configured but left out of --methods: not).
+    fittable = [c for c in candidates if not c.simulated or c.method in simulated]
+
     def method_runs(round_no: int) -> dict[str, MethodRuns]:
         return {
             c.method: MethodRuns(
@@ -127,12 +130,12 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
                 simulated.get(c.method),
                 c.simulated,
             )
-            for c in candidates
+            for c in fittable
         }
 
     model_fit, curves = fitted(table.server_runs("off", 1), method_runs(1))
-    by_method = {c.method: c for c in candidates if c.method in curves}
-    for candidate in candidates:
+    by_method = {c.method: c for c in fittable if c.method in curves}
+    for candidate in fittable:
         if candidate.method not in curves:
             notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
     for method in by_method:
