@@ -129,7 +129,8 @@ def slower_somewhere(model: CostModel, config: dict | None) -> bool:
 
 def tally(model: CostModel, sigma: float, rounds: int, runs: int = 1000, seed: int = 11) -> dict[str, int]:
     rng = random.Random(seed)
-    counts = dict.fromkeys(("speculation", "slower on traffic", "slower somewhere", "cannot tell", "not off"), 0)
+    names = ("speculation", "slower on traffic", "slower somewhere", "cannot tell", "not off", "chosen on round 1")
+    counts = dict.fromkeys(names, 0)
     for _ in range(runs):
         got = one_tune(model, sigma, rounds, rng)
         counts["speculation"] += got.recommended is not None
@@ -137,6 +138,7 @@ def tally(model: CostModel, sigma: float, rounds: int, runs: int = 1000, seed: i
         counts["slower somewhere"] += slower_somewhere(model, got.recommended)
         counts["cannot tell"] += got.cannot_tell
         counts["not off"] += got.cannot_tell and got.recommended is not None  # where it could not tell
+        counts["chosen on round 1"] += got.proposal is not None  # the model's choice on single runs: speculation
     return counts
 
 
@@ -149,9 +151,11 @@ def test_the_worlds_are_what_they_say():
 
 
 def test_a_small_gain_under_heavy_noise_is_not_told_and_falls_back_to_off():
-    # The issue's case: a true 1.08x at concurrency 1 falling to 1.00x at 16, run noise sigma 0.2. (Choosing on
-    # single runs, tune kept the static K or a schedule in two runs of three there.)
+    # A true 1.08x at concurrency 1 falling to 1.00x at 16, run noise sigma 0.2. The model's choice on round 1's
+    # single runs speculates in more than half of the runs (a static K or a schedule); measured in rounds,
+    # speculation is recommended in a few, and never where it is slower than off on the traffic.
     counts = tally(world(1.08, 1.00), sigma=0.2, rounds=3)
+    assert counts["chosen on round 1"] >= 500, counts
     assert counts["slower on traffic"] == 0 and counts["slower somewhere"] <= 10, counts
     assert counts["cannot tell"] >= 950 and counts["not off"] == 0, counts
 
