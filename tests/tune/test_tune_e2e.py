@@ -207,4 +207,4 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
 
     assert all(_port_closed(server["port"]) for server in result["servers"])  # none left running
     assert text.startswith("# nim-specdec tune")
-    assert (out / "tokens_per_s.png").stat().st_size > 0
+    assert (out / "tokens_per_s.png").stat().st_size > 0 and (out / "speedup_vs_off.png").stat().st_size > 0

@@ -125,3 +125,13 @@ def test_markdown_of_off_says_so():
     result["verification"] = [{"concurrency": 1, "recommended": "off", "recommended_vs_off": None, "held_out": None}]
     text = render_markdown(result)
     assert "Speculation off." in text and "| 1 | 1 (speculation off) | - (nothing left to fit on) |" in text
+
+
+def test_plots_include_the_speedups_with_their_intervals(tmp_path):
+    from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
+
+    result = _result()
+    result["methods"] = [{"method": "ngram", "score": 1.4, "k_by_batch_size": [3] * 8}]
+    paths = write_plots(result, tmp_path)
+    assert [p.name for p in paths] == ["tokens_per_s.png", "speedup_vs_off.png", "k_per_batch_size.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
