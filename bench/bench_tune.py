@@ -1,9 +1,9 @@
 """`nim-specdec tune` on the CPU against its targets, printed as figures.
 
-    python bench/bench_tune.py [--scenario demo|draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--rounds N] [--repeat N] [--out DIR]
+    python bench/bench_tune.py [--scenario ngram|draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--rounds N] [--repeat N] [--out DIR]
 
 Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
-  demo   the demo model with speculation off, tune's default methods (n-gram, and suffix where installed):
+  ngram  the demo model with speculation off, tune's default methods (n-gram, and suffix where installed):
          the demo's output cycles, so prompt lookup is accepted and speculation should measure faster.
   draft  the user configured a draft that disagrees with the target (draft_model, the demo's
          draft-other); tune also tries n-gram. Target: the disagreeing draft is never chosen.
@@ -67,7 +67,7 @@ def _trace(path: Path, count: int, prompt_words: int, max_tokens: int, seed: int
 
 
 SCENARIOS = {
-    "demo": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
+    "ngram": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
     "draft": {
         "prompt_words": 12,
         "max_tokens": 48,
@@ -202,7 +202,7 @@ def run_scenario(
         PYTHONPATH=str(REPO / "src"),
         **spec["env"](demo),
     )
-    out = work / name
+    out = work / f"tune-{name}"  # beside the demo model's directory, never in it
     command = [
         sys.executable,
         "-m",
@@ -304,7 +304,7 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="demo")
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="ngram")
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
     parser.add_argument("--rounds", type=int, default=3, help="tune's --rounds (default 3, tune's own)")
