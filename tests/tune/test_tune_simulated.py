@@ -68,18 +68,22 @@ def test_a_v2_curve_is_the_v2_simulation_and_says_so():
 
 
 def test_tune_md_names_the_runner_of_each_simulated_curve():
-    from nim_specdec_lab.tune.report import build_result, render_markdown  # noqa: PLC0415
+    from nim_specdec_lab.tune.report import build_result  # noqa: PLC0415
+    from nim_specdec_lab.tune.report_md import render_markdown  # noqa: PLC0415
 
     curve = ngram_curve(RECORDS, kmax=2, lookup_min=1, lookup_max=3, max_model_len=None, model_runner="v2")
     result = build_result(
         recommended_env={},
         chosen=None,
+        decision={"line": "tune: no candidate to compare with off; speculation off"},
         rows=[],
         concurrencies=[1],
+        verification=[],
         cost_model={"formula": "f", "base_s": 0.01, "per_seq_s": 0.001, "methods": {}},
         acceptance={"ngram": curve.to_json(), "draft_model": {"source": "server counters", "by_k": []}},
         methods=[],
         servers=[],
+        lineup=["off"],
         runs=[],
         notes=[],
         duration_s=1.0,

@@ -1,9 +1,10 @@
 """`nim-specdec tune --trace CAPTURE.jsonl [--concurrency 1,2,4,8] [--out DIR] [-- VLLM ARGS]`
 
 Run with the same NIM_* environment and vLLM arguments as `serve`: it starts vLLM itself (one server at
-a time), measures speculation off and each candidate on this hardware, fits a cost model of the engine
-step, and recommends NIM_SPECDEC_ENABLE / NIM_SPECDEC_ARGS with a K per batch size (0 where speculation
-loses), verified against off and the best static choice. Exit codes: 0 done, 2 bad input (trace,
+a time, in rounds), measures speculation off and each candidate on this hardware, fits a cost model of the
+engine step, chooses a K per batch size (0 where speculation loses), and recommends NIM_SPECDEC_ENABLE /
+NIM_SPECDEC_ARGS only where the measured rounds' interval says it beats off; where they cannot tell, the
+safer choice (what you run now, or off). Exit codes: 0 done, 2 bad input (trace,
 options, configuration), 3 a server did not start (its log's last line is shown), 4 a server did not
 answer or answered wrongly.
 """
@@ -19,6 +20,10 @@ from pathlib import Path
 from nim_specdec.errors import ConfigError
 
 MAX_CONCURRENCY = 1024
+# Rounds by default: the fewest whose intervals can tell a gain from noise at all (two rounds give one degree
+# of freedom, an interval 12.7 standard errors wide); tests/tune/test_tune_decision_noise.py measures what
+# three rounds resolve at this machine's noise, and what more would.
+DEFAULT_ROUNDS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,18 +56,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and enough for 2048 output tokens)",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help=f"rounds: each starts one fresh server per configuration, in the same order every round, and "
+        f"the recommendation is decided on the paired rounds' 95%% intervals (default {DEFAULT_ROUNDS}; "
+        "one round gives no interval, so tune then keeps the safer choice)",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=1,
-        help="rounds per concurrency on each server, interleaved; the median round is kept (default 1; "
-        "3 on a shared or noisy machine)",
-    )
-    parser.add_argument(
-        "--servers",
-        type=int,
-        default=1,
-        help="servers per configuration, started in alternated passes; the median round of all of "
-        "them is kept (default 1; 2 where two servers of one configuration measure apart)",
+        help="runs per concurrency on each server, interleaved; the server's median run stands for it in its "
+        "round (default 1; more narrows one server's noise, not the interval between servers)",
     )
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="force max_tokens in every request (default: the capture's)"
@@ -139,7 +145,7 @@ def _check(args: argparse.Namespace) -> None:
         ("--requests-per-run", args.requests_per_run, 1),
         ("--max-tokens", args.max_tokens, 1),
         ("--repeat", args.repeat, 1),
-        ("--servers", args.servers, 1),
+        ("--rounds", args.rounds, 1),
     ):
         if value is not None and value < low:
             raise ConfigError(flag, f"{value} is below {low}", f"use {low} or more")
@@ -199,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
             aiperf_bin=Path(args.aiperf) if args.aiperf else None,
             ready_timeout_s=args.ready_timeout,
             repeat=args.repeat,
-            servers=args.servers,
+            rounds=args.rounds,
         ),
     )
     # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C so that the server running now

@@ -1,9 +1,9 @@
 """tune's answer in one line: the recommendation's expected speedup over off on this traffic, with its 95%
 interval from the measured rounds, weighted by the concurrency the capture had (pure).
 
-Rounds pair by position: round i of the recommendation's servers with round i of off's (the same place in
-each server's interleaved sweep). They were measured minutes apart on different servers, so the interval
-carries the drift between them too: it is wide, which is what it should be.
+Rounds pair by position: the recommendation's n-th server with off's n-th, started in the same pass over
+tune's lineup (tune.rounds). They were measured minutes apart on different servers, so the interval carries
+the drift between them too: it is wide, which is what it should be.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from nim_specdec_lab import stats
 
 
 def answer(
-    off: Mapping[int, Sequence[float]],
-    recommended: Mapping[int, Sequence[float]] | None,
+    off: Mapping[int, Mapping[int, float]],
+    recommended: Mapping[int, Mapping[int, float]] | None,
     level: float | None,
     margin: float,
 ) -> dict[str, Any]:
-    """`off[c]` / `recommended[c]`: judged tokens/s of every round at concurrency c, in measuring order;
+    """`off[c]` / `recommended[c]`: round -> judged tokens/s of that round's server at concurrency c;
     `recommended` None: the recommendation is speculation off. `level`: requests the capture had in flight."""
     weights = stats.concurrency_weights(level, sorted(off))
     where = (
@@ -38,9 +38,9 @@ def answer(
         }
     parts = {}
     for c in weights:
-        pairs = [(b, r) for b, r in zip(off.get(c, ()), recommended.get(c, ())) if b > 0 and r > 0]
-        if pairs:
-            parts[c] = stats.paired(pairs, margin)
+        found = stats.by_position(off.get(c, {}), recommended.get(c, {}), margin)
+        if found is not None:
+            parts[c] = found
     if set(weights) - set(parts):
         return {
             **base,
@@ -55,7 +55,7 @@ def answer(
         combined = stats.from_log_ratios([mean], margin)
     result = {**base, **combined.to_json(), "line": "tune: " + stats.one_line(combined, f"on this traffic ({where})")}
     if combined.verdict != stats.FASTER:
-        result["line"] += "; these rounds cannot tell it from off (more --repeat or --servers narrow the interval)"
+        result["line"] += "; these rounds cannot tell it from off (more --rounds narrow the interval)"
     return result
 
 

@@ -137,3 +137,15 @@ def scheduled_config(candidate: Candidate, ranges: Sequence[Sequence[int]]) -> d
     if len(set(ks)) > 1:
         config[SCHEDULE_KEY] = [list(r) for r in ranges]
     return config
+
+
+def k_at(config: Mapping[str, Any], batch: int) -> int:
+    """The K a speculative config drafts at a batch size: its schedule's range holding the batch size (the
+    last range's K beyond it, as vLLM carries it on), else num_speculative_tokens."""
+    ranges = config.get(SCHEDULE_KEY)
+    if not ranges:
+        return int(config["num_speculative_tokens"])
+    for first, last, k in ranges:
+        if first <= batch <= last:
+            return int(k)
+    return int(ranges[-1][2])

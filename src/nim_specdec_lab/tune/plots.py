@@ -1,5 +1,6 @@
 """PNG plots of tune's result: tokens/s against concurrency per configuration (measured solid, predicted
-dashed, same colour), and the chosen K per batch size."""
+dashed, same colour), each configuration's speedup over off with its 95% interval, and the chosen K per
+batch size."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def write_plots(result: Mapping[str, Any], directory: Path) -> list[Path]:
                     style,
                     color=colour,
                     marker="o" if style == "-" else None,
-                    linewidth=2 if row["kind"] == "recommended" else 1.2,
+                    linewidth=2 if row.get("recommended") else 1.2,
                     label=f"{row['name']} ({suffix})",
                 )
     ax.set_xscale("log", base=2)
@@ -45,6 +46,8 @@ def write_plots(result: Mapping[str, Any], directory: Path) -> list[Path]:
     written.append(directory / "tokens_per_s.png")
     fig.savefig(written[-1], dpi=100, bbox_inches="tight")
     plt.close(fig)
+
+    written.append(_speedups(plt, result, directory))
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for method in result["methods"]:
@@ -60,3 +63,40 @@ def write_plots(result: Mapping[str, Any], directory: Path) -> list[Path]:
     fig.savefig(written[-1], dpi=100, bbox_inches="tight")
     plt.close(fig)
     return written
+
+
+def _speedups(plt, result: Mapping[str, Any], directory: Path) -> Path:
+    """Speedup over off per concurrency, the 95% interval as error bars; a configuration measured in one
+    round has points without bars."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for index, row in enumerate(r for r in result["configurations"] if r["kind"] != "off"):
+        points = sorted((int(c), s) for c, s in row.get("vs_off", {}).items() if s)
+        if not points:
+            continue
+        xs = [c * (1.0 + 0.04 * index) for c, _ in points]  # side by side, not on top of one another
+        ys = [s["speedup"] for _, s in points]
+        bars = [
+            (y - s["speedup_interval"][0], s["speedup_interval"][1] - y) if s.get("speedup_interval") else (0.0, 0.0)
+            for y, (_, s) in zip(ys, points)
+        ]
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[[b[0] for b in bars], [b[1] for b in bars]],
+            fmt="o-",
+            capsize=3,
+            linewidth=2 if row.get("recommended") else 1.2,
+            label=row["name"] + (" (recommended)" if row.get("recommended") else ""),
+        )
+    ax.axhline(1.0, color="grey", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(result["concurrencies"], [str(c) for c in result["concurrencies"]])
+    ax.set_xlabel("concurrency (requests in flight, closed loop)")
+    ax.set_ylabel("speedup over speculation off")
+    ax.set_title("Speedup over off with 95% intervals over the paired rounds")
+    if ax.lines:
+        ax.legend(fontsize=7)
+    path = directory / "speedup_vs_off.png"
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path

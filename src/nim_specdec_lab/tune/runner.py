@@ -23,7 +23,6 @@ from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.trace import CapturedRequest
 from nim_specdec_lab.replay import ReplayMeasurement, ReplaySpec, run_replay
 from nim_specdec_lab.tune.measured import measured_engine
-from nim_specdec_lab.tune.repeats import kept_by_concurrency
 
 Say = Callable[[str], None]
 
@@ -38,13 +37,13 @@ class RunSettings:
     ignore_eos: bool
     aiperf_bin: Path | None
     ready_timeout_s: float
-    repeat: int = 1  # rounds per concurrency on each server, interleaved (tools.tune.repeats)
-    servers: int = 1  # servers per configuration, in alternated passes; the median of all rounds is kept
+    repeat: int = 1  # runs per concurrency on each server, interleaved; the server's median run stands for it
+    rounds: int = 1  # servers per configuration, one per pass over tune's lineup (tune.rounds)
 
 
 @dataclass(frozen=True)
 class Round:
-    """One measured run, and where it was taken: the server (its name) and the round on that server."""
+    """One measured run, and where it was taken: the server (its name) and the run's repeat on that server."""
 
     server: str
     number: int
@@ -53,39 +52,15 @@ class Round:
 
 @dataclass
 class ServerLog:
-    """What each server start cost, and every measured round, for the report."""
+    """What each server start cost, for the report."""
 
     starts: list[dict[str, Any]] = field(default_factory=list)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-
-    def log_rounds(
-        self, configuration: str, rounds: Mapping[int, Sequence[Round]], kept: Mapping[int, ReplayMeasurement]
-    ) -> None:
-        for c, found in sorted(rounds.items()):
-            for one in found:
-                self.rounds.append(
-                    {
-                        "configuration": configuration,
-                        "server": one.server,
-                        "round": one.number,
-                        "kept": one.run is kept[c],
-                        "judged_tokens_per_s": round(judged_tokens_per_s(one.run), 3),
-                        **one.run.to_json(),
-                    }
-                )
 
 
-def server_name(configuration: str, server_no: int) -> str:
-    """The first server of a configuration carries its name; the next ones `-s2`, `-s3`, ... (logs, runs)."""
-    return configuration if server_no == 1 else f"{configuration}-s{server_no}"
-
-
-def keep(log: ServerLog, configuration: str, rounds: Mapping[int, Sequence[Round]]) -> dict[int, ReplayMeasurement]:
-    """The run that stands for each concurrency (the median of every round on every server), logged with
-    all the rounds."""
-    kept = kept_by_concurrency({c: [r.run for r in found] for c, found in rounds.items()}, judged_tokens_per_s)
-    log.log_rounds(configuration, rounds, kept)
-    return kept
+def server_name(configuration: str, round_no: int) -> str:
+    """A configuration's server of round 1 carries its name; those of the next rounds `-r2`, `-r3`, ... (logs,
+    runs)."""
+    return configuration if round_no == 1 else f"{configuration}-r{round_no}"
 
 
 # A run shorter than this many output tokens lasts well under a second on a small model, and one late step

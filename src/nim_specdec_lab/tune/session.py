@@ -1,9 +1,12 @@
-"""One `tune` session: measure off and every candidate, fit, choose, verify, write the files.
+"""One `tune` session: rounds of servers, the model's choice after round 1, the decision on intervals.
 
-Servers, in order: speculation off (also records the greedy token ids the simulators need), each
-candidate at its largest K (a draft model's also at K = 0 everywhere: what K = 0 in its schedule costs),
-the same again for each further pass of `--servers`, then the recommendation (on as many servers) unless
-it is exactly something already measured.
+Round 1: speculation off (which also records the greedy token ids the simulators need), each candidate at
+its largest K, and a draft model's server at K = 0 everywhere (what K = 0 in its schedule costs; it only
+feeds the fit). The cost model is fitted on those servers and chooses; its choice, unless it is exactly a
+configuration already in the lineup, joins the lineup at its end and is measured in round 1 too. Rounds 2
+to `--rounds` then serve the lineup again in the same order (tune.rounds). The recommendation is decided
+on the paired rounds (tune.decide), and the choice's prediction is judged at concurrencies its fit did not
+see (tune.verification).
 """
 
 from __future__ import annotations
@@ -11,26 +14,21 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from nim_specdec.launch.resolve import plan_for, public
-from nim_specdec_lab.tune import candidates as cand
+from nim_specdec_lab.specbench.serve_rounds import side_args
 from nim_specdec_lab.specbench.trace_notes import trace_notes
-from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_positions
+from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
-from nim_specdec_lab.tune.cost_model import Observation, fit
+from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_prediction
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
-from nim_specdec_lab.tune.repeats import later_passes
-from nim_specdec_lab.tune.report import (
-    build_result,
-)
+from nim_specdec_lab.tune.rounds import Table
 from nim_specdec_lab.tune.runner import (
-    Round,
     RunSettings,
     Say,
     ServerLog,
     judged_tokens_per_s,
-    keep,
     local_model_dir,
     measure,
     read_trace,
@@ -40,17 +38,8 @@ from nim_specdec_lab.tune.runner import (
     server_name,
 )
 from nim_specdec_lab.tune.serving import without_dropped_schedule
-from nim_specdec_lab.tune.session_result import (
-    already_measured,
-    chosen_entry,
-    config_rows,
-    final_answer,
-    last_word,
-    pool_of,
-    predicted_grid,
-    server_names,
-    write_result,
-)
+from nim_specdec_lab.tune.session_result import CHOICE, decided, lineup_name, result_files, write_result
+from nim_specdec_lab.tune.verification import held_out
 
 
 @dataclass(frozen=True)
@@ -64,81 +53,6 @@ class TuneOptions:
     methods: tuple[str, ...] = cand.MODEL_FREE
     serving_platform: str | None = None  # None: this machine's
     serving_vllm_version: str | None = None  # None: the installed vLLM
-
-
-def _observations(runs: Mapping[int, Any], k: int) -> list[Observation]:
-    out = []
-    for c, r in sorted(runs.items()):
-        spec = r.spec
-        out.append(
-            Observation(
-                c,
-                judged_tokens_per_s(r),
-                float(r.output_tokens),
-                k if spec else 0,
-                spec.accepted if spec else 0.0,
-                spec.draft_tokens if spec else 0.0,
-            )
-        )
-    return out
-
-
-def _drafted(rounds: Mapping[int, Sequence[Round]]) -> bool:
-    return any(r.run.spec is not None and r.run.spec.draft_tokens > 0 for found in rounds.values() for r in found)
-
-
-def _counter_curve(runs: Mapping[int, Any]) -> AcceptanceCurve | None:
-    """Per-position acceptance of a model draft, summed over every concurrency it ran at; None where it
-    drafted nothing."""
-    specs = [r.spec for r in runs.values() if r.spec is not None]
-    width = max((len(s.per_position) for s in specs), default=0)
-    per_pos = [sum(s.per_position[i] for s in specs if i < len(s.per_position)) for i in range(width)]
-    try:
-        return curve_from_positions(
-            per_pos,
-            sum(s.drafts for s in specs),
-            sum(r.output_tokens for r in runs.values() if r.spec is not None),
-            sum(s.accepted for s in specs),
-        )
-    except ValueError:
-        return None
-
-
-def _model_free(
-    records: list,
-    options: TuneOptions,
-    configured: cand.Candidate | None,
-    max_len: int | None,
-    ngram_runner: str = "v1",
-):
-    """Model-free candidates and their simulated acceptance curves (n-gram's as `ngram_runner` drafts)."""
-    from nim_specdec_lab.tune.simulated import ngram_curve, pick_ngram_lookup, suffix_curve  # noqa: PLC0415
-
-    found, curves = [], {}
-    if "ngram" in options.methods:
-        if configured is not None and configured.method == "ngram":
-            ngram = configured
-        else:
-            lo, hi = pick_ngram_lookup(records, options.max_k, max_len, ngram_runner)
-            ngram = cand.Candidate("ngram", cand.ngram_config(options.max_k, lo, hi), configured=False)
-        found.append(ngram)
-        curves["ngram"] = ngram_curve(
-            records,
-            ngram.kmax,
-            int(ngram.config.get("prompt_lookup_min") or 1),
-            int(ngram.config["prompt_lookup_max"]),
-            max_len,
-            ngram_runner,
-        )
-    if "suffix" in options.methods:
-        suffix = (
-            configured
-            if configured is not None and configured.method == "suffix"
-            else cand.Candidate("suffix", cand.suffix_config(options.max_k), configured=False)
-        )
-        found.append(suffix)
-        curves["suffix"] = suffix_curve(records, suffix.config, max_len)
-    return found, curves
 
 
 def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:
@@ -162,144 +76,140 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             "the --speculative-config argument was replaced while tuning; remove it where you apply "
             "the recommended variables, or it will override them"
         )
-    servers = ServerLog()
+    servers, table = ServerLog(), Table()
     out, run = options.out, options.run
     kmax_all = max([options.max_k] + ([configured.kmax] if configured else []))
-
-    # Every configuration's rounds, over all its servers; `order` is pass 1's, which later passes
-    # repeat, so that a slow stretch of a shared machine falls on every configuration alike.
-    pooled: dict[str, dict[int, list[Round]]] = {}
-    order: list[tuple[str, Mapping[str, Any] | None]] = [("off", None)]
-
-    def pool(name: str, rounds: Mapping[int, list[Round]]) -> Mapping[int, list[Round]]:
-        for c, found in rounds.items():
-            pooled.setdefault(name, {}).setdefault(c, []).extend(found)
-        return rounds
+    lineup: list[tuple[str, Mapping[str, Any] | None]] = [("off", None)]
 
     with served("off", cand.server_env(env, engine, None), args, out, run, servers, say) as server:
         model, max_len = served_model(server.url)
         tokenizer = local_model_dir(env, options.vllm_args)
         records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
         mean_output = sum(len(r.output) for r in records) / len(records)
-        pool("off", measure(server, "off", model, tokenizer, bodies, out, run, say, mean_output))
+        table.add("off", 1, measure(server, "off", model, tokenizer, bodies, out, run, say, mean_output))
 
-    def measured_on(name: str, config: Mapping[str, Any] | None, server_no: int = 1) -> Mapping[int, list[Round]]:
-        """Start a server with this speculative config, measure it, stop it."""
-        label = server_name(name, server_no)
-        with served(label, cand.server_env(env, engine, config), args, out, run, servers, say) as server:
-            return pool(name, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
+    def serve_round(name: str, config: Mapping[str, Any] | None, round_no: int) -> None:
+        """Start a server with this speculative config (one of `name`'s rounds), measure it, stop it. A
+        speculating server reports each response's acceptance where vLLM can (bench --serve does the same)."""
+        label = server_name(name, round_no)
+        server_args = side_args(args, config is not None)
+        with served(label, cand.server_env(env, engine, config), server_args, out, run, servers, say) as server:
+            table.add(name, round_no, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
     # The servers tune measures run here: their platform (and env) decides the n-gram drafter.
     from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner  # noqa: PLC0415
+    from nim_specdec_lab.tune.simulated import model_free_candidates  # noqa: PLC0415
 
-    model_free, curves = _model_free(
-        records, options, configured, max_len, serving_runner(cand.server_env(env, engine, None), *installed_vllm())
+    model_free, simulated = model_free_candidates(
+        records,
+        options.methods,
+        options.max_k,
+        configured,
+        max_len,
+        serving_runner(cand.server_env(env, engine, None), *installed_vllm()),
     )
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:
-        at_kmax, at_zero = server_names(candidate)
-        order.append((at_kmax, candidate.config))
-        rounds = measured_on(at_kmax, candidate.config)
-        if not candidate.simulated and _drafted(rounds):
+        at_kmax, at_zero = lineup_name(candidate), f"{candidate.method}-k0"
+        lineup.append((at_kmax, candidate.config))
+        serve_round(at_kmax, candidate.config, 1)
+        if not candidate.simulated and drafted(table.server_runs(at_kmax, 1)):
             # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
-            order.append((at_zero, cand.zero_k_config(candidate)))
-            measured_on(at_zero, cand.zero_k_config(candidate))
-    for server_no, (name, config) in later_passes(order, run.servers):
-        measured_on(name, config, server_no)
+            # Round 1 only: it feeds the fit and is never recommended.
+            serve_round(at_zero, cand.zero_k_config(candidate), 1)
 
-    measured: dict[str, dict[int, Any]] = {"off": keep(servers, "off", pooled["off"])}
-    zero_k: dict[str, dict[int, Any]] = {}
-    for candidate in candidates:
-        at_kmax, at_zero = server_names(candidate)
-        measured[candidate.method] = keep(servers, at_kmax, pooled[at_kmax])
-        if candidate.simulated:
-            continue
-        curve = _counter_curve(measured[candidate.method]) if at_zero in pooled else None
-        if curve is None:
+    # A model-free method is predicted from its simulator only (one configured but left out of --methods: not).
+    fittable = [c for c in candidates if not c.simulated or c.method in simulated]
+
+    def method_runs(round_no: int) -> dict[str, MethodRuns]:
+        return {
+            c.method: MethodRuns(
+                c.kmax,
+                table.server_runs(lineup_name(c), round_no),
+                table.server_runs(f"{c.method}-k0", 1) if table.has(f"{c.method}-k0") else None,
+                simulated.get(c.method),
+                c.simulated,
+            )
+            for c in fittable
+        }
+
+    model_fit, curves = fitted(table.server_runs("off", 1), method_runs(1))
+    by_method = {c.method: c for c in fittable if c.method in curves}
+    for candidate in fittable:
+        if candidate.method not in curves:
             notes.append(f"{candidate.method} drafted nothing on the server; it is not considered")
-            continue
-        curves[candidate.method] = curve
-        zero_k[candidate.method] = keep(servers, at_zero, pooled[at_zero])
-
-    by_method = {c.method: c for c in candidates if c.method in curves}
-    model_fit = fit(
-        _observations(measured["off"], 0),
-        {m: _observations(measured[m], by_method[m].kmax) for m in by_method},
-        frozenset(m for m in by_method if by_method[m].simulated),
-        {m: _observations(runs, 0) for m, runs in zero_k.items() if m in by_method},
-    )
-    for method, runs in zero_k.items():
-        notes.append(
-            f"{method} at K = 0 on a server of its own (what K = 0 in its schedule costs): "
-            + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(runs.items()))
-            + " output tokens/s; off: "
-            + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(measured["off"].items()))
-        )
-    choice = choose(model_fit, {m: curves[m] for m in by_method}, run.concurrencies, options.margin)
+    for method in by_method:
+        if table.has(f"{method}-k0"):
+            zero, off = table.kept(f"{method}-k0"), table.kept("off")
+            notes.append(
+                f"{method} at K = 0 on a server of its own (what K = 0 in its schedule costs): "
+                + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(zero.items()))
+                + " output tokens/s; off: "
+                + ", ".join(f"c={c} {judged_tokens_per_s(r):.1f}" for c, r in sorted(off.items()))
+            )
+    choice = choose(model_fit, curves, run.concurrencies, options.margin)
     say(
-        "tune: cost model fitted; "
+        "tune: cost model fitted on round 1; "
         + "; ".join(f"{p.method}: mean predicted speed-up {p.score:.2f}x" for p in choice.plans)
     )
-
-    rec_config = (
+    choice_config = (
         cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if choice.chosen else None
     )
     fallback = None
-    if rec_config is not None:  # never a schedule the serving engine would drop
+    if choice_config is not None:  # never a schedule the serving engine would drop
         choice, fallback = without_dropped_schedule(
-            choice, target.engine_for(rec_config), model_fit, curves.get(choice.chosen.method), run.concurrencies
+            choice, target.engine_for(choice_config), model_fit, curves.get(choice.chosen.method), run.concurrencies
         )
-        rec_config = (
-            cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if (choice.chosen) else None
+        choice_config = (
+            cand.scheduled_config(by_method[choice.chosen.method], choice.chosen.ranges()) if choice.chosen else None
         )
     if fallback:
         notes.append(fallback)
         say("tune: " + fallback)
-    reused = already_measured(rec_config, candidates)
-    if reused is not None:
-        notes.append(f"the recommendation is exactly the measured '{reused}' configuration; its runs verify it")
-        measured["recommended"] = measured[reused]
-    else:
-        for server_no in range(1, run.servers + 1):
-            measured_on("recommended", rec_config, server_no)
-        measured["recommended"] = keep(servers, "recommended", pooled["recommended"])
+    choice_name = next((name for name, config in lineup if config == choice_config), None)
+    if choice_name is None:
+        choice_name = CHOICE
+        lineup.append((CHOICE, choice_config))
+        serve_round(CHOICE, choice_config, 1)
+    say(f"tune: the model's choice is '{choice_name}'; the lineup of every round: " + ", ".join(n for n, _ in lineup))
+    for round_no in range(2, run.rounds + 1):
+        for name, config in lineup:
+            serve_round(name, config, round_no)
 
-    rows = config_rows(candidates, by_method, curves, model_fit, choice, measured, run.concurrencies, rec_config)
-    predicted_config = rec_config
-    rows, rec_config = last_word(rows, run.concurrencies, notes)
-    score = choice.chosen.score if choice.chosen and rec_config == predicted_config else None
-    chosen_json = chosen_entry(rec_config, score)
-    final = final_answer(captured, pooled, pool_of(rec_config, candidates, pooled), options.margin)
-    prompts = [len(r.prompt) for r in records] if len(records) == len(bodies) else None
-    shown_notes = trace_notes(bodies, True, run.max_tokens, max_len, prompts)
-    summary, marker = engine_summary(
-        servers.starts, target.engine_for(rec_config), None if rec_config is None else rec_config["method"], fallback
+    def predict(round_no: int, concurrency: int) -> float | None:
+        return held_out_prediction(
+            table.server_runs("off", round_no), method_runs(round_no), choice_config, concurrency
+        )
+
+    held = held_out(choice_name, table.figures(choice_name), predict, options.margin)
+    decision, level = decided(captured, table, lineup, choice_name, configured, run.concurrencies, options.margin)
+    say(decision.line)
+    final = None if decision.recommended is None else dict(decision.recommended.config)
+    shown_notes = trace_notes(
+        bodies, True, run.max_tokens, max_len, [len(r.prompt) for r in records] if len(records) == len(bodies) else None
     )
-    result = build_result(
-        recommended_env={**cand.spec_env(engine, rec_config), **marker},
-        chosen=chosen_json,
-        rows=rows,
-        concurrencies=run.concurrencies,
-        cost_model=model_fit.to_json(),
-        acceptance={m: curves[m].to_json() for m in by_method},
-        methods=[
-            {
-                "method": p.method,
-                "score": round(p.score, 4),
-                "k_by_batch_size": list(p.k_by_batch),
-                "predicted_by_k": predicted_grid(model_fit, p.method, curves[p.method], max(run.concurrencies)),
-            }
-            for p in choice.plans
-        ],
+    summary, marker = engine_summary(
+        servers.starts, target.engine_for(final), None if final is None else final["method"], fallback
+    )
+    result = result_files(
+        decision=decision,
+        level=level,
+        held=held,
+        table=table,
+        lineup=lineup,
+        choice=choice,
+        choice_name=choice_name,
+        model_fit=model_fit,
+        curves=curves,
+        recommended_env={**cand.spec_env(engine, final), **marker},
         servers=servers.starts,
-        runs=servers.rounds,
-        repeat=run.repeat,
-        servers_per_configuration=run.servers,
+        run=run,
+        margin=options.margin,
         notes=notes,
         duration_s=time.monotonic() - started,
         engine=summary,
     )
-    result.update(answer=final, trace_notes=shown_notes)
+    result["trace_notes"] = shown_notes
     write_result(out, result, say)
     for line in summary["differences"]:
         say("tune: serving engine: " + line)

@@ -1,99 +1,76 @@
-"""What tune makes of its measurements once they are in: the rows of its tables, the recommendation's last word,
+"""What tune makes of its measurements once they are in: the decision on intervals, the rows of its tables,
 its answer line, and the files it writes."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.common.output_files import write_atomically
+from nim_specdec_lab import stats
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve
 from nim_specdec_lab.tune.answer import answer, trace_level
-from nim_specdec_lab.tune.choice import static_prediction
-from nim_specdec_lab.tune.report import (
-    NOT_KEPT,
-    OFF,
-    RECOMMENDED,
-    STATIC,
-    ConfigRow,
-    keep_or_fall_back,
-    render_markdown,
-    worst_ratio,
-)
-from nim_specdec_lab.tune.runner import (
-    Round,
-    Say,
-    judged_tokens_per_s,
-)
+from nim_specdec_lab.tune.choice import Choice, static_prediction
+from nim_specdec_lab.tune.cost_model import CostModel
+from nim_specdec_lab.tune.decide import Decision, Option, decide
+from nim_specdec_lab.tune.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
+from nim_specdec_lab.tune.rounds import Table
+from nim_specdec_lab.tune.runner import RunSettings, Say, judged_tokens_per_s
+from nim_specdec_lab.tune.verification import HeldOut, verification_rows
+
+CHOICE = "model-choice"  # the servers of the model's choice, where it is no configuration already measured
+Lineup = Sequence[tuple[str, Mapping[str, Any] | None]]
 
 
-def server_names(candidate: cand.Candidate) -> tuple[str, str]:
-    """The names of a candidate's servers: at its largest K, and (a draft model's) at K = 0."""
-    return f"{candidate.method}-k{candidate.kmax}", f"{candidate.method}-k0"
+def lineup_name(candidate: cand.Candidate) -> str:
+    """A candidate's servers at its largest K (a draft model's K = 0 server is `METHOD-k0`)."""
+    return f"{candidate.method}-k{candidate.kmax}"
 
 
-def pool_of(
-    config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate], pooled: Mapping[str, Any]
-) -> str | None:
-    """The servers whose rounds measured the final recommendation; None: it is speculation off."""
-    if config is None:
-        return None
-    for candidate in candidates:
-        if dict(candidate.config) == dict(config):
-            return server_names(candidate)[0]
-    return "recommended" if "recommended" in pooled else None
-
-
-def final_answer(
-    captured: Sequence[Any], pooled: Mapping[str, Mapping[int, Sequence[Round]]], name: str | None, margin: float
-) -> dict[str, Any]:
-    tps = lambda rounds: {c: [judged_tokens_per_s(r.run) for r in found] for c, found in rounds.items()}  # noqa: E731
-    off = pooled["off"]
-    lowest = min(off)
-    latencies = [r.run.server_means.get("latency_mean_s") or r.run.latency_s.get("p50") for r in off[lowest]]
+def decided(
+    captured: Sequence[Any],
+    table: Table,
+    lineup: Lineup,
+    choice_name: str,
+    configured: cand.Candidate | None,
+    concurrencies: Sequence[int],
+    margin: float,
+) -> tuple[Decision, float | None]:
+    """The decision on every speculating configuration of the lineup, weighted by the capture's level (requests
+    in flight, by Little's law from its timestamps and off's request latency at the lowest concurrency)."""
+    lowest = min(concurrencies)
+    latencies = [
+        e.run.server_means.get("latency_mean_s") or e.run.latency_s.get("p50")
+        for e in table.entries
+        if e.configuration == "off" and e.concurrency == lowest
+    ]
     level = trace_level([c.timestamp_ms for c in captured], [t for t in latencies if t])
-    return answer(tps(off), None if name is None else tps(pooled[name]), level, margin)
+    current = lineup_name(configured) if configured is not None else None
+    options = [
+        Option(name, config, table.figures(name), proposal=name == choice_name, current=name == current)
+        for name, config in lineup
+        if config is not None
+    ]
+    weights = stats.concurrency_weights(level, concurrencies)
+    return decide(table.figures("off"), options, weights, margin), level
 
 
-def last_word(rows: list[ConfigRow], concurrencies: Sequence[int], notes: list[str]) -> tuple[list[ConfigRow], Any]:
-    """The verified recommendation, or the measured configuration that kept closer to the best everywhere."""
-    kept = keep_or_fall_back(rows, concurrencies)
-    if kept.kind == RECOMMENDED:
-        return rows, kept.config
-    verified = next(r for r in rows if r.kind == RECOMMENDED)
-    notes.append(
-        f"verification: the predicted choice measured {worst_ratio(verified, rows, concurrencies):.2f}x the best "
-        f"at its worst concurrency; '{kept.name}' kept {worst_ratio(kept, rows, concurrencies):.2f}x and is "
-        "recommended instead"
-    )
-    rows = [replace(r, name=NOT_KEPT, kind=STATIC) if r.kind == RECOMMENDED else r for r in rows]
-    return rows + [ConfigRow("recommended", RECOMMENDED, kept.config, kept.predicted, kept.measured)], kept.config
-
-
-def chosen_entry(config: Mapping[str, Any] | None, score: float | None) -> dict[str, Any] | None:
+def chosen_entry(config: Mapping[str, Any] | None, score: float | None, name: str) -> dict[str, Any] | None:
     if config is None:
         return None
     from nim_specdec.config.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
 
     ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
     return {
+        "configuration": name,
         "method": config["method"],
         "speculative_config": dict(config),
         "schedule": [asdict(row) for row in describe_schedule(validate_batch_size_schedule(ranges, None, "schedule"))],
         "predicted_speedup_mean": None if score is None else round(score, 3),
     }
-
-
-def already_measured(config: Mapping[str, Any] | None, candidates: Sequence[cand.Candidate]) -> str | None:
-    if config is None:
-        return "off"
-    for candidate in candidates:
-        if dict(candidate.config) == dict(config):
-            return candidate.method
-    return None
 
 
 def predicted_grid(model_fit, method: str, curve: AcceptanceCurve, largest: int) -> dict[str, dict[str, float]]:
@@ -104,33 +81,104 @@ def predicted_grid(model_fit, method: str, curve: AcceptanceCurve, largest: int)
     }
 
 
-def config_rows(
-    candidates, by_method, curves, model_fit, choice, measured, concurrencies, rec_config
-) -> list[ConfigRow]:
-    tps = lambda runs: {c: judged_tokens_per_s(r) for c, r in runs.items()}  # noqa: E731
-    rows = [ConfigRow("off", OFF, None, dict(choice.predicted_off), tps(measured["off"]))]
-    for candidate in candidates:
-        predicted = {}
-        if candidate.method in by_method:
-            predicted = static_prediction(
-                model_fit, candidate.method, curves[candidate.method], candidate.kmax, concurrencies
-            )
+def _predicted(
+    config: Mapping[str, Any] | None,
+    name: str,
+    choice_name: str,
+    choice: Choice,
+    model_fit: CostModel,
+    curves: Mapping[str, AcceptanceCurve],
+    concurrencies: Sequence[int],
+) -> dict[int, float]:
+    if config is None:
+        return dict(choice.predicted_off)
+    if name == choice_name and choice.chosen is not None:
+        return dict(choice.chosen.predicted)
+    method = str(config["method"])
+    if method not in curves:
+        return {}
+    return static_prediction(model_fit, method, curves[method], int(config["num_speculative_tokens"]), concurrencies)
+
+
+def result_files(
+    *,
+    decision: Decision,
+    level: float | None,
+    held: Mapping[int, HeldOut],
+    table: Table,
+    lineup: Lineup,
+    choice: Choice,
+    choice_name: str,
+    model_fit: CostModel,
+    curves: Mapping[str, AcceptanceCurve],
+    recommended_env: Mapping[str, str],
+    servers: Sequence[Mapping[str, Any]],
+    run: RunSettings,
+    margin: float,
+    notes: Sequence[str],
+    duration_s: float,
+    engine: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    conc = run.concurrencies
+    recommended = "off" if decision.recommended is None else decision.recommended.name
+    rows = []
+    for name, config in lineup:
+        compared = decision.comparison(name)
         rows.append(
             ConfigRow(
-                f"{candidate.method} K={candidate.kmax}",
-                STATIC,
-                candidate.config,
-                predicted,
-                tps(measured[candidate.method]),
+                name,
+                OFF if config is None else CHOICE_KIND if name == choice_name else STATIC,
+                config,
+                _predicted(config, name, choice_name, choice, model_fit, curves, conc),
+                {c: judged_tokens_per_s(r) for c, r in table.kept(name).items()},
+                {} if compared is None else {c: None if s is None else s.to_json() for c, s in compared.by_c.items()},
+                None if compared is None or compared.traffic is None else compared.traffic.to_json(),
+                name == recommended,
             )
         )
-    predicted = dict(choice.chosen.predicted) if choice.chosen else dict(choice.predicted_off)
-    rows.append(ConfigRow("recommended", RECOMMENDED, rec_config, predicted, tps(measured["recommended"])))
-    return rows
+    final = None if decision.recommended is None else decision.recommended.config
+    score = choice.chosen.score if choice.chosen is not None and recommended == choice_name else None
+    off = table.figures("off")
+    return build_result(
+        recommended_env=recommended_env,
+        chosen=chosen_entry(final, score, recommended),
+        decision={
+            "recommended": recommended,
+            "model_choice": choice_name,
+            "cannot_tell": decision.cannot_tell,
+            "margin": margin,
+            "method": stats.METHOD,
+            "line": decision.line,
+        },
+        rows=rows,
+        concurrencies=conc,
+        verification=verification_rows(decision, held, conc),
+        cost_model=model_fit.to_json(),
+        acceptance={m: c.to_json() for m, c in curves.items()},
+        methods=[
+            {
+                "method": p.method,
+                "score": round(p.score, 4),
+                "k_by_batch_size": list(p.k_by_batch),
+                "predicted_by_k": predicted_grid(model_fit, p.method, curves[p.method], max(conc)),
+            }
+            for p in choice.plans
+        ],
+        servers=servers,
+        lineup=[name for name, _ in lineup],
+        runs=table.to_json(),
+        rounds=run.rounds,
+        repeat=run.repeat,
+        notes=notes,
+        duration_s=duration_s,
+        engine=engine,
+        answer=answer(off, None if final is None else table.figures(recommended), level, margin),
+    )
 
 
 def write_result(out: Path, result: Mapping[str, Any], say: Say) -> None:
     from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
+    from nim_specdec_lab.tune.report_md import render_markdown  # noqa: PLC0415
 
     write_atomically(str(out / "tune.json"), json.dumps(result, indent=2) + "\n", "--out")
     write_atomically(str(out / "tune.md"), render_markdown(result), "--out")

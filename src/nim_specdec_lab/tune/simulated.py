@@ -8,6 +8,7 @@ from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, make_grid, rank
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
+from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_simulation
 
 # speculative_config key -> SuffixParams field
@@ -70,3 +71,40 @@ def suffix_curve(
         result = simulate_suffix(records, SuffixParams(k=k, **keys), max_model_len, history=records)
         runs.append((k, total, result.accepted, result.draft_tokens))
     return curve_from_simulation(runs)
+
+
+def model_free_candidates(
+    records: Sequence[RecordedRequest],
+    methods: Sequence[str],
+    max_k: int,
+    configured: cand.Candidate | None,
+    max_len: int | None,
+    ngram_runner: str = "v1",
+) -> tuple[list[cand.Candidate], dict[str, AcceptanceCurve]]:
+    """The model-free candidates of `methods` and their simulated acceptance curves (n-gram's as
+    `ngram_runner` drafts); a model-free method the user configured is taken in the user's form."""
+    found, curves = [], {}
+    if "ngram" in methods:
+        if configured is not None and configured.method == "ngram":
+            ngram = configured
+        else:
+            lo, hi = pick_ngram_lookup(records, max_k, max_len, ngram_runner)
+            ngram = cand.Candidate("ngram", cand.ngram_config(max_k, lo, hi), configured=False)
+        found.append(ngram)
+        curves["ngram"] = ngram_curve(
+            records,
+            ngram.kmax,
+            int(ngram.config.get("prompt_lookup_min") or 1),
+            int(ngram.config["prompt_lookup_max"]),
+            max_len,
+            ngram_runner,
+        )
+    if "suffix" in methods:
+        suffix = (
+            configured
+            if configured is not None and configured.method == "suffix"
+            else cand.Candidate("suffix", cand.suffix_config(max_k), configured=False)
+        )
+        found.append(suffix)
+        curves["suffix"] = suffix_curve(records, suffix.config, max_len)
+    return found, curves

@@ -1,0 +1,90 @@
+"""tune's rounds: which servers it starts in what order, and every run they measured.
+
+A round is one pass over the lineup: a fresh server for each configuration, in the same order every round
+(off, each candidate at its largest K, then the model's choice), so that a slow stretch of a shared machine
+falls on the servers of one round alike and a configuration's n-th server pairs with off's n-th. Round 1
+also holds what only feeds the fit (a draft model's server at K = 0); the model's choice is made from round
+1's servers and joins the lineup at its end, so it is measured in every round too, never in a block of its
+own. A server measures each concurrency `--repeat` times; its median run is that server's figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from nim_specdec_lab.replay import ReplayMeasurement
+from nim_specdec_lab.tune.repeats import median_run
+from nim_specdec_lab.tune.runner import Round, judged_tokens_per_s
+
+
+@dataclass(frozen=True)
+class Entry:
+    configuration: str
+    round: int  # the configuration's n-th server, started in the n-th pass over the lineup
+    server: str
+    repeat: int  # the run's place among its server's runs at this concurrency
+    concurrency: int
+    run: ReplayMeasurement
+
+
+@dataclass
+class Table:
+    """Every measured run, in the order measured."""
+
+    entries: list[Entry] = field(default_factory=list)
+
+    def add(self, configuration: str, round_no: int, measured: Mapping[int, Sequence[Round]]) -> None:
+        # A server measures every concurrency once per repeat, repeats outermost (runner.measure).
+        found = sorted(((r.number, c, r) for c, rounds in measured.items() for r in rounds), key=lambda x: x[:2])
+        for repeat, c, one in found:
+            self.entries.append(Entry(configuration, round_no, one.server, repeat, c, one.run))
+
+    def has(self, configuration: str) -> bool:
+        return any(e.configuration == configuration for e in self.entries)
+
+    def _of(self, configuration: str, round_no: int | None = None) -> list[Entry]:
+        return [e for e in self.entries if e.configuration == configuration and round_no in (None, e.round)]
+
+    def server_runs(self, configuration: str, round_no: int) -> dict[int, ReplayMeasurement]:
+        """The configuration's server of that round: its median run at each concurrency."""
+        return _medians(self._of(configuration, round_no))
+
+    def kept(self, configuration: str) -> dict[int, ReplayMeasurement]:
+        """The run that stands for the configuration at each concurrency: the median of all its runs."""
+        return _medians(self._of(configuration))
+
+    def figures(self, configuration: str) -> dict[int, dict[int, float]]:
+        """Concurrency -> round -> that round's server figure (judged tokens/s of its median run)."""
+        out: dict[int, dict[int, float]] = {}
+        for round_no in sorted({e.round for e in self._of(configuration)}):
+            for c, run in self.server_runs(configuration, round_no).items():
+                out.setdefault(c, {})[round_no] = judged_tokens_per_s(run)
+        return out
+
+    def rounds_of(self, configuration: str) -> int:
+        return len({e.round for e in self._of(configuration)})
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """tune.json's runs, in measuring order; `kept` marks the run that stands for its configuration."""
+        kept = {name: self.kept(name) for name in {e.configuration for e in self.entries}}
+        return [
+            {
+                "configuration": e.configuration,
+                "round": e.round,
+                "server": e.server,
+                "repeat": e.repeat,
+                "concurrency": e.concurrency,
+                "kept": e.run is kept[e.configuration][e.concurrency],
+                "judged_tokens_per_s": round(judged_tokens_per_s(e.run), 3),
+                **e.run.to_json(),
+            }
+            for e in self.entries
+        ]
+
+
+def _medians(entries: Sequence[Entry]) -> dict[int, ReplayMeasurement]:
+    by_c: dict[int, list[ReplayMeasurement]] = {}
+    for e in entries:
+        by_c.setdefault(e.concurrency, []).append(e.run)
+    return {c: median_run(runs, judged_tokens_per_s) for c, runs in sorted(by_c.items())}

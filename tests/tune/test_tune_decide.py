@@ -1,0 +1,143 @@
+"""tune's decision on measured intervals, table-driven: what it recommends, and when it says it cannot tell."""
+
+from __future__ import annotations
+
+import pytest
+
+from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE
+from nim_specdec_lab.tune.decide import Option, compare, decide
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3}
+DRAFT = {"method": "draft_model", "model": "d", "num_speculative_tokens": 2}
+SCHEDULE = {**NGRAM, "num_speculative_tokens_per_batch_size": [[1, 2, 3], [3, 8, 0]]}
+# Off's servers in three rounds at concurrencies 1 and 8; round 2 fell on a slow stretch of the machine.
+OFF = {1: {1: 100.0, 2: 70.0, 3: 104.0}, 8: {1: 400.0, 2: 280.0, 3: 410.0}}
+EVEN = {1: 0.5, 8: 0.5}
+
+
+def scaled(at1: float, at8: float, wobble: float = 0.02) -> dict[int, dict[int, float]]:
+    """A configuration at `at1` x off at concurrency 1 and `at8` x at 8, in every round (each round a little
+    off, so that the intervals have a width)."""
+    shake = {1: 1.0, 2: 1.0 + wobble, 3: 1.0 - wobble}
+    return {c: {r: v * ratio * shake[r] for r, v in OFF[c].items()} for c, ratio in ((1, at1), (8, at8))}
+
+
+def option(name: str, config: dict, at1: float, at8: float, wobble: float = 0.02, **flags) -> Option:
+    return Option(name, config, scaled(at1, at8, wobble), **flags)
+
+
+CASES = [
+    # (id, options, weights, recommended, cannot tell, words in the line)
+    (
+        "choice-faster-everywhere",
+        [option("model-choice", SCHEDULE, 1.5, 1.2, proposal=True)],
+        EVEN,
+        "model-choice",
+        False,
+        ["recommending model-choice", "faster"],
+    ),
+    (
+        "choice-first-even-when-a-static-measured-more",
+        [option("ngram-k3", NGRAM, 1.8, 1.3), option("model-choice", SCHEDULE, 1.5, 1.2, proposal=True)],
+        EVEN,
+        "model-choice",
+        False,
+        ["recommending model-choice"],
+    ),
+    (
+        "choice-cannot-be-told-a-static-can",
+        [option("ngram-k3", NGRAM, 1.5, 1.3), option("model-choice", SCHEDULE, 1.0, 1.0, wobble=0.2, proposal=True)],
+        EVEN,
+        "ngram-k3",
+        False,
+        ["the model's choice (model-choice) did not measure faster", "recommending ngram-k3"],
+    ),
+    (
+        # The issue's case: faster where the capture's traffic sits, 0.70x of off at 8 beyond doubt.
+        "clearly-slower-at-one-concurrency-never-stands",
+        [option("ngram-k3", NGRAM, 1.6, 0.7, proposal=True)],
+        {1: 1.0},
+        None,
+        True,
+        ["cannot tell", "ngram-k3 measured slower than off at c=8 0.700x", "recommending speculation off"],
+    ),
+    (
+        "noise-falls-back-to-off",
+        [option("ngram-k3", NGRAM, 1.05, 1.0, wobble=0.25, proposal=True)],
+        EVEN,
+        None,
+        True,
+        ["cannot tell whether speculation beats off", "recommending speculation off, the safer choice"],
+    ),
+    (
+        "noise-keeps-what-the-user-runs",
+        [
+            option("draft_model-k2", DRAFT, 1.05, 1.0, wobble=0.25, current=True),
+            option("ngram-k3", NGRAM, 1.02, 1.0, wobble=0.25, proposal=True),
+        ],
+        EVEN,
+        "draft_model-k2",
+        True,
+        ["cannot tell", "keeping your configuration (draft_model-k2), the safer choice"],
+    ),
+    (
+        "everything-slower-is-no-cannot-tell",
+        [option("draft_model-k2", DRAFT, 0.33, 0.3, current=True), option("ngram-k3", NGRAM, 0.8, 0.7)],
+        EVEN,
+        None,
+        False,
+        ["speculation measured slower than off on this traffic: draft_model-k2 0.3", "recommending speculation off"],
+    ),
+    (
+        "the-users-configuration-measured-slower-is-not-kept",
+        [option("draft_model-k2", DRAFT, 0.33, 0.3, current=True), option("ngram-k3", NGRAM, 1.02, 1.0, wobble=0.25)],
+        EVEN,
+        None,
+        True,
+        ["draft_model-k2 measured slower than off at c=1", "recommending speculation off"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case_id,options,weights,recommended,cannot_tell,words", CASES, ids=[c[0] for c in CASES])
+def test_decision(case_id, options, weights, recommended, cannot_tell, words):
+    decision = decide(OFF, options, weights, 0.03)
+    assert (decision.recommended.name if decision.recommended else None) == recommended
+    assert decision.cannot_tell is cannot_tell
+    assert decision.line.startswith("tune: ") and "\n" not in decision.line
+    for word in words:
+        assert word in decision.line, (word, decision.line)
+    # Whatever is recommended was never measured wholly below off.
+    if decision.recommended is not None:
+        assert not decision.comparison(decision.recommended.name).slower_at()
+
+
+def test_pairing_cancels_the_slow_round():
+    # Round 2 is 30% slow for every server: paired, a steady 1.5x has a tight interval.
+    found = compare(OFF, option("ngram-k3", NGRAM, 1.5, 1.5, wobble=0.0), EVEN, 0.03)
+    low, high = found.by_c[1].interval
+    assert found.by_c[1].speedup == pytest.approx(1.5) and high - low < 1e-6
+    assert found.traffic.verdict == FASTER
+
+
+def test_one_round_gives_no_interval_and_so_no_recommendation():
+    off = {1: {1: 100.0}}
+    decision = decide(off, [Option("ngram-k3", NGRAM, {1: {1: 200.0}}, proposal=True)], {1: 1.0}, 0.03)
+    assert decision.recommended is None and decision.cannot_tell
+    assert "2.000x (one round: no interval)" in decision.line
+    traffic = decision.comparison("ngram-k3").traffic
+    assert traffic.speedup == pytest.approx(2.0) and traffic.interval is None
+
+
+def test_a_larger_gain_than_the_rounds_resolve_says_how_many_would():
+    # A 1.2x gain whose rounds scatter by 0.15 in log: three rounds cannot tell it, more would.
+    off = {1: {1: 100.0, 2: 100.0, 3: 100.0}}
+    cand = {1: {1: 120.0 * 1.16, 2: 120.0, 3: 120.0 / 1.16}}
+    decision = decide(off, [Option("ngram-k3", NGRAM, cand, proposal=True)], {1: 1.0}, 0.03)
+    assert decision.cannot_tell and decision.comparison("ngram-k3").traffic.verdict == NO_DIFFERENCE
+    assert "rounds (--rounds) would tell a gain of this size" in decision.line
+
+
+def test_nothing_to_compare_is_off():
+    decision = decide(OFF, [], EVEN, 0.03)
+    assert decision.recommended is None and not decision.cannot_tell
