@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from nim_specdec_lab.tune.report_md import speedup_cell
+
 REPO = Path(__file__).resolve().parents[1]
 WORDS = (
     "the quick brown fox jumps over the lazy dog speculative decoding drafts tokens that the target "
@@ -239,15 +241,6 @@ def run_scenario(
     return result
 
 
-def _speedup(s: dict | None) -> str:
-    if s is None:
-        return "-"
-    if s.get("speedup_interval") is None:
-        return f"{s['speedup']:.3f}x (one round)"
-    low, high = s["speedup_interval"]
-    return f"{s['speedup']:.3f}x [{low:.3f}, {high:.3f}] {s['verdict']}"
-
-
 def _error(h: dict | None) -> str:
     if h is None or h.get("error") is None:
         return "-"
@@ -270,15 +263,15 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
     for row in result["configurations"]:
         if row["kind"] == "off":
             continue
-        cells = [f"c={c} {_speedup(row['vs_off'].get(str(c)))}" for c in conc]
+        cells = [f"c={c} {speedup_cell(row['vs_off'].get(str(c)))}" for c in conc]
         mark = " (recommended)" if row["recommended"] else ""
-        print(f"  {row['name']}{mark}: " + "; ".join(cells) + f"; on traffic {_speedup(row['vs_off_on_traffic'])}")
+        print(f"  {row['name']}{mark}: " + "; ".join(cells) + f"; on traffic {speedup_cell(row['vs_off_on_traffic'])}")
     print(f"[{name}] verification (held-out prediction error of the model's choice, predicted / measured - 1):")
     for row in result["verification"]:
         held = row["held_out"] or {}
         print(
             f"  c={row['concurrency']}: recommended ({row['recommended']}) vs off "
-            f"{'1 (off)' if row['recommended'] == 'off' else _speedup(row['recommended_vs_off'])}; "
+            f"{'1 (off)' if row['recommended'] == 'off' else speedup_cell(row['recommended_vs_off'])}; "
             f"held-out error of {held.get('prediction_of')}: {_error(held)}"
         )
         if row["recommended"] != "off":
