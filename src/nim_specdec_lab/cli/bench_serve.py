@@ -88,6 +88,9 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
     )
     if args.ignore_eos:
         say(f"warning: {IGNORE_EOS}")
+    for workload in workloads:
+        if workload.note:
+            say(f"{workload.category}: {workload.note}")
     try:
         if (out / SERVE_DIR).exists():
             shutil.rmtree(out / SERVE_DIR)  # a new run's rounds never mix with an older run's

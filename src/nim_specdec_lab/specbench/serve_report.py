@@ -181,7 +181,7 @@ def _expected(
             f"{level:.2f} in flight on average in the capture (Little's law), weights "
             + ", ".join(f"{w:.2f} at concurrency {c}" for c, w in sorted(weights.items()))
             if level is not None
-            else "the capture has no timestamps: concurrencies weighed alike"
+            else "no timestamps in the input: concurrencies weighed alike"
         )
         what = f"of {candidate} on {category}" if several_sides else f"on {category}"
         lines.append(stats.one_line(combined, f"{what} ({where})"))
