@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from vllm_runs import GUIDE_NGRAM, aiperf_bin, probe
+from nim_specdec.observe.smoke import post_json
+from vllm_runs import GUIDE_NGRAM, SERVED_NAME, aiperf_bin, probe
 
 pytestmark = pytest.mark.e2e
 
@@ -91,10 +93,57 @@ def bench_off(server, record, workdir):
     return _phase("off", server.url, record.env["NIM_MODEL_PATH"], workdir)
 
 
+def _raw_answers(url: str) -> dict:
+    """One request answered whole and one streamed (with the usage chunk, as bench asks): what the server puts
+    in a response, read here without AIPerf."""
+    body = {"model": SERVED_NAME, "messages": [{"role": "user", "content": PROMPTS[0]}], "max_tokens": 24}
+    status, whole = post_json(url + "/v1/chat/completions", {**body, "temperature": 0}, timeout=120)
+    streamed = {**body, "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    ask = urllib.request.Request(
+        url + "/v1/chat/completions", json.dumps(streamed).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(ask, timeout=120) as answer:  # loopback: the shared server
+        text = answer.read().decode()
+    chunks = [json.loads(line[len("data: ") :]) for line in text.splitlines() if line.startswith("data: {")]
+    return {"status": status, "whole": whole, "chunks": chunks}
+
+
 # The shared n-gram server reports each response's acceptance, as servers bench --serve starts do.
 @probe("ngram", env=lambda workdir: {"NIM_PASSTHROUGH_ARGS": PER_REQUEST})
 def bench_on(server, record, workdir):
-    return _phase("on", server.url, record.env["NIM_MODEL_PATH"], workdir)
+    return {**_phase("on", server.url, record.env["NIM_MODEL_PATH"], workdir), "raw": _raw_answers(server.url)}
+
+
+SUMMARY_KEYS = {
+    "mean_acceptance_length",
+    "draft_acceptance_rate",
+    "acceptance_histogram",
+    "num_spec_steps",
+    "num_accepted_draft_tokens",
+    "num_draft_tokens",
+    "num_spec_tokens",
+}
+
+
+def test_a_response_carries_its_own_acceptance(ngram_run):
+    """vLLM 0.32's summary, as docs/measuring.md describes it: on a whole answer under
+    metrics.speculative_decoding, on a stream only on its last chunk (the usage chunk)."""
+    raw = ngram_run.probe("bench_on")["raw"]
+    assert raw["status"] == 200, raw
+    streamed = raw["chunks"]
+    assert [c for c in streamed[:-1] if "metrics" in c] == [] and streamed[-1]["choices"] == []
+    for found in (raw["whole"]["metrics"]["speculative_decoding"], streamed[-1]["metrics"]["speculative_decoding"]):
+        assert set(found) == SUMMARY_KEYS, found  # `summary`: no per-step lists
+        histogram, steps, accepted = (
+            found["acceptance_histogram"],
+            found["num_spec_steps"],
+            found["num_accepted_draft_tokens"],
+        )
+        assert len(histogram) == found["num_spec_tokens"] + 1 == GUIDE_NGRAM["num_speculative_tokens"] + 1
+        assert sum(histogram) == steps > 0 and sum(j * n for j, n in enumerate(histogram)) == accepted
+        assert accepted <= found["num_draft_tokens"] <= 3 * steps
+        assert found["mean_acceptance_length"] == pytest.approx(1 + accepted / steps)
+        assert found["draft_acceptance_rate"] == pytest.approx(accepted / found["num_draft_tokens"])
 
 
 def test_bench_replays_a_closed_loop_and_reads_acceptance_from_the_responses(off_run, ngram_run, runs_dir):

@@ -248,6 +248,7 @@ def _bench(tmp_path, *args):
         (["--rounds", "1"], "--rounds: 1 is below 2"),
         (["--baseline", "BAD"], "--baseline: cannot read BAD"),
         (["--candidate", "{env}"], "--candidate: {env} line 1: 'NOT A NAME'= is not a variable name"),
+        (["--candidate", "{ok}", "--candidate", "{env}"], "--candidate: {env} line 1: 'NOT A NAME'= is not"),
         (["--schedule", "timestamps"], "--schedule: timestamps with --serve"),
         (["--concurrency", "2,x"], "--concurrency: 'x'"),
         (["--aiperf", "/nonexistent/aiperf"], "make aiperf-venv"),
@@ -255,9 +256,10 @@ def _bench(tmp_path, *args):
     ],
 )
 def test_serve_refusals_are_one_line_exit_2(tmp_path, args, needle):
-    env = tmp_path / "c.env"
+    env, ok = tmp_path / "c.env", tmp_path / "ok.env"
     env.write_text("NOT A NAME=hunter2\n")
-    args = [a.replace("{env}", str(env)) for a in args]
+    ok.write_text("NIM_SPECDEC_ENABLE=0\n")
+    args = [a.replace("{env}", str(env)).replace("{ok}", str(ok)) for a in args]
     proc = _bench(tmp_path, *args)
     assert proc.returncode == 2, proc.stderr
     assert needle.replace("{env}", str(env)) in proc.stderr and "hunter2" not in proc.stderr

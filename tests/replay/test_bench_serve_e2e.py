@@ -4,14 +4,17 @@ the baseline (this environment with speculation off) and two candidates from env
 categories of unequal size, in one run per server).
 
 What is asserted is what a correct bench satisfies on any machine: each interval is the documented one of
-its own rounds and the verdict follows from it; the A/A speedup lies within what two servers of one
-configuration measure apart here (up to 1.9x, docs/measuring.md), and the A/B verdict is never `slower`
-(n-gram is about 1.5x faster on the demo model). The A/A verdict itself is not asserted: a 95% interval
-misses 1.0 in 5% of A/A runs by construction (the verdict, with its 3% margin, in 1.4% to 4% at two rounds
-and this machine's noise; simulated), which a test run on every change cannot afford; tests/replay/
-test_stats.py holds that property over 1000 simulated runs. bench/bench_serve.py measures the figures.
-The acceptance matrix comes from every response of the n-gram candidate, by category, and adds up to the
-server's own counters exactly.
+its own rounds and the verdict follows from it; the A/B verdict is never `slower` (n-gram is about 1.5x
+faster on the demo model: a two-round run reads `slower` in 0.3% of runs even at log sd 0.5 per round,
+simulated); an A/A verdict of `faster` or `slower` never comes with a speedup beyond what two
+servers of one configuration measure apart here (up to 1.9x, docs/measuring.md). The A/A verdict alone is
+not asserted: a 95% interval misses 1.0 in 5% of A/A runs by construction, and the verdict (with its 3%
+margin) reads `faster` or `slower` in 2.7% to 4.5% of two-round A/A runs (simulated, log sd 0.1 to 0.5 per
+round), which a test run on every change cannot afford; with the spread bound as well, 0.0% up to log sd
+0.2, 0.2% at 0.35 and 0.9% at 0.5 (as much as a busy 2-core machine scatters). tests/replay/test_stats.py holds the
+verdict's own rate over 1000 simulated runs; bench/bench_serve.py measures the figures. The acceptance
+matrix comes from every response of the n-gram candidate, by category, and adds up to the server's own
+counters exactly.
 """
 
 from __future__ import annotations
@@ -123,10 +126,11 @@ def test_bench_serve_a_a_and_a_b_with_the_acceptance_matrix(demo_model, tmp_path
         "candidate2": str(ngram),
     }
 
-    # A/A: the same configuration on both sides, measured apart by no more than two servers of it can be.
+    # A/A: the same configuration on both sides; a difference it reports is no larger than two servers of one
+    # configuration measure apart.
     a_a = rows["candidate1"]
     assert a_a["off"]["spec"] is None and a_a["on"]["spec"] is None
-    assert 1 / MACHINE_SPREAD <= a_a["speedup"] <= MACHINE_SPREAD, a_a
+    assert a_a["verdict"] == stats.NO_DIFFERENCE or 1 / MACHINE_SPREAD <= a_a["speedup"] <= MACHINE_SPREAD, a_a
     assert a_a["detectable"][0] > 1 + margin and a_a["detectable"][1] < 1 - margin
     # A/B: the guide's n-gram against speculation off.
     a_b = rows["candidate2"]
