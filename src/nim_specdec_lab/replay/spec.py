@@ -21,7 +21,6 @@ from nim_specdec_lab.replay.request_acceptance import RequestAcceptance, session
 
 SCHEDULES = ("closed", "timestamps")
 CHAT, COMPLETIONS = "chat", "completions"
-PERCENTILES = ("p50", "p90", "p99")
 # Keys a capture may carry that would change what is measured; the replay owns them.
 _OWNED = ("model", "stream", "stream_options")
 
@@ -291,13 +290,3 @@ def aiperf_argv(spec: ReplaySpec, aiperf: str, endpoint: str, trace_file: str, a
             "sequential",
         ]
     return argv + list(spec.aiperf_extra)
-
-
-def percentiles(metric: Mapping[str, Any] | None, scale: float) -> dict[str, float]:
-    """p50/p90/p99 of one AIPerf metric, times `scale` (AIPerf reports latencies in ms)."""
-    out = {}
-    for key in PERCENTILES:
-        value = (metric or {}).get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            out[key] = float(value) * scale
-    return out
