@@ -14,7 +14,9 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.specbench.compare import ARRIVAL_RATE, compare
-from nim_specdec_lab.specbench.inputs import from_capture, from_speed_bench
+from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
+from nim_specdec_lab.specbench.acceptance_matrix import from_runs
+from nim_specdec_lab.specbench.inputs import SPEED_BENCH, from_capture, from_speed_bench, speed_bench_mix
 from nim_specdec_lab.specbench.plots import write_plots
 from nim_specdec_lab.specbench.report_md import markdown
 
@@ -122,6 +124,72 @@ def test_capture_keeps_timestamps_and_speed_bench_takes_first_turns():
     assert work.requests == ({"messages": rows[0]["messages"][:2]},) and "1 multi-turn" in work.note
     with pytest.raises(ConfigError):
         from_speed_bench("coding", [json.dumps(r) for r in rows])
+
+
+def test_speed_bench_categories_mix_into_one_workload_taken_in_turn():
+    rows = [{"category": c, "messages": [{"role": "user", "content": f"{c}{i}"}]} for c, n in CATS for i in range(n)]
+    work = speed_bench_mix(["writing", "coding", "math"], [json.dumps(r) for r in rows])
+    assert work.category == SPEED_BENCH and work.timestamps_ms is None
+    # One of each category in turn while each lasts, so that any prefix of the run has the same mix.
+    assert work.labels == ("writing", "coding", "math", "writing", "coding", "math", "writing", "math", "math")
+    assert [r["messages"][0]["content"] for r in work.requests][:4] == ["writing0", "coding0", "math0", "writing1"]
+    capture = from_capture("traffic", [json.dumps({"payload": {"prompt": "x"}})] * 2)
+    assert work.request_labels() == work.labels and capture.request_labels() == ("traffic", "traffic")
+    with pytest.raises(ConfigError):
+        speed_bench_mix(["writing", "qa"], [json.dumps(r) for r in rows])
+
+
+CATS = (("coding", 2), ("math", 4), ("writing", 3))
+
+
+def _with_responses(tok_s, records):
+    spec = SpecCounters(
+        sum(r.steps for r in records), sum(r.draft_tokens for r in records), sum(r.accepted for r in records), (0, 0, 0)
+    )
+    return ReplayMeasurement(
+        len(records),
+        len(records),
+        2,
+        "closed",
+        2.0,
+        int(tok_s * 2),
+        tok_s,
+        LAT,
+        LAT,
+        LAT,
+        spec,
+        NGRAM,
+        requests_acceptance=tuple(records),
+    )
+
+
+def test_markdown_and_plot_show_the_acceptance_matrix(tmp_path):
+    records = [
+        RequestAcceptance(0, "writing", 10, 30, 12, (2, 4, 2, 2)),
+        RequestAcceptance(1, "coding", 10, 30, 27, (0, 0, 3, 7)),
+        RequestAcceptance(2, "writing", 8, 24, 8, (3, 2, 1, 1)),
+        RequestAcceptance(3, "coding", 6, 18, 15, (0, 1, 1, 4)),
+    ]
+    report = compare({"off": {SPEED_BENCH: m(100.0)}, "on": {SPEED_BENCH: _with_responses(150.0, records)}})
+    report["acceptance_matrix"], notes = from_runs({"off": [m(100.0)], "on": [_with_responses(150.0, records)]})
+    assert notes == []
+    text = markdown(report)
+    found = report["acceptance_matrix"]
+    coding, writing = (found["acceptance_length"]["on"][c] for c in ("coding", "writing"))
+    assert coding["value"] == pytest.approx(1 + 42 / 16, abs=1e-4) and writing["value"] == pytest.approx(
+        1 + 20 / 18, abs=1e-4
+    )
+    # AIPerf's layout: configuration, the categories in SPEED-Bench's order, Overall; figures to 2 decimals.
+    assert "## Acceptance by category" in text and "| configuration | coding | writing | Overall |" in text
+    low, high = coding["interval"]
+    assert f"| on | {coding['value']:.2f} [{low:.2f}, {high:.2f}] | {writing['value']:.2f} [" in text
+    assert "- on: prompts (responses) per category: coding 2 (2), writing 2 (2)." in text
+    assert "Acceptance rate:" in text and "delta method" in text
+    paths = write_plots(report, tmp_path)
+    assert paths[-1].name == "acceptance_by_category.png" and paths[-1].read_bytes()[:4] == b"\x89PNG"
+    # A report without a matrix does not leave an earlier one's plot beside it.
+    write_plots(compare({"off": {"t": m(100.0)}}), tmp_path)
+    assert not (tmp_path / "acceptance_by_category.png").exists()
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.specbench.env_file import parse_env_file, server_env
 from nim_specdec_lab.specbench.report_md import markdown
 from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
-from nim_specdec_lab.specbench.serve_rounds import order_of, side_args, warmup_for
+from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
+from nim_specdec_lab.specbench.serve_rounds import order_of, side_args, side_names, warmup_for
 from nim_specdec_lab.specbench.trace_notes import trace_notes
 from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE
 
@@ -90,6 +91,10 @@ def test_rounds_alternate_and_warm_up_scales_with_concurrency():
         ("baseline", "candidate"),
     ]
     assert warmup_for(1, None) == 4 and warmup_for(8, None) == 18 and warmup_for(8, 0) == 0
+    # Several candidates: the order given in odd rounds, the reverse in even ones.
+    sides = side_names(2)
+    assert sides == ("baseline", "candidate1", "candidate2") and side_names(1) == ("baseline", "candidate")
+    assert [order_of(n, sides) for n in (1, 2)] == [sides, ("candidate2", "candidate1", "baseline")]
 
 
 def test_per_request_metrics_only_where_the_server_speculates():
@@ -135,6 +140,38 @@ def test_a_a_rounds_read_no_measurable_difference():
     report = serve_report(_rounds([(100, 104), (150, 141), (70, 72)]), 0.03, baseline_off=False)
     assert report["rows"][0]["verdict"] == NO_DIFFERENCE
     assert report["rows"][0]["detectable"][0] > 1.03
+
+
+def test_several_candidates_each_against_the_same_baseline_rounds():
+    accepted = (RequestAcceptance(0, "traffic", 8, 24, 18, (0, 2, 2, 4)),)
+    spec = SpecCounters(drafts=8, draft_tokens=24, accepted=18, per_position=(8, 6, 4))
+    runs = []
+    for n, (base, same, faster) in enumerate([(100, 98, 140), (150, 160, 200), (70, 71, 95)], start=1):
+        runs.append(RoundRun(n, "baseline", 2, "traffic", m(base)))
+        runs.append(RoundRun(n, "candidate1", 2, "traffic", m(same)))
+        fast = ReplayMeasurement(**{**m(faster, spec=spec).__dict__, "requests_acceptance": accepted})
+        runs.append(RoundRun(n, "candidate2", 2, "traffic", fast))
+    report = serve_report(runs, 0.03, baseline_off=True)
+    rows = {r["category"]: r for r in report["rows"]}
+    assert list(rows) == ["candidate1: traffic", "candidate2: traffic"]
+    assert rows["candidate1: traffic"]["verdict"] == NO_DIFFERENCE and rows["candidate2: traffic"]["verdict"] == FASTER
+    assert rows["candidate2: traffic"]["rounds_tokens_per_s"] == {
+        "baseline": {"1": 100, "2": 150, "3": 70},
+        "candidate": {"1": 140, "2": 200, "3": 95},
+    }
+    assert [r["candidate"] for r in report["rows"]] == ["candidate1", "candidate2"]
+    assert len(report["expected"]) == 2 and "of candidate2 on traffic" in report["expected"][1]
+    assert set(report["expected_detail"]) == {"candidate1: traffic", "candidate2: traffic"}
+    # The matrix: the one side whose responses carried acceptance, from all three rounds.
+    found = report["acceptance_matrix"]
+    assert list(found["acceptance_length"]) == ["candidate2"] and found["counts"]["candidate2"]["traffic"] == {
+        "prompts": 1,
+        "responses": 3,
+        "steps": 24,
+        "draft_tokens": 72,
+        "accepted": 54,
+    }
+    assert found["acceptance_length"]["candidate2"]["Overall"]["value"] == pytest.approx(1 + 54 / 24)
 
 
 def test_different_sampling_gives_no_speedup_and_ignore_eos_warns():
@@ -211,6 +248,7 @@ def _bench(tmp_path, *args):
         (["--rounds", "1"], "--rounds: 1 is below 2"),
         (["--baseline", "BAD"], "--baseline: cannot read BAD"),
         (["--candidate", "{env}"], "--candidate: {env} line 1: 'NOT A NAME'= is not a variable name"),
+        (["--candidate", "{ok}", "--candidate", "{env}"], "--candidate: {env} line 1: 'NOT A NAME'= is not"),
         (["--schedule", "timestamps"], "--schedule: timestamps with --serve"),
         (["--concurrency", "2,x"], "--concurrency: 'x'"),
         (["--aiperf", "/nonexistent/aiperf"], "make aiperf-venv"),
@@ -218,9 +256,10 @@ def _bench(tmp_path, *args):
     ],
 )
 def test_serve_refusals_are_one_line_exit_2(tmp_path, args, needle):
-    env = tmp_path / "c.env"
+    env, ok = tmp_path / "c.env", tmp_path / "ok.env"
     env.write_text("NOT A NAME=hunter2\n")
-    args = [a.replace("{env}", str(env)) for a in args]
+    ok.write_text("NIM_SPECDEC_ENABLE=0\n")
+    args = [a.replace("{env}", str(env)).replace("{ok}", str(ok)) for a in args]
     proc = _bench(tmp_path, *args)
     assert proc.returncode == 2, proc.stderr
     assert needle.replace("{env}", str(env)) in proc.stderr and "hunter2" not in proc.stderr

@@ -75,8 +75,10 @@ def test_trace_keeps_timestamps_only_when_the_schedule_uses_them():
         json.loads(line)
         for line in trace_text(spec(requests=two, schedule="timestamps", timestamps_ms=(500, 2500))).splitlines()
     ]
-    assert [set(line) for line in closed] == [{"payload"}, {"payload"}]
+    assert [set(line) for line in closed] == [{"session_id", "payload"}, {"session_id", "payload"}]
     assert [line["timestamp"] for line in timed] == [0, 2000]
+    # Each line its own session, named after its request: AIPerf's record of the response leads back to it.
+    assert [line["session_id"] for line in timed] == [line["session_id"] for line in closed] == ["r0", "r1"]
     assert timed[0]["payload"]["stream"] is True
 
 

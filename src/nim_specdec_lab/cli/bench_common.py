@@ -1,11 +1,48 @@
-"""What bench's two flows share: the --concurrency values and writing report.json, report.md and the plots."""
+"""What bench's two flows share: the workloads (--trace, --speed-bench), the --concurrency values and writing
+report.json, report.md and the plots."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
+from nim_specdec.common.regular_file import read_regular
 from nim_specdec.errors import ConfigError
+
+# A trace or SPEED-Bench's prepared file.
+MAX_PROMPTS_BYTES = 256 * 1024 * 1024
+
+
+def _read_lines(path: Path, option: str, fix: str) -> list[str]:
+    try:
+        return read_regular(path, MAX_PROMPTS_BYTES).decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(option, f"cannot read {path} ({getattr(err, 'strerror', None) or err})", fix) from None
+
+
+def workloads(args: argparse.Namespace) -> list:
+    """What --trace or --speed-bench names, read and checked: one workload per run."""
+    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES, from_capture, speed_bench_mix  # noqa: PLC0415
+
+    if args.trace:
+        path = Path(args.trace)
+        return [from_capture(path.stem, _read_lines(path, "--trace", "check the path"))]
+    if args.speed_bench:
+        source = Path(args.speed_bench) / "qualitative.jsonl"
+        if not source.is_file():
+            raise ConfigError(
+                "--speed-bench", f"{source} does not exist", "run SPEED-Bench's prepare.py --output_dir DIR first"
+            )
+        categories = list(dict.fromkeys(c.strip() for c in args.categories.split(",") if c.strip()))
+        unknown = sorted(set(categories) - set(SPEED_BENCH_CATEGORIES))
+        if unknown or not categories:
+            raise ConfigError(
+                "--categories", f"unknown categories {unknown}", f"choose from {', '.join(SPEED_BENCH_CATEGORIES)}"
+            )
+        lines = _read_lines(source, "--speed-bench", "run SPEED-Bench's prepare.py again")
+        return [speed_bench_mix(categories, lines)]
+    raise ConfigError("bench", "needs --trace or --speed-bench", "see nim-specdec bench --help")
 
 
 def concurrencies(text: str, several: bool) -> tuple[int, ...]:

@@ -22,7 +22,7 @@ from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.specbench.env_file import parse_env_file, server_env
 from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
-from nim_specdec_lab.specbench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds
+from nim_specdec_lab.specbench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
 from nim_specdec_lab.specbench.trace_notes import trace_notes
 from nim_specdec_lab.stats import DEFAULT_MARGIN
 
@@ -65,11 +65,11 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
 
     _check(args)
     levels_c = concurrencies(args.concurrency, several=True)
-    baseline, candidate = _env_file(args.baseline, "--baseline"), _env_file(args.candidate, "--candidate")
-    envs = {
-        "baseline": server_env(os.environ, baseline, speculation_off=True),
-        "candidate": server_env(os.environ, candidate, speculation_off=False),
-    }
+    files = list(args.candidate or [None])  # no --candidate: the current environment
+    names = side_names(len(files))
+    envs = {names[0]: server_env(os.environ, _env_file(args.baseline, "--baseline"), speculation_off=True)}
+    for name, path in zip(names[1:], files):
+        envs[name] = server_env(os.environ, _env_file(path, "--candidate"), speculation_off=False)
     vllm_args = list(args.vllm_args or [])
     if vllm_args[:1] == ["--"]:
         vllm_args = vllm_args[1:]
@@ -88,6 +88,9 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
     )
     if args.ignore_eos:
         say(f"warning: {IGNORE_EOS}")
+    for workload in workloads:
+        if workload.note:
+            say(f"{workload.category}: {workload.note}")
     try:
         if (out / SERVE_DIR).exists():
             shutil.rmtree(out / SERVE_DIR)  # a new run's rounds never mix with an older run's
@@ -113,6 +116,10 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
         "seconds": facts["seconds"],
         "per_request_spec_decode_metrics": {
             side: "--per-request-spec-decode-metrics" in argv for side, argv in facts["argv"].items()
+        },
+        "sides": {
+            name: path or ("the current environment" + (" with NIM_SPECDEC_ENABLE=0" if name == "baseline" else ""))
+            for name, path in zip(names, [args.baseline, *files])
         },
     }
     write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context) + "\n", "--out")
@@ -163,6 +170,8 @@ def build_serve_report(out: Path) -> Path:
     }
     margin = DEFAULT_MARGIN if context.get("margin") is None else context["margin"]
     report = serve_report(runs, margin, context["baseline_off"], levels, notes, context["ignore_eos"])
-    report["serve"] = {k: context[k] for k in ("rounds", "servers", "seconds", "per_request_spec_decode_metrics")}
+    report["serve"] = {
+        k: context.get(k) for k in ("rounds", "servers", "seconds", "per_request_spec_decode_metrics", "sides")
+    }
     write_report(report, out)
     return out / "report.md"

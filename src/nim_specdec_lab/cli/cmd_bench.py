@@ -23,13 +23,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from nim_specdec.common.regular_file import read_regular
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.bench_common import concurrencies as _concurrencies, write_report
+from nim_specdec_lab.cli.bench_common import concurrencies as _concurrencies, workloads as _workloads, write_report
 
 EXTRA = "--extra"
-# A prompts file: one prompt a line.
-MAX_PROMPTS_BYTES = 256 * 1024 * 1024
 
 
 def rewrite_argv(argv: Sequence[str]) -> list[str]:
@@ -55,7 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("on", "off"), help="whether that server speculates")
     data = parser.add_mutually_exclusive_group()
     data.add_argument("--trace", help="mooncake_payload capture to replay (category: the file's stem)")
-    data.add_argument("--speed-bench", help="directory prepared by SPEED-Bench's prepare.py (qualitative.jsonl)")
+    data.add_argument(
+        "--speed-bench",
+        help="directory prepared by SPEED-Bench's prepare.py (qualitative.jsonl): its categories in one run per "
+        "configuration, acceptance by category from each response",
+    )
     parser.add_argument(
         "--categories", default=",".join(SPEED_BENCH_CATEGORIES), help="SPEED-Bench categories (comma-separated)"
     )
@@ -111,7 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--serve: env file (docker --env-file form) of the baseline "
         "(default: the current environment with NIM_SPECDEC_ENABLE=0)",
     )
-    parser.add_argument("--candidate", help="--serve: env file of the candidate (default: the current environment)")
+    parser.add_argument(
+        "--candidate",
+        action="append",
+        help="--serve: env file of a candidate (default: the current environment); repeat it to compare "
+        "several candidates with the same baseline in the same rounds",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="--serve: rounds, each starting both servers (default 3)")
     parser.add_argument(
         "--margin",
@@ -130,36 +136,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs=argparse.REMAINDER,
         help="--serve: after --, vLLM arguments for both servers, exactly as given to `nim-specdec serve`",
     )
-
-
-def _read_lines(path: Path, option: str, fix: str) -> list[str]:
-    try:
-        return read_regular(path, MAX_PROMPTS_BYTES).decode("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(option, f"cannot read {path} ({getattr(err, 'strerror', None) or err})", fix) from None
-
-
-def _workloads(args: argparse.Namespace):
-    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES, from_capture, from_speed_bench  # noqa: PLC0415
-
-    if args.trace:
-        path = Path(args.trace)
-        return [from_capture(path.stem, _read_lines(path, "--trace", "check the path"))]
-    if args.speed_bench:
-        source = Path(args.speed_bench) / "qualitative.jsonl"
-        if not source.is_file():
-            raise ConfigError(
-                "--speed-bench", f"{source} does not exist", "run SPEED-Bench's prepare.py --output_dir DIR first"
-            )
-        categories = [c.strip() for c in args.categories.split(",") if c.strip()]
-        unknown = sorted(set(categories) - set(SPEED_BENCH_CATEGORIES))
-        if unknown or not categories:
-            raise ConfigError(
-                "--categories", f"unknown categories {unknown}", f"choose from {', '.join(SPEED_BENCH_CATEGORIES)}"
-            )
-        lines = _read_lines(source, "--speed-bench", "run SPEED-Bench's prepare.py again")
-        return [from_speed_bench(c, lines) for c in categories]
-    raise ConfigError("bench", "needs --trace or --speed-bench", "see nim-specdec bench --help")
 
 
 def _tokenizer(url: str) -> str:
@@ -221,6 +197,7 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
             metrics_path=args.metrics_path,
             warmup=2 * concurrency + 2 if args.warmup is None else args.warmup,
             aiperf_extra=tuple(args.extra),
+            labels=workload.request_labels(),
         )
         run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
 
@@ -230,6 +207,7 @@ def build_report(out: Path) -> Path:
     from nim_specdec_lab.cli import bench_serve  # noqa: PLC0415
     from nim_specdec_lab.replay.measure import MEASUREMENT_JSON  # noqa: PLC0415
     from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415
+    from nim_specdec_lab.specbench import acceptance_matrix  # noqa: PLC0415
     from nim_specdec_lab.specbench.compare import MODES, compare  # noqa: PLC0415
 
     if bench_serve.has_rounds(out):
@@ -250,6 +228,8 @@ def build_report(out: Path) -> Path:
     for row in report["rows"]:
         note = NO_INTERVAL if row["speedup"] is not None else None
         row.update(speedup_interval=None, verdict=None, verdict_note=note)
+    report["acceptance_matrix"], notes = acceptance_matrix.from_runs({m: list(found[m].values()) for m in MODES})
+    report["warnings"] += notes
     ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
     if ignore_eos:
         from nim_specdec_lab.specbench.serve_report import IGNORE_EOS  # noqa: PLC0415

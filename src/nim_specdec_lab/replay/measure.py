@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,7 +18,9 @@ from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec.observe.spec_counters import counter_totals, parse_prometheus
 from nim_specdec.observe.smoke import http_get, post_json
 from nim_specdec.common.output_files import write_atomically
+from nim_specdec.common.regular_file import open_regular
 from nim_specdec_lab.replay.aiperf_run import find_aiperf, run_aiperf
+from nim_specdec_lab.replay.request_acceptance import RECORDS_JSONL, RequestAcceptance, parse_records
 from nim_specdec_lab.replay.results import (
     GENERATION_TOKENS,
     PROFILE_JSON,
@@ -102,6 +105,17 @@ def warm_up(base: str, endpoint: str, spec: ReplaySpec) -> None:
             )
 
 
+def requests_acceptance(spec: ReplaySpec, artifacts: Path) -> tuple[RequestAcceptance, ...] | None:
+    """Each response's acceptance from AIPerf's per-record export (read a line at a time: a few KB a
+    request); None where it has none."""
+    labels = spec.labels or ("",) * len(spec.requests)
+    try:
+        with open_regular(artifacts / RECORDS_JSONL) as fh:
+            return parse_records((line.decode("utf-8", errors="replace") for line in fh), labels)
+    except OSError:
+        return None
+
+
 def _schedule_words(spec: ReplaySpec) -> str:
     if spec.schedule == "timestamps":
         return "at the captured arrival times"
@@ -159,7 +173,10 @@ def run_replay(
         raise UnreachableError(
             "aiperf", f"wrote no readable {PROFILE_JSON} ({err})", f"see {out_dir / 'aiperf.log'}"
         ) from None
-    result = measurement(spec, profile, before, after, config)
+    result = replace(
+        measurement(spec, profile, before, after, config),
+        requests_acceptance=requests_acceptance(spec, out_dir / ARTIFACTS),
+    )
     write_atomically(str(out_dir / MEASUREMENT_JSON), json.dumps(result.to_json(), indent=2) + "\n", "--out")
     say(
         f"replay: done in {time.monotonic() - started:.0f} s: {result.ok_count}/{result.request_count} ok, "

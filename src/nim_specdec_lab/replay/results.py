@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from nim_specdec.observe.server_timings import client_busy_share, server_means
 from nim_specdec.observe.spec_counters import SpecCounters, counter_totals, parse_prometheus, summed
-from nim_specdec_lab.replay.spec import ReplayMeasurement, ReplaySpec, percentiles, sampling, sent_count
+from nim_specdec_lab.replay.spec import ReplayMeasurement, ReplaySpec, sampling, sent_count
 
 PROFILE_JSON = "profile_export_aiperf.json"
 GENERATION_TOKENS = "vllm:generation_tokens"
 REQUEST_SUCCESS = "vllm:request_success"
 MS = 1e-3
+PERCENTILES = ("p50", "p90", "p99")
 
 
 def _avg(profile: Mapping[str, Any], name: str) -> float | None:
@@ -74,3 +76,13 @@ def measurement(
         client_busy_share=client_busy_share(latency_ms * MS if latency_ms else None, ok, duration, spec.concurrency),
         sampling=sampling(spec),
     )
+
+
+def percentiles(metric: Mapping[str, Any] | None, scale: float) -> dict[str, float]:
+    """p50/p90/p99 of one AIPerf metric, times `scale` (AIPerf reports latencies in ms)."""
+    out = {}
+    for key in PERCENTILES:
+        value = (metric or {}).get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[key] = float(value) * scale
+    return out

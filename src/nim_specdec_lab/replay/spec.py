@@ -17,10 +17,10 @@ from typing import Any, Mapping, Sequence
 from nim_specdec.errors import ConfigError
 from nim_specdec.observe.server_timings import means_from_json
 from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec_lab.replay.request_acceptance import RequestAcceptance, session_id
 
 SCHEDULES = ("closed", "timestamps")
 CHAT, COMPLETIONS = "chat", "completions"
-PERCENTILES = ("p50", "p90", "p99")
 # Keys a capture may carry that would change what is measured; the replay owns them.
 _OWNED = ("model", "stream", "stream_options")
 
@@ -41,6 +41,8 @@ class ReplaySpec:
     metrics_path: str = "/metrics"
     warmup: int = 1  # requests sent (not measured) before the run: a fresh server's first answers are slow
     aiperf_extra: tuple[str, ...] = ()  # more `aiperf profile` arguments, last on its command line
+    # Each request's category (SPEED-Bench's, or the capture's name): what its response's acceptance counts for.
+    labels: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,9 @@ class ReplayMeasurement:
     client_busy_share: float | None = None  # see observe.server_timings.client_busy_share
     # What the requests were sent with (greedy, max_tokens, ignore_eos): two runs compare only when equal.
     sampling: Mapping[str, Any] = field(default_factory=dict)
+    # Each response's own acceptance, where the server reported it (--per-request-spec-decode-metrics); None
+    # where no response carried it.
+    requests_acceptance: tuple[RequestAcceptance, ...] | None = None
 
     @property
     def server_tokens_per_s(self) -> float | None:
@@ -102,6 +107,9 @@ class ReplayMeasurement:
             "client_busy_share": self.client_busy_share,
             "server_tokens_per_s": self.server_tokens_per_s,
             "sampling": dict(self.sampling),
+            "requests_acceptance": None
+            if self.requests_acceptance is None
+            else [r.to_json() for r in self.requests_acceptance],
         }
 
     @classmethod
@@ -133,6 +141,9 @@ class ReplayMeasurement:
             ),
             client_busy_share=_share(data.get("client_busy_share")),
             sampling=dict(data["sampling"]) if isinstance(data.get("sampling"), Mapping) else {},
+            requests_acceptance=None
+            if data.get("requests_acceptance") is None
+            else tuple(RequestAcceptance.from_json(r) for r in data["requests_acceptance"]),
         )
 
 
@@ -181,6 +192,10 @@ def check(spec: ReplaySpec) -> str:
         raise ConfigError("--request-count", f"{spec.request_count} is below 1", "send 1 or more requests")
     if spec.warmup < 0:
         raise ConfigError("--warmup", f"{spec.warmup} is below 0", "use 0 or more requests")
+    if spec.labels is not None and len(spec.labels) != len(spec.requests):
+        raise ConfigError(
+            "replay", f"{len(spec.labels)} labels for {len(spec.requests)} requests", "one label a request"
+        )
     if spec.max_tokens is not None and spec.max_tokens < 1:
         raise ConfigError("--max-tokens", f"{spec.max_tokens} is below 1", "use 1 or more tokens")
     return endpoint_type(spec.requests)
@@ -202,11 +217,13 @@ def wire_body(body: Mapping[str, Any], spec: ReplaySpec) -> dict[str, Any]:
 
 
 def trace_text(spec: ReplaySpec) -> str:
-    """AIPerf mooncake_trace lines; timestamps (relative to the first) only for the timestamps schedule."""
+    """AIPerf mooncake_trace lines, each in a session of its own named after its request; timestamps (relative
+    to the first) only for the timestamps schedule."""
     lines = []
     first = min(spec.timestamps_ms) if spec.schedule == "timestamps" and spec.timestamps_ms else 0
     for i, body in enumerate(spec.requests):
-        line: dict[str, Any] = {"payload": wire_body(body, spec)}
+        # The session names the request: AIPerf keeps it with the record of its response (request_acceptance).
+        line: dict[str, Any] = {"session_id": session_id(i), "payload": wire_body(body, spec)}
         if spec.schedule == "timestamps" and spec.timestamps_ms is not None:
             line = {"timestamp": int(spec.timestamps_ms[i]) - first, **line}
         lines.append(json.dumps(line, separators=(",", ":")))
@@ -273,13 +290,3 @@ def aiperf_argv(spec: ReplaySpec, aiperf: str, endpoint: str, trace_file: str, a
             "sequential",
         ]
     return argv + list(spec.aiperf_extra)
-
-
-def percentiles(metric: Mapping[str, Any] | None, scale: float) -> dict[str, float]:
-    """p50/p90/p99 of one AIPerf metric, times `scale` (AIPerf reports latencies in ms)."""
-    out = {}
-    for key in PERCENTILES:
-        value = (metric or {}).get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            out[key] = float(value) * scale
-    return out

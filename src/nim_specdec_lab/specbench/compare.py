@@ -30,6 +30,7 @@ def _side(m: ReplayMeasurement | None) -> dict[str, Any] | None:
     if m is None:
         return None
     side = m.to_json()
+    side.pop("requests_acceptance", None)  # each response's: in measurement.json; the report has the matrix
     side["acceptance"] = figures(m.spec) if m.spec is not None else None
     return side
 

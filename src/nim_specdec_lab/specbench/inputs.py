@@ -1,4 +1,6 @@
-"""The requests a bench category replays: a mooncake_payload capture, or one SPEED-Bench category.
+"""The requests bench replays: a mooncake_payload capture (one category, the file's name), or SPEED-Bench's
+categories mixed into one workload, each request labelled with its category, so that one run per
+configuration measures them all and each response's acceptance counts for its own category.
 
 Reading the files is the caller's edge; these functions take their lines.
 """
@@ -7,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.ngram.trace import parse_capture
@@ -15,6 +17,7 @@ from nim_specdec_lab.ngram.trace import parse_capture
 SPEED_BENCH_CATEGORIES = (
     "coding humanities math multilingual qa rag reasoning roleplay stem summarization writing".split()
 )
+SPEED_BENCH = "speed-bench"  # the mixed workload's name in reports and run folders
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,10 @@ class Workload:
     requests: tuple[Mapping[str, Any], ...]
     timestamps_ms: tuple[int, ...] | None  # every request's arrival time, or None when any is missing
     note: str = ""
+    labels: tuple[str, ...] | None = None  # each request's category; None: all of them `category`
+
+    def request_labels(self) -> tuple[str, ...]:
+        return self.labels if self.labels is not None else (self.category,) * len(self.requests)
 
 
 def from_capture(category: str, lines: Iterable[str]) -> Workload:
@@ -75,3 +82,19 @@ def from_speed_bench(category: str, lines: Iterable[str]) -> Workload:
         )
     note = f"{multi} multi-turn rows replayed as their first turn" if multi else ""
     return Workload(category, tuple(requests), None, note)
+
+
+def speed_bench_mix(categories: Iterable[str], lines: Sequence[str]) -> Workload:
+    """The rows of `categories` in one workload, taken in turn from each category (coding, math, ..., coding,
+    math, ...): a closed loop then has the same mix from start to end, and a --request-count below the
+    total still samples every category alike."""
+    parts = [from_speed_bench(c, lines) for c in categories]
+    requests: list[Mapping[str, Any]] = []
+    labels: list[str] = []
+    for i in range(max(len(p.requests) for p in parts)):
+        for part in parts:
+            if i < len(part.requests):
+                requests.append(part.requests[i])
+                labels.append(part.category)
+    notes = [f"{p.category}: {p.note}" for p in parts if p.note]
+    return Workload(SPEED_BENCH, tuple(requests), None, "; ".join(notes), tuple(labels))

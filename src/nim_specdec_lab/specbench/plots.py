@@ -163,6 +163,33 @@ def _speedup(plt, rows: list[dict[str, Any]], labels: dict[str, str], path: Path
     plt.close(fig)
 
 
+def _by_category(plt, found: dict[str, Any], path: Path) -> None:
+    """The acceptance matrix's lengths: one marker per configuration and category, its 95% interval as the
+    bar, Overall last."""
+    columns = found["columns"]
+    rows = found["acceptance_length"]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(columns) + 3), 4.2))
+    step = 0.8 / max(1, len(rows))
+    for i, (name, cells) in enumerate(rows.items()):
+        xs, ys, errors = [], [], [[], []]
+        for x, column in enumerate(columns):
+            cell = cells.get(column)
+            if not cell:
+                continue
+            low, high = cell["interval"] or (cell["value"], cell["value"])
+            xs.append(x - 0.4 + step * (i + 0.5))
+            ys.append(cell["value"])
+            errors[0].append(max(0.0, cell["value"] - low))
+            errors[1].append(max(0.0, high - cell["value"]))
+        ax.errorbar(xs, ys, yerr=errors, fmt="o", capsize=4, label=name)
+    ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
+    ax.set_ylabel("acceptance length (tokens per step)")
+    ax.set_title("Acceptance length by category, with its 95% interval")
+    _legend_outside(ax)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
 def write_plots(report: dict[str, Any], directory: Path) -> list[Path]:
     plt = _pyplot()
     rows = report["rows"]
@@ -173,4 +200,10 @@ def write_plots(report: dict[str, Any], directory: Path) -> list[Path]:
     _latency(plt, rows, paths[1])
     _acceptance(plt, rows, paths[2])
     _speedup(plt, rows, labels, paths[3])
+    by_category = directory / "acceptance_by_category.png"
+    if report.get("acceptance_matrix"):
+        _by_category(plt, report["acceptance_matrix"], by_category)
+        paths.append(by_category)
+    else:
+        by_category.unlink(missing_ok=True)  # an earlier run's, which this report does not stand behind
     return paths

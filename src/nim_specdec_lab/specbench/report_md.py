@@ -86,6 +86,36 @@ def _speed_section(report: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
+def _cell(cell: dict[str, Any] | None) -> str:
+    if not cell:
+        return "-"
+    pair = cell.get("interval")
+    return f"{cell['value']:.2f}" + (f" [{pair[0]:.2f}, {pair[1]:.2f}]" if pair else "")
+
+
+def _matrix_section(found: dict[str, Any] | None) -> list[str]:
+    """The acceptance matrix as AIPerf's speed-bench-report prints it: a row per configuration, a column per
+    category, then Overall; each figure with its 95% interval."""
+    if not found:
+        return []
+    columns = found["columns"]
+    out = ["## Acceptance by category", ""]
+    for metric, title in (("acceptance_length", "Acceptance length"), ("acceptance_rate", "Acceptance rate")):
+        lines = [[name, *(_cell(cells.get(c)) for c in columns)] for name, cells in found[metric].items()]
+        out += [f"{title}:", "", *_table(("configuration", *columns), lines), ""]
+    for name, counts in found["counts"].items():
+        each = ", ".join(f"{c} {v['prompts']} ({v['responses']})" for c, v in counts.items())
+        out.append(f"- {name}: prompts (responses) per category: {each}.")
+    out += [
+        "- acceptance length = 1 + accepted / verify steps; acceptance rate = accepted / drafted tokens; "
+        "from each response's own counts (--per-request-spec-decode-metrics).",
+        f"- {found['layout']}.",
+        f"- [low, high]: {found['method']}.",
+        "",
+    ]
+    return out
+
+
 def markdown(report: dict[str, Any]) -> str:
     rows = report["rows"]
     labels = report.get("labels") or {m: m for m in MODES}
@@ -96,6 +126,7 @@ def markdown(report: dict[str, Any]) -> str:
     if report.get("trace_notes"):
         out += ["## What the trace holds that is not measured", "", *(f"- {n}" for n in report["trace_notes"]), ""]
     out += _speed_section(report)
+    out += _matrix_section(report.get("acceptance_matrix"))
     out += ["## Throughput", ""]
     lines = []
     for row, mode, side in _sides(rows, labels):

@@ -1,10 +1,11 @@
-"""The shell of `bench --serve`: rounds of a baseline and a candidate server, each started through the
+"""The shell of `bench --serve`: rounds of a baseline's server and each candidate's, each started through the
 launcher (tune's runner), measured in the same closed loop, and stopped before the next one starts (also on
 Ctrl-C or an error).
 
-Order: alternating. Odd rounds start the baseline first, even rounds the candidate, so that a machine that
-speeds up or slows down over the run weighs on both sides alike, and the first server of a run (cold page
-cache, cold compile cache) is not always the same side.
+Order: alternating. Odd rounds start the servers in the order given (the baseline first, then each
+candidate), even rounds in the reverse order, so that a machine that speeds up or slows down over the run
+weighs on every side alike, and the first server of a run (cold page cache, cold compile cache) is not
+always the same side. With one candidate: the baseline first in odd rounds, the candidate in even ones.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from nim_specdec.observe.smoke import post_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
 from nim_specdec_lab.specbench.inputs import Workload
 
-SIDES = ("baseline", "candidate")
+BASELINE, CANDIDATE = "baseline", "candidate"
 ORDER = (
-    "alternating order: odd rounds start the baseline's server first, even rounds the candidate's; "
-    "each server is started fresh through the launcher and stopped before the next"
+    "alternating order: odd rounds start the baseline's server first and the candidates' after it in the "
+    "order given, even rounds in the reverse order; each server is started fresh through the launcher and "
+    "stopped before the next"
 )
 SERVE_DIR = "serve"
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
@@ -45,8 +47,15 @@ class ServeSettings:
     aiperf_extra: tuple[str, ...] = ()
 
 
-def order_of(round_no: int) -> tuple[str, str]:
-    return SIDES if round_no % 2 == 1 else (SIDES[1], SIDES[0])
+def side_names(candidates: int) -> tuple[str, ...]:
+    """The baseline, then `candidate` (one) or `candidate1` ... `candidateN` (several)."""
+    if candidates == 1:
+        return (BASELINE, CANDIDATE)
+    return (BASELINE, *(f"{CANDIDATE}{n}" for n in range(1, candidates + 1)))
+
+
+def order_of(round_no: int, sides: Sequence[str] = (BASELINE, CANDIDATE)) -> tuple[str, ...]:
+    return tuple(sides) if round_no % 2 == 1 else tuple(reversed(sides))
 
 
 def warmup_for(concurrency: int, asked: int | None) -> int:
@@ -112,7 +121,8 @@ def run_rounds(
     out: Path,
     say: Say,
 ) -> dict[str, Any]:
-    """Every round's measurements under OUT/serve; returns what the report needs beyond them."""
+    """Every round's measurements under OUT/serve; returns what the report needs beyond them. `envs`: each
+    side's environment, the baseline's first."""
     from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model  # noqa: PLC0415
 
     run = RunSettings(
@@ -123,12 +133,13 @@ def run_rounds(
         aiperf_bin=settings.aiperf,
         ready_timeout_s=settings.ready_timeout_s,
     )
-    argv = {side: side_args(args, speculates(envs[side], args)) for side in SIDES}
+    sides = tuple(envs)  # the baseline first, then the candidates in the order given
+    argv = {side: side_args(args, speculates(envs[side], args)) for side in sides}
     log, facts = ServerLog(), {"max_model_len": None, "prompt_tokens": None}
     started = time.monotonic()
-    say(f"bench: {settings.rounds} rounds x 2 servers; {ORDER}")
+    say(f"bench: {settings.rounds} rounds x {len(sides)} servers; {ORDER}")
     for round_no in range(1, settings.rounds + 1):
-        for side in order_of(round_no):
+        for side in order_of(round_no, sides):
             with served(f"{side}-r{round_no}", envs[side], argv[side], out, run, log, say, "bench") as server:
                 model, max_len = served_model(server.url)
                 tokenizer = settings.tokenizer or served_tokenizer(server.url)
@@ -152,6 +163,7 @@ def run_rounds(
                             tokenizer=tokenizer,
                             warmup=warmup_for(concurrency, settings.warmup),
                             aiperf_extra=settings.aiperf_extra,
+                            labels=workload.request_labels(),
                         )
                         result = run_replay(
                             spec, run_dir(out, round_no, side, concurrency, workload.category), settings.aiperf
