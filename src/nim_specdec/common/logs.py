@@ -13,6 +13,7 @@ from nim_specdec.errors import printable
 from nim_specdec.common.redact import redact_text, secret_values
 
 LOGGER = "nim_specdec"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # NIM_LOG_LEVEL's values
 
 
 class _Redact(logging.Filter):

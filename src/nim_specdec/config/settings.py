@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from nim_specdec.common.logs import LOG_LEVELS
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
@@ -27,7 +28,6 @@ from nim_specdec.common.redact import preview
 __all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "Settings", "parse_settings"]
 
 DEFAULT_PORT = 8000
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @dataclass(frozen=True)
