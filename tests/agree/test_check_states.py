@@ -4,7 +4,6 @@ lines after the muted check, and "not checked" where vLLM sees no device (not a 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -16,13 +15,11 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.launch.facts import vllm_flavor
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_boot import check_context
-from nim_specdec.launch.vllm_check import check_plan, judge
+from nim_specdec.launch.vllm_check import check_plan
 from nim_specdec.launch.vllm_check_args import check_request
 
 DRAFT_TOO_LONG = {"method": "draft_model", "num_speculative_tokens": 2, "max_model_len": 100000}
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
-# A warning_once that vLLM's config raises for n-gram speculation on every platform.
-NGRAM_ONCE = "Async scheduling not supported with ngram-based speculative decoding"
 
 
 def _env(agree_models, tmp_path) -> dict[str, str]:
@@ -46,39 +43,52 @@ def test_a_refusal_names_the_installed_vllm_version(agree_models, tmp_path):
     assert f"vLLM {version} refuses this configuration" in caught.value.one_line()
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
+# Runs in its own Python, so that no other test's patch of vLLM's platform or caches decides which once-only
+# lines its config raises, and read from what vLLM itself writes (building a config re-applies vLLM's logging
+# configuration, which drops any handler a test adds to its loggers). The lines a second build no longer
+# prints are vLLM's once-only lines; the first build after the check must print them: the check ran muted
+# and must not have used them up.
+ONCE_AFTER_CHECK = r"""
+import json, sys
+from nim_specdec.launch.vllm_check import judge
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+args = json.loads(sys.argv[1])
+assert judge(args).ok
+from vllm.engine.arg_utils import AsyncEngineArgs
+from vllm.entrypoints.launchers.cli_args import make_arg_parser
+from vllm.usage.usage_lib import UsageContext
+from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-
-def _engine_config(args):
+for mark in ("@@first", "@@second"):
     # What the server does after the check, in the same process: parse and build the engine config.
-    from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.usage.usage_lib import UsageContext
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-
+    print(mark, flush=True)
     parsed = make_arg_parser(FlexibleArgumentParser()).parse_args(args)
-    return AsyncEngineArgs.from_cli_args(parsed).create_engine_config(UsageContext.OPENAI_API_SERVER)
+    AsyncEngineArgs.from_cli_args(parsed).create_engine_config(UsageContext.OPENAI_API_SERVER)
+print("@@end", flush=True)
+"""
 
 
-def test_once_only_warnings_of_the_check_print_again_in_the_same_process(agree_models):
+def _messages(log: str) -> set[str]:
+    """vLLM's warning lines, without their process, time and place: `(pid) WARNING date [file:line] text`."""
+    return {line.split("] ", 1)[1] for line in log.splitlines() if " WARNING " in line and "] " in line}
+
+
+def test_once_only_warnings_of_the_check_print_again_in_the_same_process(agree_models, tmp_path):
     args = ["--model", str(agree_models["target"]), "--max-model-len", "384", "--speculative-config", json.dumps(NGRAM)]
-    handler = _Lines()
-    logger = logging.getLogger("vllm.config.vllm")
-    logger.addHandler(handler)
-    try:
-        assert judge(args).ok
-        muted = [line for line in handler.lines if NGRAM_ONCE in line]
-        _engine_config(args)
-    finally:
-        logger.removeHandler(handler)
-    assert muted == []  # the check itself kept it quiet
-    assert [line for line in handler.lines if NGRAM_ONCE in line], handler.lines
+    done = subprocess.run(
+        [sys.executable, "-u", "-c", ONCE_AFTER_CHECK, json.dumps(args)],
+        env={**_env(agree_models, tmp_path), "VLLM_LOGGING_STREAM": "ext://sys.stdout"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "@@end" in done.stdout, done.stdout[-3000:]
+    check, rest = done.stdout.split("@@first", 1)
+    first, second = rest.split("@@second", 1)
+    once_only = _messages(first) - _messages(second)
+    assert once_only, done.stdout[-3000:]  # the check used none of them up: the server's build still prints each
+    assert not once_only & _messages(check), check  # and the check itself kept them quiet
 
 
 # Runs in its own Python: vLLM's platform is replaced by the one a process without any device gets, and
