@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from nim_specdec.common.regular_file import read_regular
+from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError
 
@@ -26,13 +27,19 @@ class BuiltinEntry:
     draft_source: str | None = None
     draft_published_at: str | None = None
     file: str = ""
+    nim_name: str | None = None  # the name NIM for LLMs serves this model under (meta/llama-3.1-8b-instruct)
 
     @property
     def method(self) -> str | None:
         return self.speculative_config.get("method")
 
     def names(self) -> tuple[str, ...]:
-        return (self.model_id, *self.aliases)
+        return (self.model_id, *((self.nim_name,) if self.nim_name else ()), *self.aliases)
+
+    def served_names(self) -> list[str]:
+        """The names a client may ask for: NIM's first (a client written for that NIM asks for it), then the
+        repository id."""
+        return [name for name in (self.nim_name, self.model_id) if name]
 
 
 def _field(data: dict[str, Any], key: str, kind: type, optional: bool = False) -> Any:
@@ -60,6 +67,7 @@ def entry_from_json(data: Any, file: str) -> BuiltinEntry:
         draft_source=_field(draft, "source", str, optional=True),
         draft_published_at=_field(draft, "published_at", str, optional=True),
         file=file,
+        nim_name=_field(data, "nim_name", str, optional=True),
     )
 
 
@@ -114,4 +122,4 @@ def require(registry: tuple[BuiltinEntry, ...], name: str) -> BuiltinEntry:
     known = sorted(e.model_id for e in registry)
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     fix = f"did you mean {close[0]!r}?" if close else "use NIM_MODEL_PATH to serve any model"
-    raise ConfigError("NIM_MODEL_NAME", f"unknown model {name!r} (built-in: {', '.join(known) or 'none'})", fix)
+    raise ConfigError(var.MODEL_NAME, f"unknown model {name!r} (built-in: {', '.join(known) or 'none'})", fix)

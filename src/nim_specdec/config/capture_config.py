@@ -21,15 +21,16 @@ from typing import Mapping
 from nim_specdec.common.linear_regex import PatternError, compile_linear
 from nim_specdec.common.redact import preview
 from nim_specdec.errors import ConfigError
+from nim_specdec.config import variables as var
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
 from nim_specdec.config.jsonvalue import loads
 
 # The capture file's line formats (their encoders are server/capture/formats.py, which a test keeps in step).
 FORMATS = ("mooncake_payload", "raw_payload")
 
-ENABLE_VAR = "NIM_CAPTURE_ENABLE"
-ARGS_VAR = "NIM_CAPTURE_ARGS"
-CACHE_VAR = "NIM_CACHE_PATH"
+ENABLE_VAR = var.CAPTURE_ENABLE
+ARGS_VAR = var.CAPTURE_ARGS
+CACHE_VAR = var.CACHE_PATH
 DEFAULT_FILE = "captures/payloads.jsonl"
 DEFAULT_FORMAT = "mooncake_payload"
 DEFAULT_ENDPOINT_PATTERN = r"^/v1/chat/completions$"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import capture_middleware_args
 from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
@@ -31,7 +32,7 @@ from nim_specdec.config.settings import Settings
 from nim_specdec.config.specargs import parse_specdec_args
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
-from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
+from nim_specdec.config.target import Target, resolve_target, served_names, vllm_model
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
 from nim_specdec.config.vllm_schema import VllmKnowledge
 from nim_specdec.config.plan_facts import Facts
@@ -41,8 +42,8 @@ def _spec_layers(
     settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge
 ) -> list:
     layers = [
-        ("NIM_SPECDEC_ARGS", spec_env),
-        ("NIM_PASSTHROUGH_ARGS", pt.spec),
+        (var.SPECDEC_ARGS, spec_env),
+        (var.PASSTHROUGH_ARGS, pt.spec),
         ("cli", cli.spec),
     ]
     out = []
@@ -66,7 +67,7 @@ def _spec_layers(
 
 def _explicitly_off(pt: ParsedArgs, cli: ParsedArgs) -> str | None:
     """vLLM reads `--speculative-config null` (or "" or None) as no speculation; the last source decides."""
-    for label, parsed in (("the --speculative-config argument", cli), ("NIM_PASSTHROUGH_ARGS", pt)):
+    for label, parsed in (("the --speculative-config argument", cli), (var.PASSTHROUGH_ARGS, pt)):
         if parsed.spec_given:
             return label if parsed.spec is None else None
     return None
@@ -145,6 +146,21 @@ def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict
         return None
 
 
+def _engine_layers(settings: Settings, names: list[str], engine_env: dict) -> list:
+    """The engine-argument layers below the command line, lowest first: defaults < served names < the NIM
+    variables that set one vLLM argument < NIM_SPECDEC_ARGS (NIM_PASSTHROUGH_ARGS and the command line follow)."""
+    layers: list = [(var.SERVER_PORT if settings.port_given else "default", {"port": settings.port})]
+    if names:
+        by = var.SERVED_MODEL_NAME if settings.served_model_name else "builtin"
+        # One name as a string, several as the list vLLM's nargs="+" option takes.
+        layers.append((by, {"served_model_name": names[0] if len(names) == 1 else list(names)}))
+    if settings.max_model_len is not None:
+        layers.append((var.MAX_MODEL_LEN, {"max_model_len": settings.max_model_len}))
+    layers += [(name, {argument: value}) for name, argument, value in settings.engine_variables]
+    layers.append((var.SPECDEC_ARGS, engine_env))
+    return layers
+
+
 def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | None) -> Launch:
     """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache_claim)."""
     return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
@@ -152,16 +168,18 @@ def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | 
 
 def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Plan:
     known = facts.vllm
-    warnings: list[str] = [known.unknown_warning()] if not known.exact else []
+    warnings: list[str] = [item.warning() for item in settings.ignored]
+    if not known.exact:
+        warnings.append(known.unknown_warning())
     cli = parse_vllm_args(list(cli_tokens), "argument", known)
-    pt = parse_vllm_args(list(settings.passthrough_args), "NIM_PASSTHROUGH_ARGS", known)
+    pt = parse_vllm_args(list(settings.passthrough_args), var.PASSTHROUGH_ARGS, known)
     spec_env, engine_env = None, {}
     if settings.specdec_args is not None:
         if settings.enable:
             spec_env, engine_env = parse_specdec_args(settings.specdec_args)
         else:
             warnings.append(
-                "NIM_SPECDEC_ARGS is ignored because NIM_SPECDEC_ENABLE is 0; set NIM_SPECDEC_ENABLE=1 to use it"
+                f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
             )
     target = resolve_target(
         settings,
@@ -171,7 +189,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
     )
     explicit = _spec_layers(settings, spec_env, pt, cli, known)
     off_by = _explicitly_off(pt, cli)
-    enabled = (settings.enable or any(label != "NIM_SPECDEC_ARGS" for label, _ in explicit)) and off_by is None
+    enabled = (settings.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
     if off_by is not None and (settings.enable or explicit):
         warnings.append(f"speculative decoding is off: {off_by} sets the speculative config to none, as vLLM reads it")
     base, builtin_draft, base_reason = _base_layer(settings, target, explicit, facts) if enabled else ([], None, "")
@@ -194,20 +212,14 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
                 known,
             )
     elif settings.draft_source is not None:
-        warnings.append("NIM_DRAFT_MODEL_PATH is ignored because speculative decoding is off (NIM_SPECDEC_ENABLE=0)")
-
-    engine_layers = [("default", {"port": settings.port})]
-    name = served_name(target, settings)
-    if name:
-        engine_layers.append(
-            ("NIM_SERVED_MODEL_NAME" if settings.served_model_name else "builtin", {"served_model_name": name})
+        warnings.append(
+            f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"
         )
-    if settings.max_model_len is not None:
-        engine_layers.append(("NIM_MAX_MODEL_LEN", {"max_model_len": settings.max_model_len}))
-    engine_layers.append(("NIM_SPECDEC_ARGS", engine_env))
-    lower, engine_origin = merge_engine(engine_layers)
+
+    names = served_names(target, settings)
+    lower, engine_origin = merge_engine(_engine_layers(settings, names, engine_env))
     for option in pt.options:
-        engine_origin[option.name] = "NIM_PASSTHROUGH_ARGS"
+        engine_origin[option.name] = var.PASSTHROUGH_ARGS
     for option in cli.options:
         engine_origin[option.name] = "cli"
     engine_origin.pop("_positional", None)
@@ -266,7 +278,8 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
             source=target.source.uri if target.source else target.model_arg,
             chosen_by=target.where,
             builtin=target.builtin.model_id if target.builtin else None,
-            served_model_name=name,
+            served_model_name=names[0] if names else None,
+            served_model_names=tuple(names),
             local_dir=target_facts.local_dir if target_facts else None,
             commit=target_facts.commit if target_facts else None,
             ref=target.source,
@@ -299,6 +312,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
         argv=tuple(redact_argv(argv)),
         env=dict(settings.host.shown_env),
         warnings=tuple(warnings),
+        ignored_variables=settings.ignored,
         model_runner=model_runner,
         engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),
         capture=None if capture is None else CapturePlan(capture.path, capture.format, capture.endpoint_pattern),

@@ -17,6 +17,7 @@ from nim_specdec.config.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.config.plan_sections import CheckRecord, Launch, PreflightSection, VllmCheckResult
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.config.spec_schedule import ScheduleRow
+from nim_specdec.config.variable_check import IgnoredVariable
 
 # Marks a field that never reaches the JSON.
 _INTERNAL = {"internal": True}
@@ -28,10 +29,12 @@ class TargetPlan:
     source: str  # the URI or directory, or the hub id vLLM resolves itself
     chosen_by: str
     builtin: str | None
-    served_model_name: str | None
+    served_model_name: str | None  # the primary name (the first of served_model_names)
     local_dir: str | None  # where the files are, once known
     # hf://: the commit local_dir holds (a branch or tag is resolved to one); None for other sources
     commit: str | None = None
+    # Every name vLLM serves the model under, as --served-model-name gives them ([]: vLLM's default, the model)
+    served_model_names: tuple[str, ...] = ()
     ref: SourceRef | None = field(default=None, metadata=_INTERNAL)  # None: a hub id vLLM resolves itself
 
 
@@ -92,6 +95,8 @@ class Plan:
     capture: CapturePlan | None = None
     preflight: PreflightSection | None = None  # filled by the pre-flight checks
     vllm_check: VllmCheckResult | None = None  # the installed vLLM's own validation (prepare, serve, plan --check-vllm)
+    # NIM_* variables set but not read: unknown or misspelt (with the name meant), or NIM's but not implemented
+    ignored_variables: tuple[IgnoredVariable, ...] = ()
     # What is exec'd (unredacted argv, and the variables set for it): the exec reads this and nothing else.
     launch: Launch = field(default=Launch(), metadata=_INTERNAL, repr=False)
     vllm_version: str = field(default="", metadata=_INTERNAL)  # the installed vLLM's, for its refusals' one line
@@ -142,6 +147,7 @@ _PUBLIC_CLASSES = (
     PreflightSection,
     CheckRecord,
     VllmCheckResult,
+    IgnoredVariable,
 )
 
 

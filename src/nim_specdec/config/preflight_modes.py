@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 
-ENV_VAR = "NIM_SPECDEC_PREFLIGHT"
-MODES = ("error", "warn", "off")
+ENV_VAR = var.SPECDEC_PREFLIGHT
+MODES = var.TABLE[ENV_VAR].choices
 COMPATIBILITY, MEMORY = "compatibility", "memory"
 
 

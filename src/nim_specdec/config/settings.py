@@ -11,23 +11,29 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
-from nim_specdec.common.logs import LOG_LEVELS
+from nim_specdec.common.redact import preview
+from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
-from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
+from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool, read_choice, read_int
 from nim_specdec.config.host_env import HostEnv, read_host_env
-from nim_specdec.config.preflight_modes import DEFAULT_MODES, PreflightModes, parse_preflight_modes
 from nim_specdec.config.model_runner import ENV as USE_V2_ENV, parse_use_v2_env
-from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_tuned_for
-from nim_specdec.errors import ConfigError
+from nim_specdec.config.preflight_modes import DEFAULT_MODES, PreflightModes, parse_preflight_modes
 from nim_specdec.config.sources import SourceRef, parse_source, path_problem
-from nim_specdec.common.redact import preview
+from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_tuned_for
+from nim_specdec.config.variable_check import IgnoredVariable, ignored_variables, strict_problem
+from nim_specdec.errors import ConfigError
 
 __all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "Settings", "parse_settings"]
 
-DEFAULT_PORT = 8000
+DEFAULT_PORT = int(var.TABLE[var.SERVER_PORT].default)  # type: ignore[arg-type]
+# NIM variables that set one vLLM argument each, apart from the served name (built-in names) and the port (always
+# given): (variable, argument, value) for those set, in declaration order.
+_ENGINE_VARIABLES = tuple(
+    v.name for v in var.vllm_mapped() if v.name not in (var.SERVED_MODEL_NAME, var.SERVER_PORT)
+)
 
 
 @dataclass(frozen=True)
@@ -40,9 +46,11 @@ class Settings:
     served_model_name: str | None = None
     max_model_len: int | None = None
     port: int = DEFAULT_PORT
+    port_given: bool = False  # NIM_SERVER_PORT set (the plan names it as the port's origin)
+    engine_variables: tuple[tuple[str, str, Any], ...] = ()  # (NIM variable, vLLM argument, value), those set
     cache_path: str = DEFAULT_CACHE_PATH
     workspace: str = DEFAULT_CACHE_PATH + "/workspace"
-    log_level: str = "INFO"
+    log_level: str = str(var.TABLE[var.LOG_LEVEL].default)
     jsonl_logging: bool = False
     passthrough_args: tuple[str, ...] = ()
     disable_download: bool = False
@@ -53,24 +61,10 @@ class Settings:
     capture: CaptureConfig | None = None  # NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS; None: capture off
     preflight: PreflightModes = DEFAULT_MODES  # NIM_SPECDEC_PREFLIGHT
     host: HostEnv = HostEnv()  # other tools' variables the plan depends on (LD_PRELOAD, CUDA_*, secrets)
+    ignored: tuple[IgnoredVariable, ...] = ()  # NIM_* variables set but not read (config.variable_check)
     # The process environment as parsed: read only for the download backends' credentials and endpoints
     # (fetch context) and handed on by the exec. Never printed: the plan shows host.shown_env.
     environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-
-
-def _int(env: Mapping[str, str], name: str, lo: int, hi: int, default: int | None) -> int | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw, 10)
-    except ValueError:
-        raise ConfigError(
-            name, f"invalid value {raw!r} is not an integer", f"use an integer from {lo} to {hi}"
-        ) from None
-    if not lo <= value <= hi:
-        raise ConfigError(name, f"value {value} is out of range", f"use an integer from {lo} to {hi}")
-    return value
 
 
 def _text(env: Mapping[str, str], name: str) -> str | None:
@@ -88,25 +82,13 @@ def _abs_dir(env: Mapping[str, str], name: str, default: str) -> str:
     return value.rstrip("/") or "/"
 
 
-def _choice(
-    env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str | None, upper: bool
-) -> str | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    value = raw.upper() if upper else raw.lower()
-    if value not in choices:
-        raise ConfigError(name, f"invalid value {raw!r}", f"use one of: {', '.join(choices)}")
-    return value
-
-
 def _passthrough(env: Mapping[str, str]) -> tuple[str, ...]:
-    raw = env.get("NIM_PASSTHROUGH_ARGS", "")
+    raw = env.get(var.PASSTHROUGH_ARGS, "")
     try:
         return tuple(shlex.split(raw))
     except ValueError as err:
         raise ConfigError(
-            "NIM_PASSTHROUGH_ARGS", f"cannot split into arguments ({err})", "balance the quotes"
+            var.PASSTHROUGH_ARGS, f"cannot split into arguments ({err})", "balance the quotes"
         ) from None
 
 
@@ -117,29 +99,55 @@ def _source(env: Mapping[str, str], name: str) -> SourceRef | None:
     return parse_source(raw, name)
 
 
+def _engine_variables(env: Mapping[str, str]) -> tuple[tuple[str, str, Any], ...]:
+    found = []
+    for name in _ENGINE_VARIABLES:
+        decl = var.TABLE[name]
+        if not env.get(name, "").strip():
+            continue  # unset or empty: vLLM's default (or a higher layer's) applies
+        value = read_int(env, name) if decl.kind == "int" else parse_bool(env, name)
+        found.append((name, str(decl.vllm), value))
+    return tuple(found)
+
+
+def _ignored(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:
+    ignored = ignored_variables(env)
+    if ignored and parse_bool(env, var.STRICT_VARIABLES):
+        raise ConfigError(
+            var.STRICT_VARIABLES,
+            strict_problem(ignored),
+            f"remove or rename the variable, or unset {var.STRICT_VARIABLES} to go on with a warning",
+        )
+    return tuple(ignored)
+
+
 def parse_settings(env: Mapping[str, str]) -> Settings:
-    cache_path = _abs_dir(env, "NIM_CACHE_PATH", DEFAULT_CACHE_PATH)
+    cache_path = _abs_dir(env, var.CACHE_PATH, DEFAULT_CACHE_PATH)
+    engine = _engine_variables(env)
     return Settings(
-        enable=parse_bool(env, "NIM_SPECDEC_ENABLE"),
-        specdec_args=env.get("NIM_SPECDEC_ARGS") if (env.get("NIM_SPECDEC_ARGS") or "").strip() else None,
-        draft_source=_source(env, "NIM_DRAFT_MODEL_PATH"),
-        model_name=_text(env, "NIM_MODEL_NAME"),
-        model_source=_source(env, "NIM_MODEL_PATH"),
-        served_model_name=_text(env, "NIM_SERVED_MODEL_NAME"),
-        max_model_len=_int(env, "NIM_MAX_MODEL_LEN", 1, 2**31 - 1, None),
-        port=_int(env, "NIM_SERVER_PORT", 1, 65535, DEFAULT_PORT) or DEFAULT_PORT,
+        enable=bool(parse_bool(env, var.SPECDEC_ENABLE)),
+        specdec_args=env.get(var.SPECDEC_ARGS) if (env.get(var.SPECDEC_ARGS) or "").strip() else None,
+        draft_source=_source(env, var.DRAFT_MODEL_PATH),
+        model_name=_text(env, var.MODEL_NAME),
+        model_source=_source(env, var.MODEL_PATH),
+        served_model_name=_text(env, var.SERVED_MODEL_NAME),
+        max_model_len=next((value for name, _, value in engine if name == var.MAX_MODEL_LEN), None),
+        port=read_int(env, var.SERVER_PORT) or DEFAULT_PORT,
+        port_given=bool(env.get(var.SERVER_PORT, "").strip()),
+        engine_variables=tuple(item for item in engine if item[0] != var.MAX_MODEL_LEN),
         cache_path=cache_path,
-        workspace=_abs_dir(env, "NIM_WORKSPACE", cache_path + "/workspace"),
-        log_level=_choice(env, "NIM_LOG_LEVEL", LOG_LEVELS, "INFO", upper=True) or "INFO",
-        jsonl_logging=parse_bool(env, "NIM_JSONL_LOGGING"),
+        workspace=_abs_dir(env, var.WORKSPACE, cache_path + "/workspace"),
+        log_level=read_choice(env, var.LOG_LEVEL, upper=True) or "INFO",
+        jsonl_logging=bool(parse_bool(env, var.JSONL_LOGGING)),
         passthrough_args=_passthrough(env),
-        disable_download=parse_bool(env, "NIM_DISABLE_MODEL_DOWNLOAD"),
-        builtin_config_dir=_text(env, "NIM_BUILTIN_CONFIG_DIR"),
+        disable_download=bool(parse_bool(env, var.DISABLE_MODEL_DOWNLOAD)),
+        builtin_config_dir=_text(env, var.BUILTIN_CONFIG_DIR),
         download=download_settings(env),
         use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),
         tuned_for=parse_tuned_for(env.get(TUNED_FOR_ENV)),
         capture=parse_capture(env, cache_path),
         preflight=parse_preflight_modes(env),
         host=read_host_env(env),
+        ignored=_ignored(env),
         environ=dict(env),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec.config.builtin import BuiltinEntry, find, require
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.settings import Settings
@@ -57,14 +58,14 @@ def resolve_target(
             return _with_registered(target, registry)
     if settings.model_source is not None:
         src = settings.model_source
-        return _with_registered(Target(MODEL_FREE, "NIM_MODEL_PATH", src, src.uri, None, None), registry)
+        return _with_registered(Target(MODEL_FREE, var.MODEL_PATH, src, src.uri, None, None), registry)
     if settings.model_name is not None:
         entry = require(tuple(registry), settings.model_name)
         source = parse_source(entry.source, f"built-in config {entry.file} source")
-        return Target(MODEL_SPECIFIC, "NIM_MODEL_NAME", source, source.uri, entry, entry)
+        return Target(MODEL_SPECIFIC, var.MODEL_NAME, source, source.uri, entry, entry)
     known = ", ".join(sorted(e.model_id for e in registry)) or "none"
     raise ConfigError(
-        "NIM_MODEL_PATH",
+        var.MODEL_PATH,
         "no model to serve: neither NIM_MODEL_PATH, NIM_MODEL_NAME nor a vLLM --model argument is set",
         f"set NIM_MODEL_PATH to a directory or URI, or NIM_MODEL_NAME to a built-in model ({known})",
     )
@@ -86,12 +87,13 @@ def vllm_model(target: Target, workspace: str) -> str:
     return f"{workspace}/{TARGET_LINK}"
 
 
-def served_name(target: Target, settings: Settings) -> str | None:
-    """The name clients use; None leaves vLLM's default (the model argument)."""
+def served_names(target: Target, settings: Settings) -> list[str]:
+    """The names clients use, the first the primary one; [] leaves vLLM's default (the model argument).
+    NIM_SERVED_MODEL_NAME wins; a built-in model answers to its NIM name and its repository id."""
     if settings.served_model_name:
-        return settings.served_model_name
+        return [settings.served_model_name]
     if target.builtin is not None:
-        return target.builtin.model_id
+        return target.builtin.served_names()
     if target.source is not None and not target.source.is_local:
-        return target.source.location
-    return None
+        return [target.source.location]
+    return []

@@ -13,10 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from nim_specdec.config import variables as var
 from nim_specdec.config.model_runner import PLATFORMS
 from nim_specdec.errors import ConfigError
 
-ENV = "NIM_TUNED_FOR"
+ENV = var.TUNED_FOR
 RUNNERS = ("v1", "v2")
 _FIX = 'use the value tune printed, e.g. {"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}, or unset it'
 
