@@ -17,6 +17,8 @@ from typing import Any, Iterable, Mapping
 from nim_specdec.errors import printable
 
 MASK = "***"
+# config.variables.PASSTHROUGH_ARGS, spelt here because common sits below config (a test keeps them equal).
+PASSTHROUGH_VARIABLE = "NIM_PASSTHROUGH_ARGS"
 # Variables shown in the plan: the launcher's own and those of the libraries it drives.
 SHOWN_PREFIXES = (
     "NIM_",
@@ -183,7 +185,7 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
 def redact_env_value(name: str, value: str) -> str:
     if is_secret_name(name):
         return MASK
-    if name == "NIM_PASSTHROUGH_ARGS":
+    if name == PASSTHROUGH_VARIABLE:
         try:
             return shlex.join(redact_argv(shlex.split(value)))
         except ValueError:

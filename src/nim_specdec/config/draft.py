@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.method_choice import DEFAULT_DRAFT_NAME
 from nim_specdec.config.method_infer import is_custom_proposer
@@ -49,13 +50,13 @@ def resolve_draft(
     method = config.get("method")
     model = config.get("model")
     if model is None and method in NEEDS_MODEL and draft_source is not None:
-        config["model"], origin["model"] = DEFAULT_DRAFT_NAME, "NIM_DRAFT_MODEL_PATH"
+        config["model"], origin["model"] = DEFAULT_DRAFT_NAME, var.DRAFT_MODEL_PATH
         model = DEFAULT_DRAFT_NAME
     if model in ("ngram", "[ngram]") or is_custom_proposer(model):
         return None  # vLLM reads these as a proposer, not as a draft checkpoint
     if model is None:
         if draft_source is not None:
-            warnings.append(f"NIM_DRAFT_MODEL_PATH is ignored: method {method!r} uses no draft model")
+            warnings.append(f"{var.DRAFT_MODEL_PATH} is ignored: method {method!r} uses no draft model")
         return None
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(
@@ -67,7 +68,7 @@ def resolve_draft(
         return Draft(DEFAULT_DRAFT_NAME, source, config["model"], WHERE)
     if model.startswith("/"):
         if draft_source is not None:
-            warnings.append(f"NIM_DRAFT_MODEL_PATH is ignored: speculative_config.model is the absolute path {model}")
+            warnings.append(f"{var.DRAFT_MODEL_PATH} is ignored: speculative_config.model is the absolute path {model}")
         return Draft(None, parse_source(model, WHERE), model, WHERE)
     if not is_bare_name(model):
         raise ConfigError(
@@ -78,7 +79,7 @@ def resolve_draft(
     if model == TARGET_LINK:
         raise ConfigError(WHERE, f"the name {model!r} is reserved for the target model", "choose another bare name")
     if draft_source is not None:
-        source, chosen_by = draft_source, "NIM_DRAFT_MODEL_PATH"
+        source, chosen_by = draft_source, var.DRAFT_MODEL_PATH
     elif builtin_draft is not None:
         source, chosen_by = parse_source(builtin_draft, "built-in draft source"), "builtin"
     else:

@@ -111,8 +111,9 @@ def _engine_variables(env: Mapping[str, str]) -> tuple[tuple[str, str, Any], ...
 
 
 def _ignored(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:
+    strict = parse_bool(env, var.STRICT_VARIABLES)  # read (and refused when malformed) whether or not it matters
     ignored = ignored_variables(env)
-    if ignored and parse_bool(env, var.STRICT_VARIABLES):
+    if ignored and strict:
         raise ConfigError(
             var.STRICT_VARIABLES,
             strict_problem(ignored),

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads, loads_object, snake
 
-VARIABLE = "NIM_SPECDEC_ARGS"
+VARIABLE = var.SPECDEC_ARGS
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 SPEC_KEY = "speculative_config"
 

@@ -20,7 +20,7 @@ _PASS = f"use vLLM's own arguments in {var.PASSTHROUGH_ARGS}"
 
 # NIM for LLMs variables (its Environment Variables reference, 1.x and 2.x, and the "nim-specdec has no SageMaker mode" lists of its
 # container variants page) that set more than one vLLM argument or have no vLLM counterpart: what to use here.
-NIM_NOT_IMPLEMENTED: dict[str, str] = {
+UNIMPLEMENTED_NIM_VARIABLES: dict[str, str] = {
     "NIM_MODEL_PROFILE": f"profiles are NIM's own: set {var.TENSOR_PARALLEL_SIZE}, "
     f"{var.PIPELINE_PARALLEL_SIZE}, or {_PASS} (--quantization, --dtype)",
     "NIM_MANIFEST_ALLOW_UNSAFE": "nim-specdec has no model manifest: nothing to set",
@@ -85,7 +85,7 @@ class IgnoredVariable:
 
 def _closest(name: str) -> str:
     upper = name.upper()
-    if upper in var.TABLE or upper in NIM_NOT_IMPLEMENTED:
+    if upper in var.TABLE or upper in UNIMPLEMENTED_NIM_VARIABLES:
         return upper  # a lower-case spelling of a real name
     known = [v.name for v in var.documented()]
     found = difflib.get_close_matches(upper, known, n=1, cutoff=0.75)
@@ -98,8 +98,8 @@ def ignored_variables(env: Mapping[str, str]) -> list[IgnoredVariable]:
     for name in sorted(env):
         if not name.upper().startswith("NIM_") or name in var.TABLE or name in _OTHERS:
             continue
-        if name in NIM_NOT_IMPLEMENTED:
-            found.append(IgnoredVariable(name, NOT_IMPLEMENTED, NIM_NOT_IMPLEMENTED[name]))
+        if name in UNIMPLEMENTED_NIM_VARIABLES:
+            found.append(IgnoredVariable(name, NOT_IMPLEMENTED, UNIMPLEMENTED_NIM_VARIABLES[name]))
         else:
             found.append(IgnoredVariable(name, UNKNOWN, _closest(name)))
     return found

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from nim_specdec.config import variables as var
 from nim_specdec.common import trust
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.fetchers import cache
@@ -70,7 +71,7 @@ def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: 
     current = read_ref(layout, ref)
     if current is not None and current.resolved_at > resolved_at:
         return
-    trust.ensure_own_dir(layout.root / "refs", "NIM_CACHE_PATH")
+    trust.ensure_own_dir(layout.root / "refs", var.CACHE_PATH)
     since = current.since if current is not None and current.commit == commit else resolved_at
     document = {"uri": cache.normalized_uri(ref), "commit": commit, "resolved_at": resolved_at, "since": since}
     trust.write_replacing(ref_path(layout, ref), json.dumps(document).encode())

@@ -17,6 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers import hf_branch
@@ -41,7 +42,7 @@ class HFBackend:
         from huggingface_hub import HfApi, constants, snapshot_download  # noqa: PLC0415
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
-        if "NIM_DOWNLOAD_TIMEOUT" in job.env:
+        if var.DOWNLOAD_TIMEOUT in job.env:
             # The library reads its download timeout once, from os.environ at import; ours wins when set.
             constants.HF_HUB_DOWNLOAD_TIMEOUT = max(1, int(job.settings.timeout))
         endpoint = job.env.get("HF_ENDPOINT") or None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.common import trust, writable
 from nim_specdec.fetchers import cache, error_map
@@ -72,7 +73,7 @@ def materialize(
 ) -> Path:
     """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
-    trust.refuse_system_dir(ctx.cache_dir, "NIM_CACHE_PATH")
+    trust.refuse_system_dir(ctx.cache_dir, var.CACHE_PATH)
     layout = cache.CacheLayout.under(ctx.cache_dir)
     name = cache.entry_name(ref)
     hit = cache.complete_files(layout, name)
@@ -213,14 +214,14 @@ def _owner_only(root: Path) -> None:
 def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
     unwritable = writable.unwritable_reason(Path(cache_dir))
     if unwritable:
-        raise MaterializeError("NIM_CACHE_PATH", *unwritable)
+        raise MaterializeError(var.CACHE_PATH, *unwritable)
     try:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
-            trust.ensure_own_dir(d, "NIM_CACHE_PATH")
+            trust.ensure_own_dir(d, var.CACHE_PATH)
     except OSError as err:
         raise MaterializeError(
-            "NIM_CACHE_PATH", f"cannot write the cache at {cache_dir}: {err.strerror}", "mount a writable volume there"
+            var.CACHE_PATH, f"cannot write the cache at {cache_dir}: {err.strerror}", "mount a writable volume there"
         ) from None
 
 

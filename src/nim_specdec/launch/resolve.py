@@ -9,6 +9,7 @@ import os
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec.common.redact import redact_tree
 from nim_specdec.common.trust import refuse_system_dir
 from nim_specdec.config.plan import build_plan
@@ -26,10 +27,10 @@ MAX_PASSES = 3
 def refuse_system_dirs(settings: Settings) -> None:
     """The cache, the workspace and the capture file's folder are created and re-moded by the launcher:
     never in a folder the system or other software owns (exit 2, naming the variable)."""
-    refuse_system_dir(settings.cache_path, "NIM_CACHE_PATH")
-    refuse_system_dir(settings.workspace, "NIM_WORKSPACE")
+    refuse_system_dir(settings.cache_path, var.CACHE_PATH)
+    refuse_system_dir(settings.workspace, var.WORKSPACE)
     if settings.capture is not None:
-        refuse_system_dir(os.path.dirname(settings.capture.path) or "/", "NIM_CAPTURE_ARGS.path")
+        refuse_system_dir(os.path.dirname(settings.capture.path) or "/", f"{var.CAPTURE_ARGS}.path")
 
 
 def resolve(settings: Settings, cli_tokens: Sequence[str], facts: Facts | None = None) -> Plan:

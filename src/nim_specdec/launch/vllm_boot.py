@@ -24,10 +24,11 @@ import time
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec.common.logs import LOG_LEVELS
 from nim_specdec.launch.vllm_check_args import CheckRequest
 
-CONTEXT_VAR = "NIM_VLLM_CHECK_CONTEXT"
+CONTEXT_VAR = var.VLLM_CHECK_CONTEXT
 MODULE = "nim_specdec.launch.vllm_boot"
 
 

@@ -14,6 +14,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
@@ -51,16 +52,16 @@ def foreign_link_reason(link_path: Path, target: str, cache_dir: Path) -> str | 
 def ensure_workspace(workspace: Path) -> None:
     """The workspace folder, created owner-only (with any missing parent); refused if another user owns or can
     write it."""
-    refuse_system_dir(workspace, "NIM_WORKSPACE")
+    refuse_system_dir(workspace, var.WORKSPACE)
     try:
         workspace.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as err:
         raise MaterializeError(
-            "NIM_WORKSPACE",
+            var.WORKSPACE,
             f"cannot create {workspace.parent} ({err.strerror})",
             "make NIM_WORKSPACE (or NIM_CACHE_PATH) writable",
         ) from None
-    ensure_own_dir(workspace, "NIM_WORKSPACE")
+    ensure_own_dir(workspace, var.WORKSPACE)
 
 
 def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
@@ -71,7 +72,7 @@ def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
         raise MaterializeError(str(link_path), reason, "remove it, or choose another workspace or bare draft name")
     unwritable = unwritable_reason(link_path.parent)
     if unwritable:
-        raise MaterializeError("NIM_WORKSPACE", *unwritable)
+        raise MaterializeError(var.WORKSPACE, *unwritable)
     try:
         tmp = link_path.with_name(f".{link_path.name}.{secrets.token_hex(6)}.tmp")
         os.symlink(target, tmp, target_is_directory=True)  # fails rather than reuse anything already there

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
 from nim_specdec.common.capture_file import open_capture_file
 
@@ -26,7 +27,7 @@ def check_writable(cfg: CaptureConfig | None) -> str | None:
     except OSError as err:
         reason = err.strerror or type(err).__name__
         return (
-            f"NIM_CAPTURE_ARGS.path: cannot write the capture file {cfg.path!r} ({reason}); "
+            f"{var.CAPTURE_ARGS}.path: cannot write the capture file {cfg.path!r} ({reason}); "
             "payload capture stays off, serving goes on; mount a writable folder or set another path"
         )
     return None
