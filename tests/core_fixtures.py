@@ -18,6 +18,7 @@ REGISTRY = tuple(
     for data in (
         {
             "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+            "nim_name": "meta/llama-3.1-8b-instruct",
             "aliases": ["llama-3.1-8b-instruct"],
             "source": "hf://meta-llama/Llama-3.1-8B-Instruct",
             "speculative_config": {"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3},

@@ -42,7 +42,11 @@ def test_enable_builtin_method_eagle3_model(models):
     assert p["draft"]["chosen_by"] == "builtin"
     assert p["env"]["NGC_API_KEY"] == "***"
     assert "nvapi-secret" not in json.dumps(p)
-    assert p["target"]["served_model_name"] == "meta-llama/Llama-3.1-8B-Instruct"
+    # NIM's name first (what a client of that NIM asks for), then the repository id: vLLM serves both.
+    assert p["target"]["served_model_name"] == "meta/llama-3.1-8b-instruct"
+    assert p["target"]["served_model_names"] == ["meta/llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct"]
+    i = p["argv"].index("--served-model-name")
+    assert p["argv"][i + 1 : i + 3] == ["meta/llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct"]
     assert p["argv"][:3] == ["vllm", "serve", f"{ws}/target"]
 
 

@@ -34,6 +34,7 @@ PUBLIC_KEYS = {
     "warnings",
     "capture",
     "preflight",
+    "ignored_variables",
 }
 
 

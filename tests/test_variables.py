@@ -4,6 +4,7 @@ through it, and a NIM_* variable it does not hold is never silently ignored."""
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import os
 import re
@@ -11,13 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from core_fixtures import facts
 from nim_specdec.common.logs import LOG_LEVELS
 from nim_specdec.common.redact import PASSTHROUGH_VARIABLE
 from nim_specdec.config import variables as var
-from nim_specdec.config.plan_model import plan_json
+from nim_specdec.config.plan_model import plan_json, plan_schema
 from nim_specdec.config.settings import DEFAULT_PORT, parse_settings
 from nim_specdec.config.variable_check import UNIMPLEMENTED_NIM_VARIABLES, NOT_IMPLEMENTED, UNKNOWN, ignored_variables
 from nim_specdec.errors import ConfigError
@@ -219,6 +221,11 @@ def test_the_plan_lists_ignored_variables(models):
     ]
     assert p["speculative"]["enabled"] is False
     assert sum("NIM_SPECDEC_ENABLED" in w for w in p["warnings"]) == 1
+    jsonschema.validate(p, plan_schema())
+    wrong = copy.deepcopy(p)  # the session's own check (conftest) validates p itself
+    wrong["ignored_variables"][0]["why"] = "a key the schema does not have"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(wrong, plan_schema())
 
 
 def _cli(env: dict, models) -> subprocess.CompletedProcess:
