@@ -1,7 +1,7 @@
 """Write docs/configuration.md's variables table from the launcher's one table (nim_specdec.config.variables).
 
-    python scripts/variables_doc.py          rewrite the table between the markers
-    python scripts/variables_doc.py --check  exit 1 when the page differs from the table (tests run the same check)
+python scripts/variables_doc.py          rewrite the table between the markers
+python scripts/variables_doc.py --check  exit 1 when the page differs from the table (tests run the same check)
 """
 
 from __future__ import annotations

@@ -31,9 +31,7 @@ __all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "Settings", "parse_settings"]
 DEFAULT_PORT = int(var.TABLE[var.SERVER_PORT].default)  # type: ignore[arg-type]
 # NIM variables that set one vLLM argument each, apart from the served name (built-in names) and the port (always
 # given): (variable, argument, value) for those set, in declaration order.
-_ENGINE_VARIABLES = tuple(
-    v.name for v in var.vllm_mapped() if v.name not in (var.SERVED_MODEL_NAME, var.SERVER_PORT)
-)
+_ENGINE_VARIABLES = tuple(v.name for v in var.vllm_mapped() if v.name not in (var.SERVED_MODEL_NAME, var.SERVER_PORT))
 
 
 @dataclass(frozen=True)
@@ -87,9 +85,7 @@ def _passthrough(env: Mapping[str, str]) -> tuple[str, ...]:
     try:
         return tuple(shlex.split(raw))
     except ValueError as err:
-        raise ConfigError(
-            var.PASSTHROUGH_ARGS, f"cannot split into arguments ({err})", "balance the quotes"
-        ) from None
+        raise ConfigError(var.PASSTHROUGH_ARGS, f"cannot split into arguments ({err})", "balance the quotes") from None
 
 
 def _source(env: Mapping[str, str], name: str) -> SourceRef | None:

@@ -18,8 +18,8 @@ UNKNOWN = "unknown"
 NOT_IMPLEMENTED = "not implemented"
 _PASS = f"use vLLM's own arguments in {var.PASSTHROUGH_ARGS}"
 
-# NIM for LLMs variables (its Environment Variables reference, 1.x and 2.x, and the "nim-specdec has no SageMaker mode" lists of its
-# container variants page) that set more than one vLLM argument or have no vLLM counterpart: what to use here.
+# NIM for LLMs variables (its Environment Variables reference, 1.x and 2.x, and the "not supported" lists of its
+# container variants page) that set more than one vLLM argument or have no vLLM counterpart: what to do instead.
 UNIMPLEMENTED_NIM_VARIABLES: dict[str, str] = {
     "NIM_MODEL_PROFILE": f"profiles are NIM's own: set {var.TENSOR_PARALLEL_SIZE}, "
     f"{var.PIPELINE_PARALLEL_SIZE}, or {_PASS} (--quantization, --dtype)",
@@ -75,7 +75,8 @@ class IgnoredVariable:
 
     def warning(self) -> str:
         if self.reason == NOT_IMPLEMENTED:
-            return f"{self.name} (a NIM for LLMs variable) is not implemented by nim-specdec and is ignored: {self.hint}"
+            what = "(a NIM for LLMs variable) is not implemented by nim-specdec and is ignored"
+            return f"{self.name} {what}: {self.hint}"
         text = f"{self.name} is not a variable nim-specdec reads and is ignored"
         return f"{text}; did you mean {self.hint}?" if self.hint else text
 

@@ -59,17 +59,23 @@ def _declare(name: str, kind: str, default: Default, meaning: str, **more: objec
 
 # What to serve, and speculative decoding.
 SPECDEC_ENABLE = _declare(
-    "NIM_SPECDEC_ENABLE", "bool", False,
+    "NIM_SPECDEC_ENABLE",
+    "bool",
+    False,
     "`1` applies the model's built-in speculative config (also `true/false`, `yes/no`, `on/off`, any case).",
 )
 SPECDEC_ARGS = _declare(
-    "NIM_SPECDEC_ARGS", "json", None,
+    "NIM_SPECDEC_ARGS",
+    "json",
+    None,
     "JSON object of vLLM runtime-config keys (snake or kebab case). `speculative_config` may be an object or a "
     "JSON string; other keys (`gpu_memory_utilization`, `max_num_seqs`, ...) become vLLM arguments. Used only when "
     "`NIM_SPECDEC_ENABLE=1`; ignored with a warning otherwise.",
 )
 DRAFT_MODEL_PATH = _declare(
-    "NIM_DRAFT_MODEL_PATH", "source", None,
+    "NIM_DRAFT_MODEL_PATH",
+    "source",
+    None,
     "Where the draft comes from: `ngc://ORG/[TEAM/]NAME:VERSION`, `hf://ORG/NAME[@REV]`, `s3://BUCKET/PREFIX`, "
     "`gs://BUCKET/PREFIX` or an absolute directory. Wins over the draft shipped with a built-in model.",
 )
@@ -77,87 +83,130 @@ MODEL_PATH = _declare(
     "NIM_MODEL_PATH", "source", None, "Model-free mode: the target model, from the same kinds of locations.", nim="2.x"
 )
 MODEL_NAME = _declare(
-    "NIM_MODEL_NAME", "text", None,
-    "Model-specific mode: a built-in model (file in `configs/builtin_specdec/`), by NIM name, repository id or "
-    "alias.",
+    "NIM_MODEL_NAME",
+    "text",
+    None,
+    "Model-specific mode: a built-in model (file in `configs/builtin_specdec/`), by NIM name, repository id or alias.",
     nim="1.x",
 )
 SERVED_MODEL_NAME = _declare(
-    "NIM_SERVED_MODEL_NAME", "text", None,
+    "NIM_SERVED_MODEL_NAME",
+    "text",
+    None,
     "`--served-model-name`: the one name clients use. Unset, a built-in model is served under its NIM name and its "
     "repository id.",
-    nim="2.x", vllm="served_model_name", shown_default="built-in names, or the remote source's name",
+    nim="2.x",
+    vllm="served_model_name",
+    shown_default="built-in names, or the remote source's name",
 )
 MAX_MODEL_LEN = _declare(
     "NIM_MAX_MODEL_LEN", "int", None, "`--max-model-len`.", nim="2.x", lo=1, hi=MAX_INT, vllm="max_model_len"
 )
 TENSOR_PARALLEL_SIZE = _declare(
-    "NIM_TENSOR_PARALLEL_SIZE", "int", None, "`--tensor-parallel-size`: GPUs each layer is split across.",
-    nim="2.x", lo=1, hi=1024, vllm="tensor_parallel_size",
+    "NIM_TENSOR_PARALLEL_SIZE",
+    "int",
+    None,
+    "`--tensor-parallel-size`: GPUs each layer is split across.",
+    nim="2.x",
+    lo=1,
+    hi=1024,
+    vllm="tensor_parallel_size",
 )
 PIPELINE_PARALLEL_SIZE = _declare(
-    "NIM_PIPELINE_PARALLEL_SIZE", "int", None, "`--pipeline-parallel-size`: pipeline stages (GPUs or nodes).",
-    nim="2.x", lo=1, hi=1024, vllm="pipeline_parallel_size",
+    "NIM_PIPELINE_PARALLEL_SIZE",
+    "int",
+    None,
+    "`--pipeline-parallel-size`: pipeline stages (GPUs or nodes).",
+    nim="2.x",
+    lo=1,
+    hi=1024,
+    vllm="pipeline_parallel_size",
 )
 DISABLE_CUDA_GRAPH = _declare(
-    "NIM_DISABLE_CUDA_GRAPH", "bool", None, "`1`: `--enforce-eager` (no CUDA graphs); `0`: `--no-enforce-eager`.",
-    nim="2.x", vllm="enforce_eager",
+    "NIM_DISABLE_CUDA_GRAPH",
+    "bool",
+    None,
+    "`1`: `--enforce-eager` (no CUDA graphs); `0`: `--no-enforce-eager`.",
+    nim="2.x",
+    vllm="enforce_eager",
 )
 ENABLE_KV_CACHE_REUSE = _declare(
-    "NIM_ENABLE_KV_CACHE_REUSE", "bool", None,
+    "NIM_ENABLE_KV_CACHE_REUSE",
+    "bool",
+    None,
     "`1`: `--enable-prefix-caching` (NIM's KV cache reuse); `0`: `--no-enable-prefix-caching`.",
-    nim="1.x", vllm="enable_prefix_caching",
+    nim="1.x",
+    vllm="enable_prefix_caching",
 )
 SERVER_PORT = _declare("NIM_SERVER_PORT", "int", 8000, "`--port`.", nim="2.x", lo=1, hi=65535, vllm="port")
-PASSTHROUGH_ARGS = _declare(
-    "NIM_PASSTHROUGH_ARGS", "args", None, "Extra vLLM arguments, shell-quoted.", nim="2.x"
-)
+PASSTHROUGH_ARGS = _declare("NIM_PASSTHROUGH_ARGS", "args", None, "Extra vLLM arguments, shell-quoted.", nim="2.x")
 
 # Where files go.
 CACHE_PATH = _declare(
     "NIM_CACHE_PATH", "path", "/opt/nim/.cache", "Download cache (shared by replicas on one volume).", nim="2.x"
 )
 WORKSPACE = _declare(
-    "NIM_WORKSPACE", "path", None, "Where the target and drafts are linked under their bare names.",
+    "NIM_WORKSPACE",
+    "path",
+    None,
+    "Where the target and drafts are linked under their bare names.",
     shown_default="`$NIM_CACHE_PATH/workspace`",
 )
 DISABLE_MODEL_DOWNLOAD = _declare(
     "NIM_DISABLE_MODEL_DOWNLOAD", "bool", False, "`1`: use the cache only, never the network.", nim="2.x"
 )
 BUILTIN_CONFIG_DIR = _declare(
-    "NIM_BUILTIN_CONFIG_DIR", "text", None, "Directory of built-in config files (for testing a new entry).",
+    "NIM_BUILTIN_CONFIG_DIR",
+    "text",
+    None,
+    "Directory of built-in config files (for testing a new entry).",
     shown_default="the packaged configs",
 )
 
 # Logging, checks and records.
 LOG_LEVEL = _declare(
-    "NIM_LOG_LEVEL", "choice", "INFO", "Log level.", nim="2.x",
+    "NIM_LOG_LEVEL",
+    "choice",
+    "INFO",
+    "Log level.",
+    nim="2.x",
     choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
 )
 JSONL_LOGGING = _declare("NIM_JSONL_LOGGING", "bool", False, "`1`: one JSON object per log line.", nim="2.x")
 STRICT_VARIABLES = _declare(
-    "NIM_STRICT_VARIABLES", "bool", False,
+    "NIM_STRICT_VARIABLES",
+    "bool",
+    False,
     "`1`: a `NIM_*` variable nim-specdec does not read (unknown, misspelt or not implemented) is an error (exit 2) "
     "instead of a warning.",
 )
 SPECDEC_PREFLIGHT = _declare(
-    "NIM_SPECDEC_PREFLIGHT", "choice", None,
+    "NIM_SPECDEC_PREFLIGHT",
+    "choice",
+    None,
     "What a failed pre-flight check does, for every category (see [Pre-flight checks](preflight.md)).",
-    choices=("error", "warn", "off"), shown_default="`error` for compatibility, `warn` for memory",
+    choices=("error", "warn", "off"),
+    shown_default="`error` for compatibility, `warn` for memory",
 )
 CAPTURE_ENABLE = _declare(
-    "NIM_CAPTURE_ENABLE", "bool", False,
+    "NIM_CAPTURE_ENABLE",
+    "bool",
+    False,
     "`1` records the request bodies the server receives, for replay with AIPerf (see "
     "[Payload capture](capture.md#payload-capture)). **The file holds real prompts.**",
 )
 CAPTURE_ARGS = _declare(
-    "NIM_CAPTURE_ARGS", "json", None,
+    "NIM_CAPTURE_ARGS",
+    "json",
+    None,
     "JSON object: `path` (default `$NIM_CACHE_PATH/captures/payloads.jsonl`), `format` (`mooncake_payload`, "
     "default, or `raw_payload`), `endpoint_pattern` (regular expression searched in the request path, default "
     "`^/v1/chat/completions$`).",
 )
 TUNED_FOR = _declare(
-    "NIM_TUNED_FOR", "json", None,
+    "NIM_TUNED_FOR",
+    "json",
+    None,
     'Written by `nim-specdec tune` with its recommendation: the engine it was measured on, `{"vllm": "0.32.0", '
     '"runner": "v1", "platform": "cpu", "device": "AMD EPYC 7B12"}`. The plan warns where its own engine differs; '
     "a malformed value is exit 2.",
@@ -165,13 +214,20 @@ TUNED_FOR = _declare(
 
 # Downloads (docs/sources.md).
 DOWNLOAD_TIMEOUT = _declare(
-    "NIM_DOWNLOAD_TIMEOUT", "number", 30.0, "Seconds a connection or read may stall before it fails.",
-    lo=0.1, hi=86400,
+    "NIM_DOWNLOAD_TIMEOUT",
+    "number",
+    30.0,
+    "Seconds a connection or read may stall before it fails.",
+    lo=0.1,
+    hi=86400,
 )
 DOWNLOAD_RETRIES = _declare(
-    "NIM_DOWNLOAD_RETRIES", "int", 3,
+    "NIM_DOWNLOAD_RETRIES",
+    "int",
+    3,
     "Whole-download retries after a transient failure (timeouts, dropped connections, 5xx), with backoff.",
-    lo=0, hi=100,
+    lo=0,
+    hi=100,
 )
 DOWNLOAD_CONCURRENCY = _declare(
     "NIM_DOWNLOAD_CONCURRENCY", "int", 10, "Parallel transfers (files and ranged parts).", lo=1, hi=256
@@ -180,20 +236,33 @@ DOWNLOAD_CHUNK_MB = _declare(
     "NIM_DOWNLOAD_CHUNK_MB", "int", 8, "Part size of ranged downloads (s3), in MiB.", lo=1, hi=4096
 )
 DOWNLOAD_VERIFY = _declare(
-    "NIM_DOWNLOAD_VERIFY", "choice", "checksum", "`size` skips hashing the files (faster for large drafts).",
+    "NIM_DOWNLOAD_VERIFY",
+    "choice",
+    "checksum",
+    "`size` skips hashing the files (faster for large drafts).",
     choices=("checksum", "size"),
 )
 CACHE_LOCK_TIMEOUT = _declare(
-    "NIM_CACHE_LOCK_TIMEOUT", "number", 7200.0, "Seconds to wait for another launcher's download (`0`: no limit).",
-    lo=0, hi=7 * 86400,
+    "NIM_CACHE_LOCK_TIMEOUT",
+    "number",
+    7200.0,
+    "Seconds to wait for another launcher's download (`0`: no limit).",
+    lo=0,
+    hi=7 * 86400,
 )
 PROGRESS_INTERVAL = _declare(
-    "NIM_PROGRESS_INTERVAL", "number", 5.0,
-    "Seconds between progress lines (bytes, rate, ETA) when stderr is not a terminal.", lo=0.1, hi=86400,
+    "NIM_PROGRESS_INTERVAL",
+    "number",
+    5.0,
+    "Seconds between progress lines (bytes, rate, ETA) when stderr is not a terminal.",
+    lo=0.1,
+    hi=86400,
 )
 S3_ANONYMOUS = _declare("NIM_S3_ANONYMOUS", "bool", False, "`1`: unsigned S3 requests (public buckets).")
 S5CMD = _declare(
-    "NIM_S5CMD", "choice", "auto",
+    "NIM_S5CMD",
+    "choice",
+    "auto",
     "s3:// transfer client: `auto` = `s5cmd` when installed, else boto3; `1` = `s5cmd`, required; `0` = boto3.",
     choices=("auto", "1", "0"),
 )
