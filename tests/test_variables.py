@@ -247,3 +247,11 @@ def test_plan_warns_about_a_misspelt_variable_and_strict_stops(models):
     assert strict.returncode == 2 and len(lines) == 1 and "Traceback" not in strict.stderr
     assert lines[0].startswith("nim-specdec: error: NIM_STRICT_VARIABLES: NIM_SPECDEC_ENABLED")
     assert strict.stdout == ""
+
+
+def test_the_download_table_of_sources_md_agrees():
+    """docs/sources.md keeps its own table of the download variables (with more words); defaults are the table's."""
+    rows = re.findall(r"^\| `(NIM_[A-Z0-9_]+)` \| ([^|]*) \|", (ROOT / "docs" / "sources.md").read_text(), re.M)
+    assert len(rows) >= 8
+    for name, default in rows:
+        assert name in var.TABLE and default.strip() == var.TABLE[name].default_text, name
