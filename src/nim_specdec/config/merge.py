@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from nim_specdec.config import variables as var
+from nim_specdec.config.settings import Settings
+
 Layer = tuple[str, Mapping[str, Any] | None]  # (origin label, values)
 
 
@@ -33,3 +36,18 @@ def merge_engine(layers: Iterable[Layer]) -> tuple[dict[str, Any], dict[str, str
             merged[key] = value
             origin[key] = label
     return merged, origin
+
+
+def engine_layers(settings: Settings, names: list[str], engine_env: Mapping[str, Any]) -> list[Layer]:
+    """The engine-argument layers below the command line, lowest first: defaults < served names < the NIM
+    variables that set one vLLM argument < NIM_SPECDEC_ARGS (NIM_PASSTHROUGH_ARGS and the command line follow)."""
+    layers: list[Layer] = [(var.SERVER_PORT if settings.port_given else "default", {"port": settings.port})]
+    if names:
+        by = var.SERVED_MODEL_NAME if settings.served_model_name else "builtin"
+        # One name as a string, several as the list vLLM's nargs="+" option takes.
+        layers.append((by, {"served_model_name": names[0] if len(names) == 1 else list(names)}))
+    if settings.max_model_len is not None:
+        layers.append((var.MAX_MODEL_LEN, {"max_model_len": settings.max_model_len}))
+    layers += [(name, {argument: value}) for name, argument, value in settings.engine_variables]
+    layers.append((var.SPECDEC_ARGS, engine_env))
+    return layers

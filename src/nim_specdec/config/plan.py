@@ -19,7 +19,7 @@ from nim_specdec.config.engine_view import engine_view, lower_view_of, tensor_pa
 from nim_specdec.config.engine_facts import EnginePlan
 from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.merge import merge_engine, merge_spec
+from nim_specdec.config.merge import engine_layers, merge_engine, merge_spec
 from nim_specdec.config.plan_model import CapturePlan, DraftPlan, Plan, SpeculativePlan, TargetPlan
 from nim_specdec.config.plan_sections import Launch
 from nim_specdec.config.method_infer import effective_method, infer_method
@@ -146,21 +146,6 @@ def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict
         return None
 
 
-def _engine_layers(settings: Settings, names: list[str], engine_env: dict) -> list:
-    """The engine-argument layers below the command line, lowest first: defaults < served names < the NIM
-    variables that set one vLLM argument < NIM_SPECDEC_ARGS (NIM_PASSTHROUGH_ARGS and the command line follow)."""
-    layers: list = [(var.SERVER_PORT if settings.port_given else "default", {"port": settings.port})]
-    if names:
-        by = var.SERVED_MODEL_NAME if settings.served_model_name else "builtin"
-        # One name as a string, several as the list vLLM's nargs="+" option takes.
-        layers.append((by, {"served_model_name": names[0] if len(names) == 1 else list(names)}))
-    if settings.max_model_len is not None:
-        layers.append((var.MAX_MODEL_LEN, {"max_model_len": settings.max_model_len}))
-    layers += [(name, {argument: value}) for name, argument, value in settings.engine_variables]
-    layers.append((var.SPECDEC_ARGS, engine_env))
-    return layers
-
-
 def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | None) -> Launch:
     """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache_claim)."""
     return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
@@ -217,7 +202,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
         )
 
     names = served_names(target, settings)
-    lower, engine_origin = merge_engine(_engine_layers(settings, names, engine_env))
+    lower, engine_origin = merge_engine(engine_layers(settings, names, engine_env))
     for option in pt.options:
         engine_origin[option.name] = var.PASSTHROUGH_ARGS
     for option in cli.options:
