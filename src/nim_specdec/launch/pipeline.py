@@ -67,7 +67,7 @@ class Steps:
     def local_facts(self, state: State) -> State:
         """What is already here is checked before any download; vLLM's check runs now when the files it reads
         are here, else while the weights download (remote sources: their config.json first)."""
-        plan = with_preflight(state.plan, state.settings, self.log.warning)
+        plan = with_preflight(state.plan, state.settings, self.log.warning, state.facts.sources)
         plan = replace(plan, vllm_check=self._vllm_check(plan, state.settings, self.log.info))
         if settled(plan.vllm_check):
             return replace(state, plan=plan)
@@ -75,7 +75,7 @@ class Steps:
         def replan(known: dict[str, SourceFacts]) -> Plan:
             return resolve(state.settings, state.cli, replace(state.facts, sources={**state.facts.sources, **known}))
 
-        early = check_while_downloading(plan, self.ctx, replan, state.settings.host.secrets, self.log.info)
+        early = check_while_downloading(plan, self.ctx, replan, state.settings, self.log.info)
         return replace(state, plan=with_early_result(plan, early), early=early)
 
     def fetch_target(self, state: State) -> State:
@@ -119,7 +119,7 @@ class Steps:
         (the verdict given during the download counts when it judged this very command)."""
         plan = state.plan
         if plan.preflight is None:
-            plan = with_preflight(plan, state.settings, self.log.warning)
+            plan = with_preflight(plan, state.settings, self.log.warning, state.facts.sources)
         if state.early is not None and plan.launch.argv == state.early.argv:
             plan = with_early_result(plan, state.early)
         if not settled(plan.vllm_check):
