@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 
 from nim_specdec.config.plan_sections import VllmCheckResult
@@ -57,3 +60,43 @@ def test_the_plan_carries_what_is_execd(models):
     assert spec["model"] == plan.draft.path  # the bare name, rewritten to its workspace path
     preload = {"LD_PRELOAD": plan.cpu_preload.LD_PRELOAD} if plan.cpu_preload.LD_PRELOAD else {}
     assert launch.env == {**plan.compile_cache.env, **preload}
+
+
+# Runs prepare in a Python of its own and reports, after it returned, whether vLLM was ever imported.
+_PREPARE_AND_TELL = (
+    "import sys; from nim_specdec.cli.main import main\n"
+    "code = main(['prepare', '--speculative-config', sys.argv[1]])\n"
+    "print('exit', code, 'vllm imported', 'vllm' in sys.modules)\n"
+)
+
+
+def _spoil(workspace):
+    """Another user's workspace where this test may make one (root), else one every user can write."""
+    if os.geteuid() == 0:
+        os.chown(workspace, 54321, 54321)
+        return "uid 54321"
+    os.chmod(workspace, 0o777)
+    return "writable by every user"
+
+
+def test_a_workspace_another_user_holds_is_refused_before_vllm_is_imported(models, tmp_path):
+    """Cheap checks first: the workspace the draft is linked into is refused (exit 3, one line naming it) by
+    a prepare that never imported vLLM, so never ran vLLM's check (seconds, and half a minute on two cores)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fragment = _spoil(workspace)
+    env = {
+        **os.environ,
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
+        "NIM_CACHE_PATH": str(models["cache"]),
+        "NIM_WORKSPACE": str(workspace),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _PREPARE_AND_TELL, EAGLE3], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip().splitlines()[-1] == "exit 3 vllm imported False", (done.stdout, done.stderr)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+    assert len(errors) == 1 and "NIM_WORKSPACE" in errors[0] and str(workspace) in errors[0], done.stderr
+    assert fragment in errors[0], errors[0]
+    assert list(workspace.iterdir()) == []

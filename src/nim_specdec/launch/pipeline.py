@@ -1,12 +1,15 @@
 """What `prepare` and `serve` do before vLLM starts: one pipeline of named steps over one state.
 
-    resolve -> local facts -> fetch target -> refine -> fetch draft -> refine -> link -> final check
+    resolve -> folders -> local facts -> fetch target -> refine -> fetch draft -> refine -> link -> final check
 
 (`serve` then hands off: launch/handoff.py). Each step takes the state and returns a new one; the plan in it
 is a new immutable value after every step. One rule decides when the plan is built again: whenever what is
 known about a source changes (its files arrived, or a branch was fetched at another commit than the one
 cached), `refine` resolves with the new facts. A rebuilt plan has no pre-flight or vLLM-check result yet,
 so the final check runs exactly those the last resolution left unset.
+
+Cheap checks come first: everything that needs no vLLM import (the folders and their owners, the sources
+and their files, the pre-flight) is refused in milliseconds, before vLLM's check costs seconds.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from nim_specdec.launch.facts import base_facts, read_config, require_method_pac
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check_args import check_request
 from nim_specdec.launch.vllm_gate import run_check
-from nim_specdec.launch.workspace import fetch, link
+from nim_specdec.launch.workspace import ensure_workspace, fetch, link
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.preflight.shell import with_preflight
 
@@ -63,6 +66,15 @@ class Steps:
             settings = replace(settings, capture=None)
             plan, facts = resolve_with_facts(settings, cli, facts)
         return State(settings, tuple(cli), facts, plan)
+
+    def folders(self, state: State) -> State:
+        """The workspace the plan links into, made owner-only or refused (another user owns or can write it)
+        now, before vLLM's check: `link` checks it again when it links."""
+        plan = state.plan
+        remote_target = plan.target.ref is not None and not plan.target.ref.is_local
+        if remote_target or (plan.draft is not None and plan.draft.name is not None):
+            ensure_workspace(Path(state.settings.workspace))
+        return state
 
     def local_facts(self, state: State) -> State:
         """What is already here is checked before any download; vLLM's check runs now when the files it reads
@@ -137,6 +149,13 @@ def prepare(settings: Settings, cli: Sequence[str], log: logging.Logger, *, for_
     vLLM check that nothing overlaps (no download runs meanwhile) is left to the exec'd process."""
     steps = Steps(log, fetch_context(settings, log.info), for_serve)
     state = steps.resolve(settings, cli)
-    for step in (steps.local_facts, steps.fetch_target, steps.fetch_draft, steps.link, steps.final_check):
+    for step in (
+        steps.folders,
+        steps.local_facts,
+        steps.fetch_target,
+        steps.fetch_draft,
+        steps.link,
+        steps.final_check,
+    ):
         state = step(state)
     return state.plan
