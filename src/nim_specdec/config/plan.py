@@ -98,7 +98,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
         validate_engine_numbers(view, engine_origin)
     method = effective_method(config, front.draft_config, known) if enabled else None
     platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
-    model_runner = plan_model_runner(
+    model_runner, runner_warnings = plan_model_runner(
         facts.vllm_version,
         platform,
         settings.use_v2_model_runner,
@@ -106,8 +106,8 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
         config if enabled else None,
         method,
         origin,
-        warnings,
     )
+    warnings += runner_warnings
     tuned = tuned_for_warning(
         settings.tuned_for,
         model_runner.vllm_version,

@@ -119,14 +119,16 @@ def _draft_config(draft: Draft | None, facts: Facts) -> dict | None:
 
 def _keep_inferred_method(
     config: dict, origin: dict, original: Any, draft_config: dict | None, known: VllmKnowledge
-) -> None:
+) -> tuple[dict, dict]:
     """vLLM infers a missing method from the draft's name: when the launcher rewrote that name to a
-    workspace path, write down the method the original reference implied, so the meaning is kept."""
+    workspace path, the config and origin with the method the original reference implied, so the meaning is
+    kept (new dicts; the ones given when nothing changes)."""
     if config.get("method") is not None or original is None or config.get("model") == original:
-        return
+        return config, origin
     before, after = infer_method(original, draft_config, known), infer_method(config.get("model"), draft_config, known)
-    if before != after:
-        config["method"], origin["method"] = before, f"inferred from speculative_config.model {original!r}"
+    if before == after:
+        return config, origin
+    return {**config, "method": before}, {**origin, "method": f"inferred from speculative_config.model {original!r}"}
 
 
 def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Front:
@@ -162,8 +164,10 @@ def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> F
                 "--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}'
             )
         original_model = config.get("model")
-        draft = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace, warnings)
-        _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
+        chosen = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace)
+        draft, config, origin = chosen.draft, chosen.config, chosen.origin
+        warnings += chosen.warnings
+        config, origin = _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
         if known.exact:
             validate_complete(
                 config,
