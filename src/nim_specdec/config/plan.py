@@ -7,6 +7,7 @@ the plan once, from that front; both take microseconds.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.capture_config import capture_middleware_args
@@ -156,8 +157,8 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
             enabled=enabled,
             method=method,
             reason=_reason(enabled, config, origin, base, base_reason, known),
-            config=config if enabled else None,
-            origin=origin if enabled else {},
+            config=MappingProxyType(dict(config)) if enabled else None,
+            origin=MappingProxyType(dict(origin) if enabled else {}),
             batch_size_schedule=_schedule_view(config, known) if enabled else None,
         ),
         draft=None
@@ -171,14 +172,14 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
             commit=draft_facts.commit if draft_facts else None,
             ref=draft.source,
         ),
-        engine_args={k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
-        engine_origin=engine_origin,
+        engine_args=MappingProxyType({k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()}),
+        engine_origin=MappingProxyType(dict(engine_origin)),
         workspace=settings.workspace,
         cache_path=settings.cache_path,
         compile_cache=compile_cache,
         cpu_preload=cpu_preload,
         argv=tuple(redact_argv(argv)),
-        env=dict(settings.host.shown_env),
+        env=MappingProxyType(dict(settings.host.shown_env)),
         warnings=tuple(warnings),
         model_runner=model_runner,
         engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),

@@ -15,6 +15,7 @@ and their files, the pre-flight) is refused in milliseconds, before vLLM's check
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -68,12 +69,13 @@ class Steps:
         return State(settings, tuple(cli), facts, plan)
 
     def folders(self, state: State) -> State:
-        """The workspace the plan links into, made owner-only or refused (another user owns or can write it)
-        now, before vLLM's check: `link` checks it again when it links."""
+        """A workspace already there that another user owns or can write is refused now, before vLLM's check,
+        when the plan links into it (`link` checks it again when it links, and creates one that is absent)."""
         plan = state.plan
         remote_target = plan.target.ref is not None and not plan.target.ref.is_local
-        if remote_target or (plan.draft is not None and plan.draft.name is not None):
-            ensure_workspace(Path(state.settings.workspace))
+        workspace = Path(state.settings.workspace)
+        if (remote_target or (plan.draft is not None and plan.draft.name is not None)) and os.path.lexists(workspace):
+            ensure_workspace(workspace)
         return state
 
     def local_facts(self, state: State) -> State:
