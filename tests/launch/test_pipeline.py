@@ -100,3 +100,40 @@ def test_a_workspace_another_user_holds_is_refused_before_vllm_is_imported(model
     assert len(errors) == 1 and "NIM_WORKSPACE" in errors[0] and str(workspace) in errors[0], done.stderr
     assert fragment in errors[0], errors[0]
     assert list(workspace.iterdir()) == []
+
+
+def test_resolve_builds_the_plan_once_from_the_facts_it_gathered(models, monkeypatch):
+    """The front names the sources and is made again once their facts are in; the plan itself is built once."""
+    import nim_specdec.launch.resolve as resolve_module
+    from nim_specdec.launch.facts import base_facts
+
+    calls = {"build_plan": 0, "plan_front": 0}
+    for name in calls:
+        original = getattr(resolve_module, name)
+
+        def counted(*args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(resolve_module, name, counted)
+    env = {
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
+        "NIM_CACHE_PATH": str(models["cache"]),
+    }
+    settings = parse_settings(env)
+    plan, facts = resolve_module.resolve_with_facts(settings, ["--speculative-config", EAGLE3], base_facts(settings))
+    assert calls == {"build_plan": 1, "plan_front": 2}
+    assert set(facts.sources) == {str(models["target"]), str(models["draft"])}
+    assert plan.target.local_dir == str(models["target"]) and plan.draft.local_dir == str(models["draft"])
+
+
+def test_the_preflight_takes_the_configs_the_facts_step_read(models):
+    from nim_specdec.preflight.shell import preflight_inputs
+
+    _, state = _steps_and_state(models)
+    inputs = preflight_inputs(state.plan, state.facts.sources)
+    assert inputs.target_config is state.facts.sources[str(models["target"])].config
+    assert inputs.draft_config is state.facts.sources[str(models["draft"])].config
+    moved = replace(state.plan, target=replace(state.plan.target, local_dir="/elsewhere"))
+    assert preflight_inputs(moved, state.facts.sources).target_config is None  # files elsewhere: read there
