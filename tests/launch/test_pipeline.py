@@ -137,3 +137,23 @@ def test_the_preflight_takes_the_configs_the_facts_step_read(models):
     assert inputs.draft_config is state.facts.sources[str(models["draft"])].config
     moved = replace(state.plan, target=replace(state.plan.target, local_dir="/elsewhere"))
     assert preflight_inputs(moved, state.facts.sources).target_config is None  # files elsewhere: read there
+
+
+def test_what_stands_where_the_draft_is_linked_is_refused_before_vllm_is_imported(models, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir(mode=0o700)
+    (workspace / "eagle3_draft").mkdir()  # a folder, not a link of ours: never replaced
+    env = {
+        **os.environ,
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
+        "NIM_CACHE_PATH": str(models["cache"]),
+        "NIM_WORKSPACE": str(workspace),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _PREPARE_AND_TELL, EAGLE3], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip().splitlines()[-1] == "exit 3 vllm imported False", (done.stdout, done.stderr)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+    assert len(errors) == 1 and str(workspace / "eagle3_draft") in errors[0] and "not a link" in errors[0], errors
+    assert (workspace / "eagle3_draft").is_dir() and not (workspace / "eagle3_draft").is_symlink()

@@ -34,7 +34,7 @@ from nim_specdec.launch.facts import base_facts, read_config, require_method_pac
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check_args import check_request
 from nim_specdec.launch.vllm_gate import run_check
-from nim_specdec.launch.workspace import ensure_workspace, fetch, link
+from nim_specdec.launch.workspace import ensure_workspace, fetch, link, refuse_foreign_link
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.preflight.shell import with_preflight
 
@@ -70,12 +70,17 @@ class Steps:
 
     def folders(self, state: State) -> State:
         """A workspace already there that another user owns or can write is refused now, before vLLM's check,
-        when the plan links into it (`link` checks it again when it links, and creates one that is absent)."""
-        plan = state.plan
+        when the plan links into it, and so is what stands where a local draft is linked (`link` checks both
+        again when it links, and creates a workspace that is absent)."""
+        plan, draft = state.plan, state.plan.draft
         remote_target = plan.target.ref is not None and not plan.target.ref.is_local
         workspace = Path(state.settings.workspace)
-        if (remote_target or (plan.draft is not None and plan.draft.name is not None)) and os.path.lexists(workspace):
-            ensure_workspace(workspace)
+        named_draft = draft is not None and draft.name is not None
+        if not (remote_target or named_draft) or not os.path.lexists(workspace):
+            return state
+        ensure_workspace(workspace)
+        if named_draft and draft.local_dir is not None:
+            refuse_foreign_link(workspace / draft.name, os.path.realpath(draft.local_dir), self.ctx.cache_dir)
         return state
 
     def local_facts(self, state: State) -> State:
