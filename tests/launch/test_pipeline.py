@@ -70,6 +70,19 @@ _PREPARE_AND_TELL = (
 )
 
 
+def _prepare_in_a_fresh_python(models, workspace):
+    env = {
+        **os.environ,
+        "NIM_MODEL_PATH": str(models["target"]),
+        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
+        "NIM_CACHE_PATH": str(models["cache"]),
+        "NIM_WORKSPACE": str(workspace),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", _PREPARE_AND_TELL, EAGLE3], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 def _spoil(workspace):
     """Another user's workspace where this test may make one (root), else one every user can write."""
     if os.geteuid() == 0:
@@ -85,16 +98,7 @@ def test_a_workspace_another_user_holds_is_refused_before_vllm_is_imported(model
     workspace = tmp_path / "ws"
     workspace.mkdir()
     fragment = _spoil(workspace)
-    env = {
-        **os.environ,
-        "NIM_MODEL_PATH": str(models["target"]),
-        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
-        "NIM_CACHE_PATH": str(models["cache"]),
-        "NIM_WORKSPACE": str(workspace),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", _PREPARE_AND_TELL, EAGLE3], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = _prepare_in_a_fresh_python(models, workspace)
     assert done.stdout.strip().splitlines()[-1] == "exit 3 vllm imported False", (done.stdout, done.stderr)
     errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
     assert len(errors) == 1 and "NIM_WORKSPACE" in errors[0] and str(workspace) in errors[0], done.stderr
@@ -143,16 +147,7 @@ def test_what_stands_where_the_draft_is_linked_is_refused_before_vllm_is_importe
     workspace = tmp_path / "ws"
     workspace.mkdir(mode=0o700)
     (workspace / "eagle3_draft").mkdir()  # a folder, not a link of ours: never replaced
-    env = {
-        **os.environ,
-        "NIM_MODEL_PATH": str(models["target"]),
-        "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
-        "NIM_CACHE_PATH": str(models["cache"]),
-        "NIM_WORKSPACE": str(workspace),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", _PREPARE_AND_TELL, EAGLE3], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = _prepare_in_a_fresh_python(models, workspace)
     assert done.stdout.strip().splitlines()[-1] == "exit 3 vllm imported False", (done.stdout, done.stderr)
     errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
     assert len(errors) == 1 and str(workspace / "eagle3_draft") in errors[0] and "not a link" in errors[0], errors
