@@ -7,7 +7,6 @@ back values the plan holds as they are, and the exec reads nothing assembled bes
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any, Mapping
 
 
@@ -66,10 +65,7 @@ class Launch:
     environment the launcher inherited. Never printed as it is (the plan's argv is the masked command)."""
 
     argv: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # read-only
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def with_env(self, changes: Mapping[str, str]) -> Launch:
         return replace(self, env={**self.env, **changes})
