@@ -7,6 +7,8 @@ from pathlib import Path
 
 from nim_specdec.config.builtin import entry_from_json
 from nim_specdec.config.plan_facts import Facts, SourceFacts
+from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
+from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "vocab_size": 128256}
 EAGLE3 = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "vocab_size": 128256}
@@ -67,3 +69,11 @@ def make_models(tmp_path: Path) -> dict[str, Path]:
 
 def facts(**sources: SourceFacts) -> Facts:
     return Facts(registry=REGISTRY, flavor="vllm", python="python3", sources=sources)
+
+
+def validate_spec_config(config, where: str, known: VllmKnowledge = DEFAULT) -> None:
+    """One speculative config on its own through the plan's checks of a layer and of the merged config
+    (ConfigError for the first problem; `where` names the source)."""
+    config = normalise_keys(config, where)
+    validate_fields(config, where, known)
+    validate_complete(config, where, known=known)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from core_fixtures import LLAMA, facts, write_model
+from core_fixtures import LLAMA, facts, validate_spec_config, write_model
 from nim_specdec.config.builtin import entry_from_json
 from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.spec_schedule import ScheduleRow, describe_schedule, k_at, validate_batch_size_schedule
-from nim_specdec.config.spec_schema import validate_spec_config
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 

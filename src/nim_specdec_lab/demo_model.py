@@ -253,7 +253,7 @@ def _write_eagle3(out: Path) -> None:
     _write_weights(out, _random_tensors(eagle3_tensor_shapes(), EAGLE3_SEED))
 
 
-def _part_complete(path: Path) -> bool:
+def part_complete(path: Path) -> bool:
     marker = path / COMPLETE_MARKER
     return marker.is_file() and marker.read_text().strip() == str(RECIPE_VERSION)
 
@@ -261,7 +261,7 @@ def _part_complete(path: Path) -> bool:
 def _write_part(root: Path, name: str, writer: Callable[[Path], None]) -> bool:
     """Write one part atomically; returns False when it was already complete."""
     final = root / name
-    if _part_complete(final):
+    if part_complete(final):
         return False
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
@@ -296,7 +296,3 @@ def make_demo_model(root: str | os.PathLike) -> dict[str, bool]:
     written["draft-other"] = _write_part(root_path, "draft-other", _write_other)
     written["draft-eagle3"] = _write_part(root_path, "draft-eagle3", _write_eagle3)
     return written
-
-
-def is_complete(root: str | os.PathLike) -> bool:
-    return all(_part_complete(Path(root) / part) for part in PARTS)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from nim_specdec.common.child_process import die_with_parent, group_alive, kill_group
 from nim_specdec.errors import ServerStartError
 from nim_specdec.observe.smoke import http_get
 
@@ -44,23 +45,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a pid reused by someone else's process: not ours any more
-        return False
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -112,32 +96,22 @@ class RunningServer:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 self.killed = True
-                _kill_group(self.pid)
+                kill_group(self.pid)
                 self.proc.wait(timeout=30)
             self.stop_seconds = time.monotonic() - started
             end = time.monotonic() + GROUP_EXIT_S
-            while _group_alive(self.pid) and time.monotonic() < end:
+            while group_alive(self.pid) and time.monotonic() < end:
                 time.sleep(0.2)
-            self.group_gone = not _group_alive(self.pid)
-        _kill_group(self.pid)  # whatever happened, nothing of it outlives this call
+            self.group_gone = not group_alive(self.pid)
+        kill_group(self.pid)  # whatever happened, nothing of it outlives this call
         return self.proc.returncode
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the process that started it dies (Linux), so that a killed
-    test run or `tune` never leaves a server behind. The setting survives the launcher's exec into vLLM."""
-    try:
-        import ctypes  # noqa: PLC0415
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: stop() and the context manager still clean up
-
-
-def _tie_to_parent() -> bool:
-    # The kernel ties the child to the *thread* that started it: from a worker thread that ends early, the
-    # server would be killed with it, so only a start from the main thread is tied.
-    return sys.platform == "linux" and threading.current_thread() is threading.main_thread()
+def _tie_to_parent():
+    """SIGKILL when the process that started it dies, so that a killed test run or `tune` never leaves a server
+    behind. The kernel ties the child to the *thread* that started it: from a worker thread that ends early,
+    the server would be killed with it, so only a start from the main thread is tied."""
+    return die_with_parent(signal.SIGKILL) if threading.current_thread() is threading.main_thread() else None
 
 
 def _command(spec: ServerSpec) -> list[str]:
@@ -163,7 +137,7 @@ def start_server(spec: ServerSpec) -> RunningServer:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent if _tie_to_parent() else None,
+            preexec_fn=_tie_to_parent(),
         )
     server = RunningServer(proc, port, log_path)
     started = time.monotonic()

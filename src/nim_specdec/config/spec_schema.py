@@ -185,13 +185,6 @@ def normalise_keys(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def validate_spec_config(config: Mapping[str, Any], where: str, known: VllmKnowledge = DEFAULT) -> None:
-    """Raise ConfigError for the first problem found; `where` names the source (variable or argument)."""
-    config = normalise_keys(config, where)
-    validate_fields(config, where, known)
-    validate_complete(config, where, known=known)
-
-
 def _ranges(known: VllmKnowledge) -> dict[str, tuple[float | None, float | None]]:
     return {**{key: tuple(bounds) for key, bounds in known.data["bounds"].items()}, **RANGES}
 

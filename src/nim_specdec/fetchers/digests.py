@@ -101,12 +101,6 @@ def well_formed_crc(name: str, value: object) -> bool:
         return False
 
 
-def digest_bytes(data: bytes, name: str) -> str:
-    d = ALGORITHMS[name][0]()
-    d.update(data)
-    return d.result()
-
-
 def file_digest(path: Path, name: str) -> str:
     d = ALGORITHMS[name][0]()
     with open_regular(path) as fh:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nim_specdec.common import trust
+from nim_specdec.common.disk_usage import tree_size
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import LauncherError
 from nim_specdec.fetchers import branch_refs, cache
@@ -75,7 +76,7 @@ def superseded_since(layout: cache.CacheLayout, name: str) -> float | None:
 def _prune_entry(
     layout: cache.CacheLayout, name: str, since: float, older_than_s: float, now: float, dry_run: bool
 ) -> CommitState:
-    size = _tree_size(layout.entry(name))
+    size = tree_size(layout.entry(name))
     if now - since < older_than_s:
         return CommitState(name, size, since, "kept: superseded recently")
     if dry_run:
@@ -94,14 +95,3 @@ def _prune_entry(
         os.close(fd)
     shutil.rmtree(aside, ignore_errors=True)
     return CommitState(name, size, since, "removed")
-
-
-def _tree_size(path: Path) -> int:
-    total = 0
-    for folder, dirs, files in os.walk(path, followlinks=False):
-        for name in files + dirs:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-    return total

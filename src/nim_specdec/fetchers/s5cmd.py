@@ -29,6 +29,7 @@ from nim_specdec.fetchers.materialize import Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import target_path
+from nim_specdec.common.child_process import die_with_parent, stop_group
 from nim_specdec.common.redact import redact_text, secret_values
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
@@ -99,16 +100,6 @@ def failure(message: str) -> S5cmdFailed:
     return S5cmdFailed(message, transient=not any(p in message for p in _PERMANENT))
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel kills s5cmd when the launcher dies, even by SIGKILL."""
-    try:
-        import ctypes  # noqa: PLC0415
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: a killed launcher's s5cmd then finishes or fails on its own
-
-
 def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
 
     bucket, prefix = split_location(job.ref.location)
@@ -137,14 +128,14 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
                 env=env,
                 stdout=out_fh,
                 stderr=err_fh,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent(signal.SIGKILL),  # even a SIGKILLed launcher leaves no s5cmd
                 start_new_session=True,
             )
             follower = _ReportFollower(report, by_dest, job)
             try:
                 stalled = _wait_or_stall(proc, watch, job.settings.timeout, follower.poll)
             except BaseException:  # interrupted: no transfer may outlive its download directory
-                _stop(proc)
+                stop_group(proc)
                 raise
             follower.poll()  # the lines written last
             follower.close()
@@ -166,16 +157,8 @@ def _wait_or_stall(proc: subprocess.Popen, watch: DirectoryWatch, timeout: float
         except subprocess.TimeoutExpired:
             tick()
             if time.monotonic() - watch.last_growth > timeout:
-                _stop(proc)
+                stop_group(proc)
                 return True
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 class _ReportFollower:

@@ -22,6 +22,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from nim_specdec.common.disk_usage import tree_size
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.compile_cache_claim import LOCK, untrusted_reason
@@ -35,17 +36,6 @@ class KeyState:
     size_bytes: int
     last_used: float  # seconds since the epoch (the lock's mtime, else the directory's)
     action: str  # "removed", "would remove", "kept: used recently", "kept: in use", "kept: a link or not a directory"
-
-
-def tree_size(path: Path) -> int:
-    total = 0
-    for folder, dirs, files in os.walk(path, followlinks=False):
-        for name in files + dirs:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) -> list[KeyState]:

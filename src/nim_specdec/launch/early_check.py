@@ -2,11 +2,12 @@
 
 The check needs only config.json and the tokenizer files of the target and the draft. When either is a
 remote source that is not in the cache yet, those small files are read first into a private scratch
-directory, the weights start downloading in a child process (`nim-specdec download`, the same cache and
-lock as always), and the check runs here meanwhile. A refusal kills the child's process group: its
-staging directory is removed (a SIGTERM there unwinds through the download's cleanup), nothing reaches the
-cache, and the refusal is the one line the user sees. A source whose small files cannot be read first
-(an unusual layout, an older store) falls back to checking once the download is complete.
+directory, the weights start downloading in a child process (launch/download_child.py, given the parsed
+settings: the same cache and lock as always), and the check runs here meanwhile. A refusal kills the
+child's process group: its staging directory is removed (a SIGTERM there unwinds through the download's
+cleanup), nothing reaches the cache, and the refusal is the one line the user sees. A source whose small
+files cannot be read first (an unusual layout, an older store) falls back to checking once the download is
+complete.
 
 The child is a process, not a thread, because a download in any backend (boto3's transfer threads,
 s5cmd, huggingface_hub, the NGC client) can be stopped only by stopping the process that runs it.
@@ -14,20 +15,23 @@ s5cmd, huggingface_hub, the NGC client) can be stopped only by stopping the proc
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from nim_specdec.common.child_process import die_with_parent, stop_group
 from nim_specdec.config.plan_facts import SourceFacts
 from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.plan_sections import VllmCheckResult
+from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
 from nim_specdec.fetchers.base import FetchContext
@@ -50,7 +54,6 @@ CONFIG_FILES = frozenset(
         "added_tokens.json",
     }
 )
-ERROR_PREFIX = "nim-specdec: error: "
 _ERRORS: Mapping[int, type[LauncherError]] = {2: ConfigError, 3: MaterializeError, 4: UnreachableError}
 STOP_WAIT_S = 15.0
 
@@ -76,12 +79,13 @@ def check_while_downloading(
     plan: Plan,
     ctx: FetchContext,
     replan: Callable[[dict[str, SourceFacts]], Plan],
-    secrets: Sequence[str],
+    settings: Settings,
     log: Callable[[str], None],
 ) -> EarlyCheck | None:
     """Run the vLLM check on the sources' small files while a child downloads the weights; None when
     there is nothing to download or the small files cannot be read first (the caller checks later).
-    The child inherits the context's environment (its credentials); `secrets` are masked in vLLM's words."""
+    The child is given `settings` (the context's environment: its credentials); their secrets are masked in
+    vLLM's words."""
     pending = pending_downloads(plan, ctx)
     if not pending or ctx.offline:
         return None
@@ -106,10 +110,10 @@ def check_while_downloading(
             if early.draft is not None and early.draft.ref.uri in known
             else None,
         )
-        child = _Download([ref.uri for ref, _ in pending], ctx.env)
+        child = _Download([ref for ref, _ in pending], settings)
         log(f"vLLM check while downloading {', '.join(ref.uri for ref, _ in pending)}")
         try:
-            result = run_check(check_request(view), secrets, warn=log)
+            result = run_check(check_request(view), settings.host.secrets, warn=log)
         except BaseException:
             child.stop()
             raise
@@ -119,61 +123,51 @@ def check_while_downloading(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    import ctypes  # noqa: PLC0415
-
-    PR_SET_PDEATHSIG = 1  # noqa: N806
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+CHILD_MODULE = "nim_specdec.launch.download_child"
+REPORT_LIMIT = 64 * 1024  # one line, the error message; a pipe holds that much without blocking its writer
 
 
 class _Download:
-    """`nim-specdec download URI...` in its own process group; its stderr relayed line by line, except its
-    error line, which becomes this process's error."""
+    """launch/download_child.py in its own process group, tied to this process's life; its refusal (one JSON
+    line on a pipe of its own) becomes this process's error. Its log lines go to the stderr both share."""
 
-    def __init__(self, uris: list[str], env: Mapping[str, str]) -> None:
-        self.error = ""
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nim_specdec", "download", *uris],
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-        self.relay = threading.Thread(target=self._relay, daemon=True)
-        self.relay.start()
-
-    def _relay(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if line.startswith(ERROR_PREFIX):
-                self.error = line[len(ERROR_PREFIX) :].strip()
-            else:
-                sys.stderr.write(line)
-                sys.stderr.flush()
+    def __init__(self, refs: Sequence[SourceRef], settings: Settings) -> None:
+        self.report, report_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", CHILD_MODULE],
+                env=dict(settings.environ),  # the backends' credentials and endpoints, as the settings were parsed
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                pass_fds=(report_w,),
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+            )
+        finally:
+            os.close(report_w)
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(pickle.dumps((tuple(refs), settings, report_w)))
+            self.proc.stdin.close()
+        except BrokenPipeError:  # it ended at once: wait() reports how
+            pass
 
     def wait(self) -> None:
         code = self.proc.wait()
-        self.relay.join(timeout=5)
+        with os.fdopen(self.report, "rb") as pipe:
+            report = pipe.read(REPORT_LIMIT)
         if code == 0:
             return
+        try:
+            message = str(json.loads(report.decode(errors="replace"))["error"])
+        except (ValueError, KeyError, TypeError):
+            message = ""
         error = _ERRORS.get(code, MaterializeError)
-        raise error("", self.error or f"the download process ended with exit code {code}")
+        raise error("", message or f"the download process ended with exit code {code}")
 
     def stop(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            self.proc.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.relay.join(timeout=5)
+        stop_group(self.proc, grace_s=STOP_WAIT_S)
+        os.close(self.report)
 
 
 def with_early_result(plan: Plan, early: EarlyCheck | None) -> Plan:

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from nim_specdec.config import variables as var
 from nim_specdec.common.writable import unreadable_reason
 from nim_specdec.config.builtin import default_config_dir, load_registry
 from nim_specdec.errors import LauncherError, MaterializeError
@@ -18,7 +17,6 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.plan_facts import Facts, SourceFacts
-from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.preflight.config_file import read_model_config
@@ -158,10 +156,12 @@ def local_facts(ref: SourceRef, where: str) -> SourceFacts:
 
 
 def source_facts(
-    refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext, warnings: list[str]
-) -> dict[str, SourceFacts]:
-    """Facts for each (source, where it was named); remote sources are looked up in the cache only."""
+    refs: Iterable[tuple[SourceRef, str]], ctx: FetchContext
+) -> tuple[dict[str, SourceFacts], tuple[str, ...]]:
+    """Facts for each (source, where it was named), and the warnings the lookups gave; remote sources are
+    looked up in the cache only."""
     facts: dict[str, SourceFacts] = {}
+    warnings: list[str] = []
     for ref, where in refs:
         if ref.uri in facts:
             continue
@@ -173,7 +173,7 @@ def source_facts(
         except LauncherError as err:
             warnings.append(f"{where}: {err.one_line()}")
             cached = None
-        if cached is None and not ref.is_local:
+        if cached is None:
             foreign = untrusted_entry(ctx.cache_dir, ref)
             if foreign:
                 warnings.append(
@@ -183,19 +183,7 @@ def source_facts(
         facts[ref.uri] = (
             SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached else SourceFacts()
         )
-    return facts
-
-
-def plan_sources(plan: Plan, settings: Settings) -> list[tuple[SourceRef, str]]:
-    """The sources the plan names, typed, with where each was named."""
-    refs: list[tuple[SourceRef, str]] = []
-    if plan.target.ref is not None:
-        refs.append((plan.target.ref, plan.target.chosen_by))
-    if settings.draft_source is not None and plan.speculative.enabled:
-        refs.append((settings.draft_source, var.DRAFT_MODEL_PATH))
-    if plan.draft is not None:
-        refs.append((plan.draft.ref, plan.draft.chosen_by))
-    return refs
+    return facts, tuple(warnings)
 
 
 def base_facts(settings: Settings) -> Facts:

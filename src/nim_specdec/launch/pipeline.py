@@ -1,17 +1,21 @@
 """What `prepare` and `serve` do before vLLM starts: one pipeline of named steps over one state.
 
-    resolve -> local facts -> fetch target -> refine -> fetch draft -> refine -> link -> final check
+    resolve -> folders -> local facts -> fetch target -> refine -> fetch draft -> refine -> link -> final check
 
 (`serve` then hands off: launch/handoff.py). Each step takes the state and returns a new one; the plan in it
 is a new immutable value after every step. One rule decides when the plan is built again: whenever what is
 known about a source changes (its files arrived, or a branch was fetched at another commit than the one
 cached), `refine` resolves with the new facts. A rebuilt plan has no pre-flight or vLLM-check result yet,
 so the final check runs exactly those the last resolution left unset.
+
+Cheap checks come first: everything that needs no vLLM import (the folders and their owners, the sources
+and their files, the pre-flight) is refused in milliseconds, before vLLM's check costs seconds.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -30,7 +34,7 @@ from nim_specdec.launch.facts import base_facts, read_config, require_method_pac
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check_args import check_request
 from nim_specdec.launch.vllm_gate import run_check
-from nim_specdec.launch.workspace import fetch, link
+from nim_specdec.launch.workspace import ensure_workspace, fetch, link, refuse_foreign_link
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.preflight.shell import with_preflight
 
@@ -64,10 +68,25 @@ class Steps:
             plan, facts = resolve_with_facts(settings, cli, facts)
         return State(settings, tuple(cli), facts, plan)
 
+    def folders(self, state: State) -> State:
+        """A workspace already there that another user owns or can write is refused now, before vLLM's check,
+        when the plan links into it, and so is what stands where a local draft is linked (`link` checks both
+        again when it links, and creates a workspace that is absent)."""
+        plan, draft = state.plan, state.plan.draft
+        remote_target = plan.target.ref is not None and not plan.target.ref.is_local
+        workspace = Path(state.settings.workspace)
+        named_draft = draft is not None and draft.name is not None
+        if not (remote_target or named_draft) or not os.path.lexists(workspace):
+            return state
+        ensure_workspace(workspace)
+        if named_draft and draft.local_dir is not None:
+            refuse_foreign_link(workspace / draft.name, os.path.realpath(draft.local_dir), self.ctx.cache_dir)
+        return state
+
     def local_facts(self, state: State) -> State:
         """What is already here is checked before any download; vLLM's check runs now when the files it reads
         are here, else while the weights download (remote sources: their config.json first)."""
-        plan = with_preflight(state.plan, state.settings, self.log.warning)
+        plan = with_preflight(state.plan, state.settings, self.log.warning, state.facts.sources)
         plan = replace(plan, vllm_check=self._vllm_check(plan, state.settings, self.log.info))
         if settled(plan.vllm_check):
             return replace(state, plan=plan)
@@ -75,7 +94,7 @@ class Steps:
         def replan(known: dict[str, SourceFacts]) -> Plan:
             return resolve(state.settings, state.cli, replace(state.facts, sources={**state.facts.sources, **known}))
 
-        early = check_while_downloading(plan, self.ctx, replan, state.settings.host.secrets, self.log.info)
+        early = check_while_downloading(plan, self.ctx, replan, state.settings, self.log.info)
         return replace(state, plan=with_early_result(plan, early), early=early)
 
     def fetch_target(self, state: State) -> State:
@@ -119,7 +138,7 @@ class Steps:
         (the verdict given during the download counts when it judged this very command)."""
         plan = state.plan
         if plan.preflight is None:
-            plan = with_preflight(plan, state.settings, self.log.warning)
+            plan = with_preflight(plan, state.settings, self.log.warning, state.facts.sources)
         if state.early is not None and plan.launch.argv == state.early.argv:
             plan = with_early_result(plan, state.early)
         if not settled(plan.vllm_check):
@@ -137,6 +156,13 @@ def prepare(settings: Settings, cli: Sequence[str], log: logging.Logger, *, for_
     vLLM check that nothing overlaps (no download runs meanwhile) is left to the exec'd process."""
     steps = Steps(log, fetch_context(settings, log.info), for_serve)
     state = steps.resolve(settings, cli)
-    for step in (steps.local_facts, steps.fetch_target, steps.fetch_draft, steps.link, steps.final_check):
+    for step in (
+        steps.folders,
+        steps.local_facts,
+        steps.fetch_target,
+        steps.fetch_draft,
+        steps.link,
+        steps.final_check,
+    ):
         state = step(state)
     return state.plan

@@ -1,7 +1,8 @@
 """The resolution shared by `plan`, `prepare` and `serve`: settings + arguments -> Plan, no downloads.
 
-The one place of the fixed point "facts about the sources -> plan": each pass looks up what the plan's
-typed sources hold locally (or in the cache) and builds the plan again with those facts."""
+The one place of the fixed point "facts about the sources -> plan": each pass of the plan's front
+(config/plan_front.py) names sources; those not known yet are looked up locally (or in the cache), and the
+front is made again with them. The plan itself is built once, from the last front."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from nim_specdec.common.redact import redact_tree
 from nim_specdec.common.trust import refuse_system_dir
 from nim_specdec.config.plan import build_plan
 from nim_specdec.config.plan_facts import Facts
+from nim_specdec.config.plan_front import named_sources, plan_front
 from nim_specdec.config.plan_model import Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.fetchers.context import fetch_context
-from nim_specdec.launch.facts import base_facts, plan_sources, source_facts
+from nim_specdec.launch.facts import base_facts, source_facts
 
-# Facts can change the plan (an auto choice reads the target's config.json, which may bring a
+# Facts can change the front (an auto choice reads the target's config.json, which may bring a
 # draft); each pass can only add sources, so this settles in at most three.
 MAX_PASSES = 3
 
@@ -43,16 +45,17 @@ def resolve_with_facts(settings: Settings, cli_tokens: Sequence[str], facts: Fac
     """resolve, and the facts it ended with: those given and every source it looked up."""
     refuse_system_dirs(settings)
     ctx = fetch_context(settings)
-    plan = build_plan(settings, cli_tokens, facts)
-    warnings: list[str] = []
+    front = plan_front(settings, cli_tokens, facts)
+    warnings: tuple[str, ...] = ()
     for _ in range(MAX_PASSES):
-        refs = plan_sources(plan, settings)
-        missing = [(ref, where) for ref, where in refs if ref.uri not in facts.sources]
+        missing = [(ref, where) for ref, where in named_sources(front, settings) if ref.uri not in facts.sources]
         if not missing:
             break
-        facts = replace(facts, sources={**facts.sources, **source_facts(missing, ctx, warnings)})
-        plan = build_plan(settings, cli_tokens, facts)
-    return replace(plan, warnings=plan.warnings + tuple(warnings)), facts
+        found, noted = source_facts(missing, ctx)
+        facts, warnings = replace(facts, sources={**facts.sources, **found}), warnings + noted
+        front = plan_front(settings, cli_tokens, facts)
+    plan = build_plan(settings, cli_tokens, facts, front)
+    return replace(plan, warnings=plan.warnings + warnings), facts
 
 
 def plan_for(env: Mapping[str, str], cli_tokens: Sequence[str], facts: Facts | None = None) -> tuple[Settings, Plan]:

@@ -64,12 +64,17 @@ def ensure_workspace(workspace: Path) -> None:
     ensure_own_dir(workspace, var.WORKSPACE)
 
 
-def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
-    ensure_workspace(link_path.parent)
-    target = os.path.realpath(source_dir)
+def refuse_foreign_link(link_path: Path, target: str, cache_dir: Path) -> None:
+    """MaterializeError (exit 3) when the thing at `link_path` must not be replaced by a link to `target`."""
     reason = foreign_link_reason(link_path, target, cache_dir)
     if reason:
         raise MaterializeError(str(link_path), reason, "remove it, or choose another workspace or bare draft name")
+
+
+def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
+    ensure_workspace(link_path.parent)
+    target = os.path.realpath(source_dir)
+    refuse_foreign_link(link_path, target, cache_dir)
     unwritable = unwritable_reason(link_path.parent)
     if unwritable:
         raise MaterializeError(var.WORKSPACE, *unwritable)

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from nim_specdec.common.regular_file import read_regular
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
 from nim_specdec.errors import MaterializeError
+from nim_specdec.preflight.model_config import MAX_LEN_KEYS
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
 
 # A config.json is a few KB; an index lists one line per tensor. Anything far larger is not one.
@@ -46,15 +47,7 @@ _COUNTS = (
     "num_mtp_modules",
     "num_mtp_layers",
     "n_predict",
-    "max_position_embeddings",
-    "n_positions",
-    "max_seq_len",
-    "seq_length",
-    "model_max_length",
-    "max_target_positions",
-    "max_sequence_length",
-    "max_seq_length",
-    "seq_len",
+    *MAX_LEN_KEYS,
 )
 _NESTED = ("text_config", "transformer_layer_config", "mtp_config")
 MAX_COUNT = 2**48

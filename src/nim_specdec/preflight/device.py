@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from nim_specdec.config.engine_facts import DevicePlan
-from nim_specdec.preflight.gpu import visible
-from nim_specdec.preflight.nvml import start_nvml
+from nim_specdec.preflight.gpu import text, visible_handles
+from nim_specdec.preflight.nvml import nvml_session
 
 NVIDIA_PROC = Path("/proc/driver/nvidia")
 CPUINFO = Path("/proc/cpuinfo")
@@ -36,30 +36,18 @@ def cpu_device(cpuinfo: str, count: int | None) -> DevicePlan:
 
 def gpu_device(cuda_visible_devices: str | None) -> DevicePlan | None:
     """The first GPU CUDA_VISIBLE_DEVICES leaves visible, through NVML; None without one."""
-    pynvml = start_nvml()
-    if pynvml is None:
-        return None
-    try:
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
-        indices = visible(len(handles), uuids, cuda_visible_devices)
-        if not indices:
-            return None
-        first = handles[indices[0]]
-        return DevicePlan(
-            "gpu",
-            _text(pynvml.nvmlDeviceGetName(first)),
-            len(indices),
-            int(pynvml.nvmlDeviceGetMemoryInfo(first).total),
-            _text(pynvml.nvmlSystemGetDriverVersion()),
-        )
-    except Exception:  # noqa: BLE001 - a GPU that cannot be read is reported as absent
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+    with nvml_session() as pynvml:
+        handles = visible_handles(pynvml, cuda_visible_devices) if pynvml is not None else None
+        if handles:
+            first = handles[0]
+            return DevicePlan(
+                "gpu",
+                text(pynvml.nvmlDeviceGetName(first)),
+                len(handles),
+                int(pynvml.nvmlDeviceGetMemoryInfo(first).total),
+                text(pynvml.nvmlSystemGetDriverVersion()),
+            )
+    return None
 
 
 def read_device(cuda_visible_devices: str | None) -> DevicePlan | None:
@@ -68,11 +56,7 @@ def read_device(cuda_visible_devices: str | None) -> DevicePlan | None:
     if found is not None:
         return found
     try:
-        text = CPUINFO.read_text(errors="replace")
+        cpuinfo = CPUINFO.read_text(errors="replace")
     except OSError:
-        text = ""
-    return cpu_device(text, os.cpu_count())
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+        cpuinfo = ""
+    return cpu_device(cpuinfo, os.cpu_count())

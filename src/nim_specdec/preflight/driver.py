@@ -13,7 +13,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from nim_specdec.preflight.nvml import start_nvml
+from nim_specdec.preflight.nvml import nvml_session
 
 # The first driver branch of each CUDA major (NVIDIA's release notes): what to tell the user to install.
 _DRIVER_FOR_CUDA_MAJOR = {11: "R450", 12: "R525", 13: "R580"}
@@ -71,19 +71,11 @@ def image_cuda(cuda_version: str | None) -> tuple[int, int] | None:
 
 def read_driver_cuda() -> tuple[int, int] | None:
     """The newest CUDA the host's driver supports, through NVML; None without NVML, a driver or a GPU."""
-    pynvml = start_nvml()
-    if pynvml is None:
-        return None
-    try:
-        read = getattr(pynvml, "nvmlSystemGetCudaDriverVersion_v2", pynvml.nvmlSystemGetCudaDriverVersion)
-        return from_nvml(int(read()))
-    except Exception:  # noqa: BLE001 - an unreadable driver version is not compared
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+    with nvml_session() as pynvml:
+        if pynvml is not None:
+            read = getattr(pynvml, "nvmlSystemGetCudaDriverVersion_v2", pynvml.nvmlSystemGetCudaDriverVersion)
+            return from_nvml(int(read()))
+    return None  # no NVML, or an unreadable driver version: nothing is compared
 
 
 def check_driver(cuda_version: str | None) -> str | None:

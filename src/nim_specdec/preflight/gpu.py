@@ -8,9 +8,9 @@ check is then skipped, it never stops a launch. Tests and benchmarks pass a Stat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
-from nim_specdec.preflight.nvml import start_nvml
+from nim_specdec.preflight.nvml import nvml_session
 
 Reading = tuple[int, int, str]  # (total_bytes, used_bytes, name)
 
@@ -59,28 +59,24 @@ class NvmlProbe:
     cuda_visible_devices: str | None = None  # as the server will see it (Settings.host); None: unset
 
     def read(self) -> Sequence[Reading] | None:
-        pynvml = start_nvml()
-        if pynvml is None:
-            return None
-        try:
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-            uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
-            indices = visible(len(handles), uuids, self.cuda_visible_devices)
-            if not indices:
-                return None
-            readings = []
-            for i in indices:
-                info = pynvml.nvmlDeviceGetMemoryInfo(handles[i])
-                readings.append((int(info.total), int(info.used), _text(pynvml.nvmlDeviceGetName(handles[i]))))
-            return readings
-        except Exception:  # noqa: BLE001 - a GPU that cannot be read is reported as absent
-            return None
-        finally:
-            try:
-                pynvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
+        with nvml_session() as pynvml:
+            if pynvml is not None:
+                return [_reading(pynvml, h) for h in visible_handles(pynvml, self.cuda_visible_devices) or ()] or None
+        return None
 
 
-def _text(value: bytes | str) -> str:
+def _reading(pynvml: Any, handle: Any) -> Reading:
+    info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+    return int(info.total), int(info.used), text(pynvml.nvmlDeviceGetName(handle))
+
+
+def visible_handles(pynvml: Any, cuda_visible_devices: str | None) -> list[Any] | None:
+    """NVML's handles of the GPUs CUDA_VISIBLE_DEVICES leaves visible, in its order (None or []: none)."""
+    handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    indices = visible(len(handles), [text(pynvml.nvmlDeviceGetUUID(h)) for h in handles], cuda_visible_devices)
+    return None if indices is None else [handles[i] for i in indices]
+
+
+def text(value: bytes | str) -> str:
+    """NVML answers bytes or str, by version."""
     return value.decode() if isinstance(value, bytes) else value

@@ -6,9 +6,10 @@ that only pre-fetches) has nothing to read, and its kernel module's entries tell
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable
+from typing import Iterable, Iterator
 
 # The driver's kernel module publishes /proc/driver/nvidia; the container toolkit passes /dev/nvidiactl in.
 DRIVER_MARKERS = (Path("/proc/driver/nvidia"), Path("/dev/nvidiactl"))
@@ -31,3 +32,21 @@ def start_nvml(markers: Iterable[Path] = DRIVER_MARKERS) -> ModuleType | None:
     except Exception:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded...: no GPU here
         return None
     return pynvml
+
+
+@contextmanager
+def nvml_session(markers: Iterable[Path] = DRIVER_MARKERS) -> Iterator[ModuleType | None]:
+    """pynvml started for the block (None where start_nvml gives none), shut down after it. An NVML error
+    inside the block ends it quietly: a GPU that cannot be read is reported as absent, so the caller
+    returns its "not known" after the block."""
+    pynvml = start_nvml(markers)
+    try:
+        yield pynvml
+    except Exception:  # noqa: BLE001, S110 - NVMLError_*, or a malformed answer: nothing read
+        pass
+    finally:
+        if pynvml is not None:
+            try:
+                pynvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001, S110
+                pass

@@ -1,7 +1,7 @@
 """The imperative shell of the pre-flight checks: read the small files and the GPU, decide, report.
 
-It reads `config.json` files, safetensors headers (never weights) and one NVML reading,
-hands plain data to the pure checks, and turns their outcome into the plan's `preflight`
+It takes the `config.json` files the facts step read (SourceFacts.config), reads safetensors headers (never
+weights) and one NVML reading, hands plain data to the pure checks, and turns their outcome into the plan's `preflight`
 section. A failure in a category whose mode is `error` becomes a ConfigError (exit 2); in
 `warn` mode it is written as a warning line and the launch goes on.
 """
@@ -11,12 +11,15 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from nim_specdec.config.plan_facts import SourceFacts
 from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.plan_sections import PreflightSection
 from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.settings import Settings
+from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.preflight.config_file import index_shards, read_model_config
 from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
@@ -75,9 +78,20 @@ class PreflightInputs:
     draft_dir: str | None = None
     draft_where: str = "draft"  # how messages name the draft
     engine_args: Mapping[str, Any] = field(default_factory=dict)
+    # The config.json files as the facts step read them from those directories (None: read them here).
+    target_config: Mapping[str, Any] | None = None
+    draft_config: Mapping[str, Any] | None = None
 
 
-def preflight_inputs(plan: Plan) -> PreflightInputs:
+def _known_config(
+    sources: Mapping[str, SourceFacts], ref: SourceRef | None, local_dir: str | None
+) -> Mapping[str, Any] | None:
+    found = sources.get(ref.uri) if ref is not None and local_dir else None
+    return found.config if found is not None and found.local_dir == local_dir else None
+
+
+def preflight_inputs(plan: Plan, sources: Mapping[str, SourceFacts] = MappingProxyType({})) -> PreflightInputs:
+    """`sources`: the facts the plan was built from (Facts.sources), whose configs the checks take."""
     spec, draft = plan.speculative, plan.draft
     config = spec.config or {}
     named = (draft.source or draft.name) if draft else None
@@ -89,6 +103,8 @@ def preflight_inputs(plan: Plan) -> PreflightInputs:
         draft_dir=draft.local_dir if draft else None,
         draft_where=f"draft {named or config.get('model')}",
         engine_args=plan.engine_args,
+        target_config=_known_config(sources, plan.target.ref, plan.target.local_dir),
+        draft_config=_known_config(sources, draft.ref, draft.local_dir) if draft else None,
     )
 
 
@@ -111,8 +127,8 @@ def run_preflight(
     spec_config = inputs.spec_config
     target_dir, draft_dir = inputs.target_dir, inputs.draft_dir
 
-    target = _config(target_dir, "target")
-    draft = _config(draft_dir, "draft")
+    target = inputs.target_config if inputs.target_config is not None else _config(target_dir, "target")
+    draft = inputs.draft_config if inputs.draft_config is not None else _config(draft_dir, "draft")
     draft_weights = _weights(draft_dir, "draft")
     checks: list[Check] = []
     if modes.compatibility != "off":
@@ -147,7 +163,14 @@ def run_preflight(
     return section(checks, modes)
 
 
-def with_preflight(plan: Plan, settings: Settings, warn: Callable[[str], None]) -> Plan:
-    """The plan with its `preflight` section, read on this machine (NVML sees the GPUs the server will see)."""
+def with_preflight(
+    plan: Plan,
+    settings: Settings,
+    warn: Callable[[str], None],
+    sources: Mapping[str, SourceFacts] = MappingProxyType({}),
+) -> Plan:
+    """The plan with its `preflight` section, read on this machine (NVML sees the GPUs the server will see).
+    `sources`: the facts the plan was built from; their config.json files are not read again."""
     probe = NvmlProbe(settings.host.cuda_visible_devices)
-    return replace(plan, preflight=run_preflight(preflight_inputs(plan), settings.preflight, probe, warn=warn))
+    inputs = preflight_inputs(plan, sources)
+    return replace(plan, preflight=run_preflight(inputs, settings.preflight, probe, warn=warn))

@@ -24,10 +24,6 @@ def installed_vllm() -> tuple[str, str]:
     return target_platform(flavor, version), version
 
 
-def installed_platform() -> str:
-    return installed_vllm()[0]
-
-
 def resolve(choice: str, platform: str, version: str = "", use_v2: bool | None = None) -> str:
     """The runner serving method "ngram": `choice` itself, or for "auto" the one vLLM `version` picks on
     `platform` (with VLLM_USE_V2_MODEL_RUNNER as `use_v2`, None when unset)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from nim_specdec_lab.ngram.reference import RequestCounts
+from nim_specdec_lab.ngram.reference import RequestCounts, Tally
 
 
 def propose_v2(context: Sequence[int], min_n: int, max_n: int, k: int) -> list[int]:
@@ -53,23 +53,10 @@ def simulate_request_v2(
     """Replay one greedy request through the V2 drafter; `tail` continues `output` past its end."""
     full = list(prompt) + list(output) + list(tail)
     p_len, o_len = len(prompt), len(output)
-    drafts = draft_tokens = accepted = steps = 0
-    per_pos = [0] * k
+    tally = Tally(k)
     produced = 1  # the prefill step samples the first output token
     while produced < o_len:
         total = p_len + produced
         draft = propose_v2(full[:total], min_n, max_n, k)[: max(0, max_model_len - total - 1)]
-        steps += 1
-        if not draft:
-            produced += 1
-            continue
-        hits = 0
-        while hits < len(draft) and total + hits < len(full) and draft[hits] == full[total + hits]:
-            hits += 1
-        drafts += 1
-        draft_tokens += len(draft)
-        accepted += hits
-        for pos in range(hits):
-            per_pos[pos] += 1
-        produced += hits + 1
-    return RequestCounts(drafts, draft_tokens, accepted, tuple(per_pos), steps)
+        produced += tally.step(draft, full, total)
+    return tally.counts()

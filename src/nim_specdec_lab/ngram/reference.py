@@ -26,7 +26,7 @@ scheduler's accounting of draft and accepted tokens:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 
@@ -64,6 +64,42 @@ class RequestCounts:
     zero_drafts: int = 0  # drafts of zeros scheduled because the drafter did not run
 
 
+@dataclass
+class Tally:
+    """One request's counts as its replay goes, step by step (V1's proposer and V2's drafter alike)."""
+
+    k: int
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    steps: int = 0
+    zero_drafts: int = 0
+    per_pos: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.per_pos = [0] * self.k
+
+    def step(self, draft: Sequence[int], full: Sequence[int], total: int) -> int:
+        """Count one forward pass whose draft follows the first `total` tokens of `full` (the true sequence);
+        returns how many tokens it produced: one without a draft, else the accepted prefix plus one."""
+        self.steps += 1
+        if not draft:
+            return 1
+        hits = 0
+        while hits < len(draft) and total + hits < len(full) and draft[hits] == full[total + hits]:
+            hits += 1
+        self.drafts += 1
+        self.draft_tokens += len(draft)
+        self.accepted += hits
+        for pos in range(hits):
+            self.per_pos[pos] += 1
+        return hits + 1
+
+    def counts(self) -> RequestCounts:
+        per_pos = tuple(self.per_pos)
+        return RequestCounts(self.drafts, self.draft_tokens, self.accepted, per_pos, self.steps, self.zero_drafts)
+
+
 def simulate_request(
     prompt: Sequence[int],
     output: Sequence[int],
@@ -76,28 +112,15 @@ def simulate_request(
     """Replay one greedy request through the proposer; `tail` continues `output` past its end."""
     full = list(prompt) + list(output) + list(tail)
     p_len, o_len = len(prompt), len(output)
-    drafts = draft_tokens = accepted = steps = zero_drafts = 0
-    per_pos = [0] * k
+    tally = Tally(k)
     produced = 1  # the prefill step samples the first output token
     drafter_runs = drafter_runs_after(p_len, k, max_model_len)  # decided after the prefill pass
     while produced < o_len:
         total = p_len + produced
         draft = propose(full[:total], min_n, max_n, k, max_model_len) if drafter_runs else [0] * k
         draft = draft[: max(0, max_model_len - total - 1)]
-        steps += 1
-        zero_drafts += bool(draft) and not drafter_runs
+        tally.zero_drafts += bool(draft) and not drafter_runs
         # This pass computes the context and the draft: its sequence length decides the next draft.
         drafter_runs = drafter_runs_after(total + len(draft), k, max_model_len)
-        if not draft:
-            produced += 1
-            continue
-        hits = 0
-        while hits < len(draft) and total + hits < len(full) and draft[hits] == full[total + hits]:
-            hits += 1
-        drafts += 1
-        draft_tokens += len(draft)
-        accepted += hits
-        for pos in range(hits):
-            per_pos[pos] += 1
-        produced += hits + 1
-    return RequestCounts(drafts, draft_tokens, accepted, tuple(per_pos), steps, zero_drafts)
+        produced += tally.step(draft, full, total)
+    return tally.counts()

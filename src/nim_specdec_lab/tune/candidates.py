@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
+from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, k_at as schedule_k_at
 from nim_specdec.config.specargs import SPEC_KEY, parse_specdec_args
 from nim_specdec.config.vllm_argv import SPEC_OPTION, split_options
 
@@ -140,12 +140,11 @@ def scheduled_config(candidate: Candidate, ranges: Sequence[Sequence[int]]) -> d
 
 
 def k_at(config: Mapping[str, Any], batch: int) -> int:
-    """The K a speculative config drafts at a batch size: its schedule's range holding the batch size (the
-    last range's K beyond it, as vLLM carries it on), else num_speculative_tokens."""
+    """The K a speculative config drafts at a batch size: its schedule's, as vLLM looks it up (a gap or the
+    tail carries the previous range's K on; capped at num_speculative_tokens), else num_speculative_tokens."""
     ranges = config.get(SCHEDULE_KEY)
     if not ranges:
         return int(config["num_speculative_tokens"])
-    for first, last, k in ranges:
-        if first <= batch <= last:
-            return int(k)
-    return int(ranges[-1][2])
+    k = schedule_k_at(tuple((int(a), int(b), int(c)) for a, b, c in ranges), batch)
+    cap = config.get("num_speculative_tokens")
+    return min(k, int(cap)) if cap is not None else k

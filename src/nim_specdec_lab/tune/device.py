@@ -10,46 +10,27 @@ import os
 from typing import Any, Mapping
 
 from nim_specdec.preflight.device import cpu_model  # the plan's reading: NIM_TUNED_FOR compares the two
-from nim_specdec.preflight.gpu import visible
+from nim_specdec.preflight.gpu import text, visible_handles
+from nim_specdec.preflight.nvml import nvml_session
 
 CPUINFO = "/proc/cpuinfo"
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def nvml_devices(env: Mapping[str, str]) -> dict[str, Any] | None:
-    """The GPUs CUDA_VISIBLE_DEVICES leaves visible, with the driver version; None where NVML cannot tell."""
-    try:
-        import pynvml  # noqa: PLC0415
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no library or no driver: no GPU to report
-        return None
-    try:
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
-        indices = visible(len(handles), uuids, env.get("CUDA_VISIBLE_DEVICES"))
-        if not indices:
-            return None
-        gpus = [
-            {
-                "name": _text(pynvml.nvmlDeviceGetName(handles[i])),
-                "memory_gib": round(int(pynvml.nvmlDeviceGetMemoryInfo(handles[i]).total) / 2**30, 1),
-            }
-            for i in indices
-        ]
-        return {"kind": "gpu", "gpus": gpus, "driver": _text(pynvml.nvmlSystemGetDriverVersion()), "source": "nvml"}
-    except Exception:  # noqa: BLE001 - a GPU that cannot be read is reported as absent
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+    """The GPUs CUDA_VISIBLE_DEVICES leaves visible, with the driver version; None where NVML cannot tell
+    (asked only where a driver is loaded, as the launcher asks)."""
+    with nvml_session() as pynvml:
+        handles = visible_handles(pynvml, env.get("CUDA_VISIBLE_DEVICES")) if pynvml is not None else None
+        if handles:
+            gpus = [
+                {
+                    "name": text(pynvml.nvmlDeviceGetName(h)),
+                    "memory_gib": round(int(pynvml.nvmlDeviceGetMemoryInfo(h).total) / 2**30, 1),
+                }
+                for h in handles
+            ]
+            return {"kind": "gpu", "gpus": gpus, "driver": text(pynvml.nvmlSystemGetDriverVersion()), "source": "nvml"}
+    return None
 
 
 def cpu_device(cpuinfo: str | None, cores: int | None) -> dict[str, Any]:

@@ -1,0 +1,54 @@
+"""The early check's download, in a process of its own (launch/early_check.py starts it).
+
+`python -m nim_specdec.launch.download_child` reads the sources, the parsed settings and the descriptor of
+its report pipe from its stdin (pickled by the launcher that started it: no second parse of the environment,
+no command line to go back through), downloads them into the cache, and exits 0; a refusal is written on the
+report pipe as one JSON object (exit code and message) and the process exits with that code. SIGTERM
+unwinds through the download's cleanup, so its staging directory is removed and nothing reaches the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import sys
+from typing import Sequence
+
+from nim_specdec.config.settings import Settings
+from nim_specdec.config.sources import SourceRef
+from nim_specdec.errors import EXIT_INTERNAL, LauncherError
+from nim_specdec.fetchers.context import fetch_context, stderr_logger
+from nim_specdec.fetchers.registry import get_fetcher
+
+
+def _stop(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def download(refs: Sequence[SourceRef], settings: Settings) -> None:
+    ctx = fetch_context(settings, stderr_logger(settings))
+    for ref in refs:
+        get_fetcher(ref.scheme).fetch(ref, ctx)
+
+
+def _report(fd: int, code: int, error: str) -> int:
+    os.write(fd, json.dumps({"code": code, "error": error[:4000]}).encode())
+    return code
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    refs, settings, report = pickle.load(sys.stdin.buffer)  # from the launcher that started this process only
+    try:
+        download(refs, settings)
+    except LauncherError as err:
+        return _report(report, err.exit_code, err.one_line())
+    except Exception as err:  # noqa: BLE001 - the launcher reports it as one line, never a traceback
+        return _report(report, EXIT_INTERNAL, f"internal error: {type(err).__name__}: {' '.join(str(err).split())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
