@@ -83,4 +83,4 @@ bench: install
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(DEMO_DIR) .nim-cache .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(CHECKOV_VENV) $(DEMO_DIR) .nim-cache .pytest_cache
