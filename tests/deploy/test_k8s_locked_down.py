@@ -5,10 +5,12 @@ per workload; and the shutdown sequence: each grace period covers its preStop pa
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents, manifest_files, pod_specs
 
@@ -163,3 +165,40 @@ def test_a_network_policy_selects_every_pod_and_admits_its_clients(path: Path) -
                     for rule in rules
                     if "from" in rule
                 )
+
+
+def _openshift_kustomization() -> dict:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    section = text[text.index("**OpenShift.**") :]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return yaml.safe_load(section[start : section.index("```", start)])
+
+
+def _remove(doc: dict, pointer: str) -> None:
+    *parents, last = pointer.strip("/").split("/")
+    node = doc
+    for key in parents:
+        node = node[key]
+    del node[last]  # a missing path fails, as it does in kustomize
+
+
+_IDS = {"runAsUser", "runAsGroup", "fsGroup", "fsGroupChangePolicy", "supplementalGroups"}
+
+
+def test_the_documented_openshift_variant_leaves_no_id_for_the_platform_to_refuse() -> None:
+    kustomization = _openshift_kustomization()
+    patched = 0
+    # Fresh copies, with YAML's aliases expanded as kustomize expands them: the patch edits them.
+    for doc in json.loads(json.dumps([doc for path in FILES for doc in documents(path)])):
+        for patch in kustomization["patches"]:
+            if patch["target"]["kind"] == doc["kind"]:
+                for op in yaml.safe_load(patch["patch"]):
+                    assert op["op"] == "remove"
+                    _remove(doc, op["path"])
+        for role, pod in pod_specs(doc):
+            assert not _IDS & pod["securityContext"].keys(), f"{doc['metadata']['name']}:{role}"
+            for container in _containers(pod):
+                assert not _IDS & container["securityContext"].keys(), container["name"]
+            assert pod["securityContext"]["runAsNonRoot"] is True
+            patched += 1
+    assert patched >= 5 and kustomization["resources"]
