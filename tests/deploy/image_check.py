@@ -80,7 +80,8 @@ def test_image_config_matches_the_guide(buildah: Buildah) -> None:
     docker = config["Docker"]["config"]
     assert docker["Entrypoint"] == ["nim-specdec", "serve"]
     assert not docker.get("Cmd")
-    assert docker["User"] == "1000"
+    # Numeric with group 0: a pod's runAsNonRoot checks it without a runAsUser.
+    assert docker["User"] == "1000:0"
     assert "8000/tcp" in docker["ExposedPorts"]
     assert "/opt/nim/.cache" in docker["Volumes"]
     assert any("/v1/health/ready" in part for part in docker["Healthcheck"]["Test"])
@@ -94,6 +95,14 @@ def test_image_user_is_not_root_and_can_write_the_cache(buildah: Buildah, contai
     done = buildah.run(container, ["sh", "-c", "id -u && touch /opt/nim/.cache/probe && rm /opt/nim/.cache/probe"])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1000"]
+
+
+def test_an_arbitrary_uid_in_group_0_writes_home_and_the_cache(buildah: Buildah, container: str) -> None:
+    """OpenShift's restricted SCC runs the image as a UID of its choosing, in group 0."""
+    probe = "touch /opt/nim/probe /opt/nim/.cache/probe && rm /opt/nim/probe /opt/nim/.cache/probe && id -u"
+    done = buildah.run(container, ["sh", "-c", probe], user="123456:0")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["123456"]
 
 
 def test_builtin_method_on_with_the_toggle(buildah: Buildah, container: str) -> None:

@@ -61,7 +61,8 @@ def test_hf_token_is_required_where_the_source_is_gated_and_ngc_key_optional() -
             assert not refs["HF_TOKEN"].get("optional", False), f"{path.name}:{container['name']}: HF_TOKEN optional"
         if "NGC_API_KEY" in refs:
             assert refs["NGC_API_KEY"].get("optional") is True, f"{path.name}:{container['name']}"
-    assert checked >= 5, "the deployment, the LWS and the tune job all reach gated Llama sources"
+    # The LeaderWorkerSet's Kimi K2 and its draft are public: the Deployment's two containers and the tune Job.
+    assert checked >= 3, "the deployment and the tune job reach gated Llama sources"
 
 
 def test_every_pod_names_the_documented_pull_secret() -> None:

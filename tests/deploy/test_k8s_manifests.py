@@ -136,16 +136,3 @@ def _shellcheck() -> str:
 def test_container_scripts_pass_shellcheck(name: str, script: str) -> None:
     done = subprocess.run([_shellcheck(), "--shell=sh", "-"], input=script, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"{name}:\n{done.stdout}"
-
-
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_pods_meet_the_restricted_pod_security_standard(path) -> None:
-    for doc in documents(path):
-        for role, pod in pod_specs(doc):
-            security = pod["securityContext"]
-            assert security["runAsNonRoot"] is True and security["runAsUser"] != 0, role
-            assert security["seccompProfile"]["type"] == "RuntimeDefault", role
-            for container in [*pod.get("initContainers", []), *pod["containers"]]:
-                context = container.get("securityContext", {})
-                assert context.get("allowPrivilegeEscalation") is False, container["name"]
-                assert context.get("capabilities", {}).get("drop") == ["ALL"], container["name"]

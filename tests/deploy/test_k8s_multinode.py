@@ -1,7 +1,7 @@
 """The LeaderWorkerSet on vLLM's own multi-node launch: the resource against the LWS CRD's schema, the
 leader and the workers planned from their real commands (rank 0 serving, workers headless with their
-rank, no Ray), the workers' pre-fetch run for real against a Hub on loopback, and the leader's bounded
-wait for its workers run as the shell script it is."""
+rank, no Ray), a model that needs both nodes with the RDMA device on each, and the leader's bounded wait
+for its workers run as the shell script it is. test_k8s_prefetch.py runs the pre-fetch of both pods."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -17,10 +16,15 @@ import pytest
 
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents, pod_specs
 from lws_schema import LWS_V1_SCHEMA
-from test_k8s_plans import EAGLE3_8B, LLAMA_8B, _spec_arg, plan
+from test_k8s_plans import _spec_arg, plan
 
 LWS_FILE = K8S_DIR / "multinode" / "leaderworkerset.yaml"
-LEADER_ADDRESS = "nim-specdec-multinode-0.nim-specdec-multinode.default"
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model_configs"
+LEADER_ADDRESS = "nim-specdec-multinode-0.nim-specdec-multinode.nim-specdec"
+# One node: 8 GPUs of the largest memory the manifests name (H200, 141 GB), of which vLLM takes 90 %
+# (--gpu-memory-utilization's default).
+NODE_GPU_BYTES = 8 * 141e9
+USABLE = 0.9
 # What the LWS controller sets in every pod of group 0 (worker 1 shown).
 LWS_ENV = {"LWS_LEADER_ADDRESS": LEADER_ADDRESS, "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1"}
 
@@ -103,52 +107,39 @@ def test_leader_is_rank_0_and_workers_are_headless_with_their_rank(tmp_path: Pat
     assert leader_plan["draft"]["path"] == worker_plan["draft"]["path"]
     assert "--headless" in worker_plan["argv"] and "--port" in leader_plan["argv"]
 
-    # Every pod pre-fetches exactly the sources the plan serves, without a GPU.
-    for role in ("leader", "worker"):
-        prefetch = container_named(pods[role], "prefetch")
-        assert prefetch["command"] == ["nim-specdec", "download"]
-        assert prefetch["args"] == [leader_plan["target"]["source"], leader_plan["draft"]["source"]]
-        assert "resources" not in prefetch or "nvidia.com/gpu" not in str(prefetch["resources"])
-        assert container_env(prefetch, docs)["NIM_CACHE_PATH"] == leader_plan["cache_path"]
+
+def _weight_bytes(config: dict) -> float:
+    """Weights of a DeepSeek-V3-shaped MoE checkpoint at one byte per parameter (FP8): embeddings, attention
+    (MLA), dense and routed-expert MLPs, head."""
+    h, layers, vocab = config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]
+    heads, nope = config["num_attention_heads"], config["qk_nope_head_dim"]
+    rope, v = config["qk_rope_head_dim"], config["v_head_dim"]
+    q_rank, kv_rank = config["q_lora_rank"], config["kv_lora_rank"]
+    attention = h * q_rank + q_rank * heads * (nope + rope) + h * (kv_rank + rope) + kv_rank * heads * (nope + v)
+    attention += heads * v * h
+    dense = 3 * h * config["intermediate_size"]
+    experts = 3 * h * config["moe_intermediate_size"] * (config["n_routed_experts"] + config["n_shared_experts"])
+    moe_layers = layers - config["first_k_dense_replace"]
+    return 2 * vocab * h + layers * attention + config["first_k_dense_replace"] * dense + moe_layers * experts
 
 
-def test_worker_prefetch_fills_the_cache_the_leader_serves_from(tmp_path: Path) -> None:
-    """The worker's init container, run for real against a Hub on loopback holding the built-in repositories:
-    afterwards a plan over the same cache finds both sources there, with no download left to do."""
-    from servers.hf_store import HFStore
-
-    docs, _, pods = _lws()
+def test_the_model_needs_both_nodes_and_each_pod_a_whole_node_with_rdma() -> None:
+    docs, lws, pods = _lws()
     leader = pods["leader"]["containers"][0]
-    prefetch = container_named(pods["worker"], "prefetch")
-    cache = tmp_path / "cache"
-    hub = HFStore().start()
-    try:
-        for source, config in zip(prefetch["args"], (LLAMA_8B, EAGLE3_8B)):
-            hub.hub.repos.add(source.removeprefix("hf://"), {"config.json": json.dumps(config).encode()})
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_"))}
-        env = {**base, **container_env(prefetch, docs), **hub.env(), "NIM_CACHE_PATH": str(cache)}
-        done = subprocess.run(
-            [sys.executable, "-m", "nim_specdec", *prefetch["command"][1:], *prefetch["args"]],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    finally:
-        hub.close()
-    assert done.returncode == 0, done.stderr
-    fetched = [Path(line) for line in done.stdout.splitlines()]
-    assert len(fetched) == 2 and all((path / "config.json").is_file() for path in fetched)
-    assert all(cache.resolve() in path.resolve().parents for path in fetched)
-    # Offline now: the leader's plan over this cache reads both configs from it.
-    offline = {
-        **container_env(leader, docs),
-        "NIM_CACHE_PATH": str(cache),
-        "NIM_DISABLE_MODEL_DOWNLOAD": "1",
-        "NIM_WORKSPACE": str(tmp_path / "workspace"),
-    }
-    leader_plan, _ = plan(offline, leader["args"])
-    assert leader_plan["target"]["local_dir"] and leader_plan["draft"]["local_dir"]
+    plan_, _ = plan(container_env(leader, docs), leader["args"])
+    repo = plan_["target"]["source"].removeprefix("hf://")
+    config = json.loads((CONFIGS / repo.replace("/", "--") / "config.json").read_text())
+    assert config["quantization_config"]["quant_method"] == "fp8"
+    weights = _weight_bytes(config)
+    assert weights > NODE_GPU_BYTES * USABLE, f"{repo}: {weights / 1e9:.0f} GB of weights fit one node"
+    assert weights < 2 * NODE_GPU_BYTES * USABLE * 0.7, "two nodes leave room for the KV cache"
+    for role, pod in pods.items():
+        server = pod["containers"][0]
+        for key in ("requests", "limits"):
+            assert server["resources"][key]["nvidia.com/gpu"] == 8, role
+            assert server["resources"][key]["rdma/rdma_shared_device_a"] == 1, role
+        env = container_env(server, docs)
+        assert env["NCCL_SOCKET_IFNAME"] == "eth0" and env["NCCL_IB_HCA"], role
 
 
 def _stub(folder: Path, name: str, body: str) -> None:
@@ -191,7 +182,7 @@ def _run_leader(tmp_path: Path, resolvable_after: int, attempts: int) -> tuple[s
 def test_leader_waits_through_failed_lookups_then_serves_as_rank_0(tmp_path: Path) -> None:
     done, calls = _run_leader(tmp_path, resolvable_after=3, attempts=10)
     assert done.returncode == 0, done.stderr
-    assert calls.read_text().splitlines() == ["nim-specdec-multinode-0-1.nim-specdec-multinode.default"] * 4
+    assert calls.read_text().splitlines() == ["nim-specdec-multinode-0-1.nim-specdec-multinode.nim-specdec"] * 4
     argv = (tmp_path / "argv").read_text().splitlines()
     assert argv[0] == "serve" and _spec_arg(argv, "--node-rank") == "0"
 
