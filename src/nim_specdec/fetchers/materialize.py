@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
-from nim_specdec.errors import MaterializeError
+from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.common import trust, writable
 from nim_specdec.fetchers import cache, error_map
 from nim_specdec.fetchers.base import FetchContext
@@ -161,7 +161,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             cache.write_marker(layout.marker(name), document)
             ctx.log(f"{uri}: cached at {layout.files(name)}")
             return layout.files(name)
-        except MaterializeError:
+        except LauncherError:  # ours: already one line with its own exit code (a ConfigError stays exit 2)
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
