@@ -28,7 +28,7 @@ from nim_specdec.config.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv
 from nim_specdec.config.settings import Settings
-from nim_specdec.config.specargs import parse_specdec_args
+from nim_specdec.config.specargs import parse_specdec_args, refuse_launcher_arguments
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.config.target import Target, resolve_target, served_name, vllm_model
@@ -159,6 +159,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
     if settings.specdec_args is not None:
         if settings.enable:
             spec_env, engine_env = parse_specdec_args(settings.specdec_args)
+            refuse_launcher_arguments(engine_env, known)
         else:
             warnings.append(
                 "NIM_SPECDEC_ARGS is ignored because NIM_SPECDEC_ENABLE is 0; set NIM_SPECDEC_ENABLE=1 to use it"

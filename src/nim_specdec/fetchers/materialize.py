@@ -61,7 +61,7 @@ class Backend(Protocol):
 
 
 def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
-    if trust.system_dir_problem(str(ctx.cache_dir)):
+    if trust.system_dir_problem(str(ctx.cache_dir)) or trust.open_to_others_reason(ctx.cache_dir):
         return None
     layout = cache.CacheLayout.under(ctx.cache_dir)
     return cache.complete_files(layout, cache.entry_name(ref))
@@ -73,6 +73,7 @@ def materialize(
     """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
     trust.refuse_system_dir(ctx.cache_dir, "NIM_CACHE_PATH")
+    trust.refuse_open_to_others(ctx.cache_dir, "NIM_CACHE_PATH")
     layout = cache.CacheLayout.under(ctx.cache_dir)
     name = cache.entry_name(ref)
     hit = cache.complete_files(layout, name)
@@ -215,7 +216,7 @@ def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
     if unwritable:
         raise MaterializeError("NIM_CACHE_PATH", *unwritable)
     try:
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        trust.make_dirs(cache_dir)
         for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
             trust.ensure_own_dir(d, "NIM_CACHE_PATH")
     except OSError as err:
