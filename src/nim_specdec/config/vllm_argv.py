@@ -153,6 +153,8 @@ def _dotted_value(text: str, append: bool) -> Any:
         return json.loads(text)
     except ValueError:
         return human_readable_int(text)
+    except RecursionError:
+        raise ConfigError("--speculative-config", "a dotted value is JSON nested too deeply", "flatten it") from None
 
 
 def _update(original: dict[str, Any], update: dict[str, Any]) -> None:

@@ -8,18 +8,19 @@ ngram`); the last mention of a field wins, as in vLLM's parser.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.common.redact import mask_json, redact_tree, secret_values
+from nim_specdec.common.strict_json import loads
+from nim_specdec.errors import LauncherError
 
 _NAMES = ("--speculative-config", "--speculative_config")
 
 
 def _value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads(text, "--speculative-config")  # nesting bounded: this runs inside the API server
+    except LauncherError:
         return text
 
 
