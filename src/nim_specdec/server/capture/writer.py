@@ -2,8 +2,8 @@
 
 `submit` is called on the server's event loop and only does a non-blocking put; when the queue is
 full (in records, or in bytes held) the record is dropped and counted (the request itself goes on
-untouched). The thread encodes records (JSON parsing happens here, off the event loop), joins a batch into one buffer and appends
-it to the file.
+untouched). The thread encodes records (JSON parsing happens here, off the event loop), joins a batch
+into one buffer and appends it to the file.
 
 Several API server processes (`--api-server-count`) append to the same file. The file is opened
 with O_APPEND and each batch is written under an exclusive flock(2), so batches of different
