@@ -25,7 +25,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
-from nim_specdec.fetchers.safety import ListingBudget, target_path
+from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
@@ -98,6 +98,7 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
         raise MaterializeError(
             job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)"
         )
+    check_clashes(job.uri, [f.name for _, _, f in listed])
     if not job.settings.verify_checksums:
         return listed
     return with_store_crcs(client, bucket, listed, advertised, job.settings.concurrency)
