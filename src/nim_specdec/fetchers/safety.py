@@ -62,9 +62,10 @@ def check_clashes(uri: str, names: list[str]) -> None:
         for i in range(1, len(parts)):
             folder = "/".join(parts[:i])
             if folder in files:
+                shown = repr(folder[:120])
                 raise MaterializeError(
                     uri,
-                    f"objects {folder[:120]!r} and {name[:120]!r} clash: {folder[:120]!r} would be both a file and a folder",
+                    f"objects {shown} and {name[:120]!r} clash: {shown} would be both a file and a folder",
                     "remove or rename one of them in the source",
                 )
 
