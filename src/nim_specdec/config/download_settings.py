@@ -5,6 +5,8 @@ NIM_DOWNLOAD_RETRIES       whole-download retries after a transient failure (def
 NIM_DOWNLOAD_CONCURRENCY   parallel transfers (files and ranged parts; default 10)
 NIM_DOWNLOAD_CHUNK_MB      part size for ranged downloads of big files (default 8)
 NIM_DOWNLOAD_VERIFY        "checksum" (default) or "size": what is checked before an entry is accepted
+NIM_DOWNLOAD_DEADLINE      seconds one source's download may take in all (default 86400; 0 = none)
+NIM_DOWNLOAD_MIN_RATE_KB   KiB/s a download must average over 4 x NIM_DOWNLOAD_TIMEOUT (default 16; 0 = none)
 NIM_CACHE_LOCK_TIMEOUT     seconds to wait for another launcher's download (default 7200; 0 = no limit)
 NIM_PROGRESS_INTERVAL      seconds between progress log lines when not on a terminal (default 5)
 NIM_S3_ANONYMOUS           1: unsigned S3 requests (public buckets), no credential look-up
@@ -33,6 +35,8 @@ class DownloadSettings:
     progress_interval: float = 5.0
     s3_anonymous: bool = False
     s5cmd: str = "auto"  # "auto" | "on" | "off"
+    deadline: float = 86400.0  # seconds for one source's download in all; 0: none
+    min_rate: float = 16 * 1024.0  # bytes/s averaged over 4 x timeout; 0: none
 
 
 def _number(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
@@ -91,4 +95,6 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         progress_interval=_number(env, "NIM_PROGRESS_INTERVAL", 5.0, 0.1, 86400),
         s3_anonymous=parse_bool(env, "NIM_S3_ANONYMOUS"),
         s5cmd=_s5cmd_choice(env.get("NIM_S5CMD", "")),
+        deadline=_number(env, "NIM_DOWNLOAD_DEADLINE", 86400.0, 0, 30 * 86400),
+        min_rate=_number(env, "NIM_DOWNLOAD_MIN_RATE_KB", 16.0, 0, 10**7) * 1024,
     )

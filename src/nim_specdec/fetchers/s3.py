@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping
@@ -25,6 +26,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
+from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
@@ -176,6 +178,37 @@ class _Subscriber:
         self.hasher.file_done(self.remote)
 
 
+class _OpenBodies:
+    """The response bodies of the client's GETs, so that a stopped download can shut their sockets and
+    unblock the threads reading them (urllib3's HTTPResponse.shutdown)."""
+
+    def __init__(self, client) -> None:
+        self._bodies: list = []
+        self._stopped = False
+        client.meta.events.register("after-call.s3.GetObject", self._keep)
+
+    def _keep(self, http_response=None, parsed=None, **_kwargs) -> None:
+        body = (parsed or {}).get("Body")
+        raw = getattr(body, "_raw_stream", None)
+        if raw is None:
+            return
+        self._bodies.append(raw)
+        if self._stopped:  # s3transfer retries a failed read with a new GET: it must not trickle either
+            self._shut(raw)
+
+    def shut_all(self) -> None:
+        self._stopped = True
+        for raw in list(self._bodies):
+            self._shut(raw)
+
+    @staticmethod
+    def _shut(raw) -> None:
+        try:
+            raw.shutdown()
+        except Exception:  # noqa: BLE001 - already closed or finished: nothing left to unblock
+            pass
+
+
 class S3Backend:
     def download(self, job: Job) -> list[RemoteFile]:
         from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415
@@ -209,6 +242,7 @@ class S3Backend:
             max_request_concurrency=job.settings.concurrency,
             num_download_attempts=3,
         )
+        streams = _OpenBodies(client)
         with TransferManager(client, config) as manager:
             futures = []
             for key, etag, f in listed:
@@ -216,11 +250,19 @@ class S3Backend:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 subscriber = _Subscriber(f, etag, job)
                 futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
+            guard = RateGuard(job.uri, job.settings)
             try:
                 for future in futures:
+                    while not future.done():  # s3transfer's result() takes no timeout
+                        guard.check(job.progress.done)
+                        time.sleep(0.2)
                     future.result()
-            except Exception as err:
-                _raise_permanent(job.uri, err)
+            except BaseException as err:
+                # A trickling body blocks its reading thread for as long as it trickles, and leaving this
+                # block waits for every thread: shut their sockets first (a deadline, SIGTERM, any failure).
+                streams.shut_all()
+                if isinstance(err, Exception):
+                    _raise_permanent(job.uri, err)
                 raise
         return files
 
