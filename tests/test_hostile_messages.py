@@ -1,10 +1,12 @@
 """Messages that name the cause: a read-only file system, object names a file system cannot hold (a name
-clash, a name over the file-name limit)."""
+clash, a name over the file-name limit), a store that redirects to another host."""
 
 from __future__ import annotations
 
 import os
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,47 @@ def test_an_s3_listing_a_file_system_cannot_hold_is_one_line_not_a_network_error
         get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
     line = err.value.one_line()
     assert fragment in line and "reachable" not in line, line
+
+
+class _Redirecting(BaseHTTPRequestHandler):
+    """An S3 endpoint whose bucket lives elsewhere: every answer is S3's PermanentRedirect to another host."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = (
+            b'<?xml version="1.0"?><Error><Code>PermanentRedirect</Code><Message>use the specified endpoint'
+            b"</Message><Endpoint>bucket.s3.other-host.invalid</Endpoint><Bucket>bucket</Bucket></Error>"
+        )
+        self.send_response(301)
+        self.send_header("Location", "http://other-host.invalid:9/bucket" + self.path)
+        self.send_header("x-amz-bucket-region", "eu-west-1")
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_HEAD = do_GET
+
+
+def test_a_redirect_to_another_host_is_one_line_naming_it(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {
+        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.server_port}",
+        "AWS_ACCESS_KEY_ID": "a",
+        "AWS_SECRET_ACCESS_KEY": "b",
+        "NIM_DOWNLOAD_RETRIES": "0",
+        "NIM_S5CMD": "0",
+    }
+    try:
+        with pytest.raises(MaterializeError) as err:
+            get_fetcher("s3").fetch(parse_source("s3://bucket/model", "X"), context_for(env, tmp_path))
+    finally:
+        server.shutdown()
+    line = err.value.one_line()
+    assert "redirected" in line and "other-host.invalid" in line and "reachable" not in line, line

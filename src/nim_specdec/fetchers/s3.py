@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping
 
-from nim_specdec.errors import MaterializeError
+from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
@@ -313,6 +313,21 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
     if isinstance(response, dict):
         code = response.get("Error", {}).get("Code", "")
     status = _status(err)
+    if code in ("PermanentRedirect", "TemporaryRedirect", "301", "307") or status in (301, 307):
+        where = response.get("Error", {}).get("Endpoint") if isinstance(response, dict) else None
+        region = (
+            response.get("ResponseMetadata", {}).get("HTTPHeaders", {}) if isinstance(response, dict) else {}
+        ).get("x-amz-bucket-region")
+        shown = (
+            f" ({printable(str(where)[:120])})"
+            if where
+            else (f" (region {printable(str(region)[:40])})" if region else "")
+        )
+        raise MaterializeError(
+            uri,
+            f"the store redirected to another endpoint{shown}, which is not followed",
+            "set AWS_ENDPOINT_URL (or AWS_REGION) to where the bucket lives",
+        ) from None
     if code == "NoSuchBucket":
         raise MaterializeError(uri, "the bucket does not exist", "check the bucket name and AWS_ENDPOINT_URL") from None
     if code in ("NoSuchKey", "404") or status == 404:
