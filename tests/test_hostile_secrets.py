@@ -135,3 +135,10 @@ def test_credentials_in_an_s3_endpoint_url_are_refused_before_any_child_sees_the
     line = err.value.one_line()
     assert variable in line and PLAIN_KEY not in line and "AWS_SECRET_ACCESS_KEY" in line, line
     assert err.value.exit_code == 2
+
+
+def test_a_second_key_starting_with_two_dashes_is_never_named_as_an_option(tmp_path):
+    key = "--WCsVdc_hKXG7tdJLTFU26DtA-eYE9"  # found by bench/bench_fuzz_inputs.py
+    result = plan_of(tmp_path, args=["--api-key", PLAIN_KEY, key, "-x9"])
+    assert result.code == 2 and "--api-key" in result.stderr, result.stderr
+    assert "WCsVdc" not in result.stdout + result.stderr and PLAIN_KEY not in result.stderr

@@ -89,12 +89,14 @@ def _is_option(token: str, known: VllmKnowledge) -> bool:
 def _value_of_previous(token: str, group: list[str] | None, known: VllmKnowledge) -> bool:
     """Whether a token starting with '-' is a value of the option before it: one vLLM has no option of
     that name (`-Zq3x...`, a key drawn by secrets.token_urlsafe()), after an option still without its
-    value. After a secret option the first value is taken whatever it looks like, unless vLLM knows it as
-    an option: a key must never become an option name that is printed."""
+    value. After a secret option every value is taken whatever it looks like, unless vLLM knows it as an
+    option: a key must never become an option name that is printed."""
     if group is None or "=" in group[0] or resolve_option(token.split("=", 1)[0], known) is not None:
         return False
     if is_secret_option(group[0]):
-        return len(group) == 1 or (not token.startswith("--") and _takes_list(group[0]))
+        # `--api-key K1 --K2...`: a name vLLM does not know after a key is a key (then refused as one of
+        # several values starting with '-', naming the option), never an option name printed in an error.
+        return len(group) == 1 or _takes_list(group[0])
     return len(group) == 1 and not token.startswith("--")
 
 
