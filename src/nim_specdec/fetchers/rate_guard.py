@@ -56,7 +56,9 @@ class RateGuard:
         minimum = self._settings.min_rate
         if minimum and now - first_time >= self.window:
             rate = (done_bytes - first_bytes) / (now - first_time)
-            if rate < minimum:
+            # Nothing at all is a stall: NIM_DOWNLOAD_TIMEOUT's read timeout ends it, as a transient
+            # failure that is retried. Some bytes, too few, is a trickle no timeout ever ends.
+            if 0 < rate < minimum:
                 raise TooSlowError(
                     self.uri,
                     f"the store sent {human_bytes(rate)}/s over the last {now - first_time:.0f} s, below "
