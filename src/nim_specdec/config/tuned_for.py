@@ -34,7 +34,11 @@ def parse_tuned_for(raw: str | None) -> TunedFor | None:
     if raw is None or not raw.strip():
         return None
     shown = raw.strip()[:80]
-    value: Any = loads(raw, ENV)  # nesting, duplicate keys and huge numbers: one line naming the variable
+    try:
+        value: Any = loads(raw, ENV)  # nesting, duplicate keys and huge numbers: one line naming the variable
+    except ConfigError as err:
+        problem = f"invalid value {shown!r} is not JSON" if err.problem.startswith("invalid JSON") else err.problem
+        raise ConfigError(ENV, problem, _FIX) from None
     if not isinstance(value, dict):
         raise ConfigError(ENV, f"invalid value {shown!r} is not a JSON object", _FIX)
     for key in ("vllm", "runner", "platform"):
