@@ -24,6 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
+from fuzz_bounds_inputs import bounds_inputs
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nim_specdec.cli.main import main
@@ -255,6 +256,7 @@ def inputs(workdir: Path) -> dict[str, tuple]:
         "n-gram grid": (HOSTILE, _grid),
         "trace lines": (st.lists(TEXTS, min_size=1, max_size=4), _trace),
         "secrets in output": (st.tuples(SECRET, HOSTILE), lambda pair: _redaction(*pair)),
+        **bounds_inputs(workdir, TEXTS, HOSTILE, BYTES),
     }
 
 

@@ -69,10 +69,11 @@ def store(tmp_path: Path) -> DirectoryBackend:
 
 @pytest.fixture
 def volume(tmp_path: Path) -> Path:
-    """The guide's host directory: world-writable so that any container UID can write it."""
+    """The guide's host directory: writable by every user so that any container UID can write it, with the
+    sticky bit (chmod 1777, as /tmp) so that none can rename another's folders."""
     vol = tmp_path / "nim_cache"
     vol.mkdir()
-    os.chmod(vol, 0o777)
+    os.chmod(vol, 0o1777)
     return vol
 
 

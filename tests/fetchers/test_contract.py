@@ -131,7 +131,8 @@ def test_stalled_server_ends_in_error(server, source, cache):
         fetch(server, cache, source.uri, NIM_DOWNLOAD_TIMEOUT="1", NIM_DOWNLOAD_RETRIES="0")
     # A generous bound: what is checked is "ends", not how fast.
     assert time.monotonic() - started < 120
-    assert "download failed" in str(err.value)
+    # Ended by the read timeout, or by the minimum rate when the other files' bytes arrived meanwhile.
+    assert "download failed" in str(err.value) or "NIM_DOWNLOAD_MIN_RATE_KB" in str(err.value)
     assert leftovers(cache) == []
 
 

@@ -239,7 +239,7 @@ def test_cli_from_saved_records(tmp_path):
         (("--records", "x", "--k", "0"), "--k: bad range"),
         (("--records", "x", "--min", "4", "--max", "1-3"), "no pair with min <= max"),
         (("--trace", "/nonexistent.jsonl", "--url", "http://127.0.0.1:1"), "cannot read"),
-        (("--records", "x", "--current", "{"), "--current: is not JSON"),
+        (("--records", "x", "--current", "{"), "--current: invalid JSON"),
         (("--records", "x", "--current", '{"method": "suffix"}'), "not an n-gram"),
     ],
 )

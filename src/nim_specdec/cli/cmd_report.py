@@ -62,7 +62,7 @@ def _read_text(path: str, option: str) -> str:
 def _parse_prometheus(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
     try:
         return parse_prometheus(text)
-    except (ValueError, TypeError, AttributeError) as err:
+    except Exception as err:  # noqa: BLE001 - the parser's errors on junk text are of every kind (IndexError too)
         detail = printable(" ".join(str(err).split())[:200])
         raise error(where, f"not Prometheus text ({detail})", "give a /metrics scrape saved with --save") from None
 

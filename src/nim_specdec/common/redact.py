@@ -104,7 +104,7 @@ def mask_json(value: Any) -> Any:
     if isinstance(value, list):
         return [mask_json(v) for v in value]
     if isinstance(value, str):
-        return mask_uri_credentials(value)
+        return _mask_json_text(value)  # a config given as a JSON string (`"speculative_config": "{...}"`)
     return value
 
 
@@ -151,6 +151,11 @@ def preview(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+# How vLLM spells its options (`--max-num-seqs`, `--api_key`, `-tp`, `-O3`): lower case. A random key that
+# starts with '-' has upper-case letters or digits where these have none, so it is masked as a value.
+_OPTION_LIKE = re.compile(r"--[a-z][a-z0-9_-]*(?:[.=].*)?|-(?:[a-z]{1,3}|O[0-9]?)(?:[.=].*)?", re.DOTALL)
+
+
 def _takes_many(flag: str) -> bool:
     dashed = flag.split("=", 1)[0].replace("_", "-").lower()
     return len(dashed) > 2 and any(option.startswith(dashed) for option in MULTI_VALUE_OPTIONS)
@@ -162,9 +167,11 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
     out: list[str] = []
     mask_next = many = False
     for token in argv:
-        if mask_next and not token.startswith("-"):
+        if mask_next and not _OPTION_LIKE.fullmatch(token):
+            # A value whatever it starts with (one key in 64 drawn by token_urlsafe starts with '-'), and
+            # `--api-key K1 K2`: every value until something spelled as vLLM spells its options.
             out.append(MASK)
-            mask_next = many  # `--api-key K1 K2`: every value until the next option
+            mask_next = many
             continue
         mask_next = False
         if token.startswith("--") and is_secret_option(token):

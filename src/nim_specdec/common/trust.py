@@ -78,6 +78,55 @@ def refuse_system_dir(path: str | os.PathLike, variable: str) -> None:
         )
 
 
+def open_to_others_reason(path: str | os.PathLike) -> str | None:
+    """The first folder on the way to `path` (itself or any above it, as given and as it resolves) that
+    another user can write without the sticky bit, or None. There they could rename the launcher's
+    owner-only folders away and put their own in place, after any check of ours."""
+    given = Path(os.path.abspath(path))
+    for start in dict.fromkeys((given, Path(os.path.realpath(given)))):
+        for folder in (start, *start.parents):
+            try:
+                st = os.stat(folder)
+            except OSError:
+                continue  # not there yet: it will be created owner-only
+            if not stat.S_ISDIR(st.st_mode) or st.st_mode & stat.S_ISVTX:
+                continue
+            if st.st_mode & stat.S_IWOTH:
+                return f"{folder} is writable by every user and has no sticky bit"
+            if st.st_mode & stat.S_IWGRP and st.st_gid not in _our_groups():
+                return (
+                    f"{folder} is writable by group {st.st_gid}, which this launcher is not in, and has no sticky bit"
+                )
+    return None
+
+
+def refuse_open_to_others(path: str | os.PathLike, variable: str) -> None:
+    reason = open_to_others_reason(path)
+    if reason:
+        folder = reason.split(" is writable", 1)[0]
+        raise MaterializeError(
+            variable,
+            f"refusing {path}: {reason}, so another user could swap the launcher's folders there for their own",
+            f"chmod +t {folder} (the sticky bit, as on /tmp), or chmod o-w {folder}",
+        )
+
+
+def make_dirs(path: str | os.PathLike) -> None:
+    """Create `path` and each missing folder above it owner-only, whatever the umask (mkdir(parents=True)
+    gives the upper ones the umask's mode: 0777 under umask 000)."""
+    path = Path(os.path.abspath(path))
+    missing = []
+    for folder in (path, *path.parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+
+
 def _our_groups() -> frozenset[int]:
     return frozenset({os.getegid(), *os.getgroups()})
 

@@ -62,6 +62,18 @@ def unwritable_reason(path: Path) -> tuple[str, str] | None:
         return None
     try:
         st = os.stat(folder)
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         return None
+    if read_only:
+        return read_only_folder(str(folder))
     return unwritable_folder(str(folder), st.st_uid, st.st_mode, os.geteuid())
+
+
+def read_only_folder(folder: str) -> tuple[str, str]:
+    """(problem, fix) for a folder on a file system mounted read-only (EROFS): no chmod or chown helps."""
+    return (
+        f"cannot write {folder}: it is on a read-only file system",
+        f"mount the volume at {folder} read-write (docker run -v HOST:{folder} without :ro; "
+        "in Kubernetes readOnly: false)",
+    )

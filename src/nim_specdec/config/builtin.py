@@ -86,7 +86,13 @@ MAX_BUILTIN_BYTES = 1024 * 1024
 
 def load_registry(directory: Path) -> tuple[BuiltinEntry, ...]:
     entries = []
-    for path in sorted(directory.glob("*.json")):
+    try:
+        paths = sorted(directory.glob("*.json"))
+    except OSError as err:
+        raise ConfigError(
+            var.BUILTIN_CONFIG_DIR, f"{directory} cannot be listed ({err.strerror})", "use an existing directory"
+        ) from None
+    for path in paths:
         try:
             data = loads(read_regular(path, MAX_BUILTIN_BYTES), f"built-in config {path.name}")
             entries.append(entry_from_json(data, path.name))

@@ -29,6 +29,8 @@ class DownloadSettings:
     progress_interval: float = _default(var.PROGRESS_INTERVAL)
     s3_anonymous: bool = _default(var.S3_ANONYMOUS)
     s5cmd: str = _default(var.S5CMD)  # "auto" | "on" | "off"
+    deadline: float = _default(var.DOWNLOAD_DEADLINE)  # seconds for one source's download in all; 0: none
+    min_rate: float = _default(var.DOWNLOAD_MIN_RATE_KB) * 1024.0  # bytes/s averaged over 4 x timeout; 0: none
 
 
 # Unlike parse_bool, an empty value is not "off" here: it means the default, auto.
@@ -59,4 +61,6 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         progress_interval=read_number(env, var.PROGRESS_INTERVAL),
         s3_anonymous=bool(parse_bool(env, var.S3_ANONYMOUS)),
         s5cmd=_s5cmd_choice(env.get(var.S5CMD, "")),
+        deadline=read_number(env, var.DOWNLOAD_DEADLINE),
+        min_rate=read_number(env, var.DOWNLOAD_MIN_RATE_KB) * 1024,
     )

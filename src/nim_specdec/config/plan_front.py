@@ -20,7 +20,7 @@ from nim_specdec.config.plan_facts import Facts
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.config.specargs import parse_specdec_args
+from nim_specdec.config.specargs import parse_specdec_args, refuse_launcher_arguments
 from nim_specdec.config.target import Target, resolve_target
 from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
 from nim_specdec.config.vllm_schema import VllmKnowledge
@@ -143,6 +143,7 @@ def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> F
     if settings.specdec_args is not None:
         if settings.enable:
             spec_env, engine_env = parse_specdec_args(settings.specdec_args)
+            refuse_launcher_arguments(engine_env, known)
         else:
             warnings.append(
                 f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"

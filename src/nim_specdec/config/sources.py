@@ -63,6 +63,8 @@ def parse_source(text: str, variable: str) -> SourceRef:
         raise ConfigError(
             variable, "is empty", "set it to an absolute directory or an ngc://, hf://, s3:// or gs:// URI"
         )
+    if value[:6].lower() == "file:/" and not value[5:].startswith("//"):
+        return parse_source(value[5:], variable)  # RFC 8089's file:/path
     match = _SCHEME.match(value)
     if match is None:
         if not value.startswith("/"):
@@ -77,7 +79,15 @@ def parse_source(text: str, variable: str) -> SourceRef:
         return SourceRef("local", _normalize_local(value))
     scheme, rest = match.group(1).lower(), match.group(2).strip("/")
     if scheme == "file":
-        return parse_source("/" + rest, variable)
+        # RFC 8089: file:///path and file://localhost/path name a local file; another host is not ours to read.
+        host, slash, path = match.group(2).partition("/")
+        if host.lower() not in ("", "localhost"):
+            raise ConfigError(
+                variable,
+                f"file:// URI {preview(value)!r} names another host ({preview(host, 40)!r})",
+                "give a local path (file:///path), or a mounted folder",
+            )
+        return parse_source("/" + path.lstrip("/"), variable)
     if scheme not in REMOTE_SCHEMES:
         raise ConfigError(
             variable,

@@ -7,10 +7,12 @@ the string form); every other key becomes a vLLM engine argument.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads, loads_object, snake
+from nim_specdec.config.vllm_schema import VllmKnowledge, resolve_option
+from nim_specdec.errors import ConfigError
 
 VARIABLE = var.SPECDEC_ARGS
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -68,3 +70,20 @@ def parse_json_scalar(text: str) -> Any:
         return loads(text, "")
     except Exception:  # noqa: BLE001 - any non-JSON text is a plain string, as vLLM treats it
         return text
+
+
+# Arguments the launcher sets itself, and where the user sets them instead: vLLM keeps the last of two,
+# so a second --model would serve another model than the one the plan, pre-flight and trust rules checked.
+_LAUNCHER_SET = {
+    "--model": "set the target with NIM_MODEL_PATH (or --model on the command line)",
+    "--middleware": "the launcher sets --middleware itself; capture is NIM_CAPTURE_ENABLE and NIM_CAPTURE_ARGS",
+}
+
+
+def refuse_launcher_arguments(engine_env: Mapping[str, Any], known: VllmKnowledge) -> None:
+    for key in engine_env:
+        option = resolve_option("--" + key.replace("_", "-"), known)
+        if option in _LAUNCHER_SET:
+            raise ConfigError(
+                var.SPECDEC_ARGS, f"key {key!r} sets {option}, which the launcher sets itself", _LAUNCHER_SET[option]
+            )

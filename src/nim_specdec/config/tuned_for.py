@@ -9,11 +9,11 @@ other keys are ignored, so that a later tune may add some.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
+from nim_specdec.common.strict_json import loads
 from nim_specdec.config.model_runner import PLATFORMS
 from nim_specdec.errors import ConfigError
 
@@ -36,9 +36,10 @@ def parse_tuned_for(raw: str | None) -> TunedFor | None:
         return None
     shown = raw.strip()[:80]
     try:
-        value: Any = json.loads(raw)
-    except ValueError:
-        raise ConfigError(ENV, f"invalid value {shown!r} is not JSON", _FIX) from None
+        value: Any = loads(raw, ENV)  # nesting, duplicate keys and huge numbers: one line naming the variable
+    except ConfigError as err:
+        problem = f"invalid value {shown!r} is not JSON" if err.problem.startswith("invalid JSON") else err.problem
+        raise ConfigError(ENV, problem, _FIX) from None
     if not isinstance(value, dict):
         raise ConfigError(ENV, f"invalid value {shown!r} is not a JSON object", _FIX)
     for key in ("vllm", "runner", "platform"):

@@ -242,6 +242,22 @@ DOWNLOAD_VERIFY = _declare(
     "`size` skips hashing the files (faster for large drafts).",
     choices=("checksum", "size"),
 )
+DOWNLOAD_DEADLINE = _declare(
+    "NIM_DOWNLOAD_DEADLINE",
+    "number",
+    86400.0,
+    "Seconds one source's download may take in all before it is given up and its lock released (`0`: none).",
+    lo=0,
+    hi=30 * 86400,
+)
+DOWNLOAD_MIN_RATE_KB = _declare(
+    "NIM_DOWNLOAD_MIN_RATE_KB",
+    "number",
+    16.0,
+    "KiB/s a download must average over 4 x `NIM_DOWNLOAD_TIMEOUT`, else it is cut off (`0`: none).",
+    lo=0,
+    hi=10**7,
+)
 CACHE_LOCK_TIMEOUT = _declare(
     "NIM_CACHE_LOCK_TIMEOUT",
     "number",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.redact import preview
+from nim_specdec.common.redact import is_secret_option, preview
 from nim_specdec.config.jsonvalue import kebab, loads, snake
 from nim_specdec.config.vllm_schema import (
     DEFAULT,
@@ -82,18 +82,49 @@ def _option_name(flag: str) -> str:
     return name
 
 
-def split_options(tokens: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Leading positionals, then groups of [--option, values...]."""
+def _is_option(token: str, known: VllmKnowledge) -> bool:
+    return token.startswith("-") and not _looks_like_value(token)
+
+
+def _value_of_previous(token: str, group: list[str] | None, known: VllmKnowledge) -> bool:
+    """Whether a token starting with '-' is a value of the option before it: one vLLM has no option of
+    that name (`-Zq3x...`, a key drawn by secrets.token_urlsafe()), after an option still without its
+    value. After a secret option every value is taken whatever it looks like, unless vLLM knows it as an
+    option: a key must never become an option name that is printed."""
+    if group is None or "=" in group[0] or resolve_option(token.split("=", 1)[0], known) is not None:
+        return False
+    if is_secret_option(group[0]):
+        # `--api-key K1 --K2...`: a name vLLM does not know after a key is a key (then refused as one of
+        # several values starting with '-', naming the option), never an option name printed in an error.
+        return len(group) == 1 or _takes_list(group[0])
+    return len(group) == 1 and not token.startswith("--")
+
+
+def _takes_list(flag: str) -> bool:
+    return resolve_option(flag.split("=", 1)[0], DEFAULT) == "--api-key"
+
+
+def split_options(tokens: list[str], known: VllmKnowledge = DEFAULT) -> tuple[list[str], list[list[str]]]:
+    """Leading positionals, then groups of [--option, values...]. A value starting with '-' stays with
+    its option, joined to it as `--option=-value` when it is the only one (vLLM's parser reads it so)."""
     positionals: list[str] = []
     groups: list[list[str]] = []
     for token in tokens:
-        if token.startswith("-") and not _looks_like_value(token):
+        if _is_option(token, known) and not _value_of_previous(token, groups[-1] if groups else None, known):
             groups.append([token])
         elif groups:
             groups[-1].append(token)
         else:
             positionals.append(token)
-    return positionals, groups
+    return positionals, [_joined(group) for group in groups]
+
+
+def _joined(group: list[str]) -> list[str]:
+    """`--api-key -K` as vLLM must receive it: `--api-key=-K` (several values, one starting with '-', have
+    no spelling vLLM accepts: to_cli refuses them, naming the option)."""
+    if len(group) == 2 and "=" not in group[0] and not _looks_like_value(group[1]):
+        return [f"{group[0]}={group[1]}"]
+    return group
 
 
 def _take_value(tokens: list[str], i: int, flag: str, inline: str | None, where: str) -> tuple[str, int]:
@@ -124,6 +155,8 @@ def _dotted_value(text: str, append: bool) -> Any:
         return json.loads(text)
     except ValueError:
         return human_readable_int(text)
+    except RecursionError:
+        raise ConfigError("--speculative-config", "a dotted value is JSON nested too deeply", "flatten it") from None
 
 
 def _update(original: dict[str, Any], update: dict[str, Any]) -> None:
@@ -211,13 +244,19 @@ def parse_vllm_args(tokens: list[str], where: str, known: VllmKnowledge = DEFAUL
     parsed = ParsedArgs()
     remaining, spec = extract_speculative(list(tokens), where, known)
     parsed.spec, parsed.spec_given = spec.config, spec.given
-    positionals, groups = split_options(remaining)
+    positionals, groups = split_options(remaining, known)
     if positionals:
         parsed.model, parsed.model_where = positionals[0], f"{where} (positional model)"
         if len(positionals) > 1:
             parsed.options.append(Option("_positional", tuple(positionals[1:])))
     for group in groups:
         flag, values = group[0], group[1:]
+        if len(values) > 1 and not all(_looks_like_value(v) for v in values):
+            raise ConfigError(
+                f"{where} {flag.split('=', 1)[0]}",
+                "has several values and one starts with '-' (vLLM would read it as an option)",
+                "give that value alone as --option=VALUE, or replace it",
+            )
         inline = flag.split("=", 1)[1] if "=" in flag else None
         bare = flag.split("=", 1)[0]
         if resolve_option(bare, known) == "--model":
@@ -251,9 +290,10 @@ def to_cli(name: str, value: Any) -> list[str]:
             return [f"{flag}={items[0]}"]
         if not all(_looks_like_value(item) for item in items):
             # vLLM's parser would read `-x` as an option of its own; several values have no `=` spelling.
+            shown = "a value" if is_secret_option(flag) else f"value {preview(' '.join(items), 60)!r}"
             raise ConfigError(
                 flag,
-                f"value {preview(' '.join(items), 60)!r} has an item starting with '-'",
+                f"{shown} has an item starting with '-'",
                 "rename it, or give that single value alone",
             )
         return [flag, *items]

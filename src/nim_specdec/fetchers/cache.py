@@ -103,11 +103,19 @@ def _is_marker(data) -> bool:
     return (
         isinstance(data.get("uri"), str)
         and isinstance(data.get("completed_at"), str)
-        and type(data.get("size")) is int
-        and data["size"] >= 0
+        and _size(data.get("size"))
         and isinstance(files, list)
-        and all(isinstance(f, dict) and isinstance(f.get("path"), str) and type(f.get("size")) is int for f in files)
+        and all(isinstance(f, dict) and isinstance(f.get("path"), str) and _size(f.get("size")) for f in files)
+        and sum(f["size"] for f in files) == data["size"]  # a marker whose figures disagree is no marker
     )
+
+
+# No volume holds more: a size beyond it (10**400 in a marker) is a corrupt or forged marker.
+MAX_SIZE = 2**63
+
+
+def _size(value) -> bool:
+    return type(value) is int and 0 <= value < MAX_SIZE
 
 
 def untrusted_reason(layout: CacheLayout, name: str) -> str | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.config import variables as var
-from nim_specdec.errors import MaterializeError
+from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.common import trust, writable
 from nim_specdec.fetchers import cache, error_map
 from nim_specdec.fetchers.base import FetchContext
@@ -62,7 +62,7 @@ class Backend(Protocol):
 
 
 def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
-    if trust.system_dir_problem(str(ctx.cache_dir)):
+    if trust.system_dir_problem(str(ctx.cache_dir)) or trust.open_to_others_reason(ctx.cache_dir):
         return None
     layout = cache.CacheLayout.under(ctx.cache_dir)
     return cache.complete_files(layout, cache.entry_name(ref))
@@ -74,6 +74,7 @@ def materialize(
     """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
     trust.refuse_system_dir(ctx.cache_dir, var.CACHE_PATH)
+    trust.refuse_open_to_others(ctx.cache_dir, var.CACHE_PATH)
     layout = cache.CacheLayout.under(ctx.cache_dir)
     name = cache.entry_name(ref)
     hit = cache.complete_files(layout, name)
@@ -162,7 +163,7 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             cache.write_marker(layout.marker(name), document)
             ctx.log(f"{uri}: cached at {layout.files(name)}")
             return layout.files(name)
-        except MaterializeError:
+        except LauncherError:  # ours: already one line with its own exit code (a ConfigError stays exit 2)
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
@@ -216,7 +217,7 @@ def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
     if unwritable:
         raise MaterializeError(var.CACHE_PATH, *unwritable)
     try:
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        trust.make_dirs(cache_dir)
         for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
             trust.ensure_own_dir(d, var.CACHE_PATH)
     except OSError as err:

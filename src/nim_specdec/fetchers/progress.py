@@ -107,6 +107,11 @@ class DirectoryWatch:
         self._seen = 0
         self.last_growth = time.monotonic()  # when the bytes on disk last grew (for stall detection)
 
+    @property
+    def seen(self) -> int:
+        """Bytes on disk under the directory at the last poll."""
+        return self._seen
+
     def __enter__(self) -> "DirectoryWatch":
         self._thread.start()
         return self

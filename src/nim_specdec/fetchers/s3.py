@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping
 
-from nim_specdec.errors import MaterializeError
+from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
-from nim_specdec.fetchers.safety import ListingBudget, target_path
+from nim_specdec.fetchers.rate_guard import RateGuard
+from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
@@ -98,6 +100,7 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
         raise MaterializeError(
             job.uri, "no objects found under this prefix", "check the bucket and prefix (and the endpoint)"
         )
+    check_clashes(job.uri, [f.name for _, _, f in listed])
     if not job.settings.verify_checksums:
         return listed
     return with_store_crcs(client, bucket, listed, advertised, job.settings.concurrency)
@@ -175,6 +178,37 @@ class _Subscriber:
         self.hasher.file_done(self.remote)
 
 
+class _OpenBodies:
+    """The response bodies of the client's GETs, so that a stopped download can shut their sockets and
+    unblock the threads reading them (urllib3's HTTPResponse.shutdown)."""
+
+    def __init__(self, client) -> None:
+        self._bodies: list = []
+        self._stopped = False
+        client.meta.events.register("after-call.s3.GetObject", self._keep)
+
+    def _keep(self, http_response=None, parsed=None, **_kwargs) -> None:
+        body = (parsed or {}).get("Body")
+        raw = getattr(body, "_raw_stream", None)
+        if raw is None:
+            return
+        self._bodies.append(raw)
+        if self._stopped:  # s3transfer retries a failed read with a new GET: it must not trickle either
+            self._shut(raw)
+
+    def shut_all(self) -> None:
+        self._stopped = True
+        for raw in list(self._bodies):
+            self._shut(raw)
+
+    @staticmethod
+    def _shut(raw) -> None:
+        try:
+            raw.shutdown()
+        except Exception:  # noqa: BLE001 - already closed or finished: nothing left to unblock
+            pass
+
+
 class S3Backend:
     def download(self, job: Job) -> list[RemoteFile]:
         from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415
@@ -208,6 +242,7 @@ class S3Backend:
             max_request_concurrency=job.settings.concurrency,
             num_download_attempts=3,
         )
+        streams = _OpenBodies(client)
         with TransferManager(client, config) as manager:
             futures = []
             for key, etag, f in listed:
@@ -215,11 +250,19 @@ class S3Backend:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 subscriber = _Subscriber(f, etag, job)
                 futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
+            guard = RateGuard(job.uri, job.settings)
             try:
                 for future in futures:
+                    while not future.done():  # s3transfer's result() takes no timeout
+                        guard.check(job.progress.done)
+                        time.sleep(0.2)
                     future.result()
-            except Exception as err:
-                _raise_permanent(job.uri, err)
+            except BaseException as err:
+                # A trickling body blocks its reading thread for as long as it trickles, and leaving this
+                # block waits for every thread: shut their sockets first (a deadline, SIGTERM, any failure).
+                streams.shut_all()
+                if isinstance(err, Exception):
+                    _raise_permanent(job.uri, err)
                 raise
         return files
 
@@ -270,6 +313,21 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
     if isinstance(response, dict):
         code = response.get("Error", {}).get("Code", "")
     status = _status(err)
+    if code in ("PermanentRedirect", "TemporaryRedirect", "301", "307") or status in (301, 307):
+        where = response.get("Error", {}).get("Endpoint") if isinstance(response, dict) else None
+        region = (
+            response.get("ResponseMetadata", {}).get("HTTPHeaders", {}) if isinstance(response, dict) else {}
+        ).get("x-amz-bucket-region")
+        shown = (
+            f" ({printable(str(where)[:120])})"
+            if where
+            else (f" (region {printable(str(region)[:40])})" if region else "")
+        )
+        raise MaterializeError(
+            uri,
+            f"the store redirected to another endpoint{shown}, which is not followed",
+            "set AWS_ENDPOINT_URL (or AWS_REGION) to where the bucket lives",
+        ) from None
     if code == "NoSuchBucket":
         raise MaterializeError(uri, "the bucket does not exist", "check the bucket name and AWS_ENDPOINT_URL") from None
     if code in ("NoSuchKey", "404") or status == 404:

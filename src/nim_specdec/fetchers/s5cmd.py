@@ -27,6 +27,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import target_path
 from nim_specdec.common.child_process import die_with_parent, stop_group
@@ -133,7 +134,10 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
             )
             follower = _ReportFollower(report, by_dest, job)
             try:
-                stalled = _wait_or_stall(proc, watch, job.settings.timeout, follower.poll)
+                guard = RateGuard(job.uri, job.settings)
+                stalled = _wait_or_stall(
+                    proc, watch, job.settings.timeout, lambda: (follower.poll(), guard.check(watch.seen))
+                )
             except BaseException:  # interrupted: no transfer may outlive its download directory
                 stop_group(proc)
                 raise
@@ -149,7 +153,8 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
 
 
 def _wait_or_stall(proc: subprocess.Popen, watch: DirectoryWatch, timeout: float, tick) -> bool:
-    """Wait for s5cmd; kill it when the bytes on disk have not grown for `timeout` seconds (True then)."""
+    """Wait for s5cmd; kill it when the bytes on disk have not grown for `timeout` seconds (True then).
+    `tick` may raise (the rate guard): the caller then stops s5cmd."""
     while True:
         try:
             proc.wait(timeout=min(0.2, timeout / 4))

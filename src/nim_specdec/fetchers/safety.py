@@ -30,14 +30,44 @@ def relative_name(uri: str, name: str) -> str:
     return rel
 
 
+# Linux's limits: a longer name fails in open(2) with ENAMETOOLONG, which says nothing of the object.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
 def target_path(uri: str, dest: Path, name: str) -> Path:
-    """Where `name` goes under `dest`, after relative_name's check and a resolved-path check."""
+    """Where `name` goes under `dest`, after relative_name's check, the file-name limits and a resolved-path
+    check."""
     rel = relative_name(uri, name)
     path = dest / rel
+    long = next((part for part in rel.split("/") if len(os.fsencode(part)) > NAME_MAX), None)
+    if long is not None or len(os.fsencode(str(path))) >= PATH_MAX:
+        what = f"a part longer than {NAME_MAX} bytes" if long is not None else f"a path of {PATH_MAX} bytes or more"
+        raise MaterializeError(
+            uri,
+            f"refusing object name {name[:120]!r}...: it has {what}, which no Linux file system stores",
+            "rename that object in the source, or set NIM_CACHE_PATH to a shorter path",
+        )
     root = os.path.realpath(dest)
     if os.path.commonpath([root, os.path.realpath(path)]) != root:
         raise MaterializeError(uri, f"refusing object name {name!r}: it resolves outside the download directory")
     return path
+
+
+def check_clashes(uri: str, names: list[str]) -> None:
+    """An object store may hold both `a` and `a/b`; a file system cannot (a is a file or a folder)."""
+    files = set(names)
+    for name in names:
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in files:
+                shown = repr(folder[:120])
+                raise MaterializeError(
+                    uri,
+                    f"objects {shown} and {name[:120]!r} clash: {shown} would be both a file and a folder",
+                    "remove or rename one of them in the source",
+                )
 
 
 def check_tree(uri: str, dest: Path) -> None:

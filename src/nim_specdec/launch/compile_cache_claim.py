@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from nim_specdec.common.trust import make_dirs, open_to_others_reason
 from nim_specdec.common.regular_file import read_regular
 from nim_specdec.config.compile_cache import CompileCachePlan, relocate
 
@@ -51,7 +52,7 @@ def claim(
         return _made(relocate(entry, str(local)))
     try:
         for path in entry.env.values():
-            Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_dirs(path)
         fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as err:
         local = _local_copy(root, entry, scratch)
@@ -78,9 +79,12 @@ def claim(
 def untrusted_reason(base: Path) -> str:
     """Why `base` may not hold code the server will load ("" when it may)."""
     try:
-        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(base)
     except OSError:
         pass  # a read-only volume: judged as it is, and used read-only
+    above = open_to_others_reason(base.parent)
+    if above:
+        return f"is under {above}"
     try:
         info = os.lstat(base)
     except OSError:
@@ -96,7 +100,7 @@ def untrusted_reason(base: Path) -> str:
 
 def _made(env: dict[str, str]) -> dict[str, str]:
     for path in env.values():
-        Path(path).mkdir(parents=True, exist_ok=True)
+        make_dirs(path)
     return env
 
 
@@ -107,7 +111,7 @@ def _local_copy(root: Path, entry: CompileCachePlan, scratch: str | None) -> Pat
         target = local / source.relative_to(root)
         if source.is_dir():
             shutil.copytree(source, target, symlinks=True, ignore=_skip_temporary, dirs_exist_ok=True)
-        target.mkdir(parents=True, exist_ok=True)
+        make_dirs(target)
     drop_torn(local)
     return local
 

@@ -8,7 +8,9 @@ was last used; a key whose lock is held belongs to a running server and is never
 A key is removed by taking its lock, renaming the directory to a hidden name (atomic: a server starting
 meanwhile finds no key and compiles into a fresh one), releasing the lock, then deleting the renamed
 tree. Nothing is followed through a link: entries are judged with lstat, the lock is opened with
-O_NOFOLLOW, and shutil.rmtree unlinks links without entering them. compile/ itself must pass the same
+O_NOFOLLOW, and shutil.rmtree unlinks links without entering them. Every step after the check goes
+through directory descriptors (compile/ and each key opened with O_NOFOLLOW), so a folder swapped for a
+link between a check and its use is never entered. compile/ itself must pass the same
 ownership rule as at start, or nothing under it is touched.
 """
 
@@ -38,8 +40,18 @@ class KeyState:
     action: str  # "removed", "would remove", "kept: used recently", "kept: in use", "kept: a link or not a directory"
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_key(dir_fd: int, name: str) -> int:
+    """A key's folder, opened without following a link: what is judged and removed is what was opened."""
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
 def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) -> list[KeyState]:
-    """Each key under `base` (<NIM_CACHE_PATH>/compile) and what was done with it."""
+    """Each key under `base` (<NIM_CACHE_PATH>/compile) and what was done with it. compile/ is checked,
+    then opened without following a link and compared with what was checked; every later step goes
+    through that descriptor, so a compile/ swapped for a link meanwhile is never entered."""
     if not base.exists():
         return []
     problem = untrusted_reason(base)
@@ -49,53 +61,99 @@ def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) ->
             f"{base} {problem}; nothing under it was removed",
             "make it owned by this user and writable by it only",
         )
+    try:
+        base_fd = os.open(base, _DIR_FLAGS)
+    except OSError as err:
+        raise ConfigError(
+            var.CACHE_PATH,
+            f"{base} changed after it was checked ({err.strerror}); nothing under it was removed",
+            "make sure no other user can write the cache volume, then run prune again",
+        ) from None
+    try:
+        problem = untrusted_reason_of(os.fstat(base_fd))
+        if problem:
+            raise ConfigError(var.CACHE_PATH, f"{base} {problem}; nothing under it was removed", "run prune again")
+        return _prune_all(base_fd, older_than_s, now, dry_run)
+    finally:
+        os.close(base_fd)
+
+
+def untrusted_reason_of(st: os.stat_result) -> str:
+    if not stat.S_ISDIR(st.st_mode):
+        return "is a link or not a directory"
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid not in os.getgroups()):
+        return "may be written by other users"
+    return ""
+
+
+def _prune_all(base_fd: int, older_than_s: float, now: float, dry_run: bool) -> list[KeyState]:
     states = []
-    for entry in sorted(os.scandir(base), key=lambda e: e.name):
+    with os.scandir(base_fd) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    for entry in entries:
         if entry.name.startswith(_TRASH) and entry.is_dir(follow_symlinks=False) and not dry_run:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            shutil.rmtree(entry.name, dir_fd=base_fd, ignore_errors=True)
             continue
         if entry.name.startswith("."):
             continue
-        if not entry.is_dir(follow_symlinks=False):
-            states.append(
-                KeyState(entry.name, entry.stat(follow_symlinks=False).st_size, 0.0, "kept: a link or not a directory")
-            )
+        try:
+            key_fd = _open_key(base_fd, entry.name)
+        except OSError:
+            try:
+                size = os.lstat(entry.name, dir_fd=base_fd).st_size
+            except OSError:
+                size = 0
+            states.append(KeyState(entry.name, size, 0.0, "kept: a link or not a directory"))
             continue
-        states.append(_prune_key(Path(entry.path), older_than_s, now, dry_run))
+        try:
+            states.append(_prune_key(base_fd, entry.name, key_fd, older_than_s, now, dry_run))
+        finally:
+            os.close(key_fd)
     return states
 
 
-def _prune_key(path: Path, older_than_s: float, now: float, dry_run: bool) -> KeyState:
-    size = tree_size(path)
+def _prune_key(base_fd: int, name: str, key_fd: int, older_than_s: float, now: float, dry_run: bool) -> KeyState:
+    size = tree_size(".", dir_fd=key_fd)
     try:
         # Read-only and non-blocking: a FIFO planted as the lock must not block, a folder must open to be judged.
-        fd = os.open(path / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=key_fd)
     except FileNotFoundError:
         fd = None  # never claimed by a writer (or made by an older launcher): the directory's own time
     except OSError as err:
         if err.errno != errno.ELOOP:
-            return KeyState(path.name, size, 0.0, f"kept: its lock cannot be opened ({err.strerror})")
-        return KeyState(path.name, size, 0.0, "kept: a link or not a directory")
+            return KeyState(name, size, 0.0, f"kept: its lock cannot be opened ({err.strerror})")
+        return KeyState(name, size, 0.0, "kept: a link or not a directory")
     if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        return KeyState(path.name, size, 0.0, "kept: its lock is not a regular file")
+        return KeyState(name, size, 0.0, "kept: its lock is not a regular file")
     try:
         if fd is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
                 if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    return KeyState(path.name, size, os.fstat(fd).st_mtime, "kept: in use")
+                    return KeyState(name, size, os.fstat(fd).st_mtime, "kept: in use")
                 raise
-        last_used = os.fstat(fd).st_mtime if fd is not None else os.lstat(path).st_mtime
+        last_used = os.fstat(fd).st_mtime if fd is not None else os.fstat(key_fd).st_mtime
         if now - last_used < older_than_s:
-            return KeyState(path.name, size, last_used, "kept: used recently")
+            return KeyState(name, size, last_used, "kept: used recently")
         if dry_run:
-            return KeyState(path.name, size, last_used, "would remove")
-        trash = path.with_name(f"{_TRASH}{path.name}-{os.getpid()}")
-        os.rename(path, trash)
+            return KeyState(name, size, last_used, "would remove")
+        trash = f"{_TRASH}{name}-{os.getpid()}"
+        os.rename(name, trash, src_dir_fd=base_fd, dst_dir_fd=base_fd)
     finally:
         if fd is not None:
             os.close(fd)
-    shutil.rmtree(trash, ignore_errors=True)
-    return KeyState(path.name, size, last_used, "removed")
+    renamed, opened = os.lstat(trash, dir_fd=base_fd), os.fstat(key_fd)
+    if (renamed.st_dev, renamed.st_ino) != (opened.st_dev, opened.st_ino):
+        # Swapped between the open and the rename: what was renamed is not what was judged. A link is
+        # removed as a link (never entered); anything else goes back where it was.
+        if stat.S_ISLNK(renamed.st_mode):
+            os.unlink(trash, dir_fd=base_fd)
+        else:
+            os.rename(trash, name, src_dir_fd=base_fd, dst_dir_fd=base_fd)
+        return KeyState(name, size, last_used, "kept: it changed while it was pruned")
+    shutil.rmtree(trash, dir_fd=base_fd, ignore_errors=True)
+    return KeyState(name, size, last_used, "removed")

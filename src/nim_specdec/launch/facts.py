@@ -12,13 +12,15 @@ from typing import Any, Iterable
 
 from nim_specdec.common.writable import unreadable_reason
 from nim_specdec.config.builtin import default_config_dir, load_registry
-from nim_specdec.errors import LauncherError, MaterializeError
+from nim_specdec.common.redact import preview
+from nim_specdec.config import variables as var
+from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.plan_facts import Facts, SourceFacts
 from nim_specdec.config.settings import Settings
-from nim_specdec.config.sources import SourceRef
+from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec.fetchers.cache import commit_of, untrusted_entry
 
@@ -191,6 +193,9 @@ def base_facts(settings: Settings) -> Facts:
     from nim_specdec.preflight.device import read_device  # noqa: PLC0415
 
     directory = settings.builtin_config_dir or str(default_config_dir())
+    problem = path_problem(directory) if settings.builtin_config_dir else None
+    if problem:
+        raise ConfigError(var.BUILTIN_CONFIG_DIR, f"path {preview(directory)!r} {problem}", "use an existing directory")
     flavor, version = installed_vllm()
     return Facts(
         registry=load_registry(Path(directory)),

@@ -19,7 +19,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.common.trust import ensure_own_dir, refuse_system_dir
+from nim_specdec.common.trust import ensure_own_dir, make_dirs, refuse_system_dir
 from nim_specdec.common.writable import unwritable_reason
 from nim_specdec.config.sources import SourceRef
 
@@ -54,7 +54,7 @@ def ensure_workspace(workspace: Path) -> None:
     write it."""
     refuse_system_dir(workspace, var.WORKSPACE)
     try:
-        workspace.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(workspace.parent)
     except OSError as err:
         raise MaterializeError(
             var.WORKSPACE,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nim_specdec.preflight.config_file import index_shards
-from nim_specdec.preflight.safetensors_header import INDEX_NAME, TensorInfo, read_header
+from nim_specdec.preflight.safetensors_header import INDEX_NAME, TensorInfo, read_headers
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,7 @@ def read_checkpoint(directory: Path, where: str = "model weights") -> Checkpoint
     else:
         files = sorted(directory.glob("*.safetensors"))
     if files:
-        tensors: dict[str, TensorInfo] = {}
-        for path in files:
-            tensors.update(read_header(path))
+        tensors: dict[str, TensorInfo] = read_headers(files)
         total = sum(info.nbytes for info in tensors.values())
         return Checkpoint(tuple(p.name for p in files), total, tensors)
     legacy = sorted(directory.glob("pytorch_model*.bin"))

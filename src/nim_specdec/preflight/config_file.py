@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -87,17 +88,35 @@ def count_problem(cfg: Mapping[str, Any]) -> str | None:
                 or not 0 <= value <= MAX_COUNT
             ):
                 return f"{prefix}{key} is {str(value)[:40]!r}, not a whole number from 0 to 2**48"
-        rope = section.get("rope_scaling")
-        if rope is not None and not isinstance(rope, Mapping):
-            return f"{prefix}rope_scaling is not a JSON object"
-        factor = rope.get("factor") if isinstance(rope, Mapping) else None
-        if factor is not None and (
-            isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1e6
-        ):
-            return f"{prefix}rope_scaling.factor is {str(factor)[:40]!r}, not a positive number"
+        for key in ("rope_scaling", "rope_parameters"):  # transformers' old name and its successor
+            problem = _rope_problem(f"{prefix}{key}", section.get(key))
+            if problem:
+                return problem
         for key in ("architectures", "layer_types"):
             if section.get(key) is not None and not isinstance(section.get(key), list):
                 return f"{prefix}{key} is not a JSON list"
+        if any(not isinstance(a, str) for a in section.get("architectures") or ()):
+            return f"{prefix}architectures holds something other than class names (strings)"
+    return None
+
+
+def _rope_problem(where: str, rope: Any) -> str | None:
+    """A rope section is an object whose `factor`, if any, is a positive number; rope_parameters may hold
+    one such object per layer type (`{"full_attention": {...}, "sliding_attention": {...}}`)."""
+    if rope is None:
+        return None
+    if not isinstance(rope, Mapping):
+        return f"{where} is not a JSON object"
+    factor = rope.get("factor")
+    if factor is not None and (
+        isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1e6
+    ):
+        return f"{where}.factor is {str(factor)[:40]!r}, not a positive number up to 1e6"
+    for key, value in rope.items():
+        if isinstance(value, Mapping):
+            problem = _rope_problem(f"{where}.{key}", value)
+            if problem:
+                return problem
     return None
 
 
@@ -151,4 +170,23 @@ def index_shards(directory: Path, where: str) -> tuple[list[Path], int | None]:
     metadata = doc.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     ok = isinstance(total, int) and not isinstance(total, bool) and 0 < total <= 2**60
+    held = _bytes_held(shards)
+    if ok and held is not None and total > held:
+        raise HeaderError(
+            f"{path}: states total_size {total} but its weight files hold {held} bytes in all (truncated or forged)"
+        )
     return shards, (total if ok else None)
+
+
+def _bytes_held(files: list[Path]) -> int | None:
+    """The files' sizes added up; None when one is missing or not a regular file (reported elsewhere)."""
+    total = 0
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        total += st.st_size
+    return total

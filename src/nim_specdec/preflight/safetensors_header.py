@@ -11,9 +11,11 @@ preflight/config_file.py, which keeps every shard inside the model folder).
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from nim_specdec.common.regular_file import open_regular
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
@@ -22,6 +24,8 @@ from nim_specdec.errors import MaterializeError
 INDEX_NAME = "model.safetensors.index.json"
 # A header is metadata; anything this large is a corrupt or hostile file, not a checkpoint.
 MAX_HEADER_BYTES = 100 * 1024 * 1024
+# Over all files of one model: the largest public checkpoints' headers add up to a few tens of megabytes.
+MAX_TOTAL_HEADER_BYTES = 256 * 1024 * 1024
 MAX_DIM = 2**48
 MAX_OFFSET = 2**60
 
@@ -43,8 +47,9 @@ def _bounded(value: object, limit: int) -> int:
     return value
 
 
-def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
-    """Turn a header's JSON bytes into tensor infos (pure; `where` names the file in errors)."""
+def parse_header(raw: bytes, where: str, data_bytes: int | None = None) -> dict[str, TensorInfo]:
+    """Turn a header's JSON bytes into tensor infos (pure; `where` names the file in errors). `data_bytes`:
+    how many bytes follow the header in the file; every tensor must end within them."""
     try:
         doc = loads(raw, where, MaterializeError, FILE_INT_DIGITS)
     except MaterializeError:
@@ -61,25 +66,56 @@ def parse_header(raw: bytes, where: str) -> dict[str, TensorInfo]:
             start, end = _bounded(start, MAX_OFFSET), _bounded(end, MAX_OFFSET)
             if end < start or not isinstance(entry["dtype"], str):
                 raise ValueError("bad range or dtype")
+            if data_bytes is not None and end > data_bytes:
+                raise HeaderError(
+                    f"{where}: tensor {name[:200]!r} ends at byte {end}, past the end of the file "
+                    f"({data_bytes} bytes of data)"
+                )
             tensors[name] = TensorInfo(entry["dtype"], shape, end - start)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, HeaderError):
+                raise
             raise HeaderError(f"{where}: tensor {name[:200]!r} has no valid dtype, shape and data_offsets") from None
     return tensors
 
 
-def read_header(path: Path) -> dict[str, TensorInfo]:
-    """Read one file's header: 8 bytes of length, then that many bytes of JSON."""
+def read_header(path: Path, limit: int = MAX_HEADER_BYTES) -> dict[str, TensorInfo]:
+    """Read one file's header: 8 bytes of length, then that many bytes of JSON (at most `limit`). Every
+    tensor's bytes must lie inside the file: offsets past its end are a forged or truncated file."""
+    return _read_header(path, limit)[0]
+
+
+def _read_header(path: Path, limit: int) -> tuple[dict[str, TensorInfo], int]:
     try:
         with open_regular(path) as fh:  # a FIFO would block the open, /dev/zero read without end
+            size = os.fstat(fh.fileno()).st_size
             prefix = fh.read(8)
             if len(prefix) < 8:
                 raise HeaderError(f"{path}: shorter than a safetensors header")
             (length,) = struct.unpack("<Q", prefix)
             if length > MAX_HEADER_BYTES:
                 raise HeaderError(f"{path}: declares a {length}-byte header, not a safetensors file")
+            if length > limit:
+                raise HeaderError(
+                    f"{path}: its header would take the safetensors headers of this model past "
+                    f"{MAX_TOTAL_HEADER_BYTES} bytes in all, far beyond any checkpoint's"
+                )
             raw = fh.read(length)
     except OSError as err:
         raise HeaderError(f"{path}: cannot be read ({err.strerror})") from None
     if len(raw) < length:
         raise HeaderError(f"{path}: truncated safetensors header")
-    return parse_header(raw, str(path))
+    tensors = parse_header(raw, str(path), size - 8 - length)
+    return tensors, length
+
+
+def read_headers(paths: Iterable[Path]) -> dict[str, TensorInfo]:
+    """Every file's tensors, the header bytes summed over all files bounded by MAX_TOTAL_HEADER_BYTES
+    (a per-file cap alone lets thousands of shards of large headers cost minutes and gigabytes)."""
+    tensors: dict[str, TensorInfo] = {}
+    left = MAX_TOTAL_HEADER_BYTES
+    for path in paths:
+        found, length = _read_header(path, min(left, MAX_HEADER_BYTES))
+        left -= length
+        tensors.update(found)
+    return tensors

@@ -36,7 +36,7 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
-from nim_specdec.server.spec_info import spec_config_document, speculative_config_from_argv
+from nim_specdec.server.spec_info import shown_speculative_config, spec_config_document
 
 _log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class NimEndpointsMiddleware:
         elif path == LIVE:
             await _respond(send, 200, {"status": "live"})
         elif path == SPEC_CONFIG:
-            await _respond(send, 200, spec_config_document(sys.argv))
+            await _respond(send, 200, spec_config_document(sys.argv, os.environ))
         elif path == READY:
             ready, detail = await self._ready(scope)
             await _respond(send, 200 if ready else 503, {"status": "ready" if ready else "not ready", **detail})
@@ -125,7 +125,7 @@ class NimEndpointsMiddleware:
                 200,
                 metadata_document(
                     served_model_names(getattr(state, "args", None)),
-                    speculative_config_from_argv(sys.argv),
+                    shown_speculative_config(sys.argv, os.environ),
                     resolved_method(getattr(state, "vllm_config", None)),
                     self._vllm_version(),
                 ),

@@ -8,16 +8,19 @@ ngram`); the last mention of a field wins, as in vLLM's parser.
 
 from __future__ import annotations
 
-import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+from nim_specdec.common.redact import mask_json, redact_tree, secret_values
+from nim_specdec.common.strict_json import loads
+from nim_specdec.errors import LauncherError
 
 _NAMES = ("--speculative-config", "--speculative_config")
 
 
 def _value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads(text, "--speculative-config")  # nesting bounded: this runs inside the API server
+    except LauncherError:
         return text
 
 
@@ -46,5 +49,12 @@ def speculative_config_from_argv(argv: Sequence[str]) -> dict[str, Any] | None:
     return config
 
 
-def spec_config_document(argv: Sequence[str]) -> dict[str, Any]:
-    return {"speculative_config": speculative_config_from_argv(argv), "source": "server command line"}
+def shown_speculative_config(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The config as the plan shows it: these endpoints answer without an API key, so every secret-like
+    field (a loader's credentials), URI userinfo and any value of a secret variable is masked."""
+    config = speculative_config_from_argv(argv)
+    return None if config is None else redact_tree(mask_json(config), secret_values(env))
+
+
+def spec_config_document(argv: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
+    return {"speculative_config": shown_speculative_config(argv, env), "source": "server command line"}

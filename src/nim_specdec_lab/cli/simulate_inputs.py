@@ -4,10 +4,10 @@ setting in use now (from --current, NIM_SPECDEC_ARGS or the server's own endpoin
 from __future__ import annotations
 
 import argparse
-import json
 
 from nim_specdec.common.regular_file import open_regular_text
-from nim_specdec.errors import ConfigError, UnreachableError
+from nim_specdec.common.strict_json import loads
+from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
 
 MAX_TRACE_BYTES = 4 * 1024**3
 
@@ -72,12 +72,7 @@ def current_setting(args: argparse.Namespace):
     text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
     if text:
         where = "--current" if args.current else "NIM_SPECDEC_ARGS"
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            raise ConfigError(
-                where, "is not JSON", 'give e.g. {"method": "ngram", "num_speculative_tokens": 3}'
-            ) from None
+        obj = loads(text, where)  # depth, duplicate keys and numbers checked: one line naming `where`
         config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
         params = ngram_params(config)
         if params is None and args.current:
@@ -92,7 +87,7 @@ def current_setting(args: argparse.Namespace):
         status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
         if status == 200:
             try:
-                return ngram_params(json.loads(body).get("speculative_config"))
-            except (ValueError, AttributeError):
+                return ngram_params(loads(body, "--url").get("speculative_config"))
+            except (LauncherError, ValueError, AttributeError):
                 return None
     return None

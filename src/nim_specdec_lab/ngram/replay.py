@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from nim_specdec.common.regular_file import open_regular_text
+from nim_specdec.common.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
 from nim_specdec.observe.http_client import request_json
 from nim_specdec_lab.ngram.corpus import RecordedRequest
@@ -27,6 +28,8 @@ class Replayed:
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # Saved records are read whole into memory.
 MAX_RECORDS_BYTES = 4 * 1024**3
+# A context length no model reaches: a record's max_model_len beyond it (or 0, negative, true) is not one.
+MAX_MODEL_LEN = 2**31
 _ODD_ANSWER = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
@@ -110,7 +113,21 @@ def save_records(path: str, records: Sequence[RecordedRequest], max_model_len: i
         )
         for r in records
     )
-    write_atomically(path, "".join(row + "\n" for row in rows), "--save-records")
+    # Users' prompts and completions as token ids: owner-only, as the capture they came from.
+    write_atomically(path, "".join(row + "\n" for row in rows), "--save-records", mode=0o600)
+
+
+def _model_len(row: dict, where: str) -> int | None:
+    value = row.get("max_model_len")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_MODEL_LEN:
+        raise ConfigError(
+            "--records",
+            f"{where}: max_model_len {str(value)[:24]!r} is not a whole number from 1 to {MAX_MODEL_LEN}",
+            "use a file written by --save-records",
+        )
+    return value
 
 
 def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
@@ -122,18 +139,20 @@ def load_records(path: str) -> tuple[list[RecordedRequest], int | None]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = loads(line, f"{path} line {number}", ConfigError)
                     records.append(
                         RecordedRequest.of(
                             row["prompt_token_ids"], row["output_token_ids"], row.get("tail_token_ids", ())
                         )
                     )
-                    lengths.add(row.get("max_model_len"))
-                except (ValueError, KeyError, TypeError, RecursionError):
+                except (ConfigError, KeyError, TypeError, ValueError, AttributeError):
                     raise ConfigError(
                         "--records", f"{path} line {number} is not a record", "use a file written by --save-records"
                     ) from None
+                lengths.add(_model_len(row, f"{path} line {number}"))
+    except UnicodeDecodeError:
+        raise ConfigError("--records", f"{path} is not UTF-8 text", "use a file written by --save-records") from None
     except OSError as err:
         raise ConfigError("--records", f"cannot read {path} ({err.strerror})", "check the path") from None
-    known = {n for n in lengths if isinstance(n, int)}
+    known = {n for n in lengths if n is not None}
     return records, (min(known) if known else None)

@@ -1,9 +1,9 @@
 """The capture file writer: a bounded queue drained by one thread, so requests never wait on disk.
 
 `submit` is called on the server's event loop and only does a non-blocking put; when the queue is
-full the record is dropped and counted (the request itself goes on untouched). The thread encodes
-records (JSON parsing happens here, off the event loop), joins a batch into one buffer and appends
-it to the file.
+full (in records, or in bytes held) the record is dropped and counted (the request itself goes on
+untouched). The thread encodes records (JSON parsing happens here, off the event loop), joins a batch
+into one buffer and appends it to the file.
 
 Several API server processes (`--api-server-count`) append to the same file. The file is opened
 with O_APPEND and each batch is written under an exclusive flock(2), so batches of different
@@ -30,15 +30,26 @@ if TYPE_CHECKING:  # prometheus_client stays out of the launcher, which only cal
 log = logging.getLogger("vllm.nim_specdec.server.capture")  # through the server's log handler
 
 DEFAULT_QUEUE_SIZE = 4096
+# Bodies waiting for (or being encoded by) the writer, in bytes: a count alone would let 4096 bodies of
+# 8 MiB that parse slowly hold 32 GiB inside the API server. Past this, records are dropped and counted.
+DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
 BATCH_MAX = 512
 _STOP = object()
 
 
 class CaptureWriter:
     def __init__(
-        self, fd: int, encoder: Encoder, counters: CaptureCounters, queue_size: int = DEFAULT_QUEUE_SIZE
+        self,
+        fd: int,
+        encoder: Encoder,
+        counters: CaptureCounters,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         self._fd = fd
+        self._max_bytes = queue_bytes
+        self._held_bytes = 0  # queued or in the batch being written
+        self._bytes_lock = threading.Lock()
         self._encode = encoder
         self.counters = counters
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
@@ -52,12 +63,25 @@ class CaptureWriter:
         if not self._thread.is_alive():
             self.counters.add_dropped("writer_stopped")
             return False
+        with self._bytes_lock:
+            if self._held_bytes + len(body) > self._max_bytes:
+                full = True
+            else:
+                full, self._held_bytes = False, self._held_bytes + len(body)
+        if full:
+            self.counters.add_dropped("queue_full")
+            return False
         try:
             self._queue.put_nowait((timestamp_ms, body))
         except queue.Full:
+            self._release(len(body))
             self.counters.add_dropped("queue_full")
             return False
         return True
+
+    def _release(self, nbytes: int) -> None:
+        with self._bytes_lock:
+            self._held_bytes -= nbytes
 
     def close(self, timeout: float = 30.0) -> None:
         """Write everything queued so far, then stop the thread and close the file. Idempotent."""
@@ -104,6 +128,8 @@ class CaptureWriter:
                 except Exception:  # noqa: BLE001 - the writer must outlive any one batch
                     log.exception("capture: %d record(s) dropped by an unexpected error", len(batch))
                     self.counters.add_dropped("encode_error", len(batch))
+                finally:
+                    self._release(sum(len(body) for _, body in batch))
 
     def _write_batch(self, batch: list[tuple[float, bytes]]) -> None:
         lines = []

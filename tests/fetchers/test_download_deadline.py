@@ -1,0 +1,80 @@
+"""Every download has a minimum rate and an overall deadline: a store that trickles (20 bytes a second
+through the fault proxy, in front of moto on loopback) is cut off with one line, its partial files removed
+and the entry's lock released, with boto3 and with s5cmd; SIGTERM then takes effect within seconds."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+
+import pytest
+from servers.fault_proxy import Fault
+from servers.harness import WEIGHTS, cli_env, context_for, model_files, start_cli, tree_bytes
+from servers.s3_store import S3Store
+
+from nim_specdec.config.sources import parse_source
+from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
+from nim_specdec.fetchers.registry import get_fetcher
+
+
+@pytest.fixture(scope="module")
+def s3():
+    store = S3Store().start()
+    yield store
+    store.close()
+
+
+@pytest.fixture(autouse=True)
+def fresh(s3):
+    s3.proxy.reset()
+
+
+@pytest.mark.parametrize("client", ["1", "0"])
+@pytest.mark.parametrize(
+    "limits,fragment",
+    [
+        ({"NIM_DOWNLOAD_MIN_RATE_KB": "4"}, "NIM_DOWNLOAD_MIN_RATE_KB"),
+        ({"NIM_DOWNLOAD_MIN_RATE_KB": "0", "NIM_DOWNLOAD_DEADLINE": "2"}, "NIM_DOWNLOAD_DEADLINE"),
+    ],
+)
+def test_a_trickling_store_is_cut_off_and_the_entry_released(s3, tmp_path, client, limits, fragment):
+    files = model_files()
+    uri = s3.publish(f"trickle{uuid.uuid4().hex[:8]}", files)
+    s3.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=20))
+    # A read never waits 0.5 s (a byte every 50 ms), so no read timeout fires: only the guard can stop it.
+    env = {**s3.env(), "NIM_S5CMD": client, "NIM_DOWNLOAD_RETRIES": "0", "NIM_DOWNLOAD_TIMEOUT": "0.5", **limits}
+    started = time.monotonic()
+    with pytest.raises(MaterializeError) as err:
+        get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
+    took = time.monotonic() - started
+    line = err.value.one_line()
+    assert fragment in line and err.value.exit_code == EXIT_MATERIALIZE, line
+    assert took < 30, took
+    s3.proxy.reset()  # the store is well again: the lock was released and nothing partial is served
+    path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for({**env, "NIM_DOWNLOAD_TIMEOUT": "30"}, tmp_path))
+    assert tree_bytes(path) == files
+
+
+@pytest.mark.parametrize("client", ["1", "0"])
+def test_sigterm_during_a_trickling_download_takes_effect_within_seconds(s3, tmp_path, client):
+    uri = s3.publish(f"term{uuid.uuid4().hex[:8]}", model_files())
+    s3.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=20))
+    env = cli_env(s3, tmp_path / "cache", NIM_S5CMD=client, NIM_DOWNLOAD_MIN_RATE_KB="0")
+    proc = start_cli(["download", uri], env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not s3.proxy.requests("GET", WEIGHTS):
+            time.sleep(0.1)
+        assert s3.proxy.requests("GET", WEIGHTS), "the weights were never asked for"
+        time.sleep(1.0)  # well inside the trickle
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read()
+    assert code == 128 + signal.SIGTERM, stderr
+    assert took < 10, (took, stderr)
