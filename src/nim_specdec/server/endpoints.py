@@ -36,6 +36,7 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
+from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import spec_config_document, speculative_config_from_argv
 
 _log = logging.getLogger(__name__)
@@ -120,16 +121,17 @@ class NimEndpointsMiddleware:
             await _respond(send, 200, version_document(self._vllm_version()))
         elif path == METADATA:
             state = app_state(scope)
-            await _respond(
-                send,
-                200,
-                metadata_document(
-                    served_model_names(getattr(state, "args", None)),
-                    speculative_config_from_argv(sys.argv),
-                    resolved_method(getattr(state, "vllm_config", None)),
-                    self._vllm_version(),
-                ),
+            vllm_config = getattr(state, "vllm_config", None)
+            document = metadata_document(
+                served_model_names(getattr(state, "args", None)),
+                speculative_config_from_argv(sys.argv),
+                resolved_method(vllm_config),
+                self._vllm_version(),
             )
+            parallel = parallel_of(vllm_config)
+            if parallel is not None:
+                document["parallel"] = ranks_document(*parallel, document["speculative_decoding"]["method"])
+            await _respond(send, 200, document)
         else:
             await self.app(scope, receive, send)
 
