@@ -86,6 +86,9 @@ class Pair:
                 address = SUBNET.format(run=self.run, host=index)
                 hostname = hostnames[index - 1] if hostnames else name
                 hosts_file.write_text(f"127.0.0.1 localhost\n{address} {hostname}\n")
+                # No name server: an unknown name fails at once, as a cluster's DNS answers NXDOMAIN (the
+                # machine's resolver would be tried, unreachable from here, for seconds per lookup).
+                (NETNS_ETC / name / "resolv.conf").write_text("options timeout:1 attempts:1\n")
                 self.hosts.append(Host(name, address, hosts_file, hostname))
             leader, worker = self.hosts
             # Interface names: at most 15 characters.

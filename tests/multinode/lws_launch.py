@@ -103,6 +103,4 @@ def group(
         )
         args = [*_vllm_args(container["args"], sizes or SIZES), *SMALL_SERVER]
         starts[role] = RankStart(role, (*command, *args), env)
-    return Group(
-        name, size, leader_address, worker_address, leader_pod, worker_pod, starts["leader"], starts["worker"]
-    )
+    return Group(name, size, leader_address, worker_address, leader_pod, worker_pod, starts["leader"], starts["worker"])

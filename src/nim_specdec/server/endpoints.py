@@ -36,6 +36,7 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
+from nim_specdec.server import engine_death
 from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import spec_config_document, speculative_config_from_argv
 
@@ -106,6 +107,12 @@ class NimEndpointsMiddleware:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
+        try:
+            await self._http(scope, receive, send)
+        finally:
+            engine_death.note(getattr(app_state(scope), "engine_client", None))
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if path in METRICS_ALIAS:
             scope = dict(scope, path=METRICS_ALIAS[path], raw_path=METRICS_ALIAS[path].encode())
