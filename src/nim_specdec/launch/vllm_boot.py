@@ -133,7 +133,7 @@ def main(program: Sequence[str]) -> int:
             raise
         code = 0
     from nim_specdec.launch.rank_watch import leader_lost_rank_line  # noqa: PLC0415
-    from nim_specdec.server import engine_death  # noqa: PLC0415
+    from nim_specdec.common import engine_death  # noqa: PLC0415
 
     lost = leader_lost_rank_line(program, engine_death.died())
     if lost is None:

@@ -36,7 +36,7 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
-from nim_specdec.server import engine_death
+from nim_specdec.common import engine_death
 from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import spec_config_document, speculative_config_from_argv
 

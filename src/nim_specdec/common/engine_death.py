@@ -1,4 +1,4 @@
-"""Whether vLLM's engine died in this process, as the endpoints middleware saw it after a request.
+"""Whether vLLM's engine died in this process, as the endpoints middleware (server/) saw it after a request.
 
 vLLM's API server shuts itself down when its engine dies and returns as after a clean stop: the process
 exits 0. vllm_boot, which runs the server in this same process, reads this flag afterwards, so that a
