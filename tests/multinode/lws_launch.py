@@ -63,6 +63,7 @@ def group(
     wait: tuple[int, int],
     sizes: Mapping[str, str] | None = None,
     extra_env: Mapping[str, str] = {},
+    extra_args: Sequence[str] = (),
 ) -> Group:
     """Group 0 of the LeaderWorkerSet, with the replacements the module names. `folders[role]` is that host's
     own disk; `wait` is (WORKER_WAIT_ATTEMPTS, WORKER_WAIT_SECONDS)."""
@@ -101,6 +102,6 @@ def group(
             VLLM_CPU_KVCACHE_SPACE="1",
             **extra_env,
         )
-        args = [*_vllm_args(container["args"], sizes or SIZES), *SMALL_SERVER]
+        args = [*_vllm_args(container["args"], sizes or SIZES), *SMALL_SERVER, *extra_args]
         starts[role] = RankStart(role, (*command, *args), env)
     return Group(name, size, leader_address, worker_address, leader_pod, worker_pod, starts["leader"], starts["worker"])

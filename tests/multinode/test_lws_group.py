@@ -16,6 +16,8 @@ One run (a module fixture) does the work and records it; the tests assert on the
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +42,17 @@ NEVER_WAIT = (4, 3)  # the worker that never comes: the loop gives up after 4 tr
 READY_BOUND_S = 480.0  # two vLLM starts on 2 shared cores, the late worker's 60 s included
 MAX_TOKENS = 24
 SERVED = "demo"
-TP = {"--tensor-parallel-size": "2", "--pipeline-parallel-size": "1"}
+# Tensor parallel 2 on the CPU build (see the module's docstring). On a GPU image, where the V2 model runner
+# takes pipeline parallelism with speculation, MULTINODE_PARALLEL=pp runs the manifest's own layout across
+# nodes; MULTINODE_EXTRA_ARGS adds vLLM arguments to both ranks (two ranks on one GPU: a lower
+# --gpu-memory-utilization each).
+PARALLEL = os.environ.get("MULTINODE_PARALLEL", "tp")
+TP = (
+    {"--tensor-parallel-size": "1", "--pipeline-parallel-size": "2"}
+    if PARALLEL == "pp"
+    else {"--tensor-parallel-size": "2", "--pipeline-parallel-size": "1"}
+)
+EXTRA_ARGS = tuple(shlex.split(os.environ.get("MULTINODE_EXTRA_ARGS", "")))
 
 
 @dataclass
@@ -105,7 +117,7 @@ def story(tmp_path_factory, demo_model) -> Story:
     root = tmp_path_factory.mktemp("multinode")
     folders = {role: root / role for role in ("leader", "worker")}
     record = Story()
-    probe = group(demo_model / "target", SERVED, folders, WAIT, TP)
+    probe = group(demo_model / "target", SERVED, folders, WAIT, TP, extra_args=EXTRA_ARGS)
     pair = Pair().open((probe.leader_pod, probe.worker_pod))
     record.worker_address = pair.worker.address
     try:
@@ -113,7 +125,8 @@ def story(tmp_path_factory, demo_model) -> Story:
         pair.worker.add_names({probe.leader_address: pair.leader.address, probe.worker_address: pair.worker.address})
 
         # 1. The worker never comes: its address never resolves; the leader's loop gives up, no vLLM started.
-        never = GroupRun(pair, group(demo_model / "target", SERVED, folders, NEVER_WAIT, TP), root / "never")
+        never_group = group(demo_model / "target", SERVED, folders, NEVER_WAIT, TP, extra_args=EXTRA_ARGS)
+        never = GroupRun(pair, never_group, root / "never")
         never.start("leader")
         code, seconds = never.wait_exit("leader", NEVER_WAIT[0] * NEVER_WAIT[1] + 30)
         record.never = {"code": code, "seconds": seconds, "log": never.ranks["leader"].log_text()}
@@ -130,7 +143,7 @@ def story(tmp_path_factory, demo_model) -> Story:
             NIM_SPECDEC_ENABLE="1",
             NIM_SPECDEC_ARGS=json.dumps({"speculative_config": json.dumps(NGRAM)}),
         )
-        with serving("single", env, SMALL_SERVER, root / "single") as single:
+        with serving("single", env, (*SMALL_SERVER, *EXTRA_ARGS), root / "single") as single:
             record.reference = [complete(single.url, SERVED, p, MAX_TOKENS)[1] for p in PROMPTS[:3]]
         time.sleep(max(0.0, run.ranks["leader"].started + WORKER_LATE_S - time.monotonic()))
         pair.leader.add_names({probe.worker_address: pair.worker.address})  # the worker's pod gets its address
@@ -205,11 +218,12 @@ def test_speculative_counters_move_across_nodes(story: Story) -> None:
 
 def test_metadata_names_both_ranks_roles(story: Story) -> None:
     parallel = story.metadata["parallel"]
-    assert parallel["nnodes"] == 2 and parallel["tensor_parallel_size"] == 2
+    assert parallel["nnodes"] == 2 and parallel["tensor_parallel_size"] == int(TP["--tensor-parallel-size"])
     leader, worker = parallel["nodes"]
     assert (leader["role"], leader["serves_http"], leader["global_ranks"]) == ("leader", True, [0])
     assert (worker["role"], worker["serves_http"], worker["global_ranks"]) == ("worker", False, [1])
-    assert leader["drafts"] and worker["drafts"], "with tensor parallelism every rank runs the proposer"
+    # Tensor parallel: both ranks run the proposer; pipeline parallel: only the last stage's node.
+    assert (leader["drafts"], worker["drafts"]) == ((True, True) if PARALLEL == "tp" else (False, True))
 
 
 def test_worker_killed_while_serving_stops_the_leader_within_the_bound(story: Story) -> None:
