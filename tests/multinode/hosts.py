@@ -40,6 +40,12 @@ def sweep() -> list[str]:
     if NETNS_ETC.is_dir():
         stale += sorted(p.name for p in NETNS_ETC.iterdir() if p.name.startswith(PREFIX) and p.name not in stale)
     for name in stale:
+        # A run that was killed left its ranks running in there: they go first, then the namespace.
+        for pid in _ip("netns", "pids", name, check=False).stdout.split():
+            try:
+                os.kill(int(pid), 9)
+            except (ProcessLookupError, ValueError):
+                pass
         _ip("netns", "delete", name, check=False)
         shutil.rmtree(NETNS_ETC / name, ignore_errors=True)
     return stale
@@ -116,6 +122,11 @@ class Pair:
 
     def close(self) -> None:
         for host in self.hosts:
+            for pid in _ip("netns", "pids", host.name, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), 9)
+                except (ProcessLookupError, ValueError):
+                    pass
             _ip("netns", "delete", host.name, check=False)  # takes its end of the veth pair with it
             shutil.rmtree(NETNS_ETC / host.name, ignore_errors=True)
         self.hosts = []

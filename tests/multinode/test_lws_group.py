@@ -120,6 +120,7 @@ def story(tmp_path_factory, demo_model) -> Story:
     probe = group(demo_model / "target", SERVED, folders, WAIT, TP, extra_args=EXTRA_ARGS)
     pair = Pair().open((probe.leader_pod, probe.worker_pod))
     record.worker_address = pair.worker.address
+    runs: list[GroupRun] = []
     try:
         pair.leader.add_names({probe.leader_address: pair.leader.address})
         pair.worker.add_names({probe.leader_address: pair.leader.address, probe.worker_address: pair.worker.address})
@@ -127,6 +128,7 @@ def story(tmp_path_factory, demo_model) -> Story:
         # 1. The worker never comes: its address never resolves; the leader's loop gives up, no vLLM started.
         never_group = group(demo_model / "target", SERVED, folders, NEVER_WAIT, TP, extra_args=EXTRA_ARGS)
         never = GroupRun(pair, never_group, root / "never")
+        runs.append(never)
         never.start("leader")
         code, seconds = never.wait_exit("leader", NEVER_WAIT[0] * NEVER_WAIT[1] + 30)
         record.never = {"code": code, "seconds": seconds, "log": never.ranks["leader"].log_text()}
@@ -135,6 +137,7 @@ def story(tmp_path_factory, demo_model) -> Story:
         # 2. The worker 60 s late: the leader waits in its loop, then serves. Meanwhile the single-process
         # server of the same model and options gives the reference greedy outputs.
         run = GroupRun(pair, probe, root / "first")
+        runs.append(run)
         run.start("leader")
         env = base_env(root / "single", demo_model)
         env.update(
@@ -169,6 +172,7 @@ def story(tmp_path_factory, demo_model) -> Story:
 
         # 4. The pod restarts, LWS recreates the group; then the leader is killed.
         again = GroupRun(pair, probe, root / "again")
+        runs.append(again)
         again.start("leader")
         again.start("worker")
         again_ready = again.wait_ready(READY_BOUND_S)
@@ -180,6 +184,8 @@ def story(tmp_path_factory, demo_model) -> Story:
         record.logs.update(again_leader=again.ranks["leader"].log_text(), again_worker=again.ranks["worker"].log_text())
         again.close()
     finally:
+        for each in runs:  # whatever failed halfway: every rank ends, then both hosts go
+            each.close()
         pair.close()
     print(json.dumps({k: v for k, v in record.__dict__.items() if k not in ("logs", "caches")}, default=str)[:4000])
     return record
