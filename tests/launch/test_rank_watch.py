@@ -126,7 +126,9 @@ def test_a_multinode_leader_whose_engine_died_exits_with_one_line(argv, died, ex
     line = leader_lost_rank_line(argv, died)
     assert (line is not None) == expected
     if line:
-        assert "--nnodes 2" in line and "node rank" in line and "\n" not in line
+        assert "--nnodes 2" in line and "node rank 1 was lost" in line and "\n" not in line
+    three = leader_lost_rank_line(["--nnodes", "3", "--node-rank", "0"], True)
+    assert three is not None and "a node rank of 1..2 was lost" in three
 
 
 def test_engine_death_is_noted_only_from_an_errored_engine():

@@ -239,7 +239,7 @@ def test_worker_killed_while_serving_stops_the_leader_within_the_bound(story: St
     assert killed["seconds"] < 30, "the request in flight finds the worker gone at once"
     assert killed["code"] == 4, _tail(story.logs["first_leader"])
     lines = [line for line in story.logs["first_leader"].splitlines() if line.startswith("nim-specdec: error:")]
-    assert len(lines) == 1 and "node rank" in lines[0] and "--nnodes 2" in lines[0], lines
+    assert len(lines) == 1 and "node rank 1 was lost" in lines[0] and "--nnodes 2" in lines[0], lines
     assert f"[{story.worker_address}]" in story.logs["first_leader"], "vLLM's log names the lost peer's address"
     status, _ = killed["request"]
     assert status != 200, "the request in flight cannot complete without the worker's half of the model"

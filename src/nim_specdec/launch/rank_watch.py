@@ -75,9 +75,10 @@ def leader_lost_rank_line(argv: Sequence[str], engine_died: bool) -> str | None:
         return None
     if nnodes < 2 or node_rank != 0:
         return None
+    lost = "node rank 1" if nnodes == 2 else f"a node rank of 1..{nnodes - 1}"
     return (
-        f"--nnodes {nnodes}: vLLM's engine on the leader (node rank 0) stopped: a node rank of the group was lost "
-        "or failed (vLLM's log above names the peer's address); the leader exits so that the group restarts whole"
+        f"--nnodes {nnodes}: vLLM's engine on the leader (node rank 0) stopped: {lost} was lost or failed "
+        "(vLLM's log above names the peer's address); the leader exits so that the group restarts whole"
     )
 
 
