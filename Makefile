@@ -17,7 +17,7 @@ AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 OLAH_VENV ?= .venv-olah
 OLAH_LOCK ?= /tmp/olah-venv.lock
 
-.PHONY: install test test-fast serve plan-demo bench bench-startup clean aiperf-venv olah-venv
+.PHONY: install test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv
 
 install: $(STAMP)
 
@@ -50,8 +50,13 @@ test: install aiperf-venv olah-venv
 	rc=0; \
 	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2 || rc=1; \
 	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter || rc=1; \
-	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m e2e || rc=1; \
+	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m "e2e and not multinode" || rc=1; \
 	exit $$rc
+
+# The LeaderWorkerSet group on two network namespaces (root, iproute2): a leader and a worker started by
+# deploy/k8s/multinode's own scripts, served, then its faults. Several minutes: three vLLM group starts.
+test-multinode: install
+	$(PY) -m pytest -q -m multinode tests/multinode
 
 # Everything but the tests that start a vLLM server (marked e2e): a few minutes, no AIPerf needed.
 test-fast: install olah-venv checkov-venv

