@@ -110,10 +110,10 @@ def run(env: dict[str, str], data: list[str], candidates: list[Path], out: Path,
 
 def show(name: str, row: dict, target: str) -> bool:
     low, high = row["speedup_interval"]
-    faster, slower = row["detectable"]
+    faster, slower = row["mde"]["faster"], row["mde"]["slower"]
     print(
         f"[{name}] {row['category']}: speedup {row['speedup']:.3f}x, 95% interval [{low:.3f}, {high:.3f}], "
-        f"{row['verdict']}; detectable: above {faster:.3f}x or below {slower:.3f}x"
+        f"{row['verdict']}; MDE (80% power): {faster:.3f}x faster or {slower:.3f}x slower"
     )
     for side in ("baseline", "candidate"):
         values = list(row["rounds_tokens_per_s"][side].values())
