@@ -59,7 +59,7 @@ CASES = [
         {1: 1.0},
         None,
         True,
-        ["cannot tell", "ngram-k3 measured slower than off at c=8 0.700x", "recommending speculation off"],
+        ["yet below off at a concurrency", "ngram-k3 measured slower than off at c=8 0.700x", "speculation off"],
     ),
     (
         "noise-falls-back-to-off",

@@ -150,8 +150,14 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
     slower += [f"{c.option.name} estimated below off at {_below(c)}" for c in comparisons if c.below_where_heavy()]
     kept = next((c.option for c in comparisons if c.option.current and _safe_to_keep(c)), None)
     safer = f"keeping your configuration ({kept.name})" if kept else "recommending speculation off"
+    vetoed = best.traffic is not None and best.traffic.verdict == stats.FASTER
+    lead = (
+        "faster on this traffic, yet below off at a concurrency that rules it out"
+        if vetoed
+        else "cannot tell whether speculation beats off on this traffic"
+    )
     line = (
-        f"tune: cannot tell whether speculation beats off on this traffic: {best.option.name} "
+        f"tune: {lead}: {best.option.name} "
         f"{_shown(best.traffic)}{_would_tell(best.traffic, margin)}"
         + "".join(f"; {s}" for s in slower)
         + f"; {safer}, the safer choice"
