@@ -1,6 +1,8 @@
-"""The lab's statistics against a noise model of this kind of machine: every round's servers share a slow or
-fast stretch of the machine (a log-normal drift, sd 0.3: 1.4x between rounds is common), and each server
-adds its own log-normal noise (sd sigma)."""
+"""The lab's statistics by hand and against simple noise: each server adds its own log-normal noise (sd
+sigma, its start and its runs together). A factor shared by both servers of a round cancels exactly in the
+ratio, so it is not simulated here (test_pairing_cancels_the_shared_drift shows it cancel); the machine's
+position and drift effects, and start effects shared by a server's concurrencies, are in
+test_bench_noise_worlds.py and tests/tune/test_tune_noise_worlds.py."""
 
 from __future__ import annotations
 
@@ -26,15 +28,12 @@ from nim_specdec_lab.stats import (
     wholly_below,
 )
 
-DRIFT = 0.3
-
 
 def simulated_rounds(rng: random.Random, true_speedup: float, sigma: float, rounds: int) -> list[tuple[float, float]]:
     out = []
     for _ in range(rounds):
-        machine = math.exp(rng.gauss(0, DRIFT))
-        base = 100.0 * machine * math.exp(rng.gauss(0, sigma))
-        cand = 100.0 * true_speedup * machine * math.exp(rng.gauss(0, sigma))
+        base = 100.0 * math.exp(rng.gauss(0, sigma))
+        cand = 100.0 * true_speedup * math.exp(rng.gauss(0, sigma))
         out.append((base, cand))
     return out
 
