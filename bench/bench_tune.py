@@ -258,6 +258,8 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
         f"[{name}] {len(result['servers'])} server starts in {result['rounds']} rounds (ready in: {starts}); "
         f"tune took {result['duration_s']:.0f} s"
     )
+    orders = result.get("order_by_round") or {}
+    print(f"[{name}] order by round: " + "; ".join(f"{r}: {', '.join(o)}" for r, o in orders.items()))
     conc = result["concurrencies"]
     print(f"[{name}] against off (95% intervals over the paired rounds):")
     for row in result["configurations"]:

@@ -9,8 +9,15 @@ any number of rounds as long as the log ratios scatter about normally, and it wi
 not agree. Pairing within a round cancels what both sides share (a slow minute of a shared machine).
 
 Verdict: `faster` where the whole interval lies above 1 + margin, `slower` where it lies below 1 - margin,
-else `no measurable difference`. The smallest detectable effect is the speedup whose interval, at this
-run's spread and number of rounds, would just have cleared 1 + margin (and its mirror below 1 - margin).
+else `no measurable difference`. The minimum detectable effect (MDE) is the smallest true speedup that a
+run with this spread between rounds and this many rounds finds `faster` in 80% of runs (and its mirror
+below, found `slower` as often): a power calculation with the t distribution (nim_specdec_lab.power).
+
+Several concurrencies at once (the speedup on a traffic): every concurrency of a round is measured on the
+same pair of servers, so they share that pair's start-up luck and cannot count as independent. The
+traffic's log ratio is taken within each round (the weighted mean of that round's log ratios over the
+concurrencies), and the t-interval runs over those per-round figures: one degree of freedom per round,
+never per concurrency.
 """
 
 from __future__ import annotations
@@ -19,11 +26,15 @@ import math
 from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence
 
+from nim_specdec_lab import power
+
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
 DEFAULT_MARGIN = 0.03  # the same 3% tune asks of K > 0 over K = 0
 METHOD = (
     "95% Student t-interval on the log of the paired rounds' ratios (candidate / baseline per round), "
-    "back-transformed; speedup = their geometric mean"
+    "back-transformed; speedup = their geometric mean; over several concurrencies the weighted log ratio "
+    "within each round, then the interval over rounds; MDE: the true speedup found with 80% probability "
+    "(noncentral t power)"
 )
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (standard tables).
 _T975 = (
@@ -78,7 +89,7 @@ class Speedup:
     verdict: str | None  # None without an interval
     rounds: int
     margin: float
-    detectable: tuple[float, float] | None  # (faster at or above, slower at or below) this run could have told
+    mde: tuple[float, float] | None  # (faster, slower): found with 80% probability at this spread and rounds
     log_mean: float
     log_se: float | None
 
@@ -95,7 +106,9 @@ class Speedup:
             "verdict": self.verdict,
             "rounds": self.rounds,
             "margin": self.margin,
-            "detectable": pair(self.detectable),
+            "mde": None
+            if self.mde is None
+            else {"faster": round(self.mde[0], 4), "slower": round(self.mde[1], 4), "power": power.POWER},
         }
 
 
@@ -107,23 +120,20 @@ def verdict(low: float, high: float, margin: float = DEFAULT_MARGIN) -> str:
     return NO_DIFFERENCE
 
 
-def from_log_ratios(
-    logs: Sequence[float], margin: float = DEFAULT_MARGIN, df: int | None = None, se: float | None = None
-) -> Speedup:
-    """The speedup of log ratios `logs`; `se`/`df` override the sample's (a weighted combination)."""
+def from_log_ratios(logs: Sequence[float], margin: float = DEFAULT_MARGIN) -> Speedup:
+    """The speedup of the rounds' log ratios `logs` (one figure per round)."""
     if not logs:
         raise ValueError("no rounds")
     n = len(logs)
     mean = sum(logs) / n
-    if se is None and n >= 2:
-        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-        se = sd / math.sqrt(n)
-    if se is None:
+    if n < 2:
         return Speedup(math.exp(mean), None, None, n, margin, None, mean, None)
-    half = t975(df if df is not None else n - 1) * se
-    low, high = math.exp(mean - half), math.exp(mean + half)
-    detectable = ((1 + margin) * math.exp(half), (1 - margin) * math.exp(-half))
-    return Speedup(math.exp(mean), (low, high), verdict(low, high, margin), n, margin, detectable, mean, se)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    se = sd / math.sqrt(n)
+    t = t975(n - 1)
+    low, high = math.exp(mean - t * se), math.exp(mean + t * se)
+    mde = power.mde(sd, n, margin, t)
+    return Speedup(math.exp(mean), (low, high), verdict(low, high, margin), n, margin, mde, mean, se)
 
 
 def paired(pairs: Sequence[tuple[float, float]], margin: float = DEFAULT_MARGIN) -> Speedup:
@@ -151,33 +161,42 @@ def wholly_below(result: Speedup | None, bound: float = 1.0) -> bool:
 
 
 def rounds_to_resolve(log_sd: float, speedup: float, margin: float = DEFAULT_MARGIN, most: int = 100) -> int | None:
-    """The fewest rounds whose interval, at a spread of `log_sd` between rounds' log ratios, would clear
-    1 + margin for a true `speedup` (or 1 - margin for a slowdown) on average; None beyond `most` rounds or
-    for a speedup inside the margin."""
-    gap = abs(math.log(speedup)) - (math.log(1 + margin) if speedup >= 1 else -math.log(1 - margin))
-    if gap <= 0:
+    """The fewest rounds that find a true `speedup` (or slowdown) with 80% probability at a spread of
+    `log_sd` between rounds' log ratios; None beyond `most` rounds or for a speedup inside the margin."""
+    if 1 - margin <= speedup <= 1 + margin:
         return None
     for n in range(2, most + 1):
-        if t975(n - 1) * log_sd / math.sqrt(n) < gap:
+        faster, slower = power.mde(log_sd, n, margin, t975(n - 1))
+        if speedup >= faster or speedup <= slower:
             return n
     return None
 
 
-def weighted(
-    parts: Mapping[int, Speedup], weights: Mapping[int, float], margin: float = DEFAULT_MARGIN
+Figures = Mapping[int, Mapping[Hashable, float]]  # concurrency -> round -> tokens/s of that round's server
+
+
+def weighted_by_round(
+    baseline: Figures, candidate: Figures, weights: Mapping[int, float], margin: float = DEFAULT_MARGIN
 ) -> Speedup | None:
-    """One speedup over several concurrencies, weighted (weights sum to 1): the weighted mean of their log
-    speedups, its standard error from theirs (independent servers per concurrency would be; the rounds
-    share servers, so this is a slight underestimate where concurrencies co-vary), and the fewest rounds'
-    degrees of freedom. None when a weighted part has no interval."""
+    """One speedup over several concurrencies weighted by `weights`: in each round, the weighted mean of its
+    log ratios over the concurrencies; then the interval over those rounds (from_log_ratios). A round
+    counts only where both sides have a figure above 0 at every weighted concurrency; None where no round
+    does or nothing is weighted."""
     used = {c: w for c, w in weights.items() if w > 0}
-    if not used or any(parts[c].log_se is None for c in used):
+    if not used:
         return None
     total = sum(used.values())
-    mean = sum(w * parts[c].log_mean for c, w in used.items()) / total
-    se = math.sqrt(sum((w / total * parts[c].log_se) ** 2 for c, w in used.items()))
-    rounds = min(parts[c].rounds for c in used)
-    return from_log_ratios([mean] * rounds, margin, df=rounds - 1, se=se) if rounds >= 2 else None
+
+    def complete(r: Hashable) -> bool:
+        return all(baseline.get(c, {}).get(r, 0) > 0 and candidate.get(c, {}).get(r, 0) > 0 for c in used)
+
+    rounds = sorted({r for c in used for r in baseline.get(c, {})}, key=str)
+    logs = [
+        sum(w * math.log(candidate[c][r] / baseline[c][r]) for c, w in used.items()) / total
+        for r in rounds
+        if complete(r)
+    ]
+    return from_log_ratios(logs, margin) if logs else None
 
 
 def in_flight(timestamps_ms: Sequence[float], latencies_s: Sequence[float]) -> float | None:

@@ -4,6 +4,7 @@ rounds, the trace notes, and its command-line refusals (before any server starts
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.specbench.serve_rounds import order_of, side_args, side_names, warmup_for
 from nim_specdec_lab.specbench.trace_notes import trace_notes
-from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE
+from nim_specdec_lab.power import required_ncp
+from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE, paired
 
 SAMPLING = {"greedy": True, "max_tokens": 64, "ignore_eos": False}
 SPEC = SpecCounters(drafts=10, draft_tokens=30, accepted=15, per_position=(8, 5, 2))
@@ -77,24 +79,45 @@ def test_server_envs():
     current = {"PATH": "/bin", "NIM_MODEL_PATH": "/m", "NIM_SPECDEC_ARGS": "{}"}
     assert server_env(current, None, speculation_off=True) == {**current, "NIM_SPECDEC_ENABLE": "0"}
     assert server_env(current, None, speculation_off=False) == current
-    # A file is the whole NIM_* configuration: the current one's NIM_* variables do not leak in.
+    # A file overrides the current environment: its NIM_* variables are the base (the model both sides
+    # serve), the file's win, and NIM_SPECDEC_* comes from the file only.
     assert server_env(current, {"NIM_MODEL_PATH": "/other"}, speculation_off=True) == {
         "PATH": "/bin",
         "NIM_MODEL_PATH": "/other",
     }
+    assert server_env(current, {"NIM_SPECDEC_ENABLE": "1"}, speculation_off=False) == {
+        "PATH": "/bin",
+        "NIM_MODEL_PATH": "/m",
+        "NIM_SPECDEC_ENABLE": "1",
+    }
 
 
-def test_rounds_alternate_and_warm_up_scales_with_concurrency():
+def test_a_new_users_env_files_serve_the_model_from_the_environment(tmp_path):
+    # NIM_MODEL_PATH=... nim-specdec bench --serve --baseline off.env --candidate ngram.env: each file names
+    # only what differs, and both sides serve the model the environment names.
+    off = parse_env_file(["NIM_SPECDEC_ENABLE=0"], "--baseline", "off.env", {})
+    ngram = parse_env_file(["NIM_SPECDEC_ENABLE=1", 'NIM_SPECDEC_ARGS={"a": 1}'], "--candidate", "ngram.env", {})
+    current = {"NIM_MODEL_PATH": "/models/m", "NIM_SPECDEC_ARGS": "{}", "HOME": "/h"}
+    for side in (server_env(current, off, True), server_env(current, ngram, False)):
+        assert side["NIM_MODEL_PATH"] == "/models/m" and side["HOME"] == "/h"
+    assert "NIM_SPECDEC_ARGS" not in server_env(current, off, True)  # the environment's speculation stays out
+    assert server_env(current, ngram, False)["NIM_SPECDEC_ARGS"] == '{"a": 1}'
+
+
+def test_rounds_rotate_and_warm_up_scales_with_concurrency():
+    # Two sides: they alternate. Three sides: a Latin square, each side once in each position over 3 rounds.
     assert [order_of(n) for n in (1, 2, 3)] == [
         ("baseline", "candidate"),
         ("candidate", "baseline"),
         ("baseline", "candidate"),
     ]
+    three = ("baseline", "candidate1", "candidate2")
+    orders = [order_of(n, three) for n in (1, 2, 3)]
+    assert orders == [three, ("candidate1", "candidate2", "baseline"), ("candidate2", "baseline", "candidate1")]
+    assert all(sorted(o[i] for o in orders) == sorted(three) for i in range(3))
     assert warmup_for(1, None) == 4 and warmup_for(8, None) == 18 and warmup_for(8, 0) == 0
-    # Several candidates: the order given in odd rounds, the reverse in even ones.
     sides = side_names(2)
     assert sides == ("baseline", "candidate1", "candidate2") and side_names(1) == ("baseline", "candidate")
-    assert [order_of(n, sides) for n in (1, 2)] == [sides, ("candidate2", "candidate1", "baseline")]
 
 
 def test_per_request_metrics_only_where_the_server_speculates():
@@ -128,7 +151,7 @@ def test_serve_report_rows_carry_speedup_interval_verdict():
     assert row["off"]["output_tokens_per_s"] == 100 and row["on"]["output_tokens_per_s"] == 130  # median rounds
     assert row["rounds_tokens_per_s"]["baseline"] == {"1": 100, "2": 150, "3": 70}
     assert report["labels"] == {"off": "baseline", "on": "candidate"}
-    assert "t-interval" in report["stats"]["method"] and "alternating" in report["stats"]["order"]
+    assert "t-interval" in report["stats"]["method"] and "rotated" in report["stats"]["order"]
     (line,) = report["expected"]
     assert "1.30" in line and "faster" in line and "3 rounds" in line
     text = markdown(report)
@@ -139,7 +162,12 @@ def test_serve_report_rows_carry_speedup_interval_verdict():
 def test_a_a_rounds_read_no_measurable_difference():
     report = serve_report(_rounds([(100, 104), (150, 141), (70, 72)]), 0.03, baseline_off=False)
     assert report["rows"][0]["verdict"] == NO_DIFFERENCE
-    assert report["rows"][0]["detectable"][0] > 1.03
+    # The MDE of this run: the true speedup found with 80% probability at its own spread and 3 rounds.
+    spread = paired([(100, 104), (150, 141), (70, 72)], 0.03)
+    shift = required_ncp(2, 4.303) * spread.log_sd / math.sqrt(3)
+    mde = report["rows"][0]["mde"]
+    assert mde["power"] == 0.8
+    assert (mde["faster"], mde["slower"]) == pytest.approx((1.03 * math.exp(shift), 0.97 * math.exp(-shift)), rel=1e-3)
 
 
 def test_several_candidates_each_against_the_same_baseline_rounds():

@@ -3,10 +3,12 @@
 One simulated tune does what tune.session does, with the same functions: round 1 measures off and n-gram at
 K = 4 at every concurrency; the cost model is fitted on those runs (fitting.fitted) and chooses (choice.choose,
 candidates.scheduled_config); the choice, unless it is the static n-gram, joins the lineup; every round then
-measures the lineup; decide.decide recommends on the paired rounds. The servers obey a true cost model; every
-run's figure is off by a log-normal factor of sd `sigma` of its own, and every server of a round shares a slow
-or fast stretch of the machine (sd 0.3, as tests/replay/test_stats.py). The capture has 3 requests in flight on
-average (weights on concurrencies 2 and 4).
+measures the lineup, rotated from round 2 on (tune.rounds.order_of); decide.decide recommends on the paired
+rounds. The servers obey a true cost model; every run's figure is off by a log-normal factor of sd `sigma` of
+its own, every server by a start effect of its own shared by all its concurrencies (sd START_SD), and every
+server of a round shares a slow or fast stretch of the machine (sd 0.3, which cancels in a ratio). The
+capture has 3 requests in flight on average (weights on concurrencies 2 and 4). The worlds of
+test_tune_noise_worlds.py add a position effect, drift within a round and A/A candidates.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from nim_specdec_lab.tune.choice import choose
 from nim_specdec_lab.tune.cost_model import CostModel, MethodCost
 from nim_specdec_lab.tune.decide import Option, decide
 from nim_specdec_lab.tune.fitting import MethodRuns, fitted
+from nim_specdec_lab.tune.rounds import order_of
 
 CONCURRENCIES = (1, 2, 4, 8, 16)
 LEVEL = 3.0
 DRIFT = 0.3
+START_SD = 0.05
 MARGIN = 0.03
 BASE_S, PER_SEQ_S = 0.010, 0.002
 # n-gram always drafting K: 1.25, 1.49, 1.67 and 1.8 tokens per step at K = 1..4.
@@ -85,7 +89,7 @@ def one_tune(model: CostModel, sigma: float, rounds: int, rng: random.Random) ->
     first: dict[str, dict] = {}
 
     def serve(name: str, config: dict | None, round_no: int, drift: float) -> None:
-        runs = server_runs(model, config, drift, rng, sigma)
+        runs = server_runs(model, config, drift * math.exp(rng.gauss(0, START_SD)), rng, sigma)
         first.setdefault(name, runs)
         for c, r in runs.items():
             figures.setdefault(name, {}).setdefault(c, {})[round_no] = r.output_tokens_per_s
@@ -101,10 +105,11 @@ def one_tune(model: CostModel, sigma: float, rounds: int, rng: random.Random) ->
         name = "model-choice"
         lineup.append((name, proposal))
         serve(name, proposal, 1, drift)
+    configs = dict(lineup)
     for round_no in range(2, rounds + 1):
         drift = math.exp(rng.gauss(0, DRIFT))
-        for n, config in lineup:
-            serve(n, config, round_no, drift)
+        for n in order_of([n for n, _ in lineup], round_no):
+            serve(n, configs[n], round_no, drift)
     options = [Option(n, c, figures[n], proposal=n == name) for n, c in lineup if c is not None]
     decision = decide(figures["off"], options, stats.concurrency_weights(LEVEL, CONCURRENCIES), MARGIN)
     recommended = None if decision.recommended is None else dict(decision.recommended.config)
@@ -153,23 +158,25 @@ def test_the_worlds_are_what_they_say():
 def test_a_small_gain_under_heavy_noise_is_not_told_and_falls_back_to_off():
     # A true 1.08x at concurrency 1 falling to 1.00x at 16, run noise sigma 0.2. The model's choice on round 1's
     # single runs speculates in more than half of the runs (a static K or a schedule); measured in rounds,
-    # speculation is recommended in a few, and never where it is slower than off on the traffic.
+    # speculation is recommended in a few, and almost never where it is slower than off on the traffic.
+    # Measured: chosen on round 1 606, recommended 43, slower on traffic 1, slower somewhere 2, cannot tell 953.
     counts = tally(world(1.08, 1.00), sigma=0.2, rounds=3)
     assert counts["chosen on round 1"] >= 500, counts
-    assert counts["slower on traffic"] == 0 and counts["slower somewhere"] <= 10, counts
-    assert counts["cannot tell"] >= 950 and counts["not off"] == 0, counts
+    assert counts["slower on traffic"] <= 5 and counts["slower somewhere"] <= 10, counts
+    assert counts["cannot tell"] >= 940 and counts["not off"] == 0, counts
 
 
 def test_a_true_1_3x_at_sigma_0_1_is_recommended_with_enough_rounds():
     model = world(1.3, 1.3)
+    # Measured: 911 of 1000 at 5 rounds, 510 at 3, 59 of 300 at 2.
     five = tally(model, sigma=0.1, rounds=5)
-    assert five["speculation"] >= 950 and five["slower on traffic"] == 0, five
+    assert five["speculation"] >= 880 and five["slower on traffic"] == 0, five
     # The model's schedule sometimes drops K where the fit misread a large batch the traffic never reaches: a
     # loss there of more than the margin, too small for the rounds to see, in a few runs per thousand.
     assert five["slower somewhere"] <= 5, five
     # Three rounds, tune's default, tell it in about half of the runs and say "cannot tell" (off) in the
-    # others; two rounds (one degree of freedom) almost never do.
+    # others; two rounds (one degree of freedom) in about one run in five.
     three = tally(model, sigma=0.1, rounds=3)
     assert 350 <= three["speculation"] < 750 and three["slower on traffic"] == 0, three
     assert three["not off"] == 0
-    assert tally(model, sigma=0.1, rounds=2, runs=300)["speculation"] <= 45
+    assert tally(model, sigma=0.1, rounds=2, runs=300)["speculation"] <= 75

@@ -1,15 +1,18 @@
-"""`nim-specdec tune` end to end on the CPU: the demo model, whose user runs n-gram, tuned in three rounds.
+"""`nim-specdec tune` end to end on the CPU: the demo model, whose user runs n-gram, tuned in two rounds.
 
-Six server starts (off and the user's n-gram in each of three rounds, and the model's choice in each round
+Four server starts (off and the user's n-gram in each of two rounds, and the model's choice in each round
 too where it is no configuration already in the lineup), each with --enforce-eager (no torch.compile: half the
 start time; the same for every server, so the comparison holds): two concurrencies of 32 short requests each.
-The test checks the rounds' order, every interval against off, the decision, the held-out verification, the
-answer line, and that `plan` takes the variables tune prints.
+The test checks the rotated order and the prompt pass every server gets, every interval against off and the
+decision against `tune --decide` on the runs `tune --export-runs` writes (a second path through the
+recorded figures), the held-out error against its own per-round figures, the answer line, and that `plan`
+takes the variables tune prints.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -30,6 +33,7 @@ PROMPTS = (
 )
 USERS_NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4}
 VERDICTS = ("faster", "slower", "no measurable difference")
+ROUNDS = 2
 
 
 def _env(demo_model: Path, tmp_path: Path) -> dict[str, str]:
@@ -86,7 +90,7 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
         "--out",
         str(out),
         "--rounds",
-        "3",
+        str(ROUNDS),
         # 1024 output tokens per run, not the default 2048 (runner.MIN_RUN_TOKENS, tested in test_tune_core):
         # the suite's time is shared.
         "--requests-per-run",
@@ -108,51 +112,101 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     result = json.loads((out / "tune.json").read_text())
     decision = result["decision"]
 
-    # Rounds: one server per configuration in the same order each round, the model's choice among them from
-    # round 1 on; tune.json's runs are in measuring order.
+    # Rounds: one server per configuration, round 2 in the lineup's order rotated by one, the model's choice
+    # among them from round 1 on; tune.json's runs are in measuring order, each with its server's position.
     lineup = result["lineup"]
     assert lineup[:2] == ["off", "ngram-k3"] and lineup[2:] in ([], ["model-choice"]), lineup
     assert decision["model_choice"] in lineup
-    expected = [(name, r) for r in (1, 2, 3) for name in lineup]
+    second = [*lineup[1:], lineup[0]]
+    assert result["order_by_round"] == {"1": lineup, "2": second}
+    expected = [(name, 1) for name in lineup] + [(name, 2) for name in second]
     assert [k for k, _ in groupby((run["configuration"], run["round"]) for run in result["runs"])] == expected
     assert [s["name"] for s in result["servers"]] == [name if r == 1 else f"{name}-r{r}" for name, r in expected]
-    assert result["rounds"] == 3 and len(result["runs"]) == 2 * len(expected)
+    assert result["rounds"] == ROUNDS and len(result["runs"]) == 2 * len(expected)
+    assert {(run["configuration"], run["round"], run["position"]) for run in result["runs"]} == {
+        (name, r, order.index(name) + 1) for r, order in ((1, lineup), (2, second)) for name in order
+    }
+    # Every server got the same prompt pass before it was measured, not only off's first.
+    assert done.stderr.count("recording greedy token ids") == len(result["servers"]), done.stderr[-2000:]
 
-    # Every speculating configuration against off at each concurrency and on the traffic: speedup, interval, verdict.
+    # Every speculating configuration against off at each concurrency and on the traffic: speedup, interval,
+    # verdict, and the same figures again from the exported runs through `tune --decide`.
+    exported = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "tune", "--export-runs", str(out / "tune.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert exported.returncode == 0, exported.stderr
+    (out / "runs.jsonl").write_text(exported.stdout)
+    weights = ",".join(f"{c}:{w}" for c, w in result["answer"]["weights"].items())
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nim_specdec",
+            "tune",
+            "--decide",
+            str(out / "runs.jsonl"),
+            "--weights",
+            weights,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    redecided = json.loads(again.stdout)
     for row in result["configurations"]:
-        if row["kind"] != "off":
-            assert all(_interval(row["vs_off"][c]) for c in ("1", "4")), row
-            assert _interval(row["vs_off_on_traffic"]), row
+        if row["kind"] == "off":
+            continue
+        assert all(_interval(row["vs_off"][c]) for c in ("1", "4")), row
+        assert _interval(row["vs_off_on_traffic"]), row
+        mine = redecided["configurations"][row["name"]]
+        for c in ("1", "4"):
+            assert mine["by_concurrency"][c]["speedup"] == pytest.approx(row["vs_off"][c]["speedup"], rel=2e-3)
+            assert mine["by_concurrency"][c]["interval"] == pytest.approx(
+                row["vs_off"][c]["speedup_interval"], rel=2e-3
+            )
+        assert mine["traffic"]["speedup"] == pytest.approx(row["vs_off_on_traffic"]["speedup"], rel=2e-3)
+        assert mine["traffic"]["verdict"] == row["vs_off_on_traffic"]["verdict"]
     recommended = result["recommended"]
-    if recommended["NIM_SPECDEC_ENABLE"] == "1":
-        # Recommended because it measured faster, or kept because the rounds cannot tell: the user's n-gram or
-        # the model's schedule of it, in either case measured wholly below off nowhere.
-        config = json.loads(recommended["NIM_SPECDEC_ARGS"])["speculative_config"]
-        assert config["method"] == "ngram", config
-        rec = next(r for r in result["configurations"] if r["recommended"])
-        assert all(rec["vs_off"][c]["speedup_interval"][1] >= 1.0 for c in ("1", "4")), rec
-        assert decision["cannot_tell"] == ("keeping your configuration (ngram-k3)" in decision["line"])
+    if redecided["recommended"] != "off":
+        # The rule holds on these runs: tune recommends a speculating configuration, not as a fallback.
+        assert recommended["NIM_SPECDEC_ENABLE"] == "1" and not decision["cannot_tell"], decision
+        assert decision["recommended"] in (redecided["recommended"], decision["model_choice"]), decision
+        assert "faster; not shown slower at any concurrency" in decision["line"]
+    elif redecided["cannot_tell"]:
+        # No configuration qualifies: tune keeps the user's n-gram (measured, never below off) or goes off.
+        assert decision["cannot_tell"] and decision["recommended"] in ("ngram-k3", "off"), decision
+        assert ("keeping your configuration (ngram-k3)" in decision["line"]) == (decision["recommended"] != "off")
     else:
-        # Off only where the user's n-gram measured wholly below off somewhere (never on this demo, whose
-        # output repeats: prompt lookup is accepted).
-        assert "measured slower than off" in decision["line"], decision
+        assert decision["recommended"] == "off" and "measured slower than off" in decision["line"], decision
     assert any(line == decision["line"] for line in done.stderr.splitlines())
 
-    # Verification, out of sample only: the recommendation against off with its interval at every concurrency,
-    # and the model's choice predicted at each concurrency by fits that never saw it, per round.
+    # Verification, out of sample for the runs: the recommendation against off with its interval at every
+    # concurrency, and the model's choice predicted at each concurrency by fits that never saw its runs there;
+    # the error is the geometric mean of predicted / measured over the rounds, with its t-interval.
     for row in result["verification"]:
         assert row["recommended"] == decision["recommended"]
         if row["recommended"] != "off":
             assert _interval(row["recommended_vs_off"]), row
         held = row["held_out"]
-        assert held["prediction_of"] == decision["model_choice"] and held["rounds"] == 3, row
-        low, high = held["error_interval"]
-        assert low <= held["error"] <= high, held
+        assert held["prediction_of"] == decision["model_choice"] and held["rounds"] == ROUNDS, row
+        assert held["choice_saw_it"] is True and "not for the choice" in held["note"]
+        pairs = [(held["measured"][r], held["predicted"][r]) for r in ("1", "2")]
+        logs = [math.log(p / m) for m, p in pairs]
+        half = 12.706 * abs(logs[0] - logs[1]) / 2
+        mean = sum(logs) / 2
+        assert held["error"] == pytest.approx(math.exp(mean) - 1, abs=2e-3), held
+        assert held["error_interval"] == pytest.approx([math.exp(mean - half) - 1, math.exp(mean + half) - 1], abs=2e-3)
         # A fit on the other concurrency alone does not reproduce this one's runs: no +0.0% by construction.
-        assert all(abs(held["predicted"][r] / held["measured"][r] - 1) > 1e-4 for r in ("1", "2", "3")), held
+        assert all(abs(p / m - 1) > 1e-4 for m, p in pairs), held
     assert "prediction_error" not in json.dumps(result["verification"])
     text = (out / "tune.md").read_text()
-    assert "## Against speculation off (3 round(s), 95% intervals)" in text
+    assert f"## Against speculation off ({ROUNDS} round(s), 95% intervals)" in text
+    assert "Order of the servers in each round" in text
     assert "## Verification (out of sample)" in text
 
     # The answer line, last before the variables, and in tune.json.
@@ -161,7 +215,7 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     lines = done.stderr.strip().splitlines()
     assert lines[-1] == answer["line"], lines[-3:]
     if recommended["NIM_SPECDEC_ENABLE"] == "1":
-        assert len(answer["speedup_interval"]) == 2 and answer["rounds"] == 3, answer
+        assert len(answer["speedup_interval"]) == 2 and answer["rounds"] == ROUNDS, answer
     assert done.stdout.splitlines()[0].startswith("NIM_SPECDEC_ENABLE=")
 
     # A speculating server reports each response's acceptance; off's server has no such flag (vLLM refuses it).

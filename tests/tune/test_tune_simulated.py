@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec_lab.ngram.simulator import NgramParams, simulate
+from nim_specdec_lab.ngram.reference import simulate_request
+from nim_specdec_lab.ngram.simulator import NgramParams
 from nim_specdec_lab.tune.acceptance import slot_figures
 from nim_specdec_lab.tune.simulated import ngram_curve, pick_ngram_lookup
 
@@ -16,15 +17,22 @@ RECORDS = [
 ]
 
 
-def test_the_curve_is_the_simulator_at_every_k():
+def test_the_curve_is_the_reference_proposer_at_every_k():
+    # Expected from the naive reference model of vLLM's proposer (ngram.reference, checked against vLLM's own
+    # proposer in tests/ngram), not from the fast simulator the curve uses: tokens per slot = output tokens /
+    # (output tokens - accepted), draft tokens per slot = draft tokens / the same slots.
     curve = ngram_curve(RECORDS, kmax=3, lookup_min=1, lookup_max=3, max_model_len=None)
-    corpus = build_corpus(RECORDS, max_ngram=3, pad=4)
+    output = sum(len(r.output) for r in RECORDS)
     assert curve.kmax == 3 and curve.at(0).tokens_per_slot == 1.0
     for k in (1, 2, 3):
-        sim = simulate(corpus, NgramParams(k, 1, 3))
-        expected = slot_figures(corpus.output_tokens, sim.accepted, sim.draft_tokens)
-        assert (curve.at(k).tokens_per_slot, curve.at(k).draft_tokens_per_slot) == expected
-    # A repeating output gains more tokens per step as K grows.
+        counts = [simulate_request(r.prompt, r.output, r.tail, k, 1, 3, 10**6) for r in RECORDS]
+        accepted, drafted = sum(c.accepted for c in counts), sum(c.draft_tokens for c in counts)
+        slots = output - accepted
+        assert curve.at(k).tokens_per_slot == pytest.approx(output / slots)
+        assert curve.at(k).draft_tokens_per_slot == pytest.approx(drafted / slots)
+    # The output that never repeats never drafts; the repeating one is accepted.
+    never = simulate_request(RECORDS[1].prompt, RECORDS[1].output, RECORDS[1].tail, 3, 1, 3, 10**6)
+    assert never.drafts == 0 and curve.at(3).tokens_per_slot > 1.5
     assert curve.at(1).tokens_per_slot < curve.at(3).tokens_per_slot
 
 
@@ -47,7 +55,8 @@ def test_suffix_curve_assumes_the_replay_has_answered_each_request_before():
     # A server that has seen the answers accepts more than a fresh one would.
     cold = simulate_suffix(RECORDS, SuffixParams(k=3, max_tree_depth=16), None)
     assert curve.at(3).tokens_per_slot > slot_figures(total, cold.accepted, cold.draft_tokens)[0]
-    assert isinstance(RECORDS[0], R)
+    # The curve reads the warm figures, not the cold ones: they differ on these records.
+    assert warm.accepted > cold.accepted and R is RecordedRequest
 
 
 def test_a_v2_curve_is_the_v2_simulation_and_says_so():

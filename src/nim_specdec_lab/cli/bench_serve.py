@@ -113,6 +113,7 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
         "max_model_len": facts["max_model_len"],
         "prompt_tokens": facts["prompt_tokens"],
         "servers": facts["servers"],
+        "order_by_round": facts["order_by_round"],
         "seconds": facts["seconds"],
         "per_request_spec_decode_metrics": {
             side: "--per-request-spec-decode-metrics" in argv for side, argv in facts["argv"].items()
@@ -171,7 +172,8 @@ def build_serve_report(out: Path) -> Path:
     margin = DEFAULT_MARGIN if context.get("margin") is None else context["margin"]
     report = serve_report(runs, margin, context["baseline_off"], levels, notes, context["ignore_eos"])
     report["serve"] = {
-        k: context.get(k) for k in ("rounds", "servers", "seconds", "per_request_spec_decode_metrics", "sides")
+        k: context.get(k)
+        for k in ("rounds", "order_by_round", "servers", "seconds", "per_request_spec_decode_metrics", "sides")
     }
     write_report(report, out)
     return out / "report.md"

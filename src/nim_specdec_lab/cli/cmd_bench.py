@@ -2,8 +2,8 @@
 
 `--serve` starts the servers itself: in each of `--rounds` rounds a baseline's server (an env file, else the
 current environment with NIM_SPECDEC_ENABLE=0) and a candidate's (an env file, else the current environment),
-one at a time, in alternating order, each measured in the same closed loop; every speedup then comes with a
-95% interval over the paired rounds and a verdict (nim_specdec_lab.stats).
+one at a time, in rotated order (recorded in the report), each measured in the same closed loop; every
+speedup then comes with a 95% interval over the paired rounds and a verdict (nim_specdec_lab.stats).
 
 Without --serve, run it once against the server with speculation off (`--mode off`) and once against the same model with
 speculation on (`--mode on`), into the same `--out` directory; one server at a time is enough. Each run

@@ -1,4 +1,6 @@
-"""`nim-specdec tune --trace CAPTURE.jsonl [--concurrency 1,2,4,8] [--out DIR] [-- VLLM ARGS]`
+"""`nim-specdec tune --trace CAPTURE.jsonl [--concurrency 1,2,4,8] [--out DIR] [-- VLLM ARGS]`,
+`nim-specdec tune --decide RUNS.jsonl [--weights C:W,...] [--margin M] [--json]` (the decision again from
+recorded runs, no server) and `nim-specdec tune --export-runs OUT/tune.json` (tune.json's runs as RUNS).
 
 Run with the same NIM_* environment and vLLM arguments as `serve`: it starts vLLM itself (one server at
 a time, in rounds), measures speculation off and each candidate on this hardware, fits a cost model of the
@@ -12,6 +14,7 @@ answer or answered wrongly.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -27,8 +30,21 @@ DEFAULT_ROUNDS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", help="captured traffic (mooncake_payload JSONL: {timestamp, payload})")
     parser.add_argument(
-        "--trace", required=True, help="captured traffic (mooncake_payload JSONL: {timestamp, payload})"
+        "--decide",
+        metavar="RUNS",
+        help="decide again from recorded runs (JSON Lines: config, round, concurrency, output_tokens_per_s; "
+        "config 'off' is the baseline) without starting a server",
+    )
+    parser.add_argument(
+        "--weights",
+        default=None,
+        help="with --decide: each concurrency's share of the traffic, C:W,... (default: equal)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --decide: print the decision as JSON")
+    parser.add_argument(
+        "--export-runs", metavar="TUNE_JSON", help="print a tune.json's runs as the JSON Lines --decide reads"
     )
     parser.add_argument(
         "--concurrency", default="1,2,4,8", help="requests in flight to measure at, comma-separated (default 1,2,4,8)"
@@ -78,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--margin",
         type=float,
         default=None,
-        help="predicted gain K > 0 must bring over K = 0 at a batch size (default 0.03 = 3%%)",
+        help="predicted gain K > 0 must bring over K = 0 at a batch size, and the margin a measured speedup "
+        "must clear to read faster (default 0.03 = 3%%)",
     )
     parser.add_argument(
         "--ready-timeout", type=float, default=900.0, help="seconds each server may take to start (default 900)"
@@ -165,8 +182,64 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+MAX_RUNS_BYTES = 256 * 1024**2
+
+
+def _read(path: str, flag: str) -> str:
+    from nim_specdec.common.regular_file import open_regular_text  # noqa: PLC0415
+
+    try:
+        with open_regular_text(Path(path), MAX_RUNS_BYTES) as src:
+            return src.read()
+    except OSError as err:
+        raise ConfigError(flag, f"cannot read {path} ({err.strerror})", "point it at a readable file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(flag, f"{path} is not UTF-8 text", "point it at a JSON Lines file") from None
+
+
+def _decide(args: argparse.Namespace, margin: float) -> int:
+    from nim_specdec_lab.tune import recorded_runs as rec  # noqa: PLC0415
+
+    runs = rec.parse_runs(_read(args.decide, "--decide").splitlines(), f"--decide {args.decide}")
+    weights = rec.parse_weights(args.weights, sorted({r.concurrency for r in runs if r.config == rec.OFF}))
+    decision = rec.redecide(runs, weights, margin)
+    print(decision.line, file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps(rec.decision_json(decision, weights, margin), indent=2))
+    return 0
+
+
+def _export(path: str) -> int:
+    from nim_specdec.config.jsonvalue import loads  # noqa: PLC0415
+    from nim_specdec_lab.tune.recorded_runs import export_lines  # noqa: PLC0415
+
+    result = loads(_read(path, "--export-runs"), f"--export-runs {path}")
+    if not isinstance(result, dict) or not isinstance(result.get("runs"), list):
+        raise ConfigError("--export-runs", f"{path} holds no tune runs", "point it at the tune.json tune wrote")
+    try:
+        lines = export_lines(result)
+    except (KeyError, TypeError, AttributeError):
+        raise ConfigError(
+            "--export-runs", f"{path} has a run without its figures", "use tune's own tune.json"
+        ) from None
+    sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from nim_specdec_lab.tune.choice import DEFAULT_MARGIN  # noqa: PLC0415
+
+    if args.decide is not None and args.export_runs is not None:
+        raise ConfigError("--decide", "given with --export-runs", "give one of them")
+    if args.decide is None and (args.weights is not None or args.json):
+        raise ConfigError("--weights" if args.weights is not None else "--json", "needs --decide", "add --decide RUNS")
+    if args.decide is not None or args.export_runs is not None:
+        _check(args)
+        if args.export_runs is not None:
+            return _export(args.export_runs)
+        return _decide(args, DEFAULT_MARGIN if args.margin is None else args.margin)
+    if args.trace is None:
+        raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
     from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
     from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415
     from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415

@@ -15,6 +15,7 @@ from nim_specdec.errors import ConfigError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FIX = "write one NAME=VALUE a line (docker run --env-file format)"
+SIDE_OWN = "NIM_SPECDEC_"  # taken from a side's file only, never from the current environment
 
 
 def parse_env_file(lines: Iterable[str], option: str, path: str, environ: Mapping[str, str]) -> dict[str, str]:
@@ -40,11 +41,14 @@ def parse_env_file(lines: Iterable[str], option: str, path: str, environ: Mappin
 def server_env(
     environ: Mapping[str, str], overrides: Mapping[str, str] | None, speculation_off: bool
 ) -> dict[str, str]:
-    """A side's environment: the current one without its NIM_* variables plus the file's, or (no file) the
-    current one, with NIM_SPECDEC_ENABLE=0 for the default baseline."""
+    """A side's environment. With a file: the current environment is the base (the model, caches, keys: what
+    both sides share, as `NIM_MODEL_PATH=... nim-specdec bench --serve --candidate ngram.env` means it),
+    without its NIM_SPECDEC_* variables (speculation is the side's own, so a side says it in its file or runs
+    without it), and the file's variables over it. Without a file: the current environment, with
+    NIM_SPECDEC_ENABLE=0 for the default baseline."""
     if overrides is None:
         env = dict(environ)
         if speculation_off:
             env["NIM_SPECDEC_ENABLE"] = "0"
         return env
-    return {**{k: v for k, v in environ.items() if not k.startswith("NIM_")}, **overrides}
+    return {**{k: v for k, v in environ.items() if not k.startswith(SIDE_OWN)}, **overrides}

@@ -58,7 +58,7 @@ def _speed_section(report: dict[str, Any]) -> list[str]:
         return []
     lines = []
     for row in rows:
-        found = row.get("detectable")
+        found = row.get("mde")
         lines.append(
             [
                 row["category"],
@@ -66,19 +66,19 @@ def _speed_section(report: dict[str, Any]) -> list[str]:
                 f"{row['speedup']:.3f}x",
                 _interval(row),
                 row.get("verdict") or row.get("verdict_note") or "-",
-                f"above {found[0]:.3f}x or below {found[1]:.3f}x" if found else "-",
+                f"{found['faster']:.3f}x faster or {found['slower']:.3f}x slower" if found else "-",
             ]
         )
     out = ["## Speedup", ""]
-    out += _table(("comparison", "rounds", "speedup", "95% interval", "verdict", "detectable this run"), lines)
+    out += _table(("comparison", "rounds", "speedup", "95% interval", "verdict", "MDE (80% power)"), lines)
     stats = report.get("stats")
     if stats:
         out += [
             "",
             f"- {stats['method']}.",
             f"- verdict: faster / slower where the interval lies beyond "
-            f"1 +/- {stats['margin']:g}, else no measurable difference; detectable: the smallest effect whose "
-            "interval would have cleared that margin at this run's spread.",
+            f"1 +/- {stats['margin']:g}, else no measurable difference; MDE: the smallest true speedup (or "
+            "slowdown) that a run with this spread and this many rounds finds with 80% probability.",
             f"- {stats['order']}.",
         ]
     if report.get("expected"):

@@ -124,13 +124,13 @@ def serve_report(
             }
             result = results[key]
             if row.get("speedup_note") or result is None:
-                row.update(speedup=None, speedup_interval=None, verdict=None, rounds=0, detectable=None)
+                row.update(speedup=None, speedup_interval=None, verdict=None, rounds=0, mde=None)
             else:
                 row.update(result.to_json())
         report["rows"] += part["rows"]
         report["warnings"] += [w for w in part["warnings"] if w not in report["warnings"]]
     report["stats"] = {"method": stats.METHOD, "margin": margin, "order": ORDER}
-    report["expected"] = _expected(results, levels or {}, margin, concurrencies, report, several_sides)
+    report["expected"] = _expected(grouped, results, levels or {}, margin, concurrencies, report, several_sides)
     by_side: dict[str, list[ReplayMeasurement]] = {}
     for r in sorted(runs, key=lambda r: (_side_order(r.side), r.round_no, r.concurrency, r.category)):
         by_side.setdefault(r.side, []).append(r.run)
@@ -152,7 +152,12 @@ def _side_order(side: str) -> tuple[int, int, str]:
     return (1, int(number) if number.isdigit() else 0, side)
 
 
+def _figures(sides: Mapping[str, Mapping[int, ReplayMeasurement]], side: str) -> dict[int, float]:
+    return {n: m.output_tokens_per_s for n, m in sides[side].items()}
+
+
 def _expected(
+    grouped: Mapping[Key, Mapping[str, Mapping[int, ReplayMeasurement]]],
     results: Mapping[Key, stats.Speedup | None],
     levels: Mapping[str, float | None],
     margin: float,
@@ -160,7 +165,8 @@ def _expected(
     report: dict[str, Any],
     several_sides: bool,
 ) -> list[str]:
-    """One line per candidate and category: the speedup on its traffic, weighted by the capture's concurrency."""
+    """One line per candidate and category: the speedup on its traffic, weighted by the capture's concurrency
+    within each round, the interval over rounds (stats.weighted_by_round)."""
     lines, detail = [], {}
     for candidate, category in sorted({k[:2] for k in results}, key=lambda k: (_side_order(k[0]), k[1])):
         level = levels.get(category)
@@ -174,7 +180,16 @@ def _expected(
             continue
         # One concurrency carries all the weight: its own result, not a recombination (whose floating-point
         # round trip could print a figure that differs from the report's row in the last digit).
-        combined = parts[next(iter(weights))] if len(weights) == 1 else stats.weighted(parts, weights, margin)
+        if len(weights) == 1:
+            combined = parts[next(iter(weights))]
+        else:
+            keys = {c: (candidate, category, c) for c in weights}
+            combined = stats.weighted_by_round(
+                {c: _figures(grouped[k], "baseline") for c, k in keys.items()},
+                {c: _figures(grouped[k], "candidate") for c, k in keys.items()},
+                weights,
+                margin,
+            )
         if combined is None:
             continue
         where = (

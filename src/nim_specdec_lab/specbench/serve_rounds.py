@@ -2,10 +2,13 @@
 launcher (tune's runner), measured in the same closed loop, and stopped before the next one starts (also on
 Ctrl-C or an error).
 
-Order: alternating. Odd rounds start the servers in the order given (the baseline first, then each
-candidate), even rounds in the reverse order, so that a machine that speeds up or slows down over the run
-weighs on every side alike, and the first server of a run (cold page cache, cold compile cache) is not
-always the same side. With one candidate: the baseline first in odd rounds, the candidate in even ones.
+Order: rotated. Round n starts the sides in the order given (the baseline, then each candidate) rotated by
+n - 1 places, so that over as many rounds as there are sides every side holds every position once (a
+Latin square): a machine that speeds up or slows down over a round, or a first server that pays for a cold
+page cache, weighs on every side alike. With one candidate the sides alternate; with an odd number of
+rounds one side then holds the first place once more, and a position effect p moves the speedup by p /
+rounds (docs/measuring.md). Every server gets the same warm-up before each measured run. The order of each
+round is recorded in the report.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from nim_specdec_lab.specbench.inputs import Workload
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 ORDER = (
-    "alternating order: odd rounds start the baseline's server first and the candidates' after it in the "
-    "order given, even rounds in the reverse order; each server is started fresh through the launcher and "
-    "stopped before the next"
+    "rotated order: round n starts the sides (the baseline, then the candidates in the order given) rotated "
+    "by n - 1 places, so each side holds each position equally often over as many rounds as sides; each "
+    "server is started fresh through the launcher, warmed up alike, and stopped before the next"
 )
 SERVE_DIR = "serve"
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
@@ -55,7 +58,9 @@ def side_names(candidates: int) -> tuple[str, ...]:
 
 
 def order_of(round_no: int, sides: Sequence[str] = (BASELINE, CANDIDATE)) -> tuple[str, ...]:
-    return tuple(sides) if round_no % 2 == 1 else tuple(reversed(sides))
+    """Round `round_no`'s order: the sides rotated by round_no - 1 places."""
+    shift = (round_no - 1) % len(sides)
+    return (*sides[shift:], *sides[:shift])
 
 
 def warmup_for(concurrency: int, asked: int | None) -> int:
@@ -138,6 +143,7 @@ def run_rounds(
     log, facts = ServerLog(), {"max_model_len": None, "prompt_tokens": None}
     started = time.monotonic()
     say(f"bench: {settings.rounds} rounds x {len(sides)} servers; {ORDER}")
+    orders = {str(n): list(order_of(n, sides)) for n in range(1, settings.rounds + 1)}
     for round_no in range(1, settings.rounds + 1):
         for side in order_of(round_no, sides):
             with served(f"{side}-r{round_no}", envs[side], argv[side], out, run, log, say, "bench") as server:
@@ -173,4 +179,10 @@ def run_rounds(
                             f"{concurrency}: {result.output_tokens_per_s:.1f} output tokens/s "
                             f"({result.ok_count}/{result.request_count} ok)"
                         )
-    return {"servers": log.starts, "seconds": round(time.monotonic() - started, 1), "argv": argv, **facts}
+    return {
+        "servers": log.starts,
+        "seconds": round(time.monotonic() - started, 1),
+        "argv": argv,
+        "order_by_round": orders,
+        **facts,
+    }

@@ -1,5 +1,6 @@
 """tune's answer in one line: the recommendation's expected speedup over off on this traffic, with its 95%
-interval from the measured rounds, weighted by the concurrency the capture had (pure).
+interval from the measured rounds, weighted by the concurrency the capture had (pure): the weighted log
+ratio within each round, then the interval over rounds (stats.weighted_by_round).
 
 Rounds pair by position: the recommendation's n-th server with off's n-th, started in the same pass over
 tune's lineup (tune.rounds). They were measured minutes apart on different servers, so the interval carries
@@ -36,12 +37,7 @@ def answer(
             "verdict": None,
             "line": f"tune: speculation off recommended: expected speedup on this traffic 1.000x ({where})",
         }
-    parts = {}
-    for c in weights:
-        found = stats.by_position(off.get(c, {}), recommended.get(c, {}), margin)
-        if found is not None:
-            parts[c] = found
-    if set(weights) - set(parts):
+    if any(not off.get(c) or not recommended.get(c) for c in weights):
         return {
             **base,
             "speedup": None,
@@ -49,10 +45,15 @@ def answer(
             "verdict": None,
             "line": "tune: expected speedup on this traffic: not measured at every concurrency it weighs",
         }
-    combined = stats.weighted(parts, weights, margin)
-    if combined is None:  # one round per server: a speedup without an interval
-        mean = sum(w * parts[c].log_mean for c, w in weights.items())
-        combined = stats.from_log_ratios([mean], margin)
+    combined = stats.weighted_by_round(off, recommended, weights, margin)
+    if combined is None:
+        return {
+            **base,
+            "speedup": None,
+            "speedup_interval": None,
+            "verdict": None,
+            "line": "tune: expected speedup on this traffic: no round measured every concurrency it weighs",
+        }
     result = {**base, **combined.to_json(), "line": "tune: " + stats.one_line(combined, f"on this traffic ({where})")}
     if combined.verdict != stats.FASTER:
         result["line"] += "; these rounds cannot tell it from off (more --rounds narrow the interval)"

@@ -5,15 +5,20 @@ off's n-th, started in the same pass over the lineup (tune.rounds), one paired r
 concurrency (stats.by_position): the speedup there with its 95% interval, and on this traffic those
 combined with the capture's concurrency weights (stats.weighted).
 
-A configuration that speculates is recommended only where both hold:
-- on this traffic its interval lies above 1 + margin (`faster`);
+A configuration that speculates is recommended only where all hold:
+- on this traffic its interval lies above 1 + margin (`faster`): the traffic's log ratio is taken within
+  each round and the interval runs over rounds (stats.weighted_by_round);
+- at every concurrency that carries HEAVY (10%) or more of the traffic its point estimate is at least 1:
+  a configuration estimated slower than off where much of the traffic runs is never called a gain, however
+  the other concurrencies pull the weighted figure up;
 - at no measured concurrency does its interval lie wholly below 1 (it measured slower than off there).
-The model's own choice comes first where it qualifies: it was chosen from round 1 before any of its own
-rounds were measured, so its figures are not the ones that picked it. Otherwise the qualifying
-configuration with the largest speedup on this traffic. Where every one measured slower than off on this
-traffic, off. Otherwise tune cannot tell, says so in one line and recommends the safer choice: the
-configuration the user already runs, where it was measured with an interval and never wholly below off,
-else speculation off.
+Its words say what the data says: faster on the traffic, and "not shown slower" at each concurrency,
+which is all a point estimate at or above 1 with a wide interval tells.
+The model's own choice comes first where it qualifies; otherwise the qualifying configuration with the
+largest speedup on this traffic. Where every one measured slower than off on this traffic, off. Otherwise
+tune cannot tell, says so in one line and recommends the safer choice: the configuration the user already
+runs, where it was measured with an interval, is estimated at least at off's on the traffic and at every
+heavy concurrency and was never wholly below off; else speculation off.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any, Mapping, Sequence
 from nim_specdec_lab import stats
 
 Figures = Mapping[int, Mapping[int, float]]  # concurrency -> round -> tokens/s of that round's server
+HEAVY = 0.10  # a concurrency with this share of the traffic or more must not be estimated below off
 
 
 @dataclass(frozen=True)
@@ -40,12 +46,26 @@ class Comparison:
     option: Option
     by_c: Mapping[int, stats.Speedup | None]  # against off, per concurrency
     traffic: stats.Speedup | None  # against off, weighted by the capture's concurrency
+    weights: Mapping[int, float]
 
     def slower_at(self) -> list[int]:
         return [c for c, s in sorted(self.by_c.items()) if stats.wholly_below(s)]
 
+    def heavy(self) -> list[int]:
+        total = sum(w for w in self.weights.values() if w > 0) or 1.0
+        return sorted(c for c, w in self.weights.items() if w / total >= HEAVY)
+
+    def below_where_heavy(self) -> list[int]:
+        """Heavy concurrencies where the estimate is below off's (or missing)."""
+        return [c for c in self.heavy() if self.by_c.get(c) is None or self.by_c[c].speedup < 1.0]
+
     def qualifies(self) -> bool:
-        return self.traffic is not None and self.traffic.verdict == stats.FASTER and not self.slower_at()
+        return (
+            self.traffic is not None
+            and self.traffic.verdict == stats.FASTER
+            and not self.below_where_heavy()
+            and not self.slower_at()
+        )
 
 
 @dataclass(frozen=True)
@@ -61,15 +81,10 @@ class Decision:
 
 def compare(off: Figures, option: Option, weights: Mapping[int, float], margin: float) -> Comparison:
     by_c = {c: stats.by_position(off[c], option.figures.get(c, {}), margin) for c in sorted(off)}
-    parts = {c: s for c, s in by_c.items() if s is not None}
     used = [c for c, w in weights.items() if w > 0]
-    if not used or any(c not in parts for c in used):
-        return Comparison(option, by_c, None)
-    traffic = stats.weighted(parts, weights, margin)
-    if traffic is None:  # one round somewhere: a point estimate, without an interval or a verdict
-        total = sum(weights[c] for c in used)
-        traffic = stats.from_log_ratios([sum(weights[c] * parts[c].log_mean for c in used) / total], margin)
-    return Comparison(option, by_c, traffic)
+    if not used or any(by_c.get(c) is None for c in used):
+        return Comparison(option, by_c, None, weights)
+    return Comparison(option, by_c, stats.weighted_by_round(off, option.figures, weights, margin), weights)
 
 
 def _shown(s: stats.Speedup | None) -> str:
@@ -82,6 +97,13 @@ def _shown(s: stats.Speedup | None) -> str:
 
 def _slower(c: Comparison) -> str:
     return ", ".join(f"c={k} {_shown(c.by_c[k])}" for k in c.slower_at())
+
+
+def _below(c: Comparison) -> str:
+    total = sum(w for w in c.weights.values() if w > 0) or 1.0
+    return ", ".join(
+        f"c={k} {_shown(c.by_c.get(k))} ({c.weights[k] / total:.0%} of the traffic)" for k in c.below_where_heavy()
+    )
 
 
 def _would_tell(s: stats.Speedup | None, margin: float) -> str:
@@ -109,9 +131,11 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
             proposal = next((c for c in comparisons if c.option.proposal), None)
             if proposal is not None:
                 lead = f"the model's choice ({proposal.option.name}) did not measure faster than off; "
+        heavy = ", ".join(f"c={k}" for k in chosen.heavy())
         line = (
             f"tune: {lead}recommending {chosen.option.name}: {_shown(chosen.traffic)} of off on this traffic, "
-            "faster, and at no concurrency below off"
+            f"faster; not shown slower at any concurrency (estimated at least at off's at {heavy}, "
+            f"each {HEAVY:.0%} or more of the traffic)"
         )
         return Decision(chosen.option, comparisons, False, line)
     if not comparisons:
@@ -123,10 +147,17 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
         )
         return Decision(None, comparisons, False, line + "; recommending speculation off")
     slower = [f"{c.option.name} measured slower than off at {_slower(c)}" for c in comparisons if c.slower_at()]
+    slower += [f"{c.option.name} estimated below off at {_below(c)}" for c in comparisons if c.below_where_heavy()]
     kept = next((c.option for c in comparisons if c.option.current and _safe_to_keep(c)), None)
     safer = f"keeping your configuration ({kept.name})" if kept else "recommending speculation off"
+    vetoed = best.traffic is not None and best.traffic.verdict == stats.FASTER
+    lead = (
+        "faster on this traffic, yet below off at a concurrency that rules it out"
+        if vetoed
+        else "cannot tell whether speculation beats off on this traffic"
+    )
     line = (
-        f"tune: cannot tell whether speculation beats off on this traffic: {best.option.name} "
+        f"tune: {lead}: {best.option.name} "
         f"{_shown(best.traffic)}{_would_tell(best.traffic, margin)}"
         + "".join(f"; {s}" for s in slower)
         + f"; {safer}, the safer choice"
@@ -139,6 +170,7 @@ def _safe_to_keep(c: Comparison) -> bool:
     return (
         c.traffic is not None
         and c.traffic.interval is not None
-        and c.traffic.verdict != stats.SLOWER
+        and c.traffic.speedup >= 1.0
+        and not c.below_where_heavy()
         and not c.slower_at()
     )

@@ -135,7 +135,8 @@ def _verification(result: Mapping[str, Any]) -> list[str]:
         f"and the held-out prediction error of the model's choice ('{judged}'): at each concurrency, each "
         "round's cost model is fitted on that round's servers at the other concurrencies only, predicts the "
         "choice there, and meets that round's measurement (predicted / measured - 1, 95% interval over the "
-        "rounds). No run at a concurrency enters the fit that predicts it.",
+        "rounds). No run at a concurrency enters the fit that predicts it; the choice itself was made by round "
+        "1's fit, which saw every concurrency: out of sample for the runs, not for the choice.",
         "",
         "| c | recommended vs off | held-out prediction error |",
         "|---|---|---|",
@@ -143,6 +144,10 @@ def _verification(result: Mapping[str, Any]) -> list[str]:
     for v in rows:
         versus = "1 (speculation off)" if v["recommended"] == "off" else speedup_cell(v["recommended_vs_off"])
         lines.append(f"| {v['concurrency']} | {versus} | {error_cell(v['held_out'])} |")
+    orders = result.get("order_by_round")
+    if orders:
+        lines += ["", "Order of the servers in each round (rotated from round 2 on): "]
+        lines[-1] += "; ".join(f"round {r}: {', '.join(names)}" for r, names in orders.items()) + "."
     return lines
 
 

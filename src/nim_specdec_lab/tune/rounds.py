@@ -1,11 +1,14 @@
 """tune's rounds: which servers it starts in what order, and every run they measured.
 
-A round is one pass over the lineup: a fresh server for each configuration, in the same order every round
-(off, each candidate at its largest K, then the model's choice), so that a slow stretch of a shared machine
-falls on the servers of one round alike and a configuration's n-th server pairs with off's n-th. Round 1
-also holds what only feeds the fit (a draft model's server at K = 0); the model's choice is made from round
-1's servers and joins the lineup at its end, so it is measured in every round too, never in a block of its
-own. A server measures each concurrency `--repeat` times; its median run is that server's figure.
+A round is one pass over the lineup: a fresh server for each configuration, so that a slow stretch of a
+shared machine falls on the servers of one round alike and a configuration's n-th server pairs with off's
+n-th. Round 1 runs the lineup in its own order (off, each candidate at its largest K, then the model's
+choice, which is made from round 1's servers and joins the lineup at its end) and also holds what only feeds
+the fit (a draft model's server at K = 0). Round n runs the lineup rotated by n - 1 places (`order_of`), so
+that over as many rounds as configurations each holds every position once: a first server that pays for a
+cold machine, or a round that drifts, weighs on every configuration alike. Every entry records its
+server's position in its round. A server measures each concurrency `--repeat` times; its median run is that
+server's figure.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ class Entry:
     repeat: int  # the run's place among its server's runs at this concurrency
     concurrency: int
     run: ReplayMeasurement
+    position: int  # the server's place among the servers started in its round, from 1
+
+
+def order_of(lineup: Sequence[str], round_no: int) -> list[str]:
+    """Round `round_no`'s order: the lineup rotated by round_no - 1 places (round 1: as given)."""
+    shift = (round_no - 1) % len(lineup) if lineup else 0
+    return [*lineup[shift:], *lineup[:shift]]
 
 
 @dataclass
@@ -36,9 +46,19 @@ class Table:
 
     def add(self, configuration: str, round_no: int, measured: Mapping[int, Sequence[Round]]) -> None:
         # A server measures every concurrency once per repeat, repeats outermost (runner.measure).
+        position = 1 + len({e.server for e in self.entries if e.round == round_no})
         found = sorted(((r.number, c, r) for c, rounds in measured.items() for r in rounds), key=lambda x: x[:2])
         for repeat, c, one in found:
-            self.entries.append(Entry(configuration, round_no, one.server, repeat, c, one.run))
+            self.entries.append(Entry(configuration, round_no, one.server, repeat, c, one.run, position))
+
+    def order_by_round(self) -> dict[str, list[str]]:
+        """Each round's configurations in the order their servers started."""
+        out: dict[str, list[str]] = {}
+        for e in sorted(self.entries, key=lambda e: (e.round, e.position)):
+            names = out.setdefault(str(e.round), [])
+            if e.configuration not in names:
+                names.append(e.configuration)
+        return out
 
     def has(self, configuration: str) -> bool:
         return any(e.configuration == configuration for e in self.entries)
@@ -75,6 +95,7 @@ class Table:
                 "server": e.server,
                 "repeat": e.repeat,
                 "concurrency": e.concurrency,
+                "position": e.position,
                 "kept": e.run is kept[e.configuration][e.concurrency],
                 "judged_tokens_per_s": round(judged_tokens_per_s(e.run), 3),
                 **e.run.to_json(),

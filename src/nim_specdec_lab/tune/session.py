@@ -1,12 +1,17 @@
 """One `tune` session: rounds of servers, the model's choice after round 1, the decision on intervals.
 
-Round 1: speculation off (which also records the greedy token ids the simulators need), each candidate at
-its largest K, and a draft model's server at K = 0 everywhere (what K = 0 in its schedule costs; it only
-feeds the fit). The cost model is fitted on those servers and chooses; its choice, unless it is exactly a
-configuration already in the lineup, joins the lineup at its end and is measured in round 1 too. Rounds 2
-to `--rounds` then serve the lineup again in the same order (tune.rounds). The recommendation is decided
-on the paired rounds (tune.decide), and the choice's prediction is judged at concurrencies its fit did not
-see (tune.verification).
+Round 1: speculation off, each candidate at its largest K, and a draft model's server at K = 0 everywhere
+(what K = 0 in its schedule costs; it only feeds the fit). The cost model is fitted on those servers and
+chooses; its choice, unless it is exactly a configuration already in the lineup, joins the lineup at its
+end and is measured in round 1 too. Rounds 2 to `--rounds` serve the lineup rotated (tune.rounds.order_of).
+The recommendation is decided on the paired rounds (tune.decide), and the choice's prediction is judged at
+concurrencies its fit did not see (tune.verification).
+
+Every server, before it is measured, gets the same prompt pass: every captured request once, greedy, with
+the token ids returned (runner.record_token_ids). Off's round-1 server keeps those ids for the simulators;
+on the others the pass only warms up. So no measured server inherits a warmer prefix cache than another:
+with prefix caching on (vLLM's default), a pass that only one server ran would let its measured runs find
+every prompt cached.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
 from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_prediction
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
-from nim_specdec_lab.tune.rounds import Table
+from nim_specdec_lab.tune.rounds import Table, order_of
 from nim_specdec_lab.tune.runner import (
     RunSettings,
     Say,
@@ -81,19 +86,24 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     kmax_all = max([options.max_k] + ([configured.kmax] if configured else []))
     lineup: list[tuple[str, Mapping[str, Any] | None]] = [("off", None)]
 
+    def prompt_pass(url: str, served_as: str, max_len: int | None) -> list:
+        return record_token_ids(url, captured, served_as, kmax_all + 1, max(run.concurrencies), max_len, run, say)
+
     with served("off", cand.server_env(env, engine, None), args, out, run, servers, say) as server:
         model, max_len = served_model(server.url)
         tokenizer = local_model_dir(env, options.vllm_args)
-        records = record_token_ids(server.url, captured, model, kmax_all + 1, max(run.concurrencies), max_len, run, say)
+        records = prompt_pass(server.url, model, max_len)
         mean_output = sum(len(r.output) for r in records) / len(records)
         table.add("off", 1, measure(server, "off", model, tokenizer, bodies, out, run, say, mean_output))
 
     def serve_round(name: str, config: Mapping[str, Any] | None, round_no: int) -> None:
-        """Start a server with this speculative config (one of `name`'s rounds), measure it, stop it. A
-        speculating server reports each response's acceptance where vLLM can (bench --serve does the same)."""
+        """Start a server with this speculative config (one of `name`'s rounds), give it the prompt pass
+        every server gets, measure it, stop it. A speculating server reports each response's acceptance
+        where vLLM can (bench --serve does the same)."""
         label = server_name(name, round_no)
         server_args = side_args(args, config is not None)
         with served(label, cand.server_env(env, engine, config), server_args, out, run, servers, say) as server:
+            prompt_pass(server.url, model, max_len)
             table.add(name, round_no, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
     # The servers tune measures run here: their platform (and env) decides the n-gram drafter.
@@ -172,9 +182,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         lineup.append((CHOICE, choice_config))
         serve_round(CHOICE, choice_config, 1)
     say(f"tune: the model's choice is '{choice_name}'; the lineup of every round: " + ", ".join(n for n, _ in lineup))
+    configs = dict(lineup)
     for round_no in range(2, run.rounds + 1):
-        for name, config in lineup:
-            serve_round(name, config, round_no)
+        for name in order_of([n for n, _ in lineup], round_no):
+            serve_round(name, configs[name], round_no)
 
     def predict(round_no: int, concurrency: int) -> float | None:
         return held_out_prediction(
@@ -210,6 +221,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         engine=summary,
     )
     result["trace_notes"] = shown_notes
+    result["order_by_round"] = table.order_by_round()
     write_result(out, result, say)
     for line in summary["differences"]:
         say("tune: serving engine: " + line)

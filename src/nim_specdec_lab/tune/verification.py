@@ -6,6 +6,9 @@ did not see it. The fit of round n leaves out every run at that concurrency (off
 choice's), predicts the choice there, and that prediction meets round n's measurement of the choice:
 predicted / measured over the rounds, with its 95% interval (stats.by_position), is the error. A fit on a
 configuration's own runs would reproduce them by construction, so no such figure is shown as verification.
+It is out of sample for the runs, not for the choice: the schedule predicted was picked by round 1's fit,
+which saw every concurrency, the held-out one included (and off's round-1 figures both chose it and pair
+with it). The report says so (`choice_saw_it`); only the prediction is refitted without the concurrency.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 from nim_specdec_lab import stats
 from nim_specdec_lab.tune.decide import Decision
 
+CHOICE_SAW_IT = (
+    "out of sample for the runs, not for the choice: the schedule predicted here was chosen by round 1's "
+    "fit, which saw this concurrency"
+)
 Predict = Callable[[int, int], "float | None"]  # (round, held-out concurrency) -> predicted tokens/s
 
 
@@ -36,6 +43,8 @@ class HeldOut:
             "error": None if self.ratio is None else shift(self.ratio.speedup),
             "error_interval": None if interval is None else [shift(interval[0]), shift(interval[1])],
             "rounds": 0 if self.ratio is None else self.ratio.rounds,
+            "choice_saw_it": True,
+            "note": CHOICE_SAW_IT,
         }
 
 

@@ -1,0 +1,171 @@
+"""tune's decision again from recorded runs, without serving (pure: lines in, a decision out).
+
+RUNS is JSON Lines, one measured run a line:
+    {"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5, "position": 1}
+`"off"` is the baseline; `position` (optional) is the server's place in its round. Several runs of one
+configuration, round and concurrency (tune's --repeat) stand for their server by their median, as in tune.
+Every line is checked whole: a flat object, no key twice, finite numbers, integers where integers belong.
+tune.json's runs are written in the same form by `export_lines` (`tune --export-runs`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from nim_specdec.common.redact import preview
+from nim_specdec.config.jsonvalue import loads
+from nim_specdec.errors import ConfigError
+from nim_specdec_lab import stats
+from nim_specdec_lab.tune.decide import Decision, Figures, Option, decide
+
+OFF = "off"
+FIELDS = ("config", "round", "concurrency", "output_tokens_per_s", "position")
+MAX_NAME = 200
+MAX_ROUND = 10_000
+MAX_CONCURRENCY = 1024
+FORM = '{"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5}'
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    config: str
+    round: int
+    concurrency: int
+    tokens_per_s: float
+    position: int | None
+
+
+def _integer(value: Any, key: str, where: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(where, f'"{key}" is {preview(repr(value), 40)}', f"give an integer from {low} to {high}")
+    return value
+
+
+def parse_line(text: str, where: str) -> RecordedRun:
+    found = loads(text, where)  # strict JSON: no key twice, finite numbers, nesting bounded before parsing
+    if not isinstance(found, dict):
+        raise ConfigError(where, f"is not a JSON object ({type(found).__name__})", f"write each run as {FORM}")
+    unknown = sorted(set(found) - set(FIELDS))
+    if unknown:
+        raise ConfigError(
+            where, f"unknown key {preview(unknown[0], 40)!r}", f"use only {', '.join(FIELDS)} (position optional)"
+        )
+    missing = [k for k in FIELDS[:4] if k not in found]
+    if missing:
+        raise ConfigError(where, f'no "{missing[0]}"', f"write each run as {FORM}")
+    name = found["config"]
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME or not name.isprintable():
+        raise ConfigError(
+            where, f'"config" is {preview(repr(name), 40)}', f"name the configuration in 1 to {MAX_NAME} characters"
+        )
+    speed = found["output_tokens_per_s"]
+    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (math.isfinite(speed) and speed > 0):
+        raise ConfigError(
+            where, f'"output_tokens_per_s" is {preview(repr(speed), 40)}', "give the run's output tokens/s, above 0"
+        )
+    position = found.get("position")
+    return RecordedRun(
+        config=name,
+        round=_integer(found["round"], "round", where, 1, MAX_ROUND),
+        concurrency=_integer(found["concurrency"], "concurrency", where, 1, MAX_CONCURRENCY),
+        tokens_per_s=float(speed),
+        position=None if position is None else _integer(position, "position", where, 1, MAX_ROUND),
+    )
+
+
+def parse_runs(lines: Iterable[str], source: str) -> list[RecordedRun]:
+    runs = [parse_line(line, f"{source} line {n}") for n, line in enumerate(lines, start=1) if line.strip()]
+    configs = {r.config for r in runs}
+    if OFF not in configs:
+        raise ConfigError(source, 'has no run of "off", the baseline', 'add the runs of speculation off as "off"')
+    if len(configs) < 2:
+        raise ConfigError(source, "has no configuration besides off", "add the runs of a speculating configuration")
+    return runs
+
+
+def figures(runs: Sequence[RecordedRun], config: str) -> Figures:
+    """Concurrency -> round -> that server's figure: the median of its runs (the lower middle of an even
+    count, as tune.repeats takes it)."""
+    grouped: dict[int, dict[int, list[float]]] = {}
+    for r in runs:
+        if r.config == config:
+            grouped.setdefault(r.concurrency, {}).setdefault(r.round, []).append(r.tokens_per_s)
+    return {
+        c: {n: sorted(values)[(len(values) - 1) // 2] for n, values in sorted(by_round.items())}
+        for c, by_round in sorted(grouped.items())
+    }
+
+
+def parse_weights(text: str | None, measured: Sequence[int]) -> dict[int, float]:
+    """`C:W,...` over measured concurrencies, normalised to sum 1; None: equal weights."""
+    if text is None:
+        return {c: 1.0 / len(measured) for c in measured}
+    out: dict[int, float] = {}
+    fix = "give concurrency:weight pairs such as 1:0.2,4:0.8"
+    for part in (p.strip() for p in text.split(",")):
+        c, _, w = part.partition(":")
+        try:
+            concurrency, weight = int(c), float(w)
+        except ValueError:
+            raise ConfigError("--weights", f"{preview(part, 40)!r} is not concurrency:weight", fix) from None
+        if concurrency not in measured:
+            raise ConfigError("--weights", f"concurrency {concurrency} was not measured", f"use some of {measured}")
+        if concurrency in out:
+            raise ConfigError("--weights", f"concurrency {concurrency} is given twice", "give each once")
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ConfigError("--weights", f"weight {preview(w, 20)!r} of {concurrency}", "give a weight of 0 or more")
+        out[concurrency] = weight
+    total = sum(out.values())
+    if total <= 0:
+        raise ConfigError("--weights", f"{preview(text, 60)!r} weighs nothing", "give at least one weight above 0")
+    return {c: w / total for c, w in sorted(out.items())}
+
+
+def redecide(runs: Sequence[RecordedRun], weights: Mapping[int, float], margin: float) -> Decision:
+    names = sorted({r.config for r in runs} - {OFF})
+    return decide(figures(runs, OFF), [Option(n, {}, figures(runs, n)) for n in names], weights, margin)
+
+
+def _part(s: stats.Speedup | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    found = s.to_json()
+    return {k: found[k] for k in ("speedup", "rounds", "verdict", "mde")} | {"interval": found["speedup_interval"]}
+
+
+def decision_json(decision: Decision, weights: Mapping[int, float], margin: float) -> dict[str, Any]:
+    return {
+        "recommended": OFF if decision.recommended is None else decision.recommended.name,
+        "cannot_tell": decision.cannot_tell,
+        "line": decision.line,
+        "margin": margin,
+        "weights": {str(c): round(w, 6) for c, w in sorted(weights.items())},
+        "method": stats.METHOD,
+        "configurations": {
+            c.option.name: {
+                "by_concurrency": {str(k): _part(s) for k, s in sorted(c.by_c.items())},
+                "traffic": _part(c.traffic),
+                "mde": None if c.traffic is None else _part(c.traffic)["mde"],
+            }
+            for c in decision.comparisons
+        },
+    }
+
+
+def export_lines(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """tune.json's runs of its lineup (what the decision weighs: a draft's K = 0 server only fed the fit) in
+    the form --decide reads."""
+    lineup = set(result.get("lineup") or ())
+    return [
+        {
+            "config": run["configuration"],
+            "round": run["round"],
+            "concurrency": run["concurrency"],
+            "output_tokens_per_s": run["judged_tokens_per_s"],
+            **({"position": run["position"]} if run.get("position") is not None else {}),
+        }
+        for run in result.get("runs") or ()
+        if run.get("configuration") in lineup
+    ]

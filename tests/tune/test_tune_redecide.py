@@ -1,0 +1,200 @@
+"""`tune --decide RUNS`: the decision again from recorded runs, without a server; its JSON; bad input in one
+line with exit 2; and `tune --export-runs` writing tune.json's runs in the form --decide reads."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nim_specdec.errors import ConfigError
+from nim_specdec_lab.tune.recorded_runs import export_lines, figures, parse_runs, parse_weights, redecide
+
+# The review's counterexample: c=4 carries half the traffic and the candidate is estimated 0.897x there with
+# an interval of about [0.69, 1.16]; c=16 (no weight) at 0.793x [0.62, 1.02]; c=1 at 1.6x, its round-to-round wobble the
+# mirror of c=4's, so the traffic's per-round figure is steady and its interval clears 1 + margin.
+SPREAD = 0.1035
+Z = (-1.0, 0.0, 1.0)
+
+
+def _counterexample() -> list[dict]:
+    lines = []
+    for position_off, r in zip((1, 2, 1), (1, 2, 3)):
+        for c, base in ((1, 100.0), (4, 300.0), (16, 500.0)):
+            z = Z[r - 1]
+            ratio = {1: 1.6 * math.exp(-z * SPREAD), 4: 0.897 * math.exp(z * SPREAD), 16: 0.793 * math.exp(z * SPREAD)}[
+                c
+            ]
+            lines.append(
+                {"config": "off", "round": r, "concurrency": c, "output_tokens_per_s": base, "position": position_off}
+            )
+            lines.append(
+                {
+                    "config": "ngram-k3",
+                    "round": r,
+                    "concurrency": c,
+                    "output_tokens_per_s": base * ratio,
+                    "position": 3 - position_off,
+                }
+            )
+    return lines
+
+
+def _write(path: Path, lines: list) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def _tune(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "tune", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_counterexample_recommends_off(tmp_path):
+    runs = _write(tmp_path / "runs.jsonl", _counterexample())
+    done = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5,16:0", "--json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["recommended"] == "off" and found["cannot_tell"] is True
+    ngram = found["configurations"]["ngram-k3"]
+    c4 = ngram["by_concurrency"]["4"]
+    assert c4["speedup"] == pytest.approx(0.897, abs=1e-3)
+    assert c4["interval"] == pytest.approx([0.69, 1.16], abs=0.01) and c4["verdict"] == "no measurable difference"
+    # Under the former rule (traffic faster, no interval wholly below 1) it was recommended: c=16's reaches 1.
+    assert ngram["by_concurrency"]["16"]["interval"][1] > 1.0
+    # The traffic alone would pass: faster, a tight interval above 1 + margin.
+    assert ngram["traffic"]["verdict"] == "faster" and ngram["traffic"]["interval"][0] > 1.03
+    assert ngram["traffic"]["rounds"] == 3 and ngram["mde"]["power"] == 0.8
+    line = done.stderr.strip().splitlines()[-1]
+    assert line == found["line"]
+    assert "ngram-k3 estimated below off at c=4 0.897x" in line and "(50% of the traffic)" in line
+    assert "recommending speculation off" in line and "faster; not shown slower" not in line
+
+
+def test_without_the_loss_at_half_the_traffic_it_is_recommended(tmp_path):
+    # The same runs with c=4 at 1.05x and without c=16 (measured wholly below off, which vetoes at any weight):
+    # the estimate is at least off's wherever 10% or more of the traffic runs.
+    lines = [
+        {**d, "output_tokens_per_s": 300.0 * 1.05 * math.exp(Z[d["round"] - 1] * SPREAD)}
+        if d["config"] != "off" and d["concurrency"] == 4
+        else d
+        for d in _counterexample()
+        if d["concurrency"] != 16
+    ]
+    runs = _write(tmp_path / "runs.jsonl", lines)
+    done = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5", "--json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["recommended"] == "ngram-k3", found["line"]
+    assert "not shown slower at any concurrency" in found["line"]
+
+
+def test_equal_weights_without_weights_and_the_median_of_repeats():
+    lines = [json.dumps(d) for d in _counterexample()]
+    runs = parse_runs(lines, "runs")
+    assert parse_weights(None, [1, 4, 16]) == pytest.approx({1: 1 / 3, 4: 1 / 3, 16: 1 / 3})
+    assert parse_weights("1:1,4:3", [1, 4, 16]) == {1: 0.25, 4: 0.75}
+    # Three repeats of one server: their median stands for it.
+    more = parse_runs(
+        lines
+        + [json.dumps({"config": "off", "round": 1, "concurrency": 1, "output_tokens_per_s": v}) for v in (90, 400)],
+        "runs",
+    )
+    assert figures(more, "off")[1][1] == 100.0 and figures(runs, "off")[4] == {1: 300.0, 2: 300.0, 3: 300.0}
+    # c=16 weighs in with equal weights: 0.793x there vetoes too.
+    assert redecide(runs, parse_weights(None, [1, 4, 16]), 0.03).recommended is None
+
+
+GOOD = '{"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5}'
+BAD_LINES = [
+    ("not-json", "{config: off}", "invalid JSON"),
+    ("not-an-object", "[1, 2]", "is not a JSON object"),
+    ("deep", "[" * 100 + "]" * 100, "nested more than"),
+    ("duplicate-key", GOOD[:-1] + ', "round": 2}', "given twice"),
+    ("nan", GOOD.replace("812.5", "NaN"), "not a JSON number"),
+    ("huge", GOOD.replace("812.5", "1e999"), "out of range"),
+    ("zero-speed", GOOD.replace("812.5", "0"), '"output_tokens_per_s" is 0'),
+    ("string-speed", GOOD.replace("812.5", '"fast"'), "output_tokens_per_s"),
+    ("bool-round", GOOD.replace('"round": 1', '"round": true'), '"round" is True'),
+    ("float-round", GOOD.replace('"round": 1', '"round": 1.5'), '"round" is 1.5'),
+    ("negative-concurrency", GOOD.replace('"concurrency": 4', '"concurrency": -4'), '"concurrency" is -4'),
+    ("unknown-key", GOOD[:-1] + ', "speed": 3}', "unknown key 'speed'"),
+    ("missing", '{"config": "off", "round": 1, "concurrency": 4}', 'no "output_tokens_per_s"'),
+    ("empty-name", GOOD.replace('"off"', '""'), '"config" is'),
+]
+
+
+@pytest.mark.parametrize("case,line,words", BAD_LINES, ids=[c[0] for c in BAD_LINES])
+def test_a_bad_line_is_refused_naming_the_line(case, line, words):
+    with pytest.raises(ConfigError) as caught:
+        parse_runs([GOOD, line], "runs.jsonl")
+    assert "runs.jsonl line 2" in caught.value.one_line() and words in caught.value.one_line(), caught.value.one_line()
+
+
+@pytest.mark.parametrize(
+    "lines,weights,words",
+    [
+        ([GOOD], None, "no configuration besides off"),
+        ([GOOD.replace('"off"', '"ngram"')], None, 'no run of "off"'),
+        ([GOOD, GOOD.replace('"off"', '"ngram"')], "4:x", "is not concurrency:weight"),
+        ([GOOD, GOOD.replace('"off"', '"ngram"')], "8:1", "concurrency 8 was not measured"),
+        ([GOOD, GOOD.replace('"off"', '"ngram"')], "4:0", "weighs nothing"),
+        ([GOOD, GOOD.replace('"off"', '"ngram"')], "4:nan", "weight 'nan' of 4"),
+        ([GOOD, GOOD.replace('"off"', '"ngram"')], "4:1,4:2", "given twice"),
+    ],
+)
+def test_bad_runs_and_weights_exit_2_in_one_line(tmp_path, lines, weights, words):
+    runs = _write(tmp_path / "runs.jsonl", lines)
+    done = _tune("--decide", str(runs), *(["--weights", weights] if weights else []))
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_flags_that_need_decide_and_a_missing_file(tmp_path):
+    for args, words in (
+        (["--json"], "--json"),
+        (["--weights", "1:1"], "--weights"),
+        (["--decide", str(tmp_path / "none.jsonl")], "cannot read"),
+        (["--decide", "x", "--export-runs", "y"], "give one of them"),
+        ([], "--trace"),
+    ):
+        done = _tune(*args)
+        assert done.returncode == 2 and words in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_export_runs_writes_the_lineups_runs_and_decide_reads_them(tmp_path):
+    result = {
+        "lineup": ["off", "ngram-k3"],
+        "runs": [
+            {
+                "configuration": d["config"],
+                "round": d["round"],
+                "concurrency": d["concurrency"],
+                "server": "s",
+                "repeat": 1,
+                "judged_tokens_per_s": d["output_tokens_per_s"],
+                "position": d["position"],
+            }
+            for d in _counterexample()
+        ]
+        + [{"configuration": "draft_model-k0", "round": 1, "concurrency": 1, "judged_tokens_per_s": 5.0}],
+    }
+    tune_json = tmp_path / "tune.json"
+    tune_json.write_text(json.dumps(result))
+    done = _tune("--export-runs", str(tune_json))
+    assert done.returncode == 0, done.stderr
+    exported = [json.loads(line) for line in done.stdout.splitlines()]
+    assert exported == export_lines(result) and len(exported) == 18  # the K = 0 server fed the fit only
+    assert exported[0] == {"config": "off", "round": 1, "concurrency": 1, "output_tokens_per_s": 100.0, "position": 1}
+    runs = _write(tmp_path / "runs.jsonl", exported)
+    again = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5,16:0", "--json")
+    assert json.loads(again.stdout)["recommended"] == "off"
+    tune_json.write_text("[1]")
+    refused = _tune("--export-runs", str(tune_json))
+    assert refused.returncode == 2 and "holds no tune runs" in refused.stderr
