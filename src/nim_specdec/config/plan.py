@@ -27,7 +27,7 @@ from nim_specdec.config.model_runner import target_platform
 from nim_specdec.config.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv
-from nim_specdec.config.settings import Settings
+from nim_specdec.config.settings import DEFAULT_SHUTDOWN_TIMEOUT, Settings
 from nim_specdec.config.specargs import parse_specdec_args
 from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
@@ -197,6 +197,10 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> P
         warnings.append("NIM_DRAFT_MODEL_PATH is ignored because speculative decoding is off (NIM_SPECDEC_ENABLE=0)")
 
     engine_layers = [("default", {"port": settings.port})]
+    if settings.shutdown_timeout is None:
+        engine_layers.append(("default", {"shutdown_timeout": DEFAULT_SHUTDOWN_TIMEOUT}))
+    else:
+        engine_layers.append(("NIM_SHUTDOWN_TIMEOUT", {"shutdown_timeout": settings.shutdown_timeout}))
     name = served_name(target, settings)
     if name:
         engine_layers.append(

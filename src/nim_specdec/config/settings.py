@@ -25,9 +25,12 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.config.sources import SourceRef, parse_source, path_problem
 from nim_specdec.common.redact import preview
 
-__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "Settings", "parse_settings"]
+__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "DEFAULT_SHUTDOWN_TIMEOUT", "Settings", "parse_settings"]
 
 DEFAULT_PORT = 8000
+# vLLM's own default (0) aborts every request in flight on SIGTERM. 60 s of draining fits the manifests'
+# terminationGracePeriodSeconds (120) after their preStop pause (10 s), with time left for the teardown.
+DEFAULT_SHUTDOWN_TIMEOUT = 60
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Settings:
     served_model_name: str | None = None
     max_model_len: int | None = None
     port: int = DEFAULT_PORT
+    shutdown_timeout: int | None = None  # NIM_SHUTDOWN_TIMEOUT; None: unset, DEFAULT_SHUTDOWN_TIMEOUT applies
     cache_path: str = DEFAULT_CACHE_PATH
     workspace: str = DEFAULT_CACHE_PATH + "/workspace"
     log_level: str = "INFO"
@@ -128,6 +132,7 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         served_model_name=_text(env, "NIM_SERVED_MODEL_NAME"),
         max_model_len=_int(env, "NIM_MAX_MODEL_LEN", 1, 2**31 - 1, None),
         port=_int(env, "NIM_SERVER_PORT", 1, 65535, DEFAULT_PORT) or DEFAULT_PORT,
+        shutdown_timeout=_int(env, "NIM_SHUTDOWN_TIMEOUT", 0, 86400, None),
         cache_path=cache_path,
         workspace=_abs_dir(env, "NIM_WORKSPACE", cache_path + "/workspace"),
         log_level=_choice(env, "NIM_LOG_LEVEL", LOG_LEVELS, "INFO", upper=True) or "INFO",
