@@ -149,7 +149,7 @@ def drain(server, record, workdir, stop):
     for thread in threads:
         thread.join(DRAIN_DEADLINE_S)
     stopper.join(STOP_TIMEOUT_S + 40)
-    return {
+    result = {
         "streams": streams,
         "sigterm_at": sigterm_at,
         "drain_seen": drain_seen,
@@ -160,6 +160,8 @@ def drain(server, record, workdir, stop):
         "exit_code": stopped.get("code"),
         "exited_at": stopped.get("at"),
     }
+    (workdir / "drain.json").write_text(json.dumps(result, indent=1, default=str))  # kept beside the server's log
+    return result
 
 
 @pytest.fixture
