@@ -20,6 +20,7 @@ from nim_specdec.config.settings import Settings
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.preflight.config_file import index_shards, read_model_config
 from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
+from nim_specdec.preflight.context_length import v2_max_model_len_check
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
@@ -75,6 +76,8 @@ class PreflightInputs:
     draft_dir: str | None = None
     draft_where: str = "draft"  # how messages name the draft
     engine_args: Mapping[str, Any] = field(default_factory=dict)
+    runner: str = "v1"  # the plan's model_runner: which runner and which vLLM's rules
+    vllm_version: str = ""
 
 
 def preflight_inputs(plan: Plan) -> PreflightInputs:
@@ -89,6 +92,8 @@ def preflight_inputs(plan: Plan) -> PreflightInputs:
         draft_dir=draft.local_dir if draft else None,
         draft_where=f"draft {named or config.get('model')}",
         engine_args=plan.engine_args,
+        runner=plan.model_runner.runner if plan.model_runner else "v1",
+        vllm_version=plan.model_runner.vllm_version if plan.model_runner else "",
     )
 
 
@@ -119,6 +124,17 @@ def run_preflight(
         checks = compatibility_checks(
             CompatInputs(method, spec_config, target, draft, draft_weights, inputs.draft_where)
         )
+        shorter = v2_max_model_len_check(
+            inputs.vllm_version,
+            inputs.runner,
+            method,
+            spec_config,
+            inputs.engine_args,
+            target,
+            draft,
+            inputs.draft_where,
+        )
+        checks += [shorter] if shorter else []
     if modes.memory != "off":
         readings = gpu.read()
         heads = mtp_declaration(target) if method == "mtp" and target else None
