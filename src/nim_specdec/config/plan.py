@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.config.arctic import refuse_arctic_plugin
 from nim_specdec.config.capture_config import capture_middleware_args
 from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.config.cpu_preload import preload_plan
@@ -152,6 +153,7 @@ def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | 
 
 def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Plan:
     known = facts.vllm
+    refuse_arctic_plugin(settings.environ, facts.vllm_version)
     warnings: list[str] = [known.unknown_warning()] if not known.exact else []
     cli = parse_vllm_args(list(cli_tokens), "argument", known)
     pt = parse_vllm_args(list(settings.passthrough_args), "NIM_PASSTHROUGH_ARGS", known)
