@@ -96,4 +96,3 @@ def test_ngram_async_scheduling_on_v2_is_new_in_033(version):
     on_v2 = _vllm_says(version, "v2", "ngram", 1, None, False)
     assert on_v2 is (version == "0.33.0")
     assert _vllm_says(version, "v1", "ngram", 1, None, False) is False
-

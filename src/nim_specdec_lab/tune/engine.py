@@ -80,7 +80,12 @@ def planned_engine(shown: Mapping[str, Any]) -> PlannedEngine:
         runner["runner"],
         mode,
         async_scheduling(
-            view, runner["platform"], runner["runner"], method, runner["vllm_version"], shown["speculative"].get("config")
+            view,
+            runner["platform"],
+            runner["runner"],
+            method,
+            runner["vllm_version"],
+            shown["speculative"].get("config"),
         ),
         method,
         runner.get("cudagraph_downgrade"),
