@@ -78,6 +78,7 @@ def test_v1_endpoints(run):
 DRAIN_RUN = "eagle3"  # the slowest shared server (a random EAGLE3 draft): its streams outlast the signal
 DRAIN_STREAMS = 3  # under the runs' --max-num-seqs 4
 DRAIN_LOG = "[shutdown] EngineCore: draining in-flight requests"
+DRAIN_DEADLINE_S = 120.0  # for each wait of the probe: streams started, drain logged, streams ended
 
 
 def _stream(url: str, model: str, prompt: str, out: dict) -> None:
@@ -118,9 +119,6 @@ def _wait_for(predicate, deadline_s: float, poll_s: float = 0.02) -> bool:
             return True
         time.sleep(poll_s)
     return False
-
-
-DRAIN_DEADLINE_S = 120.0
 
 
 @stop_probe(DRAIN_RUN)
