@@ -64,6 +64,15 @@ LOGS = [
         LoggedEngine("0.33.1", "cuda", "PIECEWISE", "v1", False),
     ),
     (
+        "cuda-033-v1-ngram-async-off",  # vLLM 0.33's wording (config/vllm.py)
+        [
+            "WARNING [vllm.py:1712] Async scheduling is disabled because the V1 model runner does not support it "
+            "with ngram-based speculative decoding.",
+            ENGINE_LINE.format(v="0.33.0", d="cuda", g="FULL_AND_PIECEWISE"),
+        ],
+        LoggedEngine("0.33.0", "cuda", "FULL_AND_PIECEWISE", None, False),
+    ),
+    (
         "runner-forced-by-variable-says-nothing",
         [ENGINE_LINE.format(v="0.32.0", d="cuda", g="FULL")],
         LoggedEngine("0.32.0", "cuda", "FULL", None, None),
