@@ -185,14 +185,15 @@ def test_sigterm_drains_streams_in_flight(drained):
 
 
 def test_new_request_during_drain_is_refused(drained):
-    """A request that arrives while the engine drains is not served: vLLM's engine answers it aborted, with
-    no generated text, while the streams admitted before SIGTERM still run."""
+    """A request that arrives while the engine drains is not served, while the streams admitted before SIGTERM
+    still run: vLLM 0.32 answers it 500 at once ("cannot schedule new futures after shutdown"); an answer that
+    says aborted with no text would be a refusal too."""
     record, result = drained
     assert result["late_answered_at"] < min(out["finished_at"] for out in result["streams"]), (
         f"{result}" + record.context()
     )
     status, answer = result["late"]
-    refused = status != 200 or all(
+    refused = status >= 500 or all(
         c.get("finish_reason") == "abort" and not c.get("text") for c in answer.get("choices", [{}])
     )
     assert refused, f"served during the drain: {status} {answer}" + record.context()
