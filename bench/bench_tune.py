@@ -15,8 +15,8 @@ Scenarios (each one `nim-specdec tune` run on the project's demo model, made off
          the demo's tokenizer) whose verification is compute-bound on a CPU at larger batches, where
          the demo model's is not: the regime in which a mixed schedule can pay. Same targets as mixed.
   agree  a draft_model that agrees with that wider target most of the time and costs a quarter of it
-         (agreeing_pair: the target's own first layer; about 0.8 of greedy tokens agree). A draft model
-         keeps vLLM's async scheduling, which n-gram does not; its K = 0 in a schedule still runs the
+         (agreeing_pair: the target's own first layer; about 0.8 of greedy tokens agree). On a GPU a draft
+         model keeps vLLM's async scheduling (the CPU build has none); its K = 0 in a schedule still runs the
          draft's first pass, which tune measures on a server of its own. Same targets as mixed.
 For every scenario it prints the decision line, every measured configuration against off at each
 concurrency and on the capture's traffic (speedup, 95% interval, verdict), the held-out prediction error of

@@ -2,8 +2,8 @@
 or files, so that everything but the server itself runs on a CPU too.
 
     python scripts/gpu_smoke.py ready URL [--api-key-env VAR] [--deadline S]   readiness, with the API key
-    python scripts/gpu_smoke.py greedy URL MODEL OUT [--api-key-env VAR]        fixed prompts at temperature 0
-    python scripts/gpu_smoke.py same A B                                          identical greedy outputs
+    python scripts/gpu_smoke.py greedy URL MODEL OUT [--api-key-env VAR]        fixed chat prompts at temperature 0
+    python scripts/gpu_smoke.py same A B [--min-fraction F]                       enough identical greedy outputs
     python scripts/gpu_smoke.py acceptance URL --min L [--api-key-env VAR]        acceptance length floor
     python scripts/gpu_smoke.py warm LOG                                          a start on a filled cache
 
@@ -22,11 +22,23 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-PROMPTS = (
-    "List the first ten prime numbers, separated by commas.",
-    "Write a Python function that returns the factorial of n.",
-    "Repeat exactly: the quick brown fox jumps over the lazy dog. the quick brown fox jumps over the lazy dog.",
+# Greedy outputs with speculation on and off are compared the way vLLM's own end-to-end test of EAGLE drafts
+# compares them (tests/v1/e2e/test_spec_decode.py, test_eagle_correctness): many short greedy chat completions,
+# each output equal or not as a whole, and the run passes when more than 60% of them are equal. vLLM does not
+# promise byte-identical greedy output with speculation on: verifying k tokens at once changes the batch shapes
+# and so the floating-point sums, and a near tie between two tokens can then go the other way. A broken image
+# (wrong weights, a draft that corrupts the output) makes most outputs differ, which this still fails.
+WORDS = ("test", "temp", "hello", "where", "river", "green", "seven", "light", "music", "stone")
+PROMPTS = tuple(
+    text
+    for word in WORDS
+    for text in (
+        f"Write the word '{word}' ten times in a row, in lowercase, separated by spaces, and nothing else.",
+        f"Give one sentence of about ten words that uses the word '{word}', and nothing else.",
+    )
 )
+MAX_TOKENS = 10  # as vLLM's test: a short output has fewer places for a near tie to flip
+MIN_FRACTION = 0.6  # vLLM's test_eagle_correctness: matches > int(0.6 * prompts)
 FAILED = 4
 
 
@@ -73,24 +85,39 @@ def ready(args: argparse.Namespace) -> int:
 def greedy(args: argparse.Namespace) -> int:
     outputs = []
     for prompt in PROMPTS:
-        body = {"model": args.model, "prompt": prompt, "max_tokens": 48, "temperature": 0, "seed": 0}
-        answer = json.loads(_request(f"{args.url}/v1/completions", _key(args), body))
-        outputs.append(answer["choices"][0]["text"])
+        body = {
+            "model": args.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": MAX_TOKENS,
+            "temperature": 0,
+            "seed": 0,
+        }
+        answer = json.loads(_request(f"{args.url}/v1/chat/completions", _key(args), body))
+        outputs.append(answer["choices"][0]["message"]["content"])
     Path(args.out).write_text(json.dumps(outputs, indent=1))
     print(f"greedy: {len(outputs)} outputs in {args.out}")
     return 0
 
 
+def enough_equal(first: list[str], second: list[str], min_fraction: float) -> tuple[bool, int, int]:
+    """(passed, equal outputs, outputs needed): more than int(min_fraction x prompts) equal, as vLLM counts."""
+    equal = sum(1 for x, y in zip(first, second) if x == y)
+    needed = int(min_fraction * len(first)) + 1
+    return bool(first) and len(first) == len(second) and equal >= needed, equal, needed
+
+
 def same(args: argparse.Namespace) -> int:
     first, second = (json.loads(Path(path).read_text()) for path in (args.a, args.b))
+    passed, equal, needed = enough_equal(first, second, args.min_fraction)
     differing = [i for i, (x, y) in enumerate(zip(first, second)) if x != y]
-    if len(first) != len(second) or differing or not first:
+    if not passed:
         print(
-            f"gpu-smoke: greedy outputs differ between {args.a} and {args.b} (prompts {differing or 'count'})",
+            f"gpu-smoke: {equal} of {len(first)} greedy outputs equal between {args.a} and {args.b} "
+            f"({len(second)} there), {needed} needed; differing prompts {differing}",
             file=sys.stderr,
         )
         return FAILED
-    print(f"same: {len(first)} greedy outputs identical")
+    print(f"same: {equal} of {len(first)} greedy outputs identical ({needed} needed); differing prompts {differing}")
     return 0
 
 
@@ -161,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     command.set_defaults(func=same)
     command.add_argument("a")
     command.add_argument("b")
+    command.add_argument("--min-fraction", type=float, default=MIN_FRACTION)
     command = sub.add_parser("warm")
     command.set_defaults(func=warm)
     command.add_argument("log")

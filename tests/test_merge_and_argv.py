@@ -8,6 +8,7 @@ import pytest
 
 from core_fixtures import facts
 from nim_specdec.config.merge import merge_spec
+from nim_specdec.errors import ConfigError
 from nim_specdec.config.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.config.settings import parse_bool, parse_settings
@@ -221,3 +222,49 @@ def test_draft_ignored_when_off_is_warned(models):
     p = _plan(models, {"NIM_DRAFT_MODEL_PATH": str(models["draft"])}, [])
     assert p["draft"] is None
     assert any("NIM_DRAFT_MODEL_PATH is ignored" in w for w in p["warnings"])
+
+
+# (id, environment, vLLM arguments, the --shutdown-timeout vLLM gets, where it came from)
+SHUTDOWN_CASES = [
+    ("default", {}, [], 60, "default"),
+    ("variable", {"NIM_SHUTDOWN_TIMEOUT": "90"}, [], 90, "NIM_SHUTDOWN_TIMEOUT"),
+    ("variable-zero-aborts", {"NIM_SHUTDOWN_TIMEOUT": "0"}, [], 0, "NIM_SHUTDOWN_TIMEOUT"),
+    (
+        "specdec-args-win",
+        {"NIM_SHUTDOWN_TIMEOUT": "90", "NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": '{"shutdown_timeout": 30}'},
+        [],
+        30,
+        "NIM_SPECDEC_ARGS",
+    ),
+    (
+        "passthrough-wins",
+        {"NIM_SHUTDOWN_TIMEOUT": "90", "NIM_PASSTHROUGH_ARGS": "--shutdown-timeout 20"},
+        [],
+        20,
+        "NIM_PASSTHROUGH_ARGS",
+    ),
+    (
+        "cli-wins",
+        {"NIM_SHUTDOWN_TIMEOUT": "90", "NIM_PASSTHROUGH_ARGS": "--shutdown-timeout 20"},
+        ["--shutdown-timeout=5"],
+        5,
+        "cli",
+    ),
+]
+
+
+@pytest.mark.parametrize("case_id,env,args,value,origin", SHUTDOWN_CASES, ids=[c[0] for c in SHUTDOWN_CASES])
+def test_shutdown_timeout_precedence(models, case_id, env, args, value, origin):
+    p = _plan(models, env, args)
+    assert int(p["engine_args"]["shutdown_timeout"]) == value and p["engine_origin"]["shutdown_timeout"] == origin
+    argv = p["argv"]
+    given = [t for t in argv if t.startswith("--shutdown-timeout")]
+    assert len(given) == 1, argv  # vLLM gets the option once, from the layer that wins
+    assert (given[0].split("=")[1] if "=" in given[0] else argv[argv.index(given[0]) + 1]) == str(value)
+
+
+@pytest.mark.parametrize("raw", ["-1", "abc", "86401", "1.5"])
+def test_shutdown_timeout_refuses_bad_values(raw):
+    with pytest.raises(ConfigError) as err:
+        parse_settings({"NIM_SHUTDOWN_TIMEOUT": raw})
+    assert "NIM_SHUTDOWN_TIMEOUT" in str(err.value) and "0 to 86400" in str(err.value)

@@ -65,6 +65,20 @@ def probe(run: str, before_workload: bool = False, env: Callable[[Path], Mapping
     return register
 
 
+# run -> a probe that stops the server itself: fn(server, record, workdir, stop) calls stop() (SIGTERM and the
+# wait for the exit, as a plain stop does) at the moment it needs, and returns what it saw meanwhile.
+STOP_PROBES: dict[str, Probe] = {}
+
+
+def stop_probe(run: str):
+    def register(fn):
+        assert run not in STOP_PROBES, f"one stop probe per run: {run} has {STOP_PROBES[run].name}"
+        STOP_PROBES[run] = Probe(run, fn.__name__, fn, False, None)
+        return fn
+
+    return register
+
+
 @dataclass(frozen=True)
 class ProbeFailed:
     message: str
@@ -156,7 +170,18 @@ def launch(name: str, env: Mapping[str, str], args, workdir: Path, smoke: bool |
         for item in (p for p in mine if not p.before_workload):
             _run_probe(item, server, record, workdir)
         before = server.cmdline()
-        code = server.stop(STOP_TIMEOUT_S)
+        stopper = STOP_PROBES.get(name)
+        if stopper is None:
+            code = server.stop(STOP_TIMEOUT_S)
+        else:
+            codes: list[int] = []
+            try:
+                record.probes[stopper.name] = stopper.fn(
+                    server, record, workdir, lambda: codes.append(server.stop(STOP_TIMEOUT_S)) or codes[-1]
+                )
+            except (Exception, pytest.fail.Exception) as err:  # noqa: BLE001 - kept for the tests that read it
+                record.probes[stopper.name] = ProbeFailed(f"{type(err).__name__}: {err}")
+            code = codes[-1] if codes else server.stop(STOP_TIMEOUT_S)
         record.stop = StopRecord(server.pid, before, code, server.stop_seconds, server.group_gone, server.killed)
     finally:
         server.stop(10)

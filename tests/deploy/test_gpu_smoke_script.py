@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gpu_smoke.py"
 KEY = "smoke-key-123"
 sys.path.insert(0, str(SCRIPT.parent))
-from gpu_smoke import acceptance_length, warm_problems  # noqa: E402
+from gpu_smoke import PROMPTS, acceptance_length, enough_equal, warm_problems  # noqa: E402
 
 METRICS = """# TYPE vllm:spec_decode_num_drafts counter
 vllm:spec_decode_num_drafts_total{model_name="m"} 40
@@ -29,7 +29,7 @@ vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 50
 
 
 class _Server:
-    """/v1/health/ready, /v1/models, /v1/metrics and /v1/completions; `enforce` is vLLM's --api-key rule."""
+    """/v1/health/ready, /v1/models, /v1/metrics and /v1/chat/completions; `enforce` is vLLM's --api-key rule."""
 
     def __init__(self, enforce: bool = True, ready: bool = True, metrics: str = METRICS) -> None:
         outer = self
@@ -53,10 +53,11 @@ class _Server:
                     return self._send(200, metrics.encode())
                 if self.path == "/v1/models":
                     return self._send(200, b'{"data": [{"id": "m"}]}')
-                if self.path == "/v1/completions":
+                if self.path == "/v1/chat/completions":
                     body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                     outer.prompts.append(body)
-                    return self._send(200, json.dumps({"choices": [{"text": body["prompt"][::-1]}]}).encode())
+                    text = body["messages"][-1]["content"][::-1]
+                    return self._send(200, json.dumps({"choices": [{"message": {"content": text}}]}).encode())
                 return self._send(404, b"")
 
             do_GET = do_POST = _route
@@ -118,11 +119,34 @@ def test_greedy_sends_temperature_0_with_the_key_and_same_compares(server, tmp_p
     first, second, other = tmp_path / "on.json", tmp_path / "off.json", tmp_path / "other.json"
     for out in (first, second):
         assert _run("greedy", up.url, "m", str(out), "--api-key-env", "SMOKE_API_KEY").returncode == 0
-    assert up.prompts and all(body["temperature"] == 0 and body["model"] == "m" for body in up.prompts)
+    assert len(up.prompts) == 2 * len(PROMPTS) == 40
+    assert all(body["temperature"] == 0 and body["model"] == "m" and body["max_tokens"] == 10 for body in up.prompts)
     assert _run("same", str(first), str(second)).returncode == 0
-    other.write_text(json.dumps([*json.loads(first.read_text())[:-1], "something else"]))
-    done = _run("same", str(first), str(other))
-    assert done.returncode == 4 and "differ" in done.stderr
+    outputs = json.loads(first.read_text())
+    # 12 of 20 equal is int(0.6 x 20): not more than it, so it fails; 13 passes (vLLM's test_eagle_correctness)
+    for equal, code in ((20, 0), (13, 0), (12, 4), (0, 4)):
+        other.write_text(json.dumps(outputs[:equal] + ["something else"] * (len(outputs) - equal)))
+        done = _run("same", str(first), str(other))
+        assert done.returncode == code, (equal, done.stderr)
+        assert f"{equal} of 20 greedy outputs" in (done.stdout if code == 0 else done.stderr), done
+    other.write_text(json.dumps(outputs[:-1]))
+    assert _run("same", str(first), str(other)).returncode == 4  # a missing output is a broken run
+
+
+@pytest.mark.parametrize(
+    "first, second, fraction, expected",
+    [
+        (["a"] * 5, ["a"] * 5, 0.6, (True, 5, 4)),
+        (["a"] * 5, ["a"] * 3 + ["b"] * 2, 0.6, (False, 3, 4)),
+        (["a"] * 10, ["a"] * 7 + ["b"] * 3, 0.6, (True, 7, 7)),
+        (["a"] * 10, ["a"] * 10, 1.0, (False, 10, 11)),  # "more than" a fraction of 1.0 can never pass
+        (["a"] * 10, ["a"] * 10, 0.99, (True, 10, 10)),  # the old rule: every output identical
+        ([], [], 0.6, (False, 0, 1)),
+        (["a"] * 3, ["a"] * 4, 0.6, (False, 3, 2)),
+    ],
+)
+def test_enough_equal_counts_as_vllm_does(first, second, fraction, expected) -> None:
+    assert enough_equal(first, second, fraction) == expected
 
 
 @pytest.mark.parametrize("floor, code", [("2.0", 0), ("2.25", 0), ("2.3", 4)])
@@ -176,3 +200,45 @@ def test_shell_script_usage_is_exit_2(tmp_path: Path) -> None:
     for args in ([], ["bogus"], ["stop"]):
         done = subprocess.run(["bash", script, *args], env=env, capture_output=True, text=True, timeout=30)
         assert done.returncode == 2 and "usage:" in done.stderr, args
+
+
+FAKE_DOCKER = """#!/bin/sh
+# Records each docker call; `run --rm ... plan` prints a plan's argv, the rest succeed silently.
+printf '%s\\n' "$*" >>"$DOCKER_CALLS"
+case "$*" in
+  *" plan"*) echo '{"argv": ["vllm", "serve", "/w/t", "--served-model-name", "m"]}' ;;
+esac
+exit 0
+"""
+
+
+def test_spec_on_checks_the_host_port_from_here_and_the_servers_own_port_inside(server, tmp_path: Path) -> None:
+    """The host's PORT is where the container's 8000 is published: the checks run here use it, the check run
+    inside the container (docker exec) uses 8000. Docker itself is a recorder here (no engine on CPU runners)."""
+    up = server()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    port = up.url.rsplit(":", 1)[1]
+    calls = tmp_path / "calls"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "IMAGE": "img",
+        "CACHE_DIR": str(tmp_path / "c"),
+        "REPORTS": str(tmp_path / "r"),
+        "PORT": port,
+        "SMOKE_API_KEY": KEY,
+        "DOCKER_CALLS": str(calls),
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    script = str(REPO / "scripts" / "gpu_smoke.sh")
+    done = subprocess.run(["bash", script, "spec-on"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    recorded = calls.read_text().splitlines()
+    run = next(line for line in recorded if line.startswith("run -d"))
+    assert f"-p {port}:8000" in run and "NIM_SPECDEC_ENABLE=1" in run
+    exec_call = next(line for line in recorded if line.startswith("exec "))
+    assert "acceptance http://127.0.0.1:8000 " in exec_call and f":{port}" not in exec_call
+    assert len(up.prompts) == len(PROMPTS)  # the greedy prompts reached the published port
+    assert json.loads((tmp_path / "r" / "nim-smoke-on.json").read_text())[0] == PROMPTS[0][::-1]

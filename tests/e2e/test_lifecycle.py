@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import threading
+import time
+import urllib.parse
+
 import pytest
 
+from nim_specdec.config.settings import DEFAULT_SHUTDOWN_TIMEOUT
+from nim_specdec.observe.smoke import http_get, post_json
 from nim_specdec.observe.spec_counters import parse_prometheus
 
-from vllm_runs import STOP_TIMEOUT_S
+from vllm_runs import MAX_MODEL_LEN, STOP_TIMEOUT_S, stop_probe
+from vllm_workload import PROMPTS
 
 pytestmark = pytest.mark.e2e
 
@@ -63,3 +72,128 @@ def test_v1_endpoints(run):
 
     assert names(text) == names(endpoints["/metrics"][1])
     assert parse_prometheus(text).keys() == parse_prometheus(endpoints["/metrics"][1]).keys()
+
+
+# --- A rollout loses no request: SIGTERM while completions stream (the launcher's default shutdown timeout) ---
+DRAIN_RUN = "eagle3"  # the slowest shared server (a random EAGLE3 draft): its streams outlast the signal
+DRAIN_STREAMS = 3  # under the runs' --max-num-seqs 4
+DRAIN_LOG = "[shutdown] EngineCore: draining in-flight requests"
+DRAIN_DEADLINE_S = 120.0  # for each wait of the probe: streams started, drain logged, streams ended
+
+
+def _stream(url: str, model: str, prompt: str, out: dict) -> None:
+    """A greedy streaming completion that runs to the model's length; `out` gets its chunks and finish_reason."""
+    parts = urllib.parse.urlsplit(url)
+    body = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": MAX_MODEL_LEN - 32,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    out.update(chunks=0, finish_reason=None, error=None)
+    try:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=DRAIN_DEADLINE_S)
+        conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        out["status"] = answer.status
+        for line in answer:
+            line = line.strip()
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            choice = json.loads(line[6:])["choices"][0]
+            out["chunks"] += 1
+            out["first_chunk_at"] = out.get("first_chunk_at") or time.monotonic()
+            if choice.get("finish_reason"):
+                out["finish_reason"], out["finished_at"] = choice["finish_reason"], time.monotonic()
+        out["ended_at"] = time.monotonic()
+    except (OSError, http.client.HTTPException, ValueError) as err:
+        out["error"] = f"{type(err).__name__}: {err}"
+
+
+def _wait_for(predicate, deadline_s: float, poll_s: float = 0.02) -> bool:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return False
+
+
+@stop_probe(DRAIN_RUN)
+def drain(server, record, workdir, stop):
+    streams = [{} for _ in range(DRAIN_STREAMS)]
+    threads = [
+        threading.Thread(target=_stream, args=(server.url, record.model, f"{i} {PROMPTS[i]}", out), daemon=True)
+        for i, out in enumerate(streams)
+    ]
+    for thread in threads:
+        thread.start()
+    assert _wait_for(lambda: all(s.get("chunks") or s.get("error") for s in streams), DRAIN_DEADLINE_S), streams
+    stopped: dict = {}
+    stopper = threading.Thread(target=lambda: stopped.update(code=stop(), at=time.monotonic()), daemon=True)
+    sigterm_at = time.monotonic()
+    stopper.start()
+    drain_seen = _wait_for(lambda: DRAIN_LOG in server.log_text(), DRAIN_DEADLINE_S)
+    sent_at = time.monotonic()
+    late = post_json(
+        server.url + "/v1/completions",
+        {"model": record.model, "prompt": PROMPTS[0], "max_tokens": 8, "temperature": 0},
+        timeout=30,
+    )
+    answered_at = time.monotonic()
+    ready = http_get(server.url + "/v1/health/ready", timeout=5)
+    for thread in threads:
+        thread.join(DRAIN_DEADLINE_S)
+    stopper.join(STOP_TIMEOUT_S + 40)
+    result = {
+        "streams": streams,
+        "sigterm_at": sigterm_at,
+        "drain_seen": drain_seen,
+        "late_sent_at": sent_at,
+        "late_answered_at": answered_at,
+        "late": late,
+        "ready_during_drain": ready[0],
+        "exit_code": stopped.get("code"),
+        "exited_at": stopped.get("at"),
+    }
+    (workdir / "drain.json").write_text(json.dumps(result, indent=1, default=str))  # kept beside the server's log
+    return result
+
+
+@pytest.fixture
+def drained(request):
+    record = request.getfixturevalue(f"{DRAIN_RUN}_run")
+    result = record.probe("drain")
+    return record, result
+
+
+def test_sigterm_drains_streams_in_flight(drained):
+    """The launcher's default --shutdown-timeout: every stream that was in flight at SIGTERM ends with its
+    finish_reason (length: it runs to max_tokens), none is aborted, and the process exits 0 within the timeout."""
+    record, result = drained
+    assert f"mode=drain timeout={DEFAULT_SHUTDOWN_TIMEOUT}s" in record.log, record.context()
+    assert result["drain_seen"], f"no '{DRAIN_LOG}' in the log: SIGTERM came after the streams ended" + record.context()
+    for out in result["streams"]:
+        assert out["error"] is None and out["status"] == 200, f"{out}" + record.context()
+        assert out["first_chunk_at"] < result["sigterm_at"] < out["finished_at"], f"{out}" + record.context()
+        assert out["finish_reason"] == "length", f"{out}" + record.context()
+    assert result["exit_code"] == 0, f"{result}" + record.context()
+    took = result["exited_at"] - result["sigterm_at"]
+    assert took < DEFAULT_SHUTDOWN_TIMEOUT, f"exit {took:.1f} s after SIGTERM" + record.context()
+
+
+def test_new_request_during_drain_is_refused(drained):
+    """A request that arrives while the engine drains is not served, while the streams admitted before SIGTERM
+    still run: vLLM 0.32 answers it 500 at once ("cannot schedule new futures after shutdown"); an answer that
+    says aborted with no text would be a refusal too."""
+    record, result = drained
+    assert result["late_answered_at"] < min(out["finished_at"] for out in result["streams"]), (
+        f"{result}" + record.context()
+    )
+    status, answer = result["late"]
+    refused = status >= 500 or all(
+        c.get("finish_reason") == "abort" and not c.get("text") for c in answer.get("choices", [{}])
+    )
+    assert refused, f"served during the drain: {status} {answer}" + record.context()

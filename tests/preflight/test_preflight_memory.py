@@ -220,3 +220,32 @@ def test_an_unsplit_draft_costs_its_full_weights_on_every_gpu():
     )
     assert (split["draft_weight_bytes"], whole["draft_weight_bytes"]) == (E3_8B // 2, E3_8B)
     assert whole["kv_cache_bytes_per_token_draft"] == 2 * split["kv_cache_bytes_per_token_draft"]
+
+
+def test_pipeline_parallelism_splits_the_targets_weights_and_cache_across_stages():
+    """TP 8 x PP 2 holds 1/16 of the 70B target per GPU, not 1/8; the draft stays whole on the last stage."""
+    tp8 = {"max_model_len": 8192, "tensor_parallel_size": 8}
+    alone = estimate(
+        _inputs(
+            target="meta-llama--Llama-3.3-70B-Instruct",
+            target_weights=L70B_WEIGHTS,
+            draft=DRAFT_70B,
+            draft_weights=E3_70B,
+            engine=tp8,
+            gpus=(H100,) * 8,
+        )
+    )
+    staged = estimate(
+        _inputs(
+            target="meta-llama--Llama-3.3-70B-Instruct",
+            target_weights=L70B_WEIGHTS,
+            draft=DRAFT_70B,
+            draft_weights=E3_70B,
+            engine={**tp8, "pipeline_parallel_size": 2},
+            gpus=(H100,) * 8,
+        )
+    )
+    assert staged["target_weight_bytes"] == L70B_WEIGHTS // 16 and alone["target_weight_bytes"] == L70B_WEIGHTS // 8
+    assert staged["kv_cache_bytes_per_token_target"] * 2 == alone["kv_cache_bytes_per_token_target"]  # 80 layers / 2
+    assert staged["draft_weight_bytes"] == alone["draft_weight_bytes"]
+    assert staged["verify_activation_bytes"] == alone["verify_activation_bytes"]

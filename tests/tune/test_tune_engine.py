@@ -64,6 +64,15 @@ LOGS = [
         LoggedEngine("0.33.1", "cuda", "PIECEWISE", "v1", False),
     ),
     (
+        "cuda-033-v1-ngram-async-off",  # vLLM 0.33's wording (config/vllm.py)
+        [
+            "WARNING [vllm.py:1712] Async scheduling is disabled because the V1 model runner does not support it "
+            "with ngram-based speculative decoding.",
+            ENGINE_LINE.format(v="0.33.0", d="cuda", g="FULL_AND_PIECEWISE"),
+        ],
+        LoggedEngine("0.33.0", "cuda", "FULL_AND_PIECEWISE", None, False),
+    ),
+    (
         "runner-forced-by-variable-says-nothing",
         [ENGINE_LINE.format(v="0.32.0", d="cuda", g="FULL")],
         LoggedEngine("0.32.0", "cuda", "FULL", None, None),
@@ -106,24 +115,29 @@ def test_devices_in_one_line():
     assert cpu_device(None, None) == {"kind": "cpu", "cpu": "unknown", "cores": None, "source": "none"}
 
 
-# (id, engine arguments, platform, runner, method, async scheduling)
+# (id, engine arguments, platform, runner, method, vLLM, async scheduling); tests/tune/test_async_rule_vllm.py runs
+# the same rule against each release's own VllmConfig code.
 ASYNC = [
-    ("cpu-always-off", {"async_scheduling": True}, "cpu", "v1", "eagle3", False),
-    ("cuda-off-default", {}, "cuda", "v2", None, True),
-    ("cuda-asked-off", {"async_scheduling": False}, "cuda", "v2", "eagle3", False),
-    ("cuda-ngram-off", {}, "cuda", "v2", "ngram", False),
-    ("cuda-suffix-off", {}, "cuda", "v1", "suffix", False),
-    ("cuda-eagle3-on", {}, "cuda", "v2", "eagle3", True),
-    ("cuda-mtp-on", {}, "cuda", "v2", "deepseek_mtp", True),
-    ("cuda-draft-model-on", {}, "cuda", "v1", "draft_model", True),
-    ("cuda-v1-pipeline-off", {"pipeline_parallel_size": 2}, "cuda", "v1", None, False),
-    ("cuda-v2-pipeline-on", {"pipeline_parallel_size": 2}, "cuda", "v2", None, True),
+    ("cpu-always-off", {"async_scheduling": True}, "cpu", "v1", "eagle3", "0.32.0", False),
+    ("cuda-off-default", {}, "cuda", "v2", None, "0.32.0", True),
+    ("cuda-asked-off", {"async_scheduling": False}, "cuda", "v2", "eagle3", "0.32.0", False),
+    ("cuda-032-v2-ngram-off", {}, "cuda", "v2", "ngram", "0.32.0", False),
+    ("cuda-033-v2-ngram-on", {}, "cuda", "v2", "ngram", "0.33.0", True),
+    ("cuda-033-v1-ngram-off", {}, "cuda", "v1", "ngram", "0.33.0", False),
+    ("cuda-suffix-off", {}, "cuda", "v1", "suffix", "0.33.0", False),
+    ("cuda-eagle3-on", {}, "cuda", "v2", "eagle3", "0.32.0", True),
+    ("cuda-mtp-on", {}, "cuda", "v2", "deepseek_mtp", "0.32.0", True),
+    ("cuda-draft-model-on", {}, "cuda", "v1", "draft_model", "0.32.0", True),
+    ("cuda-v1-pipeline-off", {"pipeline_parallel_size": 2}, "cuda", "v1", None, "0.33.0", False),
+    ("cuda-v2-pipeline-on", {"pipeline_parallel_size": 2}, "cuda", "v2", None, "0.32.0", True),
 ]
 
 
-@pytest.mark.parametrize("view,platform,runner,method,expected", [c[1:] for c in ASYNC], ids=[c[0] for c in ASYNC])
-def test_async_scheduling(view, platform, runner, method, expected):
-    assert async_scheduling(view, platform, runner, method) is expected
+@pytest.mark.parametrize(
+    "view,platform,runner,method,version,expected", [c[1:] for c in ASYNC], ids=[c[0] for c in ASYNC]
+)
+def test_async_scheduling(view, platform, runner, method, version, expected):
+    assert async_scheduling(view, platform, runner, method, version) is expected
 
 
 def _shown(platform="cpu", runner="v1", downgrade=None, view=None, method="ngram"):

@@ -19,7 +19,8 @@ from typing import Any, Mapping
 # Each variable -> the sub-directory of the key directory it points at. vLLM puts Inductor's cache
 # under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT modules under FLASHINFER_WORKSPACE_BASE.
 CACHE_DIRS = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
-# Engine arguments that change what the server is called or where it listens, never what it compiles.
+# Engine arguments that change what the server is called, where it listens or how it stops, never what it
+# compiles.
 _NOT_IN_KEY = frozenset(
     {
         "port",
@@ -35,6 +36,7 @@ _NOT_IN_KEY = frozenset(
         "ssl_certfile",
         "root_path",
         "allowed_origins",
+        "shutdown_timeout",  # how long SIGTERM drains; the launcher passes it by default
     }
 )
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

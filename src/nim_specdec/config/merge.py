@@ -42,6 +42,9 @@ def engine_layers(settings: Settings, names: list[str], engine_env: Mapping[str,
     """The engine-argument layers below the command line, lowest first: defaults < served names < the NIM
     variables that set one vLLM argument < NIM_SPECDEC_ARGS (NIM_PASSTHROUGH_ARGS and the command line follow)."""
     layers: list[Layer] = [(var.SERVER_PORT if settings.port_given else "default", {"port": settings.port})]
+    if all(name != var.SHUTDOWN_TIMEOUT for name, _, _ in settings.engine_variables):
+        # vLLM's own default, 0, aborts every request in flight on SIGTERM: a rollout would drop them.
+        layers.append(("default", {"shutdown_timeout": var.TABLE[var.SHUTDOWN_TIMEOUT].default}))
     if names:
         by = var.SERVED_MODEL_NAME if settings.served_model_name else "builtin"
         # One name as a string, several as the list vLLM's nargs="+" option takes.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from nim_specdec.config import variables as var
+from nim_specdec.config.arctic import refuse_arctic_plugin
 from nim_specdec.config.draft import Draft, resolve_draft
 from nim_specdec.config.engine_view import lower_view_of, tensor_parallel
 from nim_specdec.config.merge import merge_spec
@@ -134,6 +135,7 @@ def _keep_inferred_method(
 
 def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Front:
     known = facts.vllm
+    refuse_arctic_plugin(settings.environ, facts.vllm_version)
     warnings: list[str] = [item.warning() for item in settings.ignored]
     if not known.exact:
         warnings.append(known.unknown_warning())

@@ -26,11 +26,13 @@ from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_t
 from nim_specdec.config.variable_check import IgnoredVariable, ignored_variables, strict_problem
 from nim_specdec.errors import ConfigError
 
-__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "Settings", "parse_settings"]
+__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "DEFAULT_SHUTDOWN_TIMEOUT", "Settings", "parse_settings"]
 
 DEFAULT_PORT = int(var.TABLE[var.SERVER_PORT].default)  # type: ignore[arg-type]
 # NIM variables that set one vLLM argument each, apart from the served name (built-in names) and the port (always
 # given): (variable, argument, value) for those set, in declaration order.
+# vLLM's own default (0) aborts every request in flight on SIGTERM; the launcher passes this one unless told.
+DEFAULT_SHUTDOWN_TIMEOUT = int(var.TABLE[var.SHUTDOWN_TIMEOUT].default)  # type: ignore[arg-type]
 _ENGINE_VARIABLES = tuple(v.name for v in var.vllm_mapped() if v.name not in (var.SERVED_MODEL_NAME, var.SERVER_PORT))
 
 

@@ -139,6 +139,16 @@ ENABLE_KV_CACHE_REUSE = _declare(
     vllm="enable_prefix_caching",
 )
 SERVER_PORT = _declare("NIM_SERVER_PORT", "int", 8000, "`--port`.", nim="2.x", lo=1, hi=65535, vllm="port")
+SHUTDOWN_TIMEOUT = _declare(
+    "NIM_SHUTDOWN_TIMEOUT",
+    "int",
+    60,
+    "`--shutdown-timeout`: seconds vLLM drains the requests in flight on SIGTERM, refusing new ones, before it "
+    "aborts what is left (`0`: abort at once, vLLM's own default). Keep it below the pod's grace period.",
+    lo=0,
+    hi=86400,
+    vllm="shutdown_timeout",
+)
 PASSTHROUGH_ARGS = _declare("NIM_PASSTHROUGH_ARGS", "args", None, "Extra vLLM arguments, shell-quoted.", nim="2.x")
 
 # Where files go.

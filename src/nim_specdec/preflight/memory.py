@@ -1,6 +1,7 @@
 """GPU memory the plan needs, estimated from configs and weight headers, against what the GPU offers.
 
-Pure. The model follows how vLLM 0.32 spends `total x gpu_memory_utilization` on each GPU:
+Pure. Figures are per GPU of the last pipeline stage (tensor x pipeline parallelism split the target; the
+draft sits on that stage only). The model follows how vLLM 0.32 spends `total x gpu_memory_utilization` on each GPU:
 weights first, then the peak activations of a profiling step, and the rest becomes one
 block pool of KV cache shared by the target's and the draft's attention layers. So a
 draft costs (1) its weights, (2) KV bytes on every cached token, and (3) activations to
@@ -85,6 +86,7 @@ def _resolved(inputs: MemoryInputs) -> dict[str, Any]:
         "max_num_seqs": int(args.get("max_num_seqs") or default_max_num_seqs(first_gpu)),
         "gpu_memory_utilization": float(args.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION),
         "tensor_parallel_size": int(args.get("tensor_parallel_size") or 1),
+        "pipeline_parallel_size": int(args.get("pipeline_parallel_size") or 1),
         "num_speculative_tokens": int(k if k is not None else (inputs.mtp_heads or 1)),
         # vLLM accepts 1 or the target's size here; unset, the draft is split like the target.
         "draft_tensor_parallel_size": int(
@@ -97,11 +99,15 @@ def estimate(inputs: MemoryInputs) -> dict[str, Any]:
     """Per-GPU figures in bytes: what the draft adds and what the whole plan needs."""
     r = _resolved(inputs)
     tp, seqs, length, k = r["tensor_parallel_size"], r["max_num_seqs"], r["max_model_len"], r["num_speculative_tokens"]
+    pp = r["pipeline_parallel_size"]
     target = inputs.target or {}
     elem = mc.dtype_bytes(
         inputs.engine_args.get("kv_cache_dtype"), mc.model_dtype_bytes(target, inputs.engine_args.get("dtype"))
     )
-    target_kv = mc.kv_bytes_per_token(target, mc.attention_layers(target), elem, tp) if target else 0
+    # Pipeline stages split the target's layers (weights and KV cache); the draft and the sampler's logits live
+    # on the last stage only (vLLM builds the draft with pipeline_parallel_size=1), the GPUs figured here.
+    target_layers = -(-mc.attention_layers(target) // pp) if target else 0
+    target_kv = mc.kv_bytes_per_token(target, target_layers, elem, tp) if target else 0
     draft_kv, draft_weights, draft_vocab = 0, 0, 0
     if inputs.method == "mtp" and target:
         # MTP heads are extra decoder layers of the target: their weights are in its checkpoint already.
@@ -127,7 +133,7 @@ def estimate(inputs: MemoryInputs) -> dict[str, Any]:
         }
     )
     if inputs.target_weight_bytes is not None:
-        target_weights = inputs.target_weight_bytes // tp
+        target_weights = inputs.target_weight_bytes // (tp * pp)
         figures["target_weight_bytes"] = target_weights
         figures["required_bytes"] = target_weights + draft_weights + activations + (target_kv + draft_kv) * length
     return figures

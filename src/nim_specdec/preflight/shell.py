@@ -23,6 +23,7 @@ from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.preflight.config_file import index_shards, read_model_config
 from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
+from nim_specdec.preflight.context_length import v2_max_model_len_check
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
@@ -81,6 +82,8 @@ class PreflightInputs:
     # The config.json files as the facts step read them from those directories (None: read them here).
     target_config: Mapping[str, Any] | None = None
     draft_config: Mapping[str, Any] | None = None
+    runner: str = "v1"  # the plan's model_runner: which runner and which vLLM's rules
+    vllm_version: str = ""
 
 
 def _known_config(
@@ -105,6 +108,8 @@ def preflight_inputs(plan: Plan, sources: Mapping[str, SourceFacts] = MappingPro
         engine_args=plan.engine_args,
         target_config=_known_config(sources, plan.target.ref, plan.target.local_dir),
         draft_config=_known_config(sources, draft.ref, draft.local_dir) if draft else None,
+        runner=plan.model_runner.runner if plan.model_runner else "v1",
+        vllm_version=plan.model_runner.vllm_version if plan.model_runner else "",
     )
 
 
@@ -135,6 +140,17 @@ def run_preflight(
         checks = compatibility_checks(
             CompatInputs(method, spec_config, target, draft, draft_weights, inputs.draft_where)
         )
+        shorter = v2_max_model_len_check(
+            inputs.vllm_version,
+            inputs.runner,
+            method,
+            spec_config,
+            inputs.engine_args,
+            target,
+            draft,
+            inputs.draft_where,
+        )
+        checks += [shorter] if shorter else []
     if modes.memory != "off":
         readings = gpu.read()
         heads = mtp_declaration(target) if method == "mtp" and target else None

@@ -10,9 +10,12 @@ per step (acceptance.py). per_draft_token_s is what grows with the tokens verifi
 work plus a proposer's per-token cost.
 
 The per-step terms are what a server configured to speculate pays at K = 0, which is not speculation off:
-- vLLM turns async scheduling off for n-gram and suffix servers (measured on the CPU: 1.5x the time per
-  output token at K = 0). For these model-free methods, whose proposer's cost does not grow with K,
-  per_step_s is fitted on the runs at their largest K.
+- n-gram and suffix servers pay a per-step cost of their own (measured on the CPU: 1.5x the time per output
+  token at K = 0). It is not async scheduling's, which the CPU build never uses. On a GPU, vLLM 0.32 turns
+  async scheduling off for them on either runner and 0.33 on V1 only (0.33's V2, the GPU default, keeps it
+  for n-gram; suffix runs on V1): a fit measured on one engine carries that difference to another.
+  For these model-free methods, whose proposer's cost does not grow with K, per_step_s is fitted on the
+  runs at their largest K.
 - A draft model (draft_model, EAGLE3, MTP) still runs its first forward pass at K = 0, over the target's
   new tokens, to keep its KV cache in step (vllm/v1/spec_decode/llm_base_proposer.py, "Dynamic SD decided
   K=0"); measured on the CPU with a draft a quarter of its target: 450 output tokens/s at concurrency 16

@@ -12,26 +12,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nim_specdec.config.model_runner import RunnerInputs, choose_model_runner, cudagraph_mode_given
+from nim_specdec.config.model_runner import (
+    RunnerInputs,
+    choose_model_runner,
+    cudagraph_mode_given,
+    rules_version,
+    version_key,
+)
 from nim_specdec.config.schedule_rules import ScheduleDrop, schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec_lab.tune.engine_log import LoggedEngine
 
 LOG, PLAN, RULE = "server log", "launcher plan", "launcher plan (vLLM's rules)"
-# Methods vLLM 0.32 keeps async scheduling with (VllmConfig.__post_init__: EagleModelTypes, NgramGPUTypes,
+# Methods vLLM keeps async scheduling with by default (VllmConfig.__post_init__: EagleModelTypes, NgramGPUTypes,
 # draft_model, dspark, dflash); MTP types end in "mtp".
 _ASYNC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "dflash", "ngram_gpu", "draft_model", "dspark")
 
 
-def async_scheduling(view: Mapping[str, Any], platform: str, runner: str, method: str | None) -> bool:
-    """Whether vLLM schedules asynchronously: off on the CPU build (its platform hook has the last word), off
-    where asked, off by default with a method it does not support or pipeline parallelism on V1."""
+def async_scheduling(
+    view: Mapping[str, Any],
+    platform: str,
+    runner: str,
+    method: str | None,
+    vllm_version: str,
+    spec: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether vLLM schedules asynchronously, as VllmConfig.__post_init__ decides it when not asked: off on the
+    CPU build (its platform hook has the last word) and where asked off. vLLM 0.32 turns it off, on either
+    runner, for a method outside _ASYNC_METHODS (ngram, suffix) and for `disable_padded_drafter_batch`; 0.33
+    does so on the V1 runner only, so V2 (the GPU default) serves n-gram with async scheduling on. Pipeline
+    parallelism turns it off on V1 in both. Asked on where vLLM would not keep it, vLLM refuses to start."""
     if platform == "cpu":
         return False
     given = view.get("async_scheduling")
     if isinstance(given, bool):
         return given
-    if method is not None and method not in _ASYNC_METHODS and not method.endswith("mtp"):
-        return False
+    if runner == "v1" or version_key(rules_version(vllm_version)) < (0, 33):
+        if method is not None and method not in _ASYNC_METHODS and not method.endswith("mtp"):
+            return False
+        if method is not None and (spec or {}).get("disable_padded_drafter_batch") is True:
+            return False
     return not (runner == "v1" and int(view.get("pipeline_parallel_size", 1) or 1) > 1)
 
 
@@ -60,7 +79,14 @@ def planned_engine(shown: Mapping[str, Any]) -> PlannedEngine:
         runner["platform"],
         runner["runner"],
         mode,
-        async_scheduling(view, runner["platform"], runner["runner"], method),
+        async_scheduling(
+            view,
+            runner["platform"],
+            runner["runner"],
+            method,
+            runner["vllm_version"],
+            shown["speculative"].get("config"),
+        ),
         method,
         runner.get("cudagraph_downgrade"),
     )
