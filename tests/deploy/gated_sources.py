@@ -19,13 +19,14 @@ def is_gated(source: str) -> bool:
 
 
 def builtin_sources() -> dict[str, list[str]]:
-    """Every name and alias of a built-in model -> its target and draft sources."""
+    """Every name of a built-in model (its id, its NIM name, its aliases) -> its target and draft sources."""
     names: dict[str, list[str]] = {}
     for path in sorted((REPO / "configs" / "builtin_specdec").glob("*.json")):
         config = json.loads(path.read_text())
         draft = config.get("draft") or {}
         sources = [config["source"], *([draft["source"]] if draft.get("source") else [])]
-        for name in (config["model_id"], *config.get("aliases", [])):
+        nim_name = [config["nim_name"]] if config.get("nim_name") else []
+        for name in (config["model_id"], *nim_name, *config.get("aliases", [])):
             names[name] = sources
     return names
 
