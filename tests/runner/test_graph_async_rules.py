@@ -4,7 +4,11 @@ on where a release refuses it on a runner."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+from vllm_release_source import source
 
 from nim_specdec.config.async_rules import async_refusal
 from nim_specdec.config.graph_modes import compilation_mode, cudagraph_mode_checked
@@ -78,3 +82,29 @@ def test_async_refusal_names_the_option_and_runner():
     assert err.value.where == "--async-scheduling" and "V1 model runner" in err.value.problem and err.value.fix
     asked_off = runner_inputs({"async_scheduling": False, "pipeline_parallel_size": 2}, None, None)
     assert choose_model_runner("0.32.0", "cuda", asked_off, False).runner == "v1"
+
+
+def _release_rules():
+    """Each release's own statements that settle async scheduling (tests/tune/test_async_rule_vllm.py runs them)."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tune"))
+    from test_async_rule_vllm import RELEASES, _decision, _vllm_says  # noqa: PLC0415
+
+    return RELEASES, _decision, _vllm_says
+
+
+@pytest.mark.parametrize("runner", ["v1", "v2"])
+@pytest.mark.parametrize("pp", [1, 2])
+@pytest.mark.parametrize("padded_off", [False, True])
+def test_async_refusal_is_each_releases(runner, pp, padded_off):
+    """async_refusal against 0.32's and 0.33's own __post_init__ block with async scheduling asked on, for every
+    method each release knows; 0.32's V1 refusal of pipeline parallelism sits in its V1 runner check instead."""
+    releases, decision, vllm_says = _release_rules()
+    for version in releases:
+        release = tuple(int(part) for part in version.split(".")[:2])
+        v1_check = source(version, "vllm/config/vllm.py").split("def _get_v1_model_runner_unsupported_features")[1]
+        assert "pipeline parallelism with async scheduling" in v1_check.split("\n    def ")[0]
+        for method in (None, *decision(version)[1]):
+            refused = vllm_says(version, runner, method, pp, True, padded_off) == "refused"
+            refused = refused or (runner == "v1" and pp > 1)  # the V1 runner check, on a GPU
+            found = async_refusal(release, "cuda", runner, method, padded_off, pp)
+            assert (found is not None) is refused, (version, runner, method, pp, padded_off, found)
