@@ -18,9 +18,11 @@ config is built without it, then `hisparse_config` is set on it and the property
 `_maybe_override_dynamic_sd_cudagraph_mode`, observed (mode before and after), not re-implemented.
 
 What it still cannot see:
-- vLLM 0.33: only the installed 0.32 is built; 0.33's rules (async scheduling refused on V1 only, DBO and
-  graph normalisation unchanged) are table-driven in test_graph_async_rules.py, and tune's async rule is run
-  against 0.33's own statements in tests/tune/test_async_rule_vllm.py, not through a 0.33 VllmConfig.
+- vLLM 0.33: only the installed 0.32 is built. 0.33's async refusals are checked against its own statements
+  (test_graph_async_rules.py, from the 0.33 wheel); its DBO limits and piecewise normalisation read the same
+  as 0.32's, but no 0.33 VllmConfig decides a case here.
+- the plan reads `-O0` or `-cc.KEY` right after a flag without a value (`--async-scheduling -O0`) as that
+  flag's value and refuses the command line, so the corpus puts graph settings first.
 - anything a real GPU decides after the config: attention backends and their CUDA graph support, kernel
   availability, DeepEP kernels for DBO, memory, the worker's own checks at model load.
 - model-dependent limits: multimodal, encoder-decoder, hybrid and encoder-only models for DBO (the corpus has
