@@ -1,6 +1,7 @@
 """Generated cases for the model-runner differential test: speculative methods, schedules, data parallelism,
 every feature of vLLM 0.32's `_get_v2_model_runner_unsupported_features`, the features that force V2, CUDA
-graph settings and VLLM_USE_V2_MODEL_RUNNER, as vLLM serve arguments after `--model TARGET`."""
+graph and compilation settings (DBO under each of them), async scheduling asked on or off (with and without
+pipeline parallelism) and VLLM_USE_V2_MODEL_RUNNER, as vLLM serve arguments after `--model TARGET`."""
 
 from __future__ import annotations
 
@@ -54,6 +55,10 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "ubatch1": ("--ubatch-size", "1"),
     "watermark": ("--watermark-config", json.dumps({"key": 7, "allow_target_only_watermarking": True})),
     "lora-dbo": ("--enable-lora", "--enable-dbo", *_A2A),
+    "async": ("--async-scheduling",),
+    "no-async": ("--no-async-scheduling",),
+    "pp2-async": ("--pipeline-parallel-size", "2", "--async-scheduling"),
+    "pp2-no-async": ("--pipeline-parallel-size", "2", "--no-async-scheduling"),
 }
 GRAPHS: dict[str, tuple[str, ...]] = {
     "default": (),
@@ -64,11 +69,16 @@ GRAPHS: dict[str, tuple[str, ...]] = {
     "full": ("-cc.cudagraph_mode", "FULL"),
     "decode-only": ("--compilation-config", json.dumps({"cudagraph_mode": "full_decode_only"})),
     "piecewise": ("--compilation-config.cudagraph_mode", "PIECEWISE"),
+    # piecewise graphs without piecewise compilation: vLLM drops them before it picks the runner
+    "O0-piecewise": ("--optimization-level", "0", "-cc.cudagraph_mode", "PIECEWISE"),
+    "stock-compile-piecewise": ("--compilation-config", json.dumps({"mode": 1, "cudagraph_mode": "PIECEWISE"})),
+    "mode-none-full-and-piecewise": ("-cc.mode", "NONE"),
+    "dynamo-once-piecewise": ("-cc.mode", "DYNAMO_TRACE_ONCE", "-cc.cudagraph_mode", "piecewise"),
 }
 
 
 def _case(name: str, spec: dict | None, feature: str, graphs: str, env: str | None, schedule: bool) -> Case:
-    args = [*FEATURES[feature], *GRAPHS[graphs]]
+    args = [*GRAPHS[graphs], *FEATURES[feature]]  # graphs first: the plan reads `--flag -O0` as a value of --flag
     if feature == "watermark" and spec is not None:
         if spec.get("method") != "eagle3" or spec.get("parallel_drafting"):
             # vLLM watermarks only eagle/eagle3/mtp/dspark drafts, without parallel drafting
@@ -102,6 +112,10 @@ def all_cases(models: dict[str, Path], sampled: int = 260, seed: int = 26) -> li
             add(_case("off", None, feature, "default", env, False))
         for graphs in GRAPHS:
             add(_case("ngram", methods["ngram"], "plain", graphs, env, True))
+            add(_case("off", None, "dbo", graphs, env, False))
+        for feature in ("async", "no-async", "pp2-async", "pp2-no-async"):
+            for name, spec in methods.items():
+                add(_case(name, spec, feature, "default", env, False))
         for name in ("off", "ngram"):
             spec = methods[name]
             add(

@@ -1,7 +1,8 @@
 """One runner case through the launcher's plan and through a real vLLM 0.32 VllmConfig built in this process.
 
 An outcome is ("refused",) where the runner cannot start (vLLM raises; the plan exits 2), ("dropped",) where
-vLLM sets the schedule to None (the plan refuses it), else ("ok", runner, CUDA graph downgrade or None).
+vLLM sets the schedule to None (the plan refuses it), else ("ok", runner, CUDA graph downgrade or None, async
+scheduling): the plan's async scheduling is the one tune reports for it (tune.engine.planned_engine).
 """
 
 from __future__ import annotations
@@ -13,14 +14,22 @@ from runner_corpus import Case
 
 from nim_specdec.config.model_runner import ENV
 from nim_specdec.config.plan_facts import Facts
+from nim_specdec.config.plan_model import plan_json
 from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_check import _make_parser
+from nim_specdec_lab.tune.engine import planned_engine
 
 HISPARSE = ("--attention-config", json.dumps({"hisparse_config": {}}))
-RUNNER_WHERE = (ENV, "--watermark-config", "--attention-config")
-_VLLM_RUNNER_REFUSALS = ("Model Runner V2", "HiSparse requires Model Runner V2")
+RUNNER_WHERE = (ENV, "--watermark-config", "--attention-config", "--async-scheduling")
+_VLLM_RUNNER_REFUSALS = (
+    "Model Runner V2",
+    "HiSparse requires Model Runner V2",
+    "Model Runner V1 does not support",
+    "not supported by the V1 model runner",  # 0.33: async scheduling on V1
+    "async scheduling is only supported",  # 0.32: async scheduling with another method
+)
 
 
 @lru_cache(maxsize=1)
@@ -40,7 +49,8 @@ def launcher_outcome(case: Case, target: str, platform: str, cache: str) -> tupl
         if err.where in RUNNER_WHERE:
             return ("refused",)
         raise
-    return ("ok", plan.model_runner.runner, plan.model_runner.cudagraph_downgrade)
+    engine = planned_engine(plan_json(plan))
+    return ("ok", plan.model_runner.runner, plan.model_runner.cudagraph_downgrade, engine.async_scheduling)
 
 
 def vllm_outcome(case: Case, target: str, graph_changes: list) -> tuple:
@@ -68,4 +78,4 @@ def vllm_outcome(case: Case, target: str, graph_changes: list) -> tuple:
     for before, after in graph_changes:
         if before != after:
             downgrade = f"{before} -> {after}"
-    return ("ok", "v2" if v2 else "v1", downgrade)
+    return ("ok", "v2" if v2 else "v1", downgrade, config.scheduler_config.async_scheduling)

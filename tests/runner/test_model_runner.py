@@ -9,12 +9,12 @@ from nim_specdec.config.model_runner import (
     RunnerInputs,
     choose_model_runner,
     cudagraph_mode_given,
-    optimization_level,
     parse_use_v2_env,
     runner_inputs,
     target_platform,
     version_key,
 )
+from nim_specdec.config.graph_modes import optimization_level
 from nim_specdec.errors import ConfigError
 
 
@@ -177,7 +177,7 @@ REFUSALS = [
         "dbo-piecewise-variable-1",
         "0.32.0",
         "cuda",
-        RunnerInputs(ubatching=True, cudagraph_mode="PIECEWISE"),
+        RunnerInputs(ubatching=True, cudagraph_mode="PIECEWISE", checked_cudagraph_mode="PIECEWISE"),
         True,
         "VLLM_USE_V2_MODEL_RUNNER",
         "PIECEWISE CUDA graphs",

@@ -9,6 +9,9 @@ proposer, and schedules behave differently (config.schedule_rules). vLLM decides
 4. without Triton, V1 (0.33 adds "unless the platform is unspecified", which a plan never assumes);
 5. V1 when `_get_v2_model_runner_unsupported_features` is not empty, else V2.
 vLLM then refuses a V2 it cannot run (`_validate_v2_model_runner`): no Triton, or an unsupported feature.
+The CUDA graph mode those checks read (DBO refuses PIECEWISE) is the one left after vLLM drops piecewise
+graphs where the model is not compiled piecewise (config.graph_modes). Async scheduling asked on is refused
+per release and runner (config.async_rules).
 V1's own refusals (`_get_v1_model_runner_unsupported_features`: DSpark, adaptive verification, ...) are
 left to the vLLM check, as are DBO's model-dependent limits (multimodal, hybrid, encoder-only models).
 """
@@ -18,6 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from nim_specdec.config.async_rules import async_refusal
+from nim_specdec.config.graph_modes import (
+    cudagraph_mode_checked,
+    cudagraph_mode_given,
+    engine_flag as _flag,
+    engine_int as _int,
+    nested_option as _nested,
+)
 from nim_specdec.errors import ConfigError
 
 ENV = "VLLM_USE_V2_MODEL_RUNNER"
@@ -34,8 +45,6 @@ _V2_UNSUPPORTED_METHODS = {
 }
 _NEEDS_TRITON = "which the V2 model runner needs"
 FULL_CUDAGRAPH_MODES = ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
-# OPTIMIZATION_LEVEL_0x in vllm/config/vllm.py (the default level is O2).
-_LEVEL_CUDAGRAPH_MODE = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,9 @@ class RunnerInputs:
     watermark: bool = False  # --watermark-config
     schedule: bool = False  # speculative_config.num_speculative_tokens_per_batch_size
     cudagraph_mode: str = "FULL_AND_PIECEWISE"  # before vLLM's schedule override (cudagraph_mode_given)
+    checked_cudagraph_mode: str = "FULL_AND_PIECEWISE"  # what the V2 checks read on a GPU (cudagraph_mode_checked)
+    async_scheduling: bool | None = None  # --async-scheduling / --no-async-scheduling; None: vLLM decides
+    padded_drafter_batch_off: bool = False  # speculative_config.disable_padded_drafter_batch
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,7 @@ def v2_unsupported(version: str, inputs: RunnerInputs, env: bool | None) -> list
                     (inputs.method is not None, "dual batch overlap with speculative decoding"),
                     (inputs.pipeline_parallel > 1, "dual batch overlap with pipeline parallelism"),
                     (inputs.context_parallel > 1, "dual batch overlap with context parallelism"),
-                    (inputs.cudagraph_mode == "PIECEWISE", "dual batch overlap with PIECEWISE CUDA graphs"),
+                    (inputs.checked_cudagraph_mode == "PIECEWISE", "dual batch overlap with PIECEWISE CUDA graphs"),
                 )
                 if hit
             ]
@@ -160,7 +172,27 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
     None when unset); ConfigError (exit 2) where vLLM would refuse to start with that runner."""
     if platform not in PLATFORMS:
         raise ValueError(f"unknown platform {platform!r}")
-    version = rules_version(version)
+    choice = _choose(rules_version(version), platform, inputs, env)
+    if inputs.async_scheduling is True:
+        refusal = async_refusal(
+            version_key(choice.vllm_version),
+            platform,
+            choice.runner,
+            inputs.method,
+            inputs.padded_drafter_batch_off,
+            inputs.pipeline_parallel,
+        )
+        if refusal is not None:
+            raise ConfigError(
+                "--async-scheduling",
+                f"vLLM {choice.vllm_version} on the {choice.runner.upper()} model runner ({choice.reason}) "
+                f"refuses {refusal}",
+                "remove --async-scheduling (vLLM then decides it), or the feature named",
+            )
+    return choice
+
+
+def _choose(version: str, platform: str, inputs: RunnerInputs, env: bool | None) -> ModelRunner:
     named = f"vLLM {version}"
     if inputs.hisparse:
         if env is False:
@@ -206,53 +238,6 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
     return ModelRunner("v2", f"V2 is {named}'s default on {platform} (Triton present)", platform, version)
 
 
-def _flag(view: Mapping[str, Any], key: str) -> bool:
-    value = view.get(key)
-    return value is True or (isinstance(value, str) and value.lower() in ("1", "true"))
-
-
-def _int(value: Any, default: int) -> int:
-    try:
-        return int(value) if not isinstance(value, bool) else default
-    except (TypeError, ValueError):
-        return default  # vLLM's own parser reports a bad value
-
-
-def _nested(view: Mapping[str, Any], names: tuple[str, ...], key: str) -> Any:
-    """A sub-key of a JSON config option, the dotted spellings (`-cc.cudagraph_mode`) applied last, as vLLM does."""
-    found = None
-    for name in names:
-        whole = view.get(name)
-        if isinstance(whole, dict) and key in whole:
-            found = whole[key]
-    for name in names:
-        if f"{name}.{key}" in view:
-            found = view[f"{name}.{key}"]
-    return found
-
-
-def optimization_level(view: Mapping[str, Any]) -> int:
-    """-O (`-O3`, `-O 3`, `-O=3`, `--optimization-level 3`); vLLM's default is 2."""
-    level = 2
-    for key, value in view.items():
-        if key in ("optimization_level", "O"):
-            level = _int(value, level)
-        elif len(key) == 2 and key[0] == "O" and key[1].isdigit() and value is True:
-            level = int(key[1])
-    return level
-
-
-def cudagraph_mode_given(view: Mapping[str, Any]) -> str:
-    """The CUDA graph mode vLLM holds when it applies a schedule's override: NONE with --enforce-eager, else
-    compilation_config.cudagraph_mode, else the optimization level's (vllm/config/vllm.py, __post_init__)."""
-    if _flag(view, "enforce_eager"):
-        return "NONE"
-    given = _nested(view, ("compilation_config", "cc"), "cudagraph_mode")
-    if isinstance(given, str) and given.strip():
-        return given.strip().upper()
-    return _LEVEL_CUDAGRAPH_MODE.get(optimization_level(view), "FULL_AND_PIECEWISE")
-
-
 def runner_inputs(view: Mapping[str, Any], spec: Mapping[str, Any] | None, method: str | None) -> RunnerInputs:
     """RunnerInputs from the plan's resolved engine arguments and merged speculative config (None: off)."""
     spec = spec or {}
@@ -262,6 +247,7 @@ def runner_inputs(view: Mapping[str, Any], spec: Mapping[str, Any] | None, metho
         method=method if spec else None,
         parallel_drafting=spec.get("parallel_drafting") is True,
         heterogeneous_vocab=spec.get("use_heterogeneous_vocab") is True,
+        padded_drafter_batch_off=spec.get("disable_padded_drafter_batch") is True,
         executor_backend=view.get("distributed_executor_backend"),
         pipeline_parallel=_int(view.get("pipeline_parallel_size", 1), 1),
         data_parallel=_int(view.get("data_parallel_size", 1), 1),
@@ -275,4 +261,6 @@ def runner_inputs(view: Mapping[str, Any], spec: Mapping[str, Any] | None, metho
         watermark=view.get("watermark_config") is not None,
         schedule=spec.get("num_speculative_tokens_per_batch_size") is not None,
         cudagraph_mode=cudagraph_mode_given(view),
+        checked_cudagraph_mode=cudagraph_mode_checked(view),
+        async_scheduling=view["async_scheduling"] if isinstance(view.get("async_scheduling"), bool) else None,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from nim_specdec.config.async_rules import keeps_async
 from nim_specdec.config.model_runner import (
     RunnerInputs,
     choose_model_runner,
@@ -23,9 +24,6 @@ from nim_specdec.config.schedule_rules import ScheduleDrop, schedule_cudagraph_d
 from nim_specdec_lab.tune.engine_log import LoggedEngine
 
 LOG, PLAN, RULE = "server log", "launcher plan", "launcher plan (vLLM's rules)"
-# Methods vLLM keeps async scheduling with by default (VllmConfig.__post_init__: EagleModelTypes, NgramGPUTypes,
-# draft_model, dspark, dflash); MTP types end in "mtp".
-_ASYNC_METHODS = ("eagle", "eagle3", "extract_hidden_states", "dflash", "ngram_gpu", "draft_model", "dspark")
 
 
 def async_scheduling(
@@ -38,7 +36,7 @@ def async_scheduling(
 ) -> bool:
     """Whether vLLM schedules asynchronously, as VllmConfig.__post_init__ decides it when not asked: off on the
     CPU build (its platform hook has the last word) and where asked off. vLLM 0.32 turns it off, on either
-    runner, for a method outside _ASYNC_METHODS (ngram, suffix) and for `disable_padded_drafter_batch`; 0.33
+    runner, for a method outside async_rules.ASYNC_METHODS (ngram, suffix) and for `disable_padded_drafter_batch`; 0.33
     does so on the V1 runner only, so V2 (the GPU default) serves n-gram with async scheduling on. Pipeline
     parallelism turns it off on V1 in both. Asked on where vLLM would not keep it, vLLM refuses to start."""
     if platform == "cpu":
@@ -47,7 +45,7 @@ def async_scheduling(
     if isinstance(given, bool):
         return given
     if runner == "v1" or version_key(rules_version(vllm_version)) < (0, 33):
-        if method is not None and method not in _ASYNC_METHODS and not method.endswith("mtp"):
+        if not keeps_async(method):
             return False
         if method is not None and (spec or {}).get("disable_padded_drafter_batch") is True:
             return False
