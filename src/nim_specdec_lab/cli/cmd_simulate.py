@@ -13,7 +13,7 @@ import json
 import sys
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.simulate_inputs import current_setting, load_records
+from nim_specdec_lab.cli.support.simulate_inputs import current_setting, load_records
 
 METHODS = ("ngram", "suffix")
 # A capture is read whole into memory: larger than this is not a trace to simulate.

@@ -110,7 +110,7 @@ def spec_env(engine: Mapping[str, Any], config: Mapping[str, Any] | None) -> dic
     }
 
 
-def server_env(
+def candidate_env(
     user_env: Mapping[str, str], engine: Mapping[str, Any], config: Mapping[str, Any] | None
 ) -> dict[str, str]:
     env = {k: v for k, v in user_env.items() if k != "NIM_SPECDEC_ARGS"}
