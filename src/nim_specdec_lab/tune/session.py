@@ -70,10 +70,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
     shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
-    target = serving_target(shown, env, options.serving_platform, options.serving_vllm_version)
+    target = serving_target(shown, settings, options.serving_platform, options.serving_vllm_version)
     for method in ([configured.method] if configured else []) + list(options.methods):
         target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
-    engine = cand.engine_keys(env)
+    engine = cand.engine_keys(settings.specdec_args)
     args = cand.strip_spec_args(options.vllm_args)
     notes: list[str] = []
     if cand.has_spec_args(options.vllm_args):
@@ -116,7 +116,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         options.max_k,
         configured,
         max_len,
-        serving_runner(cand.candidate_env(env, engine, None), *installed_vllm()),
+        serving_runner(settings, *installed_vllm()),  # the servers' environments keep the user's runner choice
     )
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:

@@ -62,14 +62,13 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
     return records, max_model_len, notes
 
 
-def current_setting(args: argparse.Namespace):
-    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method."""
-    import os  # noqa: PLC0415
-
+def current_setting(args: argparse.Namespace, specdec_args: str | None = None):
+    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method.
+    `specdec_args`: NIM_SPECDEC_ARGS as the command's edge read it (--current wins)."""
     from nim_specdec.config.specargs import parse_specdec_args  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
 
-    text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
+    text = args.current or specdec_args
     if text:
         where = "--current" if args.current else "NIM_SPECDEC_ARGS"
         obj = loads(text, where)  # depth, duplicate keys and numbers checked: one line naming `where`
