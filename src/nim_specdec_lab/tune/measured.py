@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.model_runner import PLATFORMS, runner_inputs
+from nim_specdec.config.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV
 from nim_specdec.errors import ConfigError
@@ -59,18 +60,17 @@ class ServingTarget:
         return serving_engine(self.vllm_version, self.platform, runner_inputs(self.view, config, method), self.use_v2)
 
 
-def serving_target(
-    shown: Mapping[str, Any], settings: Settings, platform: str | None, version: str | None
-) -> ServingTarget:
+def serving_target(plan: Plan, settings: Settings, platform: str | None, version: str | None) -> ServingTarget:
     """The serving engine: the given platform and version, else this machine's (the plan's model_runner),
     with the launcher's reading of VLLM_USE_V2_MODEL_RUNNER."""
     assert platform is None or platform in PLATFORMS
-    runner = shown["model_runner"]
+    runner = plan.model_runner
+    assert runner is not None  # build_plan always sets it
     return ServingTarget(
-        version or runner["vllm_version"],
-        platform or runner["platform"],
+        version or runner.vllm_version,
+        platform or runner.platform,
         settings.use_v2_model_runner,
-        dict(shown["engine_args"]),
+        dict(plan.engine_args),
     )
 
 

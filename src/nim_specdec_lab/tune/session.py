@@ -70,7 +70,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
     shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
-    target = serving_target(shown, settings, options.serving_platform, options.serving_vllm_version)
+    target = serving_target(plan, settings, options.serving_platform, options.serving_vllm_version)
     for method in ([configured.method] if configured else []) + list(options.methods):
         target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
     engine = cand.engine_keys(settings.specdec_args)
