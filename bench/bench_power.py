@@ -21,7 +21,7 @@ import numpy as np
 
 from nim_specdec_lab import stats
 from nim_specdec_lab.noise_worlds import Machine, figures, simulate, true_log_speedups
-from nim_specdec_lab.specbench.serve_rounds import order_of as bench_order
+from nim_specdec_lab.bench.serve_rounds import order_of as bench_order
 from nim_specdec_lab.tune.decide import Option, decide
 from nim_specdec_lab.tune.rounds import order_of as tune_order
 

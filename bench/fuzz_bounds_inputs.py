@@ -28,8 +28,8 @@ from nim_specdec.fetchers.safety import check_clashes, target_path
 from nim_specdec.preflight.config_file import index_shards
 from nim_specdec.preflight.safetensors_header import HeaderError, read_header
 from nim_specdec.server.spec_info import shown_speculative_config
-from nim_specdec_lab.cli.simulate_inputs import current_setting
-from nim_specdec_lab.ngram.replay import load_records
+from nim_specdec_lab.cli.support.simulate_inputs import current_setting
+from nim_specdec_lab.ngram.http_replay import load_records
 
 # What secrets.token_urlsafe() draws: one key in 64 starts with '-'.
 URLSAFE = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", min_size=12, max_size=43)

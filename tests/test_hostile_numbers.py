@@ -79,7 +79,7 @@ def test_a_file_uri_on_another_host_is_refused():
 
 
 def _records(tmp_path, data: bytes):
-    from nim_specdec_lab.ngram.replay import load_records
+    from nim_specdec_lab.ngram.http_replay import load_records
 
     path = tmp_path / "r.jsonl"
     path.write_bytes(data)
@@ -106,14 +106,15 @@ def test_records_with_bytes_that_are_not_utf8_or_bad_numbers_are_one_configurati
 
 
 @pytest.mark.parametrize("where", ["current", "env"])
-def test_deeply_nested_current_or_specdec_args_in_simulate_is_a_configuration_error(monkeypatch, where):
-    from nim_specdec_lab.cli.simulate_inputs import current_setting
+def test_deeply_nested_current_or_specdec_args_in_simulate_is_a_configuration_error(where):
+    from nim_specdec_lab.cli.support.simulate_inputs import current_setting
 
     text = '{"speculative_config": ' + "[" * 5000 + "]" * 5000 + "}"
-    if where == "env":
-        monkeypatch.setenv("NIM_SPECDEC_ARGS", text)
     with pytest.raises(ConfigError):
-        current_setting(argparse.Namespace(current=text if where == "current" else None, url=None))
+        current_setting(
+            argparse.Namespace(current=text if where == "current" else None, url=None),
+            text if where == "env" else None,
+        )
 
 
 # ----- the cache's markers

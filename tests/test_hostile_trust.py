@@ -134,7 +134,7 @@ def test_prune_never_deletes_through_a_key_swapped_for_a_link(tmp_path, monkeypa
 
 def test_save_records_writes_users_token_ids_owner_only(tmp_path):
     from nim_specdec_lab.ngram.corpus import RecordedRequest
-    from nim_specdec_lab.ngram.replay import save_records
+    from nim_specdec_lab.ngram.http_replay import save_records
 
     out = tmp_path / "records.jsonl"
     save_records(str(out), [RecordedRequest.of([1, 2], [3])], 128)

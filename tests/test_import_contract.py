@@ -1,4 +1,5 @@
-"""The launcher's import graph: it never reaches the lab, no stage imports a higher one, and there is no cycle.
+"""The launcher's import graph: it never reaches the lab, no stage imports a higher one, and there is no cycle;
+the lab's packages import each other in one direction only.
 
 Read from the source with `ast`, so an import inside a function counts as much as one at the top.
 """
@@ -133,6 +134,26 @@ def test_no_import_cycle(root):
     assert _cycles(_without_packages(_graph(root))) == []
 
 
+def _lab_part(module: str) -> str:
+    # A lab module's package (`nim_specdec_lab.tune.runner` -> `tune`); a top-level module stands for itself.
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        own = _lab_part(module)
+        packages.setdefault(own, set()).update(t for t in map(_lab_part, targets) if t not in (own, "__init__"))
+    return packages
+
+
+def test_the_labs_packages_import_each_other_one_way():
+    assert _cycles(_package_graph(_graph(LAB))) == []
+
+
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert _stage("nim_specdec.config.plan") == "config"
+    two_way = {"lab.tune.a": {"lab.bench.b"}, "lab.bench.b": {"lab.tune.c"}, "lab.tune.c": set()}
+    assert _cycles(_package_graph(two_way)) == [["bench", "tune"]]

@@ -16,7 +16,7 @@ import pytest
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, summed
-from nim_specdec_lab.ngram.replay import continuation, http_json, load_records
+from nim_specdec_lab.ngram.http_replay import continuation, http_json, load_records
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, token_ids
 from nim_specdec_lab.ngram.grid import specdec_args

@@ -10,7 +10,7 @@ import pytest
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.ngram.corpus import MAX_TOKEN_ID, RecordedRequest
 from nim_specdec_lab.ngram.grid import MAX_GRID, make_grid, parse_int_set
-from nim_specdec_lab.ngram.replay import load_records
+from nim_specdec_lab.ngram.http_replay import load_records
 from nim_specdec_lab.ngram.trace import parse_capture
 from nim_specdec_lab.suffix import grid as suffix_grid
 

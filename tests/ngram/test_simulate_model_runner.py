@@ -10,7 +10,7 @@ import pytest
 
 from nim_specdec_lab.ngram import model_runner as mr
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec_lab.ngram.replay import save_records
+from nim_specdec_lab.ngram.http_replay import save_records
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
 

@@ -136,7 +136,7 @@ def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path
     import subprocess
     import sys
 
-    from nim_specdec_lab.ngram.replay import save_records
+    from nim_specdec_lab.ngram.http_replay import save_records
 
     requests = KNOWN_RECORDS + _requests(random.Random(5), 12, 60)
     save_records(str(tmp_path / "records.jsonl"), requests, 64)

@@ -1,6 +1,6 @@
 """bench --serve's verdicts (stats.paired per comparison, stats.weighted_by_round on the traffic: what
 serve_report calls) over worlds that model the machine (nim_specdec_lab.noise_worlds), the sides started in
-bench's rotated order (specbench.serve_rounds.order_of). A/A: the share of verdicts other than "no
+bench's rotated order (bench.serve_rounds.order_of). A/A: the share of verdicts other than "no
 measurable difference" stays at or below 5%, over 1000 worlds or more per case; a true gain is found.
 """
 
@@ -11,7 +11,7 @@ import pytest
 
 from nim_specdec_lab import stats
 from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
-from nim_specdec_lab.specbench.serve_rounds import order_of
+from nim_specdec_lab.bench.serve_rounds import order_of
 
 MARGIN = 0.03
 WORLDS = 1000

@@ -13,12 +13,13 @@ import pytest
 from nim_specdec.errors import ConfigError
 from nim_specdec.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.specbench.env_file import parse_env_file, server_env
-from nim_specdec_lab.specbench.report_md import markdown
-from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
+from nim_specdec_lab.bench.env_file import parse_env_file, side_env
+from nim_specdec_lab.bench.report_md import markdown
+from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
-from nim_specdec_lab.specbench.serve_rounds import order_of, side_args, side_names, warmup_for
-from nim_specdec_lab.specbench.trace_notes import trace_notes
+from nim_specdec_lab.bench.serve_rounds import order_of, side_names, warmup_for
+from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
+from nim_specdec_lab.replay.trace_notes import trace_notes
 from nim_specdec_lab.power import required_ncp
 from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE, paired
 
@@ -77,15 +78,15 @@ def test_env_file_bad_line_names_file_and_line_never_the_value(line, needle):
 
 def test_server_envs():
     current = {"PATH": "/bin", "NIM_MODEL_PATH": "/m", "NIM_SPECDEC_ARGS": "{}"}
-    assert server_env(current, None, speculation_off=True) == {**current, "NIM_SPECDEC_ENABLE": "0"}
-    assert server_env(current, None, speculation_off=False) == current
+    assert side_env(current, None, speculation_off=True) == {**current, "NIM_SPECDEC_ENABLE": "0"}
+    assert side_env(current, None, speculation_off=False) == current
     # A file overrides the current environment: its NIM_* variables are the base (the model both sides
     # serve), the file's win, and NIM_SPECDEC_* comes from the file only.
-    assert server_env(current, {"NIM_MODEL_PATH": "/other"}, speculation_off=True) == {
+    assert side_env(current, {"NIM_MODEL_PATH": "/other"}, speculation_off=True) == {
         "PATH": "/bin",
         "NIM_MODEL_PATH": "/other",
     }
-    assert server_env(current, {"NIM_SPECDEC_ENABLE": "1"}, speculation_off=False) == {
+    assert side_env(current, {"NIM_SPECDEC_ENABLE": "1"}, speculation_off=False) == {
         "PATH": "/bin",
         "NIM_MODEL_PATH": "/m",
         "NIM_SPECDEC_ENABLE": "1",
@@ -98,10 +99,10 @@ def test_a_new_users_env_files_serve_the_model_from_the_environment(tmp_path):
     off = parse_env_file(["NIM_SPECDEC_ENABLE=0"], "--baseline", "off.env", {})
     ngram = parse_env_file(["NIM_SPECDEC_ENABLE=1", 'NIM_SPECDEC_ARGS={"a": 1}'], "--candidate", "ngram.env", {})
     current = {"NIM_MODEL_PATH": "/models/m", "NIM_SPECDEC_ARGS": "{}", "HOME": "/h"}
-    for side in (server_env(current, off, True), server_env(current, ngram, False)):
+    for side in (side_env(current, off, True), side_env(current, ngram, False)):
         assert side["NIM_MODEL_PATH"] == "/models/m" and side["HOME"] == "/h"
-    assert "NIM_SPECDEC_ARGS" not in server_env(current, off, True)  # the environment's speculation stays out
-    assert server_env(current, ngram, False)["NIM_SPECDEC_ARGS"] == '{"a": 1}'
+    assert "NIM_SPECDEC_ARGS" not in side_env(current, off, True)  # the environment's speculation stays out
+    assert side_env(current, ngram, False)["NIM_SPECDEC_ARGS"] == '{"a": 1}'
 
 
 def test_rounds_rotate_and_warm_up_scales_with_concurrency():
@@ -121,15 +122,15 @@ def test_rounds_rotate_and_warm_up_scales_with_concurrency():
 
 
 def test_per_request_metrics_only_where_the_server_speculates():
-    assert side_args(["--seed", "0"], speculating=True) == [
+    assert with_per_request_metrics(["--seed", "0"], speculating=True) == [
         "--seed",
         "0",
         "--per-request-spec-decode-metrics",
         "summary",
     ]
-    assert side_args(["--seed", "0"], speculating=False) == ["--seed", "0"]
+    assert with_per_request_metrics(["--seed", "0"], speculating=False) == ["--seed", "0"]
     mine = ["--per-request-spec-decode-metrics=detailed"]
-    assert side_args(mine, speculating=True) == mine
+    assert with_per_request_metrics(mine, speculating=True) == mine
 
 
 def _rounds(pairs, concurrency=2, category="traffic", base_sampling=SAMPLING):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec.observe.server_timings import client_busy_share, histogram_totals, server_means
-from nim_specdec_lab.specbench.compare import compare
-from nim_specdec_lab.specbench.report_md import markdown
+from nim_specdec_lab.bench.compare import compare
+from nim_specdec_lab.bench.report_md import markdown
 from test_bench_report import ON_SPEC, m
 
 

@@ -61,6 +61,9 @@ def context_for(env, cache_dir, **kwargs):
     """A FetchContext as the launcher builds one from an environment: the download settings that `env`'s
     NIM_DOWNLOAD_* variables give, with the backends reading their credentials from `env`."""
     from nim_specdec.config.download_settings import download_settings
+    from nim_specdec.config.host_env import read_host_env
     from nim_specdec.fetchers.base import FetchContext
 
+    host = read_host_env(env)
+    kwargs = {"hf_hub_offline": host.hf_hub_offline, "secrets": host.secrets, **kwargs}
     return FetchContext(env=env, cache_dir=cache_dir, download=download_settings(env), **kwargs)

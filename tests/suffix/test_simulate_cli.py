@@ -11,7 +11,7 @@ import pytest
 
 from nim_specdec.config.specargs import parse_specdec_args
 from nim_specdec_lab.ngram.corpus import RecordedRequest
-from nim_specdec_lab.ngram.replay import save_records
+from nim_specdec_lab.ngram.http_replay import save_records
 from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 
 

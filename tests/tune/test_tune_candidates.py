@@ -13,7 +13,7 @@ from nim_specdec_lab.tune.candidates import (
     configured_candidate,
     ngram_config,
     scheduled_config,
-    server_env,
+    candidate_env,
     strip_spec_args,
     suffix_config,
 )
@@ -87,12 +87,12 @@ def test_server_env_replaces_only_the_speculative_config():
         "NIM_SPECDEC_ARGS": '{"max_num_seqs": 16, "speculative_config": {"method": "mtp"}}',
         "NIM_PASSTHROUGH_ARGS": "--dtype bfloat16 --speculative-config.num_speculative_tokens 2",
     }
-    env = server_env(user, {"max_num_seqs": 16}, ngram_config(3, 1, 4))
+    env = candidate_env(user, {"max_num_seqs": 16}, ngram_config(3, 1, 4))
     spec, engine = parse_specdec_args(env["NIM_SPECDEC_ARGS"])
     assert env["NIM_SPECDEC_ENABLE"] == "1" and env["NIM_MODEL_PATH"] == "/m"
     assert spec == ngram_config(3, 1, 4) and engine == {"max_num_seqs": 16}
     assert env["NIM_PASSTHROUGH_ARGS"] == "--dtype bfloat16"
-    off = server_env(user, {"max_num_seqs": 16}, None)
+    off = candidate_env(user, {"max_num_seqs": 16}, None)
     assert off["NIM_SPECDEC_ENABLE"] == "0" and "NIM_SPECDEC_ARGS" not in off
 
 

@@ -257,7 +257,7 @@ def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
     ],
 )
 def test_server_env_keeps_idle_connections_unless_the_user_chose(env, expected):
-    from nim_specdec_lab.tune.runner import server_env
+    from nim_specdec_lab.tune.runner import with_long_keep_alive
 
-    got = server_env(env)
+    got = with_long_keep_alive(env)
     assert got["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == expected and got["NIM_MODEL_PATH"] == "/m"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from typing import Sequence
 
 from nim_specdec.errors import printable
-from nim_specdec.common.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text
 
 LOGGER = "nim_specdec"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # NIM_LOG_LEVEL's values
@@ -60,6 +59,7 @@ def setup_logging(level: str, jsonl: bool, secrets: Sequence[str]) -> logging.Lo
     return logger
 
 
-def error_line(text: str) -> None:
-    """One line on stderr, with any secret variable's value, URI credentials and control characters masked."""
-    print(printable(redact_text(text, secret_values(os.environ))), file=sys.stderr)
+def error_line(text: str, secrets: Sequence[str]) -> None:
+    """One line on stderr, with every value of `secrets` (the secret variables' values, read by the caller at
+    its process's edge), URI credentials and control characters masked."""
+    print(printable(redact_text(text, secrets)), file=sys.stderr)

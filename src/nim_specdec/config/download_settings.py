@@ -31,6 +31,8 @@ class DownloadSettings:
     s5cmd: str = _default(var.S5CMD)  # "auto" | "on" | "off"
     deadline: float = _default(var.DOWNLOAD_DEADLINE)  # seconds for one source's download in all; 0: none
     min_rate: float = _default(var.DOWNLOAD_MIN_RATE_KB) * 1024.0  # bytes/s averaged over 4 x timeout; 0: none
+    # NIM_DOWNLOAD_TIMEOUT was set: only then does it replace the timeout a client library reads itself.
+    timeout_given: bool = False
 
 
 # Unlike parse_bool, an empty value is not "off" here: it means the default, auto.
@@ -63,4 +65,5 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         s5cmd=_s5cmd_choice(env.get(var.S5CMD, "")),
         deadline=read_number(env, var.DOWNLOAD_DEADLINE),
         min_rate=read_number(env, var.DOWNLOAD_MIN_RATE_KB) * 1024,
+        timeout_given=var.DOWNLOAD_TIMEOUT in env,
     )

@@ -2,9 +2,10 @@
 
 The plan depends on a few variables the launcher does not own: whether the user set LD_PRELOAD or one of
 vLLM's cache folders (theirs then stay theirs), which GPUs CUDA_VISIBLE_DEVICES leaves visible, the image's
-CUDA_VERSION, and which values are secrets to mask. They are read here into a typed value, so nothing below
-the edge reads the environment for them. Credentials and endpoints of the download backends are not here:
-the fetchers read those from their context's environment, where each client library expects them.
+CUDA_VERSION, whether HF_HUB_OFFLINE keeps hf:// sources offline, and which values are secrets to mask.
+They are read here into a typed value, so nothing below the edge reads the environment for them.
+Credentials and endpoints of the download backends are not here: the fetchers read those from their
+context's environment, where each client library expects them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Mapping
 
 from nim_specdec.common.redact import redact_env, secret_values
 from nim_specdec.config.compile_cache import CACHE_DIRS
+from nim_specdec.config.env_values import truthy
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class HostEnv:
     compile_cache_user_set: tuple[str, ...] = ()  # which of vLLM's cache variables (CACHE_DIRS) the user set, sorted
     cuda_visible_devices: str | None = None  # None: unset (every GPU is visible)
     cuda_version: str | None = None  # CUDA_VERSION of NVIDIA's images, as written
+    hf_hub_offline: bool = False  # HF_HUB_OFFLINE: hf:// sources from the cache only, as the Hub's library does
     shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
     secrets: tuple[str, ...] = field(default=(), compare=False, repr=False)  # secret values, longest first
 
@@ -32,6 +35,7 @@ def read_host_env(env: Mapping[str, str]) -> HostEnv:
         compile_cache_user_set=tuple(sorted(name for name in CACHE_DIRS if env.get(name))),
         cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
         cuda_version=env.get("CUDA_VERSION"),
+        hf_hub_offline=truthy(env.get("HF_HUB_OFFLINE")),
         shown_env=redact_env(env),
         secrets=tuple(secret_values(env)),
     )

@@ -22,6 +22,8 @@ class FetchContext:
     offline: bool = False  # NIM_DISABLE_MODEL_DOWNLOAD: cache only, no network
     log: Callable[[str], None] = field(default=lambda msg: None)
     download: DownloadSettings = field(default_factory=DownloadSettings)  # NIM_DOWNLOAD_*, as parsed at the edge
+    hf_hub_offline: bool = False  # HF_HUB_OFFLINE (HostEnv): hf:// sources cache only
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # values masked in messages (HostEnv.secrets)
 
 
 class Fetcher(Protocol):

@@ -19,6 +19,8 @@ def fetch_context(settings: Settings, log: Callable[[str], None] = lambda msg: N
         offline=settings.disable_download,
         log=log,
         download=settings.download,
+        hf_hub_offline=settings.host.hf_hub_offline,
+        secrets=settings.host.secrets,
     )
 
 

@@ -17,7 +17,6 @@ import shutil
 import time
 from pathlib import Path
 
-from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers import hf_branch
@@ -27,9 +26,8 @@ from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, fir
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
-from nim_specdec.config.env_values import truthy
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.common.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text
 
 
 def _token(env) -> str | bool:
@@ -42,7 +40,7 @@ class HFBackend:
         from huggingface_hub import HfApi, constants, snapshot_download  # noqa: PLC0415
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
-        if var.DOWNLOAD_TIMEOUT in job.env:
+        if job.settings.timeout_given:
             # The library reads its download timeout once, from os.environ at import; ours wins when set.
             constants.HF_HUB_DOWNLOAD_TIMEOUT = max(1, int(job.settings.timeout))
         endpoint = job.env.get("HF_ENDPOINT") or None
@@ -179,7 +177,7 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
             sha = api.model_info(ref.location, revision=revision, timeout=settings.timeout, expand=["sha"]).sha
         except Exception as err:  # noqa: BLE001 - one line, as for a download
             _raise_permanent(uri, err)
-            detail = redact_text(first_line(err), secret_values(ctx.env))
+            detail = redact_text(first_line(err), ctx.secrets)
             if not HFBackend().is_transient(err):
                 raise MaterializeError(uri, f"cannot resolve {revision!r} to a commit: {detail}") from None
             if attempt == settings.retries:
@@ -214,6 +212,6 @@ class HFFetcher(CachedFetcher):
 
 
 def _offline_if_asked(ctx: FetchContext) -> FetchContext:
-    if truthy(ctx.env.get("HF_HUB_OFFLINE")) and not ctx.offline:
+    if ctx.hf_hub_offline and not ctx.offline:
         return dataclasses.replace(ctx, offline=True)
     return ctx

@@ -26,7 +26,7 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.errors import printable
 from nim_specdec.fetchers.safety import check_tree
-from nim_specdec.common.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text
 from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 
@@ -46,6 +46,7 @@ class Job:
     hasher: Hasher  # a backend may hand it each finished file, to hash while the others download
     # Only these top-level names (config.json and friends, read before the weights); None: every file.
     only: frozenset[str] | None = None
+    secrets: tuple[str, ...] = ()  # values a backend masks in its messages (FetchContext.secrets)
 
     def selects(self, name: str) -> bool:
         return self.only is None or name in self.only
@@ -116,11 +117,13 @@ def fetch_only(ref: SourceRef, ctx: FetchContext, backend: Backend, names: froze
     dest.mkdir(mode=0o700)
     progress = Progress(uri, lambda _msg: None, interval=settings.progress_interval, terminal=None)
     try:
-        _download_verified(backend, ref, uri, ctx.env, settings, dest, progress, lambda _msg: None, only=names)
+        _download_verified(
+            backend, ref, uri, ctx.env, settings, dest, progress, lambda _msg: None, only=names, secrets=ctx.secrets
+        )
     except MaterializeError:
         raise
     except Exception as err:  # noqa: BLE001 - one line, as for a full download
-        detail = redact_text(first_line(err), secret_values(ctx.env))
+        detail = redact_text(first_line(err), ctx.secrets)
         raise MaterializeError(uri, f"cannot read {', '.join(sorted(names))[:80]}: {detail}") from None
     return dest
 
@@ -135,11 +138,12 @@ def _download_verified(
     progress: Progress,
     log: Callable[[str], None],
     only: frozenset[str] | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> list[RemoteFile]:
     """One transfer into `dest`, then the tree and its digests checked: what a full download and
     `fetch_only` share."""
     with Hasher(dest, settings.verify_checksums) as hasher:
-        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only))
+        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only, secrets))
         progress.finish()
         check_tree(uri, dest)
         verify(uri, dest, expected, hasher)
@@ -147,7 +151,7 @@ def _download_verified(
 
 
 def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marker_extra=None) -> Path:
-    secrets = secret_values(ctx.env)
+    secrets = ctx.secrets
     terminal = sys.stderr if sys.stderr.isatty() else None
     for attempt in range(settings.retries + 1):
         tmp = Path(tempfile.mkdtemp(prefix=layout.tmp_prefix(name), dir=layout.tmp_dir()))
@@ -155,7 +159,9 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             progress = Progress(uri, ctx.log, interval=settings.progress_interval, terminal=terminal)
             dest = tmp / cache.FILES
             dest.mkdir(mode=0o700)
-            expected = _download_verified(backend, ref, uri, ctx.env, settings, dest, progress, ctx.log)
+            expected = _download_verified(
+                backend, ref, uri, ctx.env, settings, dest, progress, ctx.log, secrets=secrets
+            )
             _owner_only(tmp)
             os.rename(tmp, layout.entry(name))
             cache.fsync_dir(layout.entry(name).parent)

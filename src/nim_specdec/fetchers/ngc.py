@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 
-from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
@@ -60,7 +59,7 @@ class NGCBackend:
             raise MaterializeError(job.uri, "no version given", "expected ngc://ORG/[TEAM/]NAME:VERSION")
         org, team, name = split_target(job.ref.location)
         target = f"{job.ref.location}:{job.ref.revision}"
-        point_sdk(job.env, job.settings.timeout if var.DOWNLOAD_TIMEOUT in job.env else None)
+        point_sdk(job.env, job.settings.timeout if job.settings.timeout_given else None)
         from ngcsdk import Client  # noqa: PLC0415
 
         client = Client()

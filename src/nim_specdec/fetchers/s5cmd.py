@@ -31,7 +31,7 @@ from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import target_path
 from nim_specdec.common.child_process import die_with_parent, stop_group
-from nim_specdec.common.redact import redact_text, secret_values
+from nim_specdec.common.redact import redact_text
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
 _PASS = (
@@ -147,7 +147,7 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
             raise S5cmdFailed(f"no data for {job.settings.timeout:g}s (NIM_DOWNLOAD_TIMEOUT); transfer stopped", True)
         if proc.returncode != 0:
             last = (errors.read_text(errors="replace").strip().splitlines() or ["no message"])[-1]
-            raise failure(redact_text(f"s5cmd exit {proc.returncode}: {last[:300]}", secret_values(job.env)))
+            raise failure(redact_text(f"s5cmd exit {proc.returncode}: {last[:300]}", job.secrets))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -13,6 +13,7 @@ leader serves, and a TCP connect to it asks nothing of the server.
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 import time
@@ -113,7 +114,7 @@ def watch(
         sleep(spec.interval_s)
 
 
-def _stop_rank(line: str) -> None:
+def _stop_rank(secrets: Sequence[str], line: str) -> None:
     """The shell: the one line, then this rank's engine processes, then this process, with exit 4."""
     import os  # noqa: PLC0415
 
@@ -122,7 +123,7 @@ def _stop_rank(line: str) -> None:
     from nim_specdec.common.logs import error_line  # noqa: PLC0415
     from nim_specdec.errors import UnreachableError  # noqa: PLC0415
 
-    error_line(f"nim-specdec: error: {line}")
+    error_line(f"nim-specdec: error: {line}", secrets)
     for child in psutil.Process().children(recursive=True):
         try:
             child.kill()
@@ -131,9 +132,11 @@ def _stop_rank(line: str) -> None:
     os._exit(UnreachableError.exit_code)
 
 
-def start(argv: Sequence[str]) -> LeaderWatch | None:
-    """Watch the leader in a daemon thread of this process when argv is a headless rank's command."""
+def start(argv: Sequence[str], secrets: Sequence[str]) -> LeaderWatch | None:
+    """Watch the leader in a daemon thread of this process when argv is a headless rank's command; `secrets`:
+    the values its last line masks."""
     spec = leader_watch(argv)
     if spec is not None:
-        threading.Thread(target=watch, args=(spec, _stop_rank), daemon=True, name="nim-leader-watch").start()
+        on_lost = functools.partial(_stop_rank, secrets)
+        threading.Thread(target=watch, args=(spec, on_lost), daemon=True, name="nim-leader-watch").start()
     return spec

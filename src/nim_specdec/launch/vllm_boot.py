@@ -84,10 +84,10 @@ def server_entry(program: Sequence[str]) -> tuple[str, str, list[str]]:
     raise ValueError("no program to run")
 
 
-def _run_server(program: Sequence[str]) -> int:
+def _run_server(program: Sequence[str], secrets: Sequence[str]) -> int:
     from nim_specdec.launch import rank_watch  # noqa: PLC0415
 
-    rank_watch.start(program)  # a headless rank of a multi-node launch stops when its leader is gone
+    rank_watch.start(program, secrets)  # a headless rank of a multi-node launch stops when its leader is gone
     kind, name, argv = server_entry(program)
     sys.argv = argv
     if kind == "module":
@@ -113,22 +113,23 @@ def _check(request: CheckRequest, secrets: Sequence[str], info: Callable[[str], 
 
 
 def main(program: Sequence[str]) -> int:
+    from nim_specdec.common.redact import secret_values  # noqa: PLC0415
+
     raw = os.environ.pop(CONTEXT_VAR, None)
+    secrets = secret_values(os.environ)  # this process's edge: the environment it was given
     if raw is not None:
         from nim_specdec.common.logs import error_line, setup_logging  # noqa: PLC0415
-        from nim_specdec.common.redact import secret_values  # noqa: PLC0415
         from nim_specdec.errors import LauncherError  # noqa: PLC0415
 
         context = _context(raw)
-        secrets = secret_values(os.environ)  # this process's edge: the environment it was given
         try:
             log = setup_logging(context["log_level"], context["jsonl_logging"] is True, secrets)
             _check(_request(context, program), secrets, log.info)
         except LauncherError as err:
-            error_line(f"nim-specdec: error: {err.one_line()}")
+            error_line(f"nim-specdec: error: {err.one_line()}", secrets)
             return err.exit_code
     try:
-        code = _run_server(program)
+        code = _run_server(program, secrets)
     except SystemExit as stop:  # a clean stop may leave through sys.exit(0)
         if stop.code not in (0, None):
             raise
@@ -142,7 +143,7 @@ def main(program: Sequence[str]) -> int:
     from nim_specdec.common.logs import error_line  # noqa: PLC0415
     from nim_specdec.errors import UnreachableError  # noqa: PLC0415
 
-    error_line(f"nim-specdec: error: {lost}")
+    error_line(f"nim-specdec: error: {lost}", secrets)
     return UnreachableError.exit_code
 
 

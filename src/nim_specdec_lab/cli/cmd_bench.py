@@ -24,7 +24,11 @@ from pathlib import Path
 from typing import Sequence
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.bench_common import concurrencies as _concurrencies, workloads as _workloads, write_report
+from nim_specdec_lab.cli.support.bench_common import (
+    concurrencies as _concurrencies,
+    workloads as _workloads,
+    write_report,
+)
 
 EXTRA = "--extra"
 
@@ -46,7 +50,7 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES  # noqa: PLC0415
+    from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES  # noqa: PLC0415
 
     parser.add_argument("--url", help="base URL of the server under test, e.g. http://localhost:8000")
     parser.add_argument("--mode", choices=("on", "off"), help="whether that server speculates")
@@ -139,7 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _tokenizer(url: str) -> str:
-    from nim_specdec_lab.specbench.serve_rounds import served_tokenizer  # noqa: PLC0415
+    from nim_specdec_lab.bench.serve_rounds import served_tokenizer  # noqa: PLC0415
 
     return served_tokenizer(url)
 
@@ -156,7 +160,7 @@ def _say(line: str) -> None:
 
 
 def _measure(args: argparse.Namespace, out: Path) -> None:
-    from nim_specdec_lab.ngram.replay import server_model  # noqa: PLC0415
+    from nim_specdec_lab.ngram.http_replay import server_model  # noqa: PLC0415
     from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415
     from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415
 
@@ -204,11 +208,11 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec_lab.cli import bench_serve  # noqa: PLC0415
+    from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
     from nim_specdec_lab.replay.measure import MEASUREMENT_JSON  # noqa: PLC0415
     from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415
-    from nim_specdec_lab.specbench import acceptance_matrix  # noqa: PLC0415
-    from nim_specdec_lab.specbench.compare import MODES, compare  # noqa: PLC0415
+    from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415
+    from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415
 
     if bench_serve.has_rounds(out):
         return bench_serve.build_serve_report(out)
@@ -232,7 +236,7 @@ def build_report(out: Path) -> Path:
     report["warnings"] += notes
     ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
     if ignore_eos:
-        from nim_specdec_lab.specbench.serve_report import IGNORE_EOS  # noqa: PLC0415
+        from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415
 
         report["warnings"].append(IGNORE_EOS)
     write_report(report, out)
@@ -242,7 +246,7 @@ def build_report(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.serve:
-        from nim_specdec_lab.cli import bench_serve  # noqa: PLC0415
+        from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
 
         if args.url or args.mode or args.report_only:
             raise ConfigError("--serve", "starts its own servers", "drop --url, --mode and --report-only with --serve")
@@ -255,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         if args.vllm_args:
             raise ConfigError("bench", "vLLM arguments after -- are for --serve", "drop them, or use --serve")
         if args.ignore_eos:
-            from nim_specdec_lab.specbench.serve_report import IGNORE_EOS  # noqa: PLC0415
+            from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415
 
             _say(f"warning: {IGNORE_EOS}")
         _measure(args, out)

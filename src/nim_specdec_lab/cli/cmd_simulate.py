@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.simulate_inputs import current_setting, load_records
+from nim_specdec_lab.cli.support.simulate_inputs import current_setting, load_records
 
 METHODS = ("ngram", "suffix")
 # A capture is read whole into memory: larger than this is not a trace to simulate.
@@ -217,7 +219,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         suffix_grid = _suffix_grid(args)
         if _suffix_available(explicit, notes):
             grids["suffix"] = suffix_grid
-    current_params = current_setting(args) if "ngram" in grids else None
+    current_params = current_setting(args, os.environ.get(var.SPECDEC_ARGS)) if "ngram" in grids else None
     k_needed = max([p.k for g in grids.values() for p in g] + ([current_params.k] if current_params else []))
     records, max_model_len, record_notes = load_records(args, k_needed, command)
     notes = record_notes + notes

@@ -7,9 +7,8 @@ Method "suffix" is refused by V2 and runs on V1 everywhere.
 
 from __future__ import annotations
 
-from typing import Mapping
-
-from nim_specdec.config.model_runner import RunnerInputs, choose_model_runner, parse_use_v2_env, target_platform
+from nim_specdec.config.model_runner import RunnerInputs, choose_model_runner, target_platform
+from nim_specdec.config.settings import Settings
 
 RUNNERS = ("auto", "v1", "v2")
 LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
@@ -32,10 +31,11 @@ def resolve(choice: str, platform: str, version: str = "", use_v2: bool | None =
     return choose_model_runner(version, platform, RunnerInputs(method="ngram"), use_v2).runner
 
 
-def serving_runner(env: Mapping[str, str], platform: str, version: str = "") -> str:
-    """The runner a server started with `env` on `platform` uses for n-gram; a VLLM_USE_V2_MODEL_RUNNER
-    vLLM cannot read, or a V2 that cannot run there, is refused (exit 2) as the launcher refuses it."""
-    return resolve("auto", platform, version, parse_use_v2_env(env.get("VLLM_USE_V2_MODEL_RUNNER")))
+def serving_runner(settings: Settings, platform: str, version: str = "") -> str:
+    """The runner a server started with these settings on `platform` uses for n-gram (their
+    VLLM_USE_V2_MODEL_RUNNER, as the launcher parsed it); a V2 that cannot run there is refused (exit 2) as
+    the launcher refuses it."""
+    return resolve("auto", platform, version, settings.use_v2_model_runner)
 
 
 def runner_of(method: str, ngram_runner: str) -> str:

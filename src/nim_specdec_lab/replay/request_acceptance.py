@@ -20,6 +20,15 @@ from typing import Any, Iterable, Mapping, Sequence
 
 SESSION_PREFIX = "r"
 RECORDS_JSONL = "profile_export.jsonl"
+PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
+
+
+def with_per_request_metrics(args: Sequence[str], speculating: bool) -> list[str]:
+    """vLLM 0.32 has --per-request-spec-decode-metrics (summary: each response's acceptance); it refuses
+    the flag on a server without speculation, so only a speculating side gets it, unless the user set it."""
+    if not speculating or any(a == PER_REQUEST_FLAG or a.startswith(PER_REQUEST_FLAG + "=") for a in args):
+        return list(args)
+    return [*args, PER_REQUEST_FLAG, "summary"]
 
 
 def session_id(index: int) -> str:

@@ -94,10 +94,10 @@ def has_spec_args(tokens: Sequence[str]) -> bool:
     return list(tokens) != strip_spec_args(tokens)
 
 
-def engine_keys(env: Mapping[str, str]) -> dict[str, Any]:
-    """The user's NIM_SPECDEC_ARGS without its speculative_config (engine arguments such as max_num_seqs)."""
-    raw = env.get("NIM_SPECDEC_ARGS")
-    return parse_specdec_args(raw)[1] if raw and raw.strip() else {}
+def engine_keys(specdec_args: str | None) -> dict[str, Any]:
+    """The user's NIM_SPECDEC_ARGS (Settings.specdec_args: None when unset or blank) without its
+    speculative_config (engine arguments such as max_num_seqs)."""
+    return parse_specdec_args(specdec_args)[1] if specdec_args else {}
 
 
 def spec_env(engine: Mapping[str, Any], config: Mapping[str, Any] | None) -> dict[str, str]:
@@ -110,7 +110,7 @@ def spec_env(engine: Mapping[str, Any], config: Mapping[str, Any] | None) -> dic
     }
 
 
-def server_env(
+def candidate_env(
     user_env: Mapping[str, str], engine: Mapping[str, Any], config: Mapping[str, Any] | None
 ) -> dict[str, str]:
     env = {k: v for k, v in user_env.items() if k != "NIM_SPECDEC_ARGS"}

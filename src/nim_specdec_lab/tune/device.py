@@ -16,11 +16,11 @@ from nim_specdec.preflight.nvml import nvml_session
 CPUINFO = "/proc/cpuinfo"
 
 
-def nvml_devices(env: Mapping[str, str]) -> dict[str, Any] | None:
-    """The GPUs CUDA_VISIBLE_DEVICES leaves visible, with the driver version; None where NVML cannot tell
-    (asked only where a driver is loaded, as the launcher asks)."""
+def nvml_devices(cuda_visible_devices: str | None) -> dict[str, Any] | None:
+    """The GPUs CUDA_VISIBLE_DEVICES (as the launcher's settings hold it; None: unset) leaves visible, with
+    the driver version; None where NVML cannot tell (asked only where a driver is loaded, as the launcher asks)."""
     with nvml_session() as pynvml:
-        handles = visible_handles(pynvml, env.get("CUDA_VISIBLE_DEVICES")) if pynvml is not None else None
+        handles = visible_handles(pynvml, cuda_visible_devices) if pynvml is not None else None
         if handles:
             gpus = [
                 {
@@ -42,8 +42,8 @@ def cpu_device(cpuinfo: str | None, cores: int | None) -> dict[str, Any]:
     }
 
 
-def read_device(env: Mapping[str, str]) -> dict[str, Any]:
-    gpus = nvml_devices(env)
+def read_device(cuda_visible_devices: str | None) -> dict[str, Any]:
+    gpus = nvml_devices(cuda_visible_devices)
     if gpus is not None:
         return gpus
     try:

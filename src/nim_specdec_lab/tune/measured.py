@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config.model_runner import ENV as USE_V2_ENV, PLATFORMS, parse_use_v2_env, runner_inputs
+from nim_specdec.config.model_runner import PLATFORMS, runner_inputs
+from nim_specdec.config.plan_model import Plan
+from nim_specdec.config.settings import Settings
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.tune.device import read_device
@@ -26,7 +28,9 @@ def measured_engine(log_text: str, env: Mapping[str, str], args: Sequence[str]) 
 
     settings, plan = plan_for(env, list(args))
     shown = public(plan, settings.host.secrets)
-    return engine_record(read_engine_log(log_text), planned_engine(shown), read_device(env))
+    return engine_record(
+        read_engine_log(log_text), planned_engine(shown), read_device(settings.host.cuda_visible_devices)
+    )
 
 
 def serving_vllm_version(text: str | None) -> str | None:
@@ -56,17 +60,17 @@ class ServingTarget:
         return serving_engine(self.vllm_version, self.platform, runner_inputs(self.view, config, method), self.use_v2)
 
 
-def serving_target(
-    shown: Mapping[str, Any], env: Mapping[str, str], platform: str | None, version: str | None
-) -> ServingTarget:
-    """The serving engine: the given platform and version, else this machine's (the plan's model_runner)."""
+def serving_target(plan: Plan, settings: Settings, platform: str | None, version: str | None) -> ServingTarget:
+    """The serving engine: the given platform and version, else this machine's (the plan's model_runner),
+    with the launcher's reading of VLLM_USE_V2_MODEL_RUNNER."""
     assert platform is None or platform in PLATFORMS
-    runner = shown["model_runner"]
+    runner = plan.model_runner
+    assert runner is not None  # build_plan always sets it
     return ServingTarget(
-        version or runner["vllm_version"],
-        platform or runner["platform"],
-        parse_use_v2_env(env.get(USE_V2_ENV)),
-        dict(shown["engine_args"]),
+        version or runner.vllm_version,
+        platform or runner.platform,
+        settings.use_v2_model_runner,
+        dict(plan.engine_args),
     )
 
 

@@ -87,7 +87,7 @@ def run_count(settings: RunSettings, trace_len: int, concurrency: int, mean_outp
 KEEP_ALIVE_VAR, KEEP_ALIVE_S = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "120"
 
 
-def server_env(env: Mapping[str, str]) -> dict[str, str]:
+def with_long_keep_alive(env: Mapping[str, str]) -> dict[str, str]:
     """The environment of a server tune starts: the user's, with idle connections kept long enough to measure."""
     return {KEEP_ALIVE_VAR: KEEP_ALIVE_S, **env}
 
@@ -106,7 +106,7 @@ def served(
     say(f"{who}: starting server '{name}' (server {len(log.starts) + 1}; log {out / 'logs' / (name + '.log')})")
     started = time.monotonic()
     spec = ServerSpec(
-        env=server_env(env),
+        env=with_long_keep_alive(env),
         args=tuple(args),
         ready_timeout_s=settings.ready_timeout_s,
         log_path=out / "logs" / f"{name}.log",
@@ -230,7 +230,7 @@ def record_token_ids(
 ) -> list[RecordedRequest]:
     """Greedy prompt and output ids of every captured request (with the measured runs' max_tokens and
     ignore_eos), for the exact simulators of the model-free methods."""
-    from nim_specdec_lab.ngram.replay import replay  # noqa: PLC0415 - the token-id replay over HTTP
+    from nim_specdec_lab.ngram.http_replay import replay  # noqa: PLC0415 - the token-id replay over HTTP
 
     forced = []
     for item in captured:

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nim_specdec.launch.resolve import plan_for, public
-from nim_specdec_lab.specbench.serve_rounds import side_args
-from nim_specdec_lab.specbench.trace_notes import trace_notes
+from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
+from nim_specdec_lab.replay.trace_notes import trace_notes
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
 from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_prediction
@@ -70,10 +70,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
     shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
-    target = serving_target(shown, env, options.serving_platform, options.serving_vllm_version)
+    target = serving_target(plan, settings, options.serving_platform, options.serving_vllm_version)
     for method in ([configured.method] if configured else []) + list(options.methods):
         target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
-    engine = cand.engine_keys(env)
+    engine = cand.engine_keys(settings.specdec_args)
     args = cand.strip_spec_args(options.vllm_args)
     notes: list[str] = []
     if cand.has_spec_args(options.vllm_args):
@@ -89,7 +89,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     def prompt_pass(url: str, served_as: str, max_len: int | None) -> list:
         return record_token_ids(url, captured, served_as, kmax_all + 1, max(run.concurrencies), max_len, run, say)
 
-    with served("off", cand.server_env(env, engine, None), args, out, run, servers, say) as server:
+    with served("off", cand.candidate_env(env, engine, None), args, out, run, servers, say) as server:
         model, max_len = served_model(server.url)
         tokenizer = local_model_dir(env, options.vllm_args)
         records = prompt_pass(server.url, model, max_len)
@@ -101,8 +101,8 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         every server gets, measure it, stop it. A speculating server reports each response's acceptance
         where vLLM can (bench --serve does the same)."""
         label = server_name(name, round_no)
-        server_args = side_args(args, config is not None)
-        with served(label, cand.server_env(env, engine, config), server_args, out, run, servers, say) as server:
+        server_args = with_per_request_metrics(args, config is not None)
+        with served(label, cand.candidate_env(env, engine, config), server_args, out, run, servers, say) as server:
             prompt_pass(server.url, model, max_len)
             table.add(name, round_no, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
@@ -116,7 +116,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         options.max_k,
         configured,
         max_len,
-        serving_runner(cand.server_env(env, engine, None), *installed_vllm()),
+        serving_runner(settings, *installed_vllm()),  # the servers' environments keep the user's runner choice
     )
     candidates = cand.candidate_list(configured, model_free)
     for candidate in candidates:

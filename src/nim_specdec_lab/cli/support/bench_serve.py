@@ -16,14 +16,14 @@ from typing import Any, Callable, Sequence
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.common.output_files import write_atomically
-from nim_specdec_lab.cli.bench_common import concurrencies, write_report
+from nim_specdec_lab.cli.support.bench_common import concurrencies, write_report
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.specbench.env_file import parse_env_file, server_env
-from nim_specdec_lab.specbench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
-from nim_specdec_lab.specbench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
-from nim_specdec_lab.specbench.trace_notes import trace_notes
+from nim_specdec_lab.bench.env_file import parse_env_file, side_env
+from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
+from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
+from nim_specdec_lab.replay.trace_notes import trace_notes
 from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
@@ -67,9 +67,9 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
     levels_c = concurrencies(args.concurrency, several=True)
     files = list(args.candidate or [None])  # no --candidate: the current environment
     names = side_names(len(files))
-    envs = {names[0]: server_env(os.environ, _env_file(args.baseline, "--baseline"), speculation_off=True)}
+    envs = {names[0]: side_env(os.environ, _env_file(args.baseline, "--baseline"), speculation_off=True)}
     for name, path in zip(names[1:], files):
-        envs[name] = server_env(os.environ, _env_file(path, "--candidate"), speculation_off=False)
+        envs[name] = side_env(os.environ, _env_file(path, "--candidate"), speculation_off=False)
     vllm_args = list(args.vllm_args or [])
     if vllm_args[:1] == ["--"]:
         vllm_args = vllm_args[1:]

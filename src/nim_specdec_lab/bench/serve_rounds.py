@@ -21,7 +21,9 @@ from typing import Any, Callable, Mapping, Sequence
 from nim_specdec.errors import LauncherError
 from nim_specdec.observe.smoke import post_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
-from nim_specdec_lab.specbench.inputs import Workload
+from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
+from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model
+from nim_specdec_lab.bench.inputs import Workload
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 ORDER = (
@@ -30,7 +32,6 @@ ORDER = (
     "server is started fresh through the launcher, warmed up alike, and stopped before the next"
 )
 SERVE_DIR = "serve"
-PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 
 Say = Callable[[str], None]
 
@@ -80,14 +81,6 @@ def speculates(env: Mapping[str, str], args: Sequence[str]) -> bool:
         return False
 
 
-def side_args(args: Sequence[str], speculating: bool) -> list[str]:
-    """vLLM 0.32 has --per-request-spec-decode-metrics (summary: each response's acceptance); it refuses
-    the flag on a server without speculation, so only a speculating side gets it, unless the user set it."""
-    if not speculating or any(a == PER_REQUEST_FLAG or a.startswith(PER_REQUEST_FLAG + "=") for a in args):
-        return list(args)
-    return [*args, PER_REQUEST_FLAG, "summary"]
-
-
 def prompt_lengths(url: str, model: str, requests: Sequence[Mapping[str, Any]]) -> list[int | None]:
     """Each request's prompt length as the server tokenizes it (vLLM's /tokenize); None where it did not say."""
     out: list[int | None] = []
@@ -105,7 +98,7 @@ def prompt_lengths(url: str, model: str, requests: Sequence[Mapping[str, Any]]) 
 def served_tokenizer(url: str) -> str:
     """The served model's own directory (vLLM's /v1/models `root`) when it is on this machine: AIPerf
     needs a tokenizer to start, and its builtin one is downloaded on first use."""
-    from nim_specdec_lab.ngram.replay import http_json  # noqa: PLC0415
+    from nim_specdec_lab.ngram.http_replay import http_json  # noqa: PLC0415
 
     try:
         root = http_json(url.rstrip("/") + "/v1/models", timeout=30)["data"][0].get("root")
@@ -128,8 +121,6 @@ def run_rounds(
 ) -> dict[str, Any]:
     """Every round's measurements under OUT/serve; returns what the report needs beyond them. `envs`: each
     side's environment, the baseline's first."""
-    from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model  # noqa: PLC0415
-
     run = RunSettings(
         concurrencies=settings.concurrencies,
         requests_per_run=settings.request_count,
@@ -139,7 +130,7 @@ def run_rounds(
         ready_timeout_s=settings.ready_timeout_s,
     )
     sides = tuple(envs)  # the baseline first, then the candidates in the order given
-    argv = {side: side_args(args, speculates(envs[side], args)) for side in sides}
+    argv = {side: with_per_request_metrics(args, speculates(envs[side], args)) for side in sides}
     log, facts = ServerLog(), {"max_model_len": None, "prompt_tokens": None}
     started = time.monotonic()
     say(f"bench: {settings.rounds} rounds x {len(sides)} servers; {ORDER}")

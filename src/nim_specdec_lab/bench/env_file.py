@@ -38,9 +38,7 @@ def parse_env_file(lines: Iterable[str], option: str, path: str, environ: Mappin
     return out
 
 
-def server_env(
-    environ: Mapping[str, str], overrides: Mapping[str, str] | None, speculation_off: bool
-) -> dict[str, str]:
+def side_env(environ: Mapping[str, str], overrides: Mapping[str, str] | None, speculation_off: bool) -> dict[str, str]:
     """A side's environment. With a file: the current environment is the base (the model, caches, keys: what
     both sides share, as `NIM_MODEL_PATH=... nim-specdec bench --serve --candidate ngram.env` means it),
     without its NIM_SPECDEC_* variables (speculation is the side's own, so a side says it in its file or runs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from nim_specdec_lab.specbench.compare import ARRIVAL_RATE, MODES
+from nim_specdec_lab.bench.compare import ARRIVAL_RATE, MODES
 
 
 def _num(value: Any, digits: int = 1) -> str:

@@ -23,7 +23,7 @@ def _read_lines(path: Path, option: str, fix: str) -> list[str]:
 
 def workloads(args: argparse.Namespace) -> list:
     """What --trace or --speed-bench names, read and checked: one workload per run."""
-    from nim_specdec_lab.specbench.inputs import SPEED_BENCH_CATEGORIES, from_capture, speed_bench_mix  # noqa: PLC0415
+    from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES, from_capture, speed_bench_mix  # noqa: PLC0415
 
     if args.trace:
         path = Path(args.trace)
@@ -56,8 +56,8 @@ def concurrencies(text: str, several: bool) -> tuple[int, ...]:
 
 def write_report(report: dict, out: Path) -> None:
     from nim_specdec.common.output_files import write_atomically  # noqa: PLC0415 - cmd_bench builds the CLI
-    from nim_specdec_lab.specbench.plots import write_plots  # noqa: PLC0415 - cmd_bench builds the CLI
-    from nim_specdec_lab.specbench.report_md import markdown  # noqa: PLC0415 - cmd_bench builds the CLI
+    from nim_specdec_lab.bench.plots import write_plots  # noqa: PLC0415 - cmd_bench builds the CLI
+    from nim_specdec_lab.bench.report_md import markdown  # noqa: PLC0415 - cmd_bench builds the CLI
 
     write_atomically(str(out / "report.json"), json.dumps(report, indent=2) + "\n", "--out")
     write_atomically(str(out / "report.md"), markdown(report), "--out")

@@ -14,13 +14,13 @@ MAX_TRACE_BYTES = 4 * 1024**3
 
 def load_records(args: argparse.Namespace, k_max: int, command: str):
     """(records, model length, notes) from saved records or from a replay."""
-    from nim_specdec_lab.ngram import replay  # noqa: PLC0415
+    from nim_specdec_lab.ngram import http_replay  # noqa: PLC0415
     from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
 
     if args.records:
         if args.trace or args.url:
             raise ConfigError("--records", "given together with --trace/--url", "use either saved records or a replay")
-        records, saved_len = replay.load_records(args.records)
+        records, saved_len = http_replay.load_records(args.records)
         if not any(r.output for r in records):
             raise ConfigError(
                 "--records",
@@ -37,10 +37,10 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
         raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
     except UnicodeDecodeError:
         raise ConfigError("--trace", f"{args.trace} is not UTF-8 text", "point --trace at a JSONL capture") from None
-    model, server_len = replay.server_model(args.url)
+    model, server_len = http_replay.server_model(args.url)
     # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
     max_model_len = args.max_model_len or server_len
-    replayed = replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
+    replayed = http_replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
     failed = [r for r in replayed if r.request is None]
     notes = [f"line {r.line}: {r.error}" for r in failed[:3]]
     if failed:
@@ -58,18 +58,17 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
             "check the server and the capture",
         )
     if args.save_records:
-        replay.save_records(args.save_records, records, max_model_len)
+        http_replay.save_records(args.save_records, records, max_model_len)
     return records, max_model_len, notes
 
 
-def current_setting(args: argparse.Namespace):
-    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method."""
-    import os  # noqa: PLC0415
-
+def current_setting(args: argparse.Namespace, specdec_args: str | None = None):
+    """The n-gram setting in use now (NgramParams), or None when there is none or it is another method.
+    `specdec_args`: NIM_SPECDEC_ARGS as the command's edge read it (--current wins)."""
     from nim_specdec.config.specargs import parse_specdec_args  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
 
-    text = args.current or os.environ.get("NIM_SPECDEC_ARGS")
+    text = args.current or specdec_args
     if text:
         where = "--current" if args.current else "NIM_SPECDEC_ARGS"
         obj = loads(text, where)  # depth, duplicate keys and numbers checked: one line naming `where`
