@@ -56,6 +56,33 @@ def test_the_same_folder_with_the_sticky_bit_is_accepted(tmp_path):
     assert (fetch(open_dir) / "config.json").read_bytes() == b"{}"
 
 
+@pytest.mark.parametrize(
+    "mounted, refused",
+    [
+        ((), True),  # the cache folder under an open emptyDir: another user could rename it away
+        (("cache",), False),  # a volume mounted there: the kernel refuses to rename or remove a mount point
+        (("cache/compile",), True),  # a mount deeper down does not protect the folder above it
+    ],
+)
+def test_a_mount_point_under_an_open_folder_cannot_be_swapped(tmp_path, mounted, refused):
+    from nim_specdec.common.trust import open_to_others_reason
+
+    home = tmp_path / "home"
+    (home / "cache").mkdir(parents=True)
+    home.chmod(0o777)
+    reason = open_to_others_reason(home / "cache", mounts=frozenset(str(home / m) for m in mounted))
+    assert (reason is not None) == refused, reason
+    if refused:
+        assert str(home) in reason and "no sticky bit" in reason
+
+
+def test_this_process_mount_points_are_read_from_the_kernel():
+    from nim_specdec.common.trust import mount_points
+
+    points = mount_points()
+    assert "/" in points and "/proc" in points
+
+
 def test_compile_cache_under_a_folder_others_can_write_is_not_trusted(tmp_path):
     from nim_specdec.launch.compile_cache_claim import untrusted_reason
 

@@ -10,6 +10,7 @@ UID and writable by nobody outside that UID (and its own groups, which is what a
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -78,13 +79,34 @@ def refuse_system_dir(path: str | os.PathLike, variable: str) -> None:
         )
 
 
-def open_to_others_reason(path: str | os.PathLike) -> str | None:
+def mount_points(mountinfo: str = "/proc/self/mountinfo") -> frozenset[str]:
+    """Where file systems are mounted in this process's view (the kernel's list, octal escapes decoded);
+    empty where it cannot be read."""
+    try:
+        with open(mountinfo, "rb") as handle:
+            text = handle.read(4 << 20).decode("utf-8", "replace")
+    except OSError:
+        return frozenset()
+    points = set()
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return frozenset(points)
+
+
+def open_to_others_reason(path: str | os.PathLike, mounts: frozenset[str] | None = None) -> str | None:
     """The first folder on the way to `path` (itself or any above it, as given and as it resolves) that
     another user can write without the sticky bit, or None. There they could rename the launcher's
-    owner-only folders away and put their own in place, after any check of ours."""
+    owner-only folders away and put their own in place, after any check of ours. A folder above is harmless
+    where the next folder on the way is a mount point (`mounts`, default: this process's): the kernel refuses
+    to rename or remove a mount point (EBUSY), as in a pod whose cache volume is mounted inside an emptyDir."""
     given = Path(os.path.abspath(path))
+    mounted = mount_points() if mounts is None else mounts
     for start in dict.fromkeys((given, Path(os.path.realpath(given)))):
-        for folder in (start, *start.parents):
+        for child, folder in ((None, start), *zip((start, *start.parents), start.parents)):
+            if child is not None and str(child) in mounted:
+                continue
             try:
                 st = os.stat(folder)
             except OSError:
