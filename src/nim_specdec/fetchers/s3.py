@@ -26,6 +26,7 @@ from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
+from nim_specdec.fetchers.s3_transfer_hooks import OpenBodies, TransferSubscriber
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
 from nim_specdec.config.download_settings import DownloadSettings
@@ -148,67 +149,6 @@ def with_store_crcs(
     return out
 
 
-class _Subscriber:
-    """Gives the transfer manager the listed size and ETag (no HEAD per file; the ETag also becomes
-    If-Match on every ranged GET, so an object replaced mid-download fails instead of mixing) and
-    counts bytes for progress."""
-
-    def __init__(self, remote: RemoteFile, etag: str, job: Job) -> None:
-        self.remote, self.size, self.etag, self.progress, self.hasher = (
-            remote,
-            remote.size,
-            etag,
-            job.progress,
-            job.hasher,
-        )
-
-    def on_queued(self, future, **kwargs):
-        future.meta.provide_transfer_size(self.size)
-        if self.etag:
-            future.meta.provide_object_etag(self.etag)
-
-    def on_progress(self, future, bytes_transferred, **kwargs):
-        self.progress.add(bytes_transferred)
-
-    def on_done(self, future, **kwargs):
-        try:
-            future.result()
-        except Exception:  # noqa: BLE001 - the failure is raised where the futures are awaited
-            return
-        self.hasher.file_done(self.remote)
-
-
-class _OpenBodies:
-    """The response bodies of the client's GETs, so that a stopped download can shut their sockets and
-    unblock the threads reading them (urllib3's HTTPResponse.shutdown)."""
-
-    def __init__(self, client) -> None:
-        self._bodies: list = []
-        self._stopped = False
-        client.meta.events.register("after-call.s3.GetObject", self._keep)
-
-    def _keep(self, http_response=None, parsed=None, **_kwargs) -> None:
-        body = (parsed or {}).get("Body")
-        raw = getattr(body, "_raw_stream", None)
-        if raw is None:
-            return
-        self._bodies.append(raw)
-        if self._stopped:  # s3transfer retries a failed read with a new GET: it must not trickle either
-            self._shut(raw)
-
-    def shut_all(self) -> None:
-        self._stopped = True
-        for raw in list(self._bodies):
-            self._shut(raw)
-
-    @staticmethod
-    def _shut(raw) -> None:
-        try:
-            raw.shutdown()
-        except Exception:  # noqa: BLE001 - already closed or finished: nothing left to unblock
-            pass
-
-
 class S3Backend:
     def download(self, job: Job) -> list[RemoteFile]:
         from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415
@@ -242,13 +182,13 @@ class S3Backend:
             max_request_concurrency=job.settings.concurrency,
             num_download_attempts=3,
         )
-        streams = _OpenBodies(client)
+        streams = OpenBodies(client)
         with TransferManager(client, config) as manager:
             futures = []
             for key, etag, f in listed:
                 path = target_path(job.uri, job.dest, f.name)
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                subscriber = _Subscriber(f, etag, job)
+                subscriber = TransferSubscriber(f, etag, job)
                 futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
             guard = RateGuard(job.uri, job.settings)
             try:
