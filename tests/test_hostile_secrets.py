@@ -3,13 +3,13 @@ never on a child's command line."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
 import pytest
 
 from fuzz_plan_cases import Case, run_case
+from test_asgi_endpoints import get as asgi_get
 from test_hostile_inputs import EAGLE, models
 
 from nim_specdec.config.vllm_argv import parse_vllm_args
@@ -22,27 +22,6 @@ PLAIN_KEY = "Plain_secretvalue_77QmR"
 
 def plan_of(tmp_path, env=None, args=()):
     return run_case(Case(env={**EAGLE, **(env or {})}, args=list(args), files=models()), tmp_path / "c")
-
-
-def get(app, path):
-    scope = {
-        "type": "http",
-        "method": "GET",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "headers": [],
-    }
-    messages = []
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        messages.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    return b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
 
 
 async def _not_found(scope, receive, send):
@@ -59,7 +38,7 @@ def test_endpoints_serve_the_speculative_config_masked_as_the_plan_shows_it(monk
         "model": "s3://user:" + PLAIN_KEY + "@host/d",
     }
     monkeypatch.setattr(sys, "argv", ["api_server", "--model", "m", "--speculative-config", json.dumps(spec)])
-    body = get(NimEndpointsMiddleware(_not_found), path)
+    _status, body = asgi_get(NimEndpointsMiddleware(_not_found), path)
     assert PLAIN_KEY.encode() not in body, body
     document = json.loads(body)
     served = document["speculative_config"] if path.endswith("config") else document["speculative_decoding"]["config"]

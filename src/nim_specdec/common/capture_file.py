@@ -11,19 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-
-def _make_parents(path: Path) -> None:
-    """Create each missing folder owner-only (mkdir(parents=True) gives the upper ones the umask's mode)."""
-    missing = []
-    for parent in path.parents:
-        if os.path.lexists(parent):
-            break
-        missing.append(parent)
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
+from nim_specdec.common.trust import make_dirs
 
 
 def open_capture_file(path: str) -> int:
@@ -33,7 +21,7 @@ def open_capture_file(path: str) -> int:
     existing file must be a regular file of ours: its mode is then reset, since captured prompts must
     stay owner-only.
     """
-    _make_parents(Path(path))
+    make_dirs(Path(path).parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     try:
         st = os.fstat(fd)

@@ -89,11 +89,16 @@ def untrusted_reason(base: Path) -> str:
         info = os.lstat(base)
     except OSError:
         return ""  # absent and not creatable: nothing there to trust or distrust
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+    return untrusted_reason_of(info)
+
+
+def untrusted_reason_of(st: os.stat_result) -> str:
+    """Why a folder with this (lstat) status may not hold code the server will load ("" when it may)."""
+    if not stat.S_ISDIR(st.st_mode):
         return "is a link or not a directory"
-    if info.st_uid not in (os.geteuid(), 0):
-        return f"belongs to another user (uid {info.st_uid})"
-    if info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid not in os.getgroups()):
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid not in os.getgroups()):
         return "may be written by other users"
     return ""
 

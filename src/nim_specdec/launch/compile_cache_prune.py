@@ -27,7 +27,7 @@ from pathlib import Path
 from nim_specdec.common.disk_usage import tree_size
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.compile_cache_claim import LOCK, untrusted_reason
+from nim_specdec.launch.compile_cache_claim import LOCK, untrusted_reason, untrusted_reason_of
 
 _TRASH = ".prune-"  # a renamed key on its way out; left over only if a prune was killed mid-delete
 
@@ -76,16 +76,6 @@ def prune(base: Path, older_than_s: float, now: float, dry_run: bool = False) ->
         return _prune_all(base_fd, older_than_s, now, dry_run)
     finally:
         os.close(base_fd)
-
-
-def untrusted_reason_of(st: os.stat_result) -> str:
-    if not stat.S_ISDIR(st.st_mode):
-        return "is a link or not a directory"
-    if st.st_uid not in (os.geteuid(), 0):
-        return f"belongs to another user (uid {st.st_uid})"
-    if st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid not in os.getgroups()):
-        return "may be written by other users"
-    return ""
 
 
 def _prune_all(base_fd: int, older_than_s: float, now: float, dry_run: bool) -> list[KeyState]:
