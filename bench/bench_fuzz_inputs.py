@@ -24,7 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
-from fuzz_bounds_inputs import bounds_inputs
+from fuzz_bounds_inputs import bounds_inputs, launcher_error_only
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nim_specdec.cli.main import main
@@ -126,7 +126,7 @@ def plan_with(env_extra: dict[str, str], args: list[str], workdir: Path) -> None
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    if code not in (0, 2, 3) or "Traceback" in err.getvalue():
+    if code not in (0, 2, 3) or "Traceback (most recent call last)" in err.getvalue():
         raise AssertionError(f"exit {code}: {err.getvalue().strip()[-300:]}")
     if code != 0 and len([ln for ln in err.getvalue().splitlines() if ln.startswith("nim-specdec: error")]) != 1:
         raise AssertionError(f"not one error line: {err.getvalue()[-300:]!r}")
@@ -210,16 +210,6 @@ def _trace(lines: list[str]) -> None:
         parse_trace(lines)
     except LauncherError:
         pass
-
-
-def launcher_error_only(call):
-    def run(*values):
-        try:
-            call(*values)
-        except LauncherError:
-            pass
-
-    return run
 
 
 def inputs(workdir: Path) -> dict[str, tuple]:

@@ -116,7 +116,7 @@ def _current(text: str) -> None:
         pass
 
 
-def _launcher_error_only(call):
+def launcher_error_only(call):
     def run(*values):
         try:
             call(*values)
@@ -162,7 +162,7 @@ def bounds_inputs(workdir: Path, texts, hostile, binary) -> dict[str, tuple]:
     return {
         "secret starting with '-'": (st.tuples(URLSAFE, st.lists(hostile, max_size=3)), lambda p: _dash_secret(*p)),
         "endpoint config": (st.tuples(texts, URLSAFE), lambda p: _endpoint(*p)),
-        "NIM_TUNED_FOR": (texts, _launcher_error_only(parse_tuned_for)),
+        "NIM_TUNED_FOR": (texts, launcher_error_only(parse_tuned_for)),
         "simulate records": (
             st.one_of(binary, row, st.lists(row, max_size=3).map(b"\n".join)),
             lambda d: _records(workdir, d),
@@ -171,7 +171,7 @@ def bounds_inputs(workdir: Path, texts, hostile, binary) -> dict[str, tuple]:
         "cache marker": (st.one_of(binary, marker), lambda d: _marker(workdir, d)),
         "safetensors file": (st.tuples(header, st.binary(max_size=64)), lambda p: _safetensors(workdir, *p)),
         "safetensors index": (st.one_of(binary, index), lambda d: _index(workdir, d)),
-        "file URIs": (hostile, _launcher_error_only(lambda t: parse_source("file:" + t, "NIM_MODEL_PATH"))),
+        "file URIs": (hostile, launcher_error_only(lambda t: parse_source("file:" + t, "NIM_MODEL_PATH"))),
         "object names": (st.lists(name, min_size=1, max_size=4), lambda n: _names(workdir, n)),
-        "Prometheus text (report)": (texts, _launcher_error_only(lambda t: _parse_prometheus(t, "--since"))),
+        "Prometheus text (report)": (texts, launcher_error_only(lambda t: _parse_prometheus(t, "--since"))),
     }
