@@ -66,6 +66,12 @@ def _mount_script(pod: dict, container: dict, volumes_dir: Path, model: Path) ->
         covers_sources = str(volumes_dir).startswith(mount["mountPath"].rstrip("/") + "/")
         return covers_sources, mount["mountPath"].count("/")
 
+    # The checkout and its venv, where a mount would hide them (a checkout under /tmp): kept aside in /opt, then
+    # bound back over the mount, as an image has its Python outside every volume.
+    mounted = [m["mountPath"].rstrip("/") + "/" for m in container["volumeMounts"]]
+    hidden = sorted({p for p in (REPO, Path(sys.prefix)) if any(str(p).startswith(m) for m in mounted)})
+    for i, path in enumerate(hidden):
+        lines += [f"mkdir -p /opt/.host/{i}", f"mount --rbind {shlex.quote(str(path))} /opt/.host/{i}"]
     for mount in sorted(container["volumeMounts"], key=order):
         path, volume = mount["mountPath"], volumes[mount["name"]]
         if volume.get("emptyDir", {}).get("medium") == "Memory":
@@ -79,6 +85,8 @@ def _mount_script(pod: dict, container: dict, volumes_dir: Path, model: Path) ->
         else:  # an emptyDir: root's, open to all
             source.chmod(0o777)
         lines += [f"mkdir -p {path}", f"mount --bind {source} {path}"]
+    for i, path in enumerate(hidden):
+        lines += [f"mkdir -p {shlex.quote(str(path))}", f"mount --rbind /opt/.host/{i} {shlex.quote(str(path))}"]
     lines += [
         "mount -o remount,bind,ro /opt/models/target",
         "mount -o remount,ro /opt",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -66,7 +65,6 @@ def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
         store.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=50_000))
         cache = tmp_path / "cache"
         env = cli_env(store, cache, NIM_MODEL_PATH=target, NIM_SPECDEC_ENABLE="0", NIM_SPECDEC_PREFLIGHT="off")
-        started = time.monotonic()
         # max_position_embeddings is 2048: vLLM refuses a longer max_model_len, which only config.json shows.
         done = subprocess.run(
             [sys.executable, "-m", "nim_specdec", "prepare", "--max-model-len", "100000"],
@@ -75,7 +73,6 @@ def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
             text=True,
             timeout=300,
         )
-        elapsed = time.monotonic() - started
         weight_requests = store.proxy.requests("GET", WEIGHTS)
     finally:
         store.close()
@@ -83,7 +80,8 @@ def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
     errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
     assert len(errors) == 1 and "refuses this configuration" in errors[0] and "max_model_len" in errors[0], done.stderr
     assert "vLLM check while downloading" in done.stderr and weight_requests, done.stderr
-    assert elapsed < 55, (elapsed, done.stderr)
+    # The download was stopped: the weights never went out whole (at 50 kB/s they take a minute).
+    assert all(r.sent < r.size for r in weight_requests), [(r.sent, r.size) for r in weight_requests]
     layout = CacheLayout.under(cache)
     assert not list(cache.rglob("complete.json")) and not list((layout.root / "entries").iterdir())
     assert list(layout.tmp_dir().iterdir()) == []  # the stopped download removed its staging directory

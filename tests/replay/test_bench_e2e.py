@@ -185,8 +185,11 @@ def test_bench_replays_a_closed_loop_and_reads_acceptance_from_the_responses(off
     assert off["spec"] is None and off["server_spec_config"]["speculative_config"] is None
     assert 0 < on["spec"]["accepted"] <= on["spec"]["draft_tokens"] and len(on["spec"]["per_position"]) == 3
     assert on["server_spec_config"]["speculative_config"] == GUIDE_NGRAM
-    # Accepted drafts are tokens the server did not spend a step on: its time per output token falls.
-    assert row["tpot_ratio"] > 1, (off["server_means"], on["server_means"])
+    # The ratio is the server's own means, off / on. Whether tokens come faster is a measurement (the bench
+    # scripts' to make): on a busy 2-core machine one run of 24 short requests read 0.85 once.
+    assert row["tpot_ratio"] == pytest.approx(
+        off["server_means"]["tpot_mean_s"] / on["server_means"]["tpot_mean_s"]
+    ) and row["tpot_ratio"] > 0
     assert on["acceptance"]["acceptance_length"] > 1 and len(on["acceptance"]["per_position_rate"]) == 3
     for mode, phase in (("off", off_phase), ("on", on_phase)):
         run = out / "runs" / mode / "traffic"

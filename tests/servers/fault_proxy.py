@@ -37,6 +37,8 @@ class Record:
     signed: bool = False  # carried an Authorization header
     agent: str = ""  # User-Agent: which client made the request
     headers: frozenset[str] = frozenset()  # the names of the request's headers, lower case
+    size: int = 0  # the body's length upstream
+    sent: int = 0  # how much of it went out to the client: below size when the client hung up or it was cut
 
 
 @dataclass
@@ -98,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
         conn.close()
         if fault and fault.kind == "rewrite":
             data = data.replace(*fault.replace)
-        record.status = resp.status
+        record.status, record.size = resp.status, len(data)
         self.send_response(resp.status)
         for k, v in resp.getheaders():
             if k.lower() not in HOP_HEADERS and k.lower() != "content-length":
@@ -111,6 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault and fault.kind == "drop":
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()
+            record.sent = len(data) // 2
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
@@ -122,9 +125,11 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 self.wfile.write(data[i : i + step])
                 self.wfile.flush()
+                record.sent = min(len(data), i + step)
                 time.sleep(0.05)
             return
         self.wfile.write(data)
+        record.sent = len(data)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _forward
 
