@@ -19,20 +19,15 @@ from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, su
 from nim_specdec_lab.ngram.http_replay import continuation, http_json, load_records
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, token_ids
-from nim_specdec_lab.ngram.grid import specdec_args
 from ngram_traffic import MAX_MODEL_LEN, write_capture
-from vllm_runs import SERVER_ARGS, demo_env, probe, serving
+from vllm_runs import probe
 
 pytestmark = pytest.mark.e2e
 
-# The guide's setting (3, 1, 4) is checked the same way on the demo model in tests/e2e/test_ngram.py;
-# each setting here costs a server start (a minute and a half on a 2-core machine), so one covers the
-# rest: k above max and min above 1. The demo model's greedy output cycles, so the request that runs to
-# the model length reaches the last k + 1 positions with drafts to make, where vLLM drafts zeros instead
-# of n-grams: k=5 checks that rule. Other settings are checked against vLLM's own proposer in-process
-# (test_reference_matches_vllm.py).
-SETTINGS = [NgramParams(5, 2, 3)]
-K_MAX = 5  # the largest k of SETTINGS
+# The shared n-gram server runs the guide's setting (3, 1, 4); tests/e2e/test_ngram.py checks its workload and
+# the zero drafts near the model length the same way. Other settings (k above max, min above 1) are checked
+# against vLLM's own proposer in-process (test_reference_matches_vllm.py), without a server start each.
+PARAMS = NgramParams(3, 1, 4)
 
 
 def _metrics(base: str) -> SpecCounters:
@@ -79,11 +74,6 @@ def tune_plain(server, record, workdir):
 
 
 @pytest.fixture(scope="session")
-def capture(plain_run):
-    return plain_run[3] / "traffic.jsonl"
-
-
-@pytest.fixture(scope="session")
 def plain_run(off_run):
     """The records, JSON report, stdout and folder of tune-ngram against the server without speculation."""
     proc, out = off_run.probe("tune_plain")
@@ -93,13 +83,24 @@ def plain_run(off_run):
     return records, json.loads((out / "report.json").read_text()), proc.stdout, out
 
 
-@pytest.fixture(scope="module", params=SETTINGS, ids=lambda p: f"k{p.k}-min{p.min_n}-max{p.max_n}")
-def ngram_server(request, demo_model, tmp_path_factory):
-    params = request.param
-    workdir = tmp_path_factory.mktemp("ngram-exact")
-    env = demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="1", NIM_SPECDEC_ARGS=specdec_args(params))
-    with serving(f"ngram-{params.k}-{params.min_n}-{params.max_n}", env, SERVER_ARGS, workdir) as server:
-        yield params, server.url
+@probe("ngram")
+def capture_replayed(server, record, workdir):
+    """The capture's requests sent greedily to the speculating server, one at a time: each one's counter
+    deltas, and its token ids with the continuation the server verifies drafts against."""
+    base = server.url
+    model = http_json(base + "/v1/models")["data"][0]["id"]
+    observed, recorded = [], []
+    for captured in parse_capture(write_capture(workdir / "exact-traffic.jsonl").read_text().splitlines()):
+        url = base + captured.path
+        greedy = greedy_payload(captured.payload, model)
+        before = _metrics(base)
+        prompt, output, _ = token_ids(http_json(url, greedy))
+        observed.append(_metrics(base).minus(before).counts())
+        room = min(PARAMS.k + 1, MAX_MODEL_LEN - len(prompt) - len(output))
+        tail = continuation(url, greedy, output, room) if room > 0 else []
+        assert tail is not None, "greedy continuation diverged from the output"
+        recorded.append(RecordedRequest.of(prompt, output, tail))
+    return observed, recorded
 
 
 def test_tune_ngram_reports_a_ready_setting(plain_run):
@@ -112,23 +113,11 @@ def test_tune_ngram_reports_a_ready_setting(plain_run):
     assert ("NIM_SPECDEC_ARGS=" in stdout) or ("keep speculation off" in stdout)
 
 
-def test_prediction_equals_server_counters(plain_run, ngram_server, capture):
-    params, base = ngram_server
+def test_prediction_equals_server_counters(plain_run, ngram_run):
+    params = PARAMS
     plain_records, _, _, _ = plain_run
-    model = http_json(base + "/v1/models")["data"][0]["id"]
-    observed, recorded = [], []
-    for captured in parse_capture(capture.read_text().splitlines()):
-        url = base + captured.path
-        greedy = greedy_payload(captured.payload, model)
-        before = _metrics(base)
-        prompt, output, _ = token_ids(http_json(url, greedy))
-        observed.append(_metrics(base).minus(before).counts())
-        room = min(K_MAX + 1, MAX_MODEL_LEN - len(prompt) - len(output))
-        tail = continuation(url, greedy, output, room) if room > 0 else []
-        assert tail is not None, "greedy continuation diverged from the output"
-        recorded.append(RecordedRequest.of(prompt, output, tail))
-
-    result = simulate(build_corpus(recorded, max_ngram=params.max_n, pad=K_MAX + 2), params, MAX_MODEL_LEN)
+    observed, recorded = ngram_run.probe("capture_replayed")
+    result = simulate(build_corpus(recorded, max_ngram=params.max_n, pad=PARAMS.k + 2), params, MAX_MODEL_LEN)
     predicted = [dict(zip(("drafts", "draft_tokens", "accepted"), map(int, row))) for row in result.per_request]
     served = [{key: d[key] for key in ("drafts", "draft_tokens", "accepted")} for d in observed]
     assert predicted == served
@@ -140,5 +129,5 @@ def test_prediction_equals_server_counters(plain_run, ngram_server, capture):
     # as long as both servers produced the same greedy tokens.
     same = [i for i, (a, b) in enumerate(zip(plain_records, recorded)) if a.prompt == b.prompt and a.output == b.output]
     assert len(same) >= 4, "greedy outputs with and without speculation should agree"
-    from_plain = simulate(build_corpus(plain_records, max_ngram=params.max_n, pad=K_MAX + 2), params, MAX_MODEL_LEN)
+    from_plain = simulate(build_corpus(plain_records, max_ngram=params.max_n, pad=PARAMS.k + 2), params, MAX_MODEL_LEN)
     assert [tuple(from_plain.per_request[i]) for i in same] == [tuple(result.per_request[i]) for i in same]
