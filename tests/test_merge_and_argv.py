@@ -84,6 +84,24 @@ ARGV_CASES = [
 ]
 
 
+@pytest.mark.parametrize(
+    "tokens,groups",
+    [
+        (["--enforce-eager", "-O0"], [("--enforce-eager",), ("-O0",)]),
+        (["--trust-remote-code", "-O=3", "--seed", "1"], [("--trust-remote-code",), ("-O=3",), ("--seed", "1")]),
+        (["--enforce-eager", "-cc.mode=0"], [("--enforce-eager",), ("-cc.mode=0",)]),
+        (["--enforce-eager", "-Odecode"], [("--enforce-eager",), ("-Odecode",)]),
+        (["--seed", "-1"], [("--seed", "-1")]),
+        # After a key, a token vLLM does not know as an option stays the key's, whatever it looks like.
+        (["--api-key", "-Oabc"], [("--api-key=-Oabc",)]),
+    ],
+)
+def test_spellings_vllm_rewrites_are_options_not_the_previous_flags_value(tokens, groups):
+    """vLLM's parser turns -O<level> and -short.key=value into options before argparse reads them: after a
+    flag that takes no value they are options of their own (`--enforce-eager -O0` kept its -O0)."""
+    assert [o.tokens for o in parse_vllm_args(tokens, "argument").options] == groups
+
+
 @pytest.mark.parametrize("case_id,tokens,spec,dotted,model,names", ARGV_CASES, ids=[c[0] for c in ARGV_CASES])
 def test_parse_vllm_args(case_id, tokens, spec, dotted, model, names):
     parsed = parse_vllm_args(tokens, "argument")

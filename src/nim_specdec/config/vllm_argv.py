@@ -97,7 +97,17 @@ def _value_of_previous(token: str, group: list[str] | None, known: VllmKnowledge
         # `--api-key K1 --K2...`: a name vLLM does not know after a key is a key (then refused as one of
         # several values starting with '-', naming the option), never an option name printed in an error.
         return len(group) == 1 or _takes_list(group[0])
+    if _rewritten_option(token, known):
+        return False
     return len(group) == 1 and not token.startswith("--")
+
+
+def _rewritten_option(token: str, known: VllmKnowledge) -> bool:
+    """`-O0`, `-O=3`, `-Odecode`, `-cc.mode=0`: spellings vLLM's parser turns into options before argparse
+    reads them (vllm/utils/argparse_utils.py), so after a flag such as --enforce-eager they are never its
+    value."""
+    head = token.split("=", 1)[0]
+    return token.startswith("-O") or ("." in head and resolve_option(head.split(".", 1)[0], known) is not None)
 
 
 def _takes_list(flag: str) -> bool:
