@@ -187,9 +187,10 @@ def test_bench_replays_a_closed_loop_and_reads_acceptance_from_the_responses(off
     assert on["server_spec_config"]["speculative_config"] == GUIDE_NGRAM
     # The ratio is the server's own means, off / on. Whether tokens come faster is a measurement (the bench
     # scripts' to make): on a busy 2-core machine one run of 24 short requests read 0.85 once.
-    assert row["tpot_ratio"] == pytest.approx(
-        off["server_means"]["tpot_mean_s"] / on["server_means"]["tpot_mean_s"]
-    ) and row["tpot_ratio"] > 0
+    assert (
+        row["tpot_ratio"] == pytest.approx(off["server_means"]["tpot_mean_s"] / on["server_means"]["tpot_mean_s"])
+        and row["tpot_ratio"] > 0
+    )
     assert on["acceptance"]["acceptance_length"] > 1 and len(on["acceptance"]["per_position_rate"]) == 3
     for mode, phase in (("off", off_phase), ("on", on_phase)):
         run = out / "runs" / mode / "traffic"
