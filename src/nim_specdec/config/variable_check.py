@@ -37,6 +37,8 @@ UNIMPLEMENTED_NIM_VARIABLES: dict[str, str] = {
     "NIM_HEALTH_PORT": f"health is served on {var.SERVER_PORT} (/v1/health/ready, /health): nothing to set",
     "NIM_NUM_COMPUTE_NODES": f"set up multi-node serving in the deployment (docs/deploy.md) and {_PASS}",
     "NIM_SAGEMAKER_MODE": "nim-specdec has no SageMaker mode",
+    "NIM_MIDDLEWARE_CONFIG_PATH": "nim-specdec's own middleware (endpoints, capture) needs no config file",
+    "NIM_NGINX_DIR": "nim-specdec runs no nginx: vLLM's server answers on the port itself",
     "NIM_SSL_MODE": f"{_PASS} (--ssl-keyfile, --ssl-certfile, --ssl-ca-certs)",
     "NIM_SSL_KEY_PATH": f"{_PASS} (--ssl-keyfile)",
     "NIM_SSL_CERTS_PATH": f"{_PASS} (--ssl-certfile)",
