@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke check of a running nim-specdec server, then its acceptance report.
+# Smoke check of a running nim-specdec server, then its acceptance report. A server with API keys is
+# asked with the key in VLLM_API_KEY.
 #
 #   scripts/smoke.sh URL [--expect-spec] [--deadline SECONDS]
 #

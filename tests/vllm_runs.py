@@ -150,8 +150,11 @@ def _run_probe(item: Probe, server: RunningServer, record: RunRecord, workdir: P
         record.probes[item.name] = ProbeFailed(f"{type(err).__name__}: {err}")
 
 
-def launch(name: str, env: Mapping[str, str], args, workdir: Path, smoke: bool | None = None) -> RunRecord:
-    """Start, run the workload and the registered probes, stop; the server never outlives this call."""
+def launch(
+    name: str, env: Mapping[str, str], args, workdir: Path, smoke: bool | None = None, api_key: str | None = None
+) -> RunRecord:
+    """Start, run the workload and the registered probes, stop; the server never outlives this call. A server
+    given --api-key gets its workload with `api_key`; its probes know their own keys."""
     mine = [p for p in PROBES if p.run == name]
     env = dict(env)
     for item in mine:
@@ -166,7 +169,7 @@ def launch(name: str, env: Mapping[str, str], args, workdir: Path, smoke: bool |
         for item in (p for p in mine if p.before_workload):
             _run_probe(item, server, record, workdir)
         try:
-            exercise(server.url, record, workdir, smoke_expect_spec=smoke)
+            exercise(server.url, record, workdir, smoke_expect_spec=smoke, api_key=api_key)
         except AssertionError as err:
             raise AssertionError(f"[{name}] {err}" + record.context()) from None
         for item in (p for p in mine if not p.before_workload):

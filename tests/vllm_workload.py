@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus
-from nim_specdec.observe.smoke import http_get, post_json, served_model
+from nim_specdec.observe.smoke import bearer, http_get, post_json, served_model
 
 
 PROMPTS = (
@@ -92,10 +93,12 @@ def scrape(base: str, path: str = "/metrics") -> dict[str, SpecCounters]:
     return parse_prometheus(text)
 
 
-def complete(base: str, model: str, prompt: str, max_tokens: int = MAX_TOKENS) -> tuple[list[int], list[int]]:
+def complete(
+    base: str, model: str, prompt: str, max_tokens: int = MAX_TOKENS, headers: dict | None = None
+) -> tuple[list[int], list[int]]:
     """(prompt token ids, completion token ids) of one greedy completion."""
     payload = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "return_token_ids": True}
-    status, answer = post_json(base + "/v1/completions", payload)
+    status, answer = post_json(base + "/v1/completions", payload, headers=headers)
     assert status == 200, f"POST /v1/completions answered {status}: {answer}"
     choice = answer["choices"][0]
     assert choice.get("token_ids"), f"no token_ids in the answer: {answer}"
@@ -108,20 +111,24 @@ def report_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: bool | None = None) -> None:
-    """The traffic and probes; fills record. The server must be ready."""
-    record.model = served_model(base)
+def exercise(
+    base: str, record: RunRecord, workdir: Path, smoke_expect_spec: bool | None = None, api_key: str | None = None
+) -> None:
+    """The traffic and probes; fills record. The server must be ready. With `api_key`, every request to vLLM's
+    routes carries it (NIM's endpoints and /metrics need none)."""
+    keyed = bearer(api_key)
+    record.model = served_model(base, keyed)
     for path in ("/v1/health/live", "/v1/health/ready", "/v1/metrics", "/metrics", "/v1/models"):
-        record.endpoints[path] = http_get(base + path)
+        record.endpoints[path] = http_get(base + path, headers=keyed)
     saved = workdir / f"{record.name}-before.prom"
     before = report_cli("--url", base + "/v1/metrics", "--save", str(saved))
     assert before.returncode == 0, before.stderr
     record.counters_before = parse_prometheus(saved.read_text())
-    answers = [complete(base, record.model, prompt) for prompt in PROMPTS]
+    answers = [complete(base, record.model, prompt, headers=keyed) for prompt in PROMPTS]
     record.prompt_ids = [prompt for prompt, _ in answers]
     record.outputs = [output for _, output in answers]
     record.counters_completions = scrape(base)
-    record.extended = [complete(base, record.model, prompt, MAX_TOKENS + EXTEND)[1] for prompt in PROMPTS]
+    record.extended = [complete(base, record.model, p, MAX_TOKENS + EXTEND, keyed)[1] for p in PROMPTS]
     status, answer = post_json(
         base + "/v1/chat/completions",
         {
@@ -130,6 +137,7 @@ def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: boo
             "max_tokens": 16,
             "temperature": 0,
         },
+        headers=keyed,
     )
     record.chat_ok = status == 200 and bool(answer["choices"][0]["message"]["content"])
     record.counters_after = scrape(base)
@@ -142,6 +150,7 @@ def exercise(base: str, record: RunRecord, workdir: Path, smoke_expect_spec: boo
         flags = ["--expect-spec"] if smoke_expect_spec else []
         record.smoke = subprocess.run(
             [sys.executable, "-m", "nim_specdec.observe.smoke", base, "--deadline", "60", *flags],
+            env={**os.environ, **({"VLLM_API_KEY": api_key} if api_key else {})},
             capture_output=True,
             text=True,
             timeout=300,

@@ -1,5 +1,8 @@
-"""The run only the end-to-end folder reads: target from gs:// (gcp-storage-emulator), copy-of-target draft
-from s3:// (moto in server mode), both downloaded by the launcher, linked into the workspace and served.
+"""The run only the end-to-end folder reads, a NIM deployment as a platform engineer writes it: the model named
+by its NIM name (NIM_MODEL_NAME, a built-in entry in NIM_BUILTIN_CONFIG_DIR whose source is gs://, on
+gcp-storage-emulator), a copy-of-target draft from s3:// (moto in server mode), both downloaded by the launcher,
+linked into the workspace and served behind two API keys (vLLM's --api-key takes a list). The workload and the
+smoke check carry the second key; test_api_keys's probe asks with none, a wrong one and the first.
 The shared runs (off, ngram, eagle3) and the demo model come from tests/vllm_runs.py."""
 
 from __future__ import annotations
@@ -12,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from e2e.keyed_deployment import DRAFT_MODEL_CONFIG, KEYS, NIM_NAME, REPO_ID
 from servers.gcs_store import GCSStore
 from servers.s3_store import S3Store
 from vllm_runs import SERVER_ARGS, base_env, launch
-
-# Model-free mode: the config is given as a vLLM argument and names the draft by a bare name.
-DRAFT_MODEL_CONFIG = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 3}
 
 
 def _files(directory: Path) -> dict[str, bytes]:
@@ -30,15 +31,20 @@ def remote_run(demo_model, runs_dir):
     try:
         target_uri = gcs.publish("demo/target", _files(demo_model / "target"))
         draft_uri = s3.publish("demo/draft-copy", _files(demo_model / "draft-copy"))
+        configs = runs_dir / "remote-builtin"
+        configs.mkdir(parents=True, exist_ok=True)
+        entry = {"model_id": REPO_ID, "nim_name": NIM_NAME, "source": target_uri, "speculative_config": {}}
+        (configs / "demo.json").write_text(json.dumps(entry))
         env = base_env(runs_dir / "remote", demo_model)
         env.update(
             s3.env(),
             **gcs.env(),
-            NIM_MODEL_PATH=target_uri,
+            NIM_BUILTIN_CONFIG_DIR=str(configs),
+            NIM_MODEL_NAME=NIM_NAME,
             NIM_DRAFT_MODEL_PATH=draft_uri,
-            NIM_SERVED_MODEL_NAME="demo-remote",
         )
-        record = launch("remote", env, [*SERVER_ARGS, "--speculative-config", json.dumps(DRAFT_MODEL_CONFIG)], runs_dir)
+        args = [*SERVER_ARGS, "--api-key", *KEYS, "--speculative-config", json.dumps(DRAFT_MODEL_CONFIG)]
+        record = launch("remote", env, args, runs_dir, smoke=True, api_key=KEYS[1])
         listing = subprocess.run(
             [sys.executable, "-m", "nim_specdec", "cache", "ls", "--json"],
             env={**os.environ, **env},

@@ -1,14 +1,17 @@
-"""A real server with two API keys (vLLM's --api-key takes a list): it becomes ready through the launcher's
-probe, health, version and metadata answer without a key, vLLM's routes take either key and refuse none
-or a wrong one. One server of its own: the shared runs' workload and tools send no key.
-
-It serves the demo target as a built-in model (a config in NIM_BUILTIN_CONFIG_DIR whose source is the local
-folder), so it also shows a built-in model answering to its NIM name and its repository id, NIM's first."""
+"""API keys on a real server: the shared remote run (tests/e2e/conftest.py) serves with two keys (vLLM's --api-key
+takes a list). It becomes ready through the launcher's probe; health, version and metadata answer without a key;
+vLLM's routes take either key and refuse none or a wrong one; the smoke check passes with the key in
+VLLM_API_KEY and, without it, says in one line that the server wants one. The model is a built-in entry named
+by NIM_MODEL_NAME, so it also shows a built-in model answering to its NIM name and its repository id, NIM's
+first. No server of its own: a probe on the remote run."""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from importlib import metadata
@@ -16,14 +19,12 @@ from importlib import metadata
 import pytest
 
 import nim_specdec
+from e2e.keyed_deployment import DRAFT_MODEL_CONFIG, KEYS, NIM_NAME, SERVED
 from nim_specdec.common.redact import MASK
-from vllm_runs import GUIDE_NGRAM, SERVER_ARGS, base_env, serving
+from vllm_runs import probe
 
 pytestmark = pytest.mark.e2e
 
-KEYS = ("first-key-4f1c9e", "second-key-8a2d7b")
-NIM_NAME, REPO_ID = "demo/nim-demo-instruct", "demo-org/Demo-Instruct"
-SERVED = [NIM_NAME, REPO_ID]  # the order of --served-model-name: a NIM client's name first
 WRONG = "wrong-key-000000"
 
 
@@ -37,36 +38,36 @@ def request(url: str, key: str | None = None, body: dict | None = None) -> tuple
         return err.code, json.loads(err.read() or b"null")
 
 
-@pytest.fixture(scope="module")
-def keyed(demo_model, runs_dir):
-    """What the server answered, gathered while it ran, and its log."""
-    configs = runs_dir / "keys-builtin"
-    configs.mkdir(parents=True, exist_ok=True)
-    entry = {"model_id": REPO_ID, "nim_name": NIM_NAME, "source": str(demo_model / "target"), "speculative_config": {}}
-    (configs / "demo.json").write_text(json.dumps(entry))
-    env = base_env(runs_dir / "keys", demo_model)
-    env.update(NIM_BUILTIN_CONFIG_DIR=str(configs), NIM_MODEL_NAME=NIM_NAME)
-    args = [*SERVER_ARGS, "--api-key", *KEYS, "--speculative-config", json.dumps(GUIDE_NGRAM)]
+@probe("remote")
+def keyed_answers(server, record, workdir):
+    """What the server answered to each key, and the smoke check without one."""
+    base = server.url
     completion = {"model": NIM_NAME, "prompt": "one two three", "max_tokens": 4, "temperature": 0}
-    with serving("keys", env, args, runs_dir) as server:  # ready means /v1/health/ready answered 200
-        base = server.url
-        answers = {
-            "ready_statuses": list(server.ready_statuses),
-            "open": {
-                path: request(base + path)
-                for path in ("/v1/health/live", "/v1/health/ready", "/v1/version", "/v1/metadata")
-            },
-            "models": {
-                name: request(base + "/v1/models", key)
-                for name, key in (("none", None), ("wrong", WRONG), ("first", KEYS[0]), ("second", KEYS[1]))
-            },
-            "completions": {
-                name: request(base + "/v1/completions", key, completion)
-                for name, key in (("none", None), ("second", KEYS[1]))
-            },
-        }
-    answers["log"] = server.log_text()
-    return answers
+    without_key = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
+    open_paths = ("/v1/health/live", "/v1/health/ready", "/v1/version", "/v1/metadata")
+    return {
+        "open": {path: request(base + path) for path in open_paths},
+        "models": {
+            name: request(base + "/v1/models", key)
+            for name, key in (("none", None), ("wrong", WRONG), ("first", KEYS[0]), ("second", KEYS[1]))
+        },
+        "completions": {
+            name: request(base + "/v1/completions", key, completion)
+            for name, key in (("none", None), ("first", KEYS[0]))
+        },
+        "smoke_without_key": subprocess.run(
+            [sys.executable, "-m", "nim_specdec.observe.smoke", base, "--deadline", "30"],
+            env=without_key,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def keyed(remote_run):
+    return {**remote_run.probe("keyed_answers"), "ready_statuses": remote_run.ready_statuses, "log": remote_run.log}
 
 
 def test_ready_behind_api_keys(keyed):
@@ -83,7 +84,7 @@ def test_either_key_works_and_none_or_a_wrong_one_is_refused(keyed):
         status, body = models[name]
         assert status == 200 and [m["id"] for m in body["data"]] == SERVED, models[name]
     assert keyed["completions"]["none"][0] == 401
-    status, body = keyed["completions"]["second"]
+    status, body = keyed["completions"]["first"]
     assert status == 200 and body["choices"], body
 
 
@@ -94,10 +95,24 @@ def test_version_and_metadata_without_a_key(keyed):
     status, meta = keyed["open"]["/v1/metadata"]
     assert status == 200 and meta["served_model_names"] == SERVED
     assert meta["modelInfo"][0] == {"shortName": NIM_NAME}
-    assert meta["speculative_decoding"]["enabled"] is True and meta["speculative_decoding"]["method"] == "ngram"
-    assert meta["speculative_decoding"]["config"]["num_speculative_tokens"] == GUIDE_NGRAM["num_speculative_tokens"]
+    spec = meta["speculative_decoding"]
+    assert spec["enabled"] is True and spec["method"] == DRAFT_MODEL_CONFIG["method"]
+    assert spec["config"]["num_speculative_tokens"] == DRAFT_MODEL_CONFIG["num_speculative_tokens"]
     assert meta["versions"] == {"nim_specdec": nim_specdec.__version__, "vllm": vllm_version}
     assert not any(key in json.dumps(meta) for key in KEYS)
+
+
+def test_the_smoke_check_carries_the_key_and_without_it_says_so(keyed, remote_run):
+    # The run's smoke check had the second key in VLLM_API_KEY, and saw the drafts of the copy-of-target draft.
+    smoke = remote_run.smoke
+    assert smoke is not None and smoke.returncode == 0, f"{smoke.stdout}\n{smoke.stderr}" + remote_run.context()
+    assert "smoke: ok" in smoke.stdout
+    refused = keyed["smoke_without_key"]
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 4 and len(lines) == 1, refused.stderr
+    assert "401" in lines[0] and "VLLM_API_KEY" in lines[0], lines[0]
+    for done in (smoke, refused):
+        assert not any(key in done.stdout + done.stderr for key in KEYS)
 
 
 def test_the_keys_are_never_printed(keyed):

@@ -112,11 +112,17 @@ def request(
 
 
 def request_json(
-    url: str, *, where: str, deadline: float, payload: Any = None, max_bytes: int = DEFAULT_MAX_BYTES
+    url: str,
+    *,
+    where: str,
+    deadline: float,
+    payload: Any = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[int, Any]:
     """(status, decoded JSON body); a 2xx answer that is not JSON is an UnreachableError (it answers wrongly)."""
     body = None if payload is None else json.dumps(payload).encode()
-    headers = {"Content-Type": "application/json"} if body is not None else {}
+    headers = {**({"Content-Type": "application/json"} if body is not None else {}), **(headers or {})}
     answer = request(url, where=where, deadline=deadline, body=body, headers=headers, max_bytes=max_bytes)
     try:
         return answer.status, json.loads(answer.body, parse_constant=_refuse_constant)

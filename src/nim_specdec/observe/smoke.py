@@ -1,7 +1,11 @@
 """Smoke check of a running server: `python -m nim_specdec.observe.smoke URL [--expect-spec] [--deadline S]`.
 
 Waits (up to the deadline) for /v1/health/ready, sends a few greedy chat and completion requests,
-then prints the acceptance report for the traffic it sent. Exit codes (nim_specdec.errors' table): 0 passed;
+then prints the acceptance report for the traffic it sent. A server started with an API key (vLLM's
+--api-key, or VLLM_API_KEY) is asked with the key in VLLM_API_KEY, the variable the server itself reads,
+so a check run inside the server's container needs nothing more; the key is never printed.
+
+Exit codes (nim_specdec.errors' table): 0 passed;
 4 the server did not become ready in time, a request failed, or --expect-spec was given and no drafts were
 made (the server answered wrongly); 1 an internal error. Standard library only, so that it runs from any
 Python next to the server.
@@ -11,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
 from nim_specdec.observe.http_client import request, request_json
@@ -24,18 +29,20 @@ PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 
-def http_get(url: str, timeout: float = 10.0) -> tuple[int, str]:
+def http_get(url: str, timeout: float = 10.0, headers: Headers | None = None) -> tuple[int, str]:
     """(status, body); status 0 when the connection is refused, the answer is too large or not complete in time."""
     try:
-        answer = request(url, where=url, deadline=timeout, max_bytes=MAX_ANSWER_BYTES)
+        answer = request(url, where=url, deadline=timeout, headers=headers, max_bytes=MAX_ANSWER_BYTES)
     except LauncherError:
         return 0, ""
     return answer.status, answer.text()
 
 
-def post_json(url: str, payload: dict, timeout: float = 120.0) -> tuple[int, Any]:
+def post_json(url: str, payload: dict, timeout: float = 120.0, headers: Headers | None = None) -> tuple[int, Any]:
     try:
-        return request_json(url, where=url, deadline=timeout, payload=payload, max_bytes=MAX_ANSWER_BYTES)
+        return request_json(
+            url, where=url, deadline=timeout, payload=payload, max_bytes=MAX_ANSWER_BYTES, headers=headers
+        )
     except LauncherError as err:
         return 0, err.one_line()
 
@@ -63,8 +70,10 @@ def _say(text: str) -> None:
     print(printable("smoke: " + text), file=sys.stderr)
 
 
-def served_model(base: str) -> str:
-    status, body = http_get(base + "/v1/models")
+def served_model(base: str, headers: Headers | None = None) -> str:
+    status, body = http_get(base + "/v1/models", headers=headers)
+    if status == 401:
+        raise RuntimeError("GET /v1/models answered 401: the server wants an API key; set VLLM_API_KEY to one of them")
     if status != 200:
         raise RuntimeError(f"GET /v1/models answered {status}")
     model = json.loads(body)["data"][0]["id"]
@@ -73,16 +82,24 @@ def served_model(base: str) -> str:
     return model
 
 
-def spec_counters(base: str):
+Headers = Mapping[str, str]
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The header vLLM's --api-key checks; none without a key."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def spec_counters(base: str, headers: Headers | None = None):
     from nim_specdec.observe.spec_counters import parse_prometheus  # noqa: PLC0415
 
-    status, text = http_get(base + "/v1/metrics")
+    status, text = http_get(base + "/v1/metrics", headers=headers)
     if status != 200:
         raise RuntimeError(f"GET /v1/metrics answered {status}")
     return parse_prometheus(text)
 
 
-def send_requests(base: str, model: str, max_tokens: int = 32) -> list[str]:
+def send_requests(base: str, model: str, max_tokens: int = 32, headers: Headers | None = None) -> list[str]:
     """A few greedy requests; returns one line per failure (empty when all succeeded)."""
     failures = []
     for prompt in PROMPTS:
@@ -91,27 +108,27 @@ def send_requests(base: str, model: str, max_tokens: int = 32) -> list[str]:
             ("/v1/chat/completions", {"messages": [{"role": "user", "content": prompt}]}),
         ):
             body = {"model": model, "max_tokens": max_tokens, "temperature": 0, **payload}
-            status, answer = post_json(base + path, body)
+            status, answer = post_json(base + path, body, headers=headers)
             if status != 200 or not isinstance(answer, dict) or not answer.get("choices"):
                 failures.append(f"POST {path} answered {status}: {str(answer)[:200]}")
     return failures
 
 
-def run(base: str, expect_spec: bool, deadline_s: float) -> int:
+def run(base: str, expect_spec: bool, deadline_s: float, api_key: str | None = None) -> int:
     from nim_specdec.observe.spec_counters import counters_problem, difference, render_text, report, result_problem  # noqa: PLC0415
 
-    base = base.rstrip("/")
+    base, headers = base.rstrip("/"), bearer(api_key)
     try:
         wait_ready(base, deadline_s)
     except TimeoutError as err:
         _say(f"not ready: {err}")
         return EXIT_UNREACHABLE
-    model = served_model(base)
-    before = spec_counters(base)
-    failures = send_requests(base, model)
+    model = served_model(base, headers)
+    before = spec_counters(base, headers)
+    failures = send_requests(base, model, headers=headers)
     for failure in failures:
         _say(failure)
-    grown = difference(spec_counters(base), before)
+    grown = difference(spec_counters(base, headers), before)
     result = report(grown)
     problem = counters_problem(grown, since=True) or result_problem(result)
     if problem:
@@ -135,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for readiness (default 600)")
     args = parser.parse_args(argv)
     try:
-        return run(args.url, args.expect_spec, args.deadline)
+        return run(args.url, args.expect_spec, args.deadline, os.environ.get("VLLM_API_KEY") or None)
     except (
         RuntimeError,
         ValueError,
