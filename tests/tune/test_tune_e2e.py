@@ -199,8 +199,11 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
         logs = [math.log(p / m) for m, p in pairs]
         half = 12.706 * abs(logs[0] - logs[1]) / 2
         mean = sum(logs) / 2
-        assert held["error"] == pytest.approx(math.exp(mean) - 1, abs=2e-3), held
-        assert held["error_interval"] == pytest.approx([math.exp(mean - half) - 1, math.exp(mean + half) - 1], abs=2e-3)
+        # (From the figures as tune.json rounds them: the exponential magnifies the rounding where the two rounds
+        # disagree widely, so the tolerance is relative too.)
+        expected = [math.exp(mean - half) - 1, math.exp(mean + half) - 1]
+        assert held["error"] == pytest.approx(math.exp(mean) - 1, rel=1e-3, abs=2e-3), held
+        assert held["error_interval"] == pytest.approx(expected, rel=1e-3, abs=2e-3), held
         # A fit on the other concurrency alone does not reproduce this one's runs: no +0.0% by construction.
         assert all(abs(p / m - 1) > 1e-4 for m, p in pairs), held
     assert "prediction_error" not in json.dumps(result["verification"])
