@@ -26,7 +26,7 @@ CHECK_FLAG = "--check-vllm"  # vLLM has no such option, so it can lead the vLLM 
 
 def run(args: argparse.Namespace) -> int:
     if args.vllm_args == [SCHEMA_FLAG]:  # vLLM has no --schema: alone, it is ours
-        from nim_specdec.config.plan_model import plan_schema  # noqa: PLC0415
+        from nim_specdec.plan.plan_model import plan_schema  # noqa: PLC0415
 
         json.dump(plan_schema(), sys.stdout, indent=2)
         sys.stdout.write("\n")

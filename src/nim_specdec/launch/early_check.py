@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from nim_specdec.common.child_process import die_with_parent, stop_group
-from nim_specdec.config.plan_facts import SourceFacts
-from nim_specdec.config.plan_model import Plan
-from nim_specdec.config.plan_sections import VllmCheckResult
+from nim_specdec.plan.plan_facts import SourceFacts
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.plan.plan_sections import VllmCheckResult
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError

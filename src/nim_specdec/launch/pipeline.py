@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from nim_specdec.config.plan_facts import Facts, SourceFacts
-from nim_specdec.config.plan_model import Plan
-from nim_specdec.config.plan_sections import settled
+from nim_specdec.plan.plan_facts import Facts, SourceFacts
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.plan.plan_sections import settled
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.config.target import TARGET_LINK
+from nim_specdec.plan.target import TARGET_LINK
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.fetchers.context import fetch_context

@@ -16,9 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-# Each variable -> the sub-directory of the key directory it points at. vLLM puts Inductor's cache
-# under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT modules under FLASHINFER_WORKSPACE_BASE.
-CACHE_DIRS = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
+from nim_specdec.config.host_env import CACHE_DIRS
+
 # Engine arguments that change what the server is called, where it listens or how it stops, never what it
 # compiles.
 _NOT_IN_KEY = frozenset(
