@@ -18,7 +18,7 @@ from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
-from nim_specdec.launch.vllm_check import _make_parser
+from nim_specdec.launch.vllm_check.judge import _make_parser
 from nim_specdec_lab.tune.engine import planned_engine
 
 HISPARSE = ("--attention-config", json.dumps({"hisparse_config": {}}))

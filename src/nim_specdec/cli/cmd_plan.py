@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning(warning)
     plan = with_preflight(plan, settings, log.warning, facts.sources)
     if check:
-        from nim_specdec.launch.vllm_check_args import check_request  # noqa: PLC0415
-        from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
+        from nim_specdec.launch.vllm_check.request import check_request  # noqa: PLC0415
+        from nim_specdec.launch.vllm_check.gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
 
         plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))
     json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)
