@@ -137,7 +137,7 @@ def test_no_import_cycle(root):
 
 # Feature folders: each names in `__all__` the modules the rest of the launcher uses; its other modules are its own
 # parts (`launch.vllm_check.download_child` is started by `while_downloading`, never imported elsewhere).
-FEATURE_FOLDERS = ("nim_specdec.launch.vllm_check",)
+FEATURE_FOLDERS = ("nim_specdec.launch.vllm_check", "nim_specdec.launch.compile_cache")
 
 
 def _faces() -> dict[str, set[str]]:

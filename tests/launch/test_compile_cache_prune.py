@@ -14,8 +14,8 @@ import pytest
 
 from nim_specdec.plan.compile_cache import compile_cache_plan
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.compile_cache_claim import LOCK, claim
-from nim_specdec.launch.compile_cache_prune import prune
+from nim_specdec.launch.compile_cache.claim import LOCK, claim
+from nim_specdec.launch.compile_cache.prune import prune
 
 DAY = 86400.0
 
@@ -65,7 +65,7 @@ def test_a_start_marks_the_key_as_used(tmp_path):
             "-c",
             (
                 "import sys; from nim_specdec.plan.compile_cache import compile_cache_plan;"
-                "from nim_specdec.launch.compile_cache_claim import claim;"
+                "from nim_specdec.launch.compile_cache.claim import claim;"
                 f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', ()), warn=print, info=print)"
             ),
         ],

@@ -67,7 +67,7 @@ def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict
 
 
 def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | None) -> Launch:
-    """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache_claim)."""
+    """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache/claim.py)."""
     return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
 
 

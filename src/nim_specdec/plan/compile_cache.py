@@ -4,7 +4,7 @@ vLLM compiles the model at start (torch.compile; on GPUs also Triton kernels and
 modules) and keeps the results under VLLM_CACHE_ROOT, by default in the container's home, which a
 restart loses. The plan points those caches at <NIM_CACHE_PATH>/compile/<key>/, where the key names
 the vLLM build, the model and the configuration, so that none of them ever reads another's
-artefacts. A variable the user set is left alone. Pure: launch/compile_cache_claim.py claims the
+artefacts. A variable the user set is left alone. Pure: launch/compile_cache/claim.py claims the
 directory at start (one writer per key; see there).
 """
 
