@@ -37,8 +37,8 @@ def counter(name, original):
     return counted
 
 for name in counts:
-    original = getattr(sys.modules.get("nim_specdec.config.plan_front"), name, None) or getattr(
-        sys.modules["nim_specdec.config.plan"], name, None)
+    original = getattr(sys.modules.get("nim_specdec.plan.plan_front"), name, None) or getattr(
+        sys.modules["nim_specdec.plan.build"], name, None)
     if original is None:
         continue
     wrapped = counter(name, original)

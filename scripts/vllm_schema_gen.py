@@ -1,4 +1,4 @@
-"""Writes config/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
+"""Writes plan/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
 speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, enum values, bounds
 and nullable fields, and the module that holds its serve argument parser.
 
@@ -21,7 +21,7 @@ import typing
 from importlib import metadata
 from pathlib import Path
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "src" / "nim_specdec" / "config" / "vllm_schemas"
+OUT_DIR = Path(__file__).resolve().parent.parent / "src" / "nim_specdec" / "plan" / "vllm_schemas"
 # Where vLLM keeps make_arg_parser and validate_parsed_serve_args, newest first (moved in 0.33).
 CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args")
 INTERNAL_FIELDS = frozenset(

@@ -15,7 +15,7 @@ def plans_match_the_published_schema():
     """Every plan a test turns into JSON in this process is checked against `nim-specdec plan --schema`."""
     import jsonschema
 
-    from nim_specdec.config import plan_model
+    from nim_specdec.plan import plan_model
 
     made: list[dict] = []
     original = plan_model._public

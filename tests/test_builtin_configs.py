@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import validate_spec_config
-from nim_specdec.config.builtin import default_config_dir, find, load_registry
-from nim_specdec.config.method_choice import draft_method, mtp_heads
+from nim_specdec.plan.builtin import default_config_dir, find, load_registry
+from nim_specdec.plan.method_choice import draft_method, mtp_heads
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.spec_schema import MTP_METHODS
+from nim_specdec.plan.spec_schema import MTP_METHODS
 
 DATA = Path(__file__).parent / "data" / "model_configs"
 REGISTRY = load_registry(default_config_dir())

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import facts
-from nim_specdec.config.engine_facts import DevicePlan
-from nim_specdec.config.plan_model import plan_json
+from nim_specdec.plan.engine_facts import DevicePlan
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.preflight import device
 

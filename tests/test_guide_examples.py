@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from core_fixtures import facts
-from nim_specdec.config.plan_model import plan_json
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}

@@ -17,7 +17,7 @@ import pytest
 from core_fixtures import facts, make_models
 from dataclasses import replace
 
-from nim_specdec.config.plan_model import plan_json
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.preflight import StaticProbe, preflight_inputs, run_preflight
 

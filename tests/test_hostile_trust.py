@@ -17,8 +17,8 @@ from test_hostile_inputs import EAGLE, models
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, ConfigError, MaterializeError
 from nim_specdec.fetchers.materialize import Job, RemoteFile, materialize
-from nim_specdec.launch import compile_cache_prune
-from nim_specdec.launch.compile_cache_claim import LOCK
+from nim_specdec.launch.compile_cache import prune as compile_cache_prune
+from nim_specdec.launch.compile_cache.claim import LOCK
 from nim_specdec.launch.workspace import ensure_workspace
 from servers.harness import context_for
 
@@ -84,7 +84,7 @@ def test_this_process_mount_points_are_read_from_the_kernel():
 
 
 def test_compile_cache_under_a_folder_others_can_write_is_not_trusted(tmp_path):
-    from nim_specdec.launch.compile_cache_claim import untrusted_reason
+    from nim_specdec.launch.compile_cache.claim import untrusted_reason
 
     (tmp_path / "vol").mkdir()
     os.chmod(tmp_path / "vol", 0o777)

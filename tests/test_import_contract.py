@@ -1,5 +1,6 @@
-"""The launcher's import graph: it never reaches the lab, no stage imports a higher one, and there is no cycle;
-the lab's packages import each other in one direction only.
+"""The launcher's import graph: it never reaches the lab, no stage imports a higher one, there is no cycle, and a
+package that names its modules in `__all__` is used through those; the lab's packages import each other in one
+direction only.
 
 Read from the source with `ast`, so an import inside a function counts as much as one at the top.
 """
@@ -16,7 +17,7 @@ LAUNCHER = SRC / "nim_specdec"
 LAB = SRC / "nim_specdec_lab"
 
 # Lowest first: a module may import its own stage and any stage listed before it.
-STAGES = ("errors", "common", "config", "fetchers", "preflight", "observe", "launch", "server", "cli")
+STAGES = ("errors", "common", "config", "plan", "fetchers", "preflight", "observe", "launch", "server", "cli")
 
 
 def _module_name(path: Path) -> str:
@@ -72,7 +73,7 @@ def test_the_contract_sees_every_stage():
     """If a stage folder is added or renamed, the order above must say where it sits."""
     stages = {_stage(m) for m in LAUNCHER_GRAPH} - {"__init__", "__main__"}
     assert stages <= set(STAGES), sorted(stages - set(STAGES))
-    assert {"common", "config", "fetchers", "launch", "cli"} <= stages
+    assert {"common", "config", "plan", "fetchers", "launch", "cli"} <= stages
 
 
 def test_no_stage_imports_a_higher_one():
@@ -134,6 +135,43 @@ def test_no_import_cycle(root):
     assert _cycles(_without_packages(_graph(root))) == []
 
 
+# Feature folders: each names in `__all__` the modules the rest of the launcher uses; its other modules are its own
+# parts (`launch.vllm_check.download_child` is started by `while_downloading`, never imported elsewhere).
+FEATURE_FOLDERS = ("nim_specdec.launch.vllm_check", "nim_specdec.launch.compile_cache")
+
+
+def _faces() -> dict[str, set[str]]:
+    faces: dict[str, set[str]] = {}
+    for package in FEATURE_FOLDERS:
+        init = SRC / package.replace(".", "/") / "__init__.py"
+        for node in ast.parse(init.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+                faces[package] = set(ast.literal_eval(node.value))
+    return faces
+
+
+def _behind_a_face(graph: dict[str, set[str]], faces: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in graph.items():
+        for package, names in faces.items():
+            if module.startswith(package + "."):
+                continue
+            found += [
+                f"{module} -> {t}"
+                for t in targets
+                if t.startswith(package + ".") and t[len(package) + 1 :] not in names
+            ]
+    return sorted(found)
+
+
+def test_a_package_is_used_through_the_modules_it_names():
+    faces = _faces()
+    assert set(faces) == set(FEATURE_FOLDERS)
+    for package, names in faces.items():
+        assert all((SRC / package.replace(".", "/") / f"{name}.py").is_file() for name in names), package
+    assert _behind_a_face(LAUNCHER_GRAPH, faces) == []
+
+
 def _lab_part(module: str) -> str:
     # A lab module's package (`nim_specdec_lab.tune.runner` -> `tune`); a top-level module stands for itself.
     parts = module.split(".")
@@ -154,6 +192,9 @@ def test_the_labs_packages_import_each_other_one_way():
 
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
-    assert _stage("nim_specdec.config.plan") == "config"
+    assert _stage("nim_specdec.plan.build") == "plan"
+    assert _behind_a_face(
+        {"a.x": {"a.pkg.face", "a.pkg.inner"}, "a.pkg.face": {"a.pkg.inner"}}, {"a.pkg": {"face"}}
+    ) == ["a.x -> a.pkg.inner"]
     two_way = {"lab.tune.a": {"lab.bench.b"}, "lab.bench.b": {"lab.tune.c"}, "lab.tune.c": set()}
     assert _cycles(_package_graph(two_way)) == [["bench", "tune"]]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from core_fixtures import LLAMA, facts, validate_spec_config, write_model
-from nim_specdec.config.builtin import entry_from_json
-from nim_specdec.config.plan_facts import Facts
-from nim_specdec.config.spec_schedule import ScheduleRow, describe_schedule, k_at, validate_batch_size_schedule
+from nim_specdec.plan.builtin import entry_from_json
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.spec_schedule import ScheduleRow, describe_schedule, k_at, validate_batch_size_schedule
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 

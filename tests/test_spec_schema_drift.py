@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from nim_specdec.config import spec_schema
-from nim_specdec.config.vllm_schema import knowledge_for
+from nim_specdec.plan import spec_schema
+from nim_specdec.plan.vllm_schema import knowledge_for
 from nim_specdec.launch.facts import installed_vllm
 
 

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from nim_specdec.config import spec_schema
-from nim_specdec.config.vllm_schema import knowledge_for, known_versions
+from nim_specdec.plan import spec_schema
+from nim_specdec.plan.vllm_schema import knowledge_for, known_versions
 
 VALUES = [
     0,

@@ -19,7 +19,7 @@ from core_fixtures import facts
 from nim_specdec.common.logs import LOG_LEVELS
 from nim_specdec.common.redact import PASSTHROUGH_VARIABLE
 from nim_specdec.config import variables as var
-from nim_specdec.config.plan_model import plan_json, plan_schema
+from nim_specdec.plan.plan_model import plan_json, plan_schema
 from nim_specdec.config.settings import DEFAULT_PORT, parse_settings
 from nim_specdec.config.variable_check import UNIMPLEMENTED_NIM_VARIABLES, NOT_IMPLEMENTED, UNKNOWN, ignored_variables
 from nim_specdec.errors import ConfigError

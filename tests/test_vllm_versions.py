@@ -11,11 +11,11 @@ import pytest
 
 from core_fixtures import facts, make_models, validate_spec_config
 from test_guide_plans import CASES as GUIDE_CASES, ROOT
-from nim_specdec.config import spec_schema
-from nim_specdec.config.builtin import default_config_dir, load_registry
-from nim_specdec.config.plan_facts import SourceFacts
-from nim_specdec.config.plan_model import plan_json
-from nim_specdec.config.vllm_schema import is_negative, knowledge_for, known_versions
+from nim_specdec.plan import spec_schema
+from nim_specdec.plan.builtin import default_config_dir, load_registry
+from nim_specdec.plan.plan_facts import SourceFacts
+from nim_specdec.plan.plan_model import plan_json
+from nim_specdec.plan.vllm_schema import is_negative, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 

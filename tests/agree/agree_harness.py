@@ -8,8 +8,8 @@ from functools import lru_cache
 from agree_corpus import Case
 from nim_specdec.errors import LauncherError
 from nim_specdec.launch.resolve import plan_for
-from nim_specdec.launch.vllm_check import Verdict, judge, local_paths, serve_args, substitute_paths
-from nim_specdec.launch.vllm_check_args import CheckRequest, check_request
+from nim_specdec.launch.vllm_check.judge import Verdict, judge, local_paths, serve_args, substitute_paths
+from nim_specdec.launch.vllm_check.request import CheckRequest, check_request
 
 
 @dataclass(frozen=True)

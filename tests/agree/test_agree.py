@@ -15,7 +15,7 @@ import pytest
 
 from nim_specdec.common.redact import secret_values
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.vllm_check import check_plan
+from nim_specdec.launch.vllm_check.judge import check_plan
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

@@ -15,8 +15,8 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.launch.facts import vllm_flavor
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_boot import check_context
-from nim_specdec.launch.vllm_check import check_plan
-from nim_specdec.launch.vllm_check_args import check_request
+from nim_specdec.launch.vllm_check.judge import check_plan
+from nim_specdec.launch.vllm_check.request import check_request
 
 DRAFT_TOO_LONG = {"method": "draft_model", "num_speculative_tokens": 2, "max_model_len": 100000}
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
@@ -50,7 +50,7 @@ def test_a_refusal_names_the_installed_vllm_version(agree_models, tmp_path):
 # and must not have used them up.
 ONCE_AFTER_CHECK = r"""
 import json, sys
-from nim_specdec.launch.vllm_check import judge
+from nim_specdec.launch.vllm_check.judge import judge
 
 args = json.loads(sys.argv[1])
 assert judge(args).ok
@@ -99,8 +99,8 @@ import vllm.platforms
 from vllm.platforms.interface import UnspecifiedPlatform
 vllm.platforms.current_platform = UnspecifiedPlatform()
 from nim_specdec.launch.vllm_boot import _check
-from nim_specdec.launch.vllm_check import judge
-from nim_specdec.launch.vllm_check_args import CheckRequest
+from nim_specdec.launch.vllm_check.judge import judge
+from nim_specdec.launch.vllm_check.request import CheckRequest
 from nim_specdec.cli.main import main
 
 target, spec = sys.argv[1], sys.argv[2]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.config.compile_cache import compile_cache_plan
+from nim_specdec.plan.compile_cache import compile_cache_plan
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.compile_cache_claim import LOCK, claim
-from nim_specdec.launch.compile_cache_prune import prune
+from nim_specdec.launch.compile_cache.claim import LOCK, claim
+from nim_specdec.launch.compile_cache.prune import prune
 
 DAY = 86400.0
 
@@ -64,8 +64,8 @@ def test_a_start_marks_the_key_as_used(tmp_path):
             sys.executable,
             "-c",
             (
-                "import sys; from nim_specdec.config.compile_cache import compile_cache_plan;"
-                "from nim_specdec.launch.compile_cache_claim import claim;"
+                "import sys; from nim_specdec.plan.compile_cache import compile_cache_plan;"
+                "from nim_specdec.launch.compile_cache.claim import claim;"
                 f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', ()), warn=print, info=print)"
             ),
         ],

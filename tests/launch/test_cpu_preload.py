@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.config.cpu_preload import preload_plan
+from nim_specdec.plan.cpu_preload import preload_plan
 from nim_specdec.config.host_env import read_host_env
 
 TC, IOMP = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/venv/lib/libiomp5.so"

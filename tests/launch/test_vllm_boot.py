@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.config.plan_sections import NOT_CHECKED, VllmCheckResult
+from nim_specdec.plan.plan_sections import NOT_CHECKED, VllmCheckResult
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, MODULE, boot_argv, check_context, server_entry
-from nim_specdec.launch.vllm_check_args import CheckRequest, ModelFiles
-from nim_specdec.launch.vllm_gate import DEFERRED, run_check, settled
+from nim_specdec.launch.vllm_check.request import CheckRequest, ModelFiles
+from nim_specdec.launch.vllm_check.gate import DEFERRED, run_check, settled
 
 SERVER = "vllm.entrypoints.openai.api_server"
 

@@ -12,13 +12,13 @@ from functools import lru_cache
 
 from runner_corpus import Case
 
-from nim_specdec.config.model_runner import ENV
-from nim_specdec.config.plan_facts import Facts
-from nim_specdec.config.plan_model import plan_json
-from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
+from nim_specdec.plan.model_runner import ENV
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_model import plan_json
+from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
-from nim_specdec.launch.vllm_check import _make_parser
+from nim_specdec.launch.vllm_check.judge import _make_parser
 from nim_specdec_lab.tune.engine import planned_engine
 
 HISPARSE = ("--attention-config", json.dumps({"hisparse_config": {}}))

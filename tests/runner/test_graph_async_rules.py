@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from vllm_release_source import source
 
-from nim_specdec.config.async_rules import async_refusal
-from nim_specdec.config.graph_modes import compilation_mode, cudagraph_mode_checked
-from nim_specdec.config.model_runner import choose_model_runner, runner_inputs
+from nim_specdec.plan.async_rules import async_refusal
+from nim_specdec.plan.graph_modes import compilation_mode, cudagraph_mode_checked
+from nim_specdec.plan.model_runner import choose_model_runner, runner_inputs
 from nim_specdec.errors import ConfigError
 
 

@@ -1,20 +1,20 @@
-"""config.model_runner, table-driven: the variable as vLLM reads it, the platform a plan assumes, the version whose
+"""plan.model_runner, table-driven: the variable as vLLM reads it, the platform a plan assumes, the version whose
 rules apply, the choice itself (vLLM 0.32 and 0.33), and the engine arguments it reads from a plan's view."""
 
 from __future__ import annotations
 
 import pytest
 
-from nim_specdec.config.model_runner import (
+from nim_specdec.plan.model_runner import (
     RunnerInputs,
     choose_model_runner,
     cudagraph_mode_given,
-    parse_use_v2_env,
     runner_inputs,
     target_platform,
     version_key,
 )
-from nim_specdec.config.graph_modes import optimization_level
+from nim_specdec.plan.graph_modes import optimization_level
+from nim_specdec.config.host_env import parse_use_v2_env
 from nim_specdec.errors import ConfigError
 
 

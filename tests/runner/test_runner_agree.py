@@ -47,7 +47,7 @@ from runner_corpus import all_cases  # noqa: E402
 from runner_harness import launcher_outcome, vllm_outcome  # noqa: E402
 from vllm_as_cuda import as_cuda  # noqa: E402
 
-from nim_specdec.config.model_runner import ENV  # noqa: E402
+from nim_specdec.plan.model_runner import ENV  # noqa: E402
 from nim_specdec_lab.demo_model import PARTS, make_demo_model  # noqa: E402
 
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from core_fixtures import make_models
-from nim_specdec.config.plan_facts import Facts
-from nim_specdec.config.schedule_rules import schedule_cudagraph_downgrade, schedule_drop
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.schedule_rules import schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from core_fixtures import make_models
-from nim_specdec.config.plan_facts import Facts
+from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.config.tuned_for import TunedFor, parse_tuned_for, tuned_for_warning
 from nim_specdec.errors import ConfigError

@@ -26,7 +26,7 @@ CHECK_FLAG = "--check-vllm"  # vLLM has no such option, so it can lead the vLLM 
 
 def run(args: argparse.Namespace) -> int:
     if args.vllm_args == [SCHEMA_FLAG]:  # vLLM has no --schema: alone, it is ours
-        from nim_specdec.config.plan_model import plan_schema  # noqa: PLC0415
+        from nim_specdec.plan.plan_model import plan_schema  # noqa: PLC0415
 
         json.dump(plan_schema(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning(warning)
     plan = with_preflight(plan, settings, log.warning, facts.sources)
     if check:
-        from nim_specdec.launch.vllm_check_args import check_request  # noqa: PLC0415
-        from nim_specdec.launch.vllm_gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
+        from nim_specdec.launch.vllm_check.request import check_request  # noqa: PLC0415
+        from nim_specdec.launch.vllm_check.gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
 
         plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))
     json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)

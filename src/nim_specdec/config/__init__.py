@@ -1,1 +1,1 @@
-"""The pure core: environment and vLLM arguments parsed into typed values, merged into a plan. No I/O."""
+"""The settings: the variable table, and the environment read, parsed and checked into typed values. No I/O."""

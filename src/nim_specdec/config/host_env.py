@@ -2,7 +2,8 @@
 
 The plan depends on a few variables the launcher does not own: whether the user set LD_PRELOAD or one of
 vLLM's cache folders (theirs then stay theirs), which GPUs CUDA_VISIBLE_DEVICES leaves visible, the image's
-CUDA_VERSION, whether HF_HUB_OFFLINE keeps hf:// sources offline, and which values are secrets to mask.
+CUDA_VERSION, whether HF_HUB_OFFLINE keeps hf:// sources offline, which values are secrets to mask, and
+VLLM_USE_V2_MODEL_RUNNER as vLLM reads it.
 They are read here into a typed value, so nothing below the edge reads the environment for them.
 Credentials and endpoints of the download backends are not here: the fetchers read those from their
 context's environment, where each client library expects them.
@@ -14,8 +15,14 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from nim_specdec.common.redact import redact_env, secret_values
-from nim_specdec.config.compile_cache import CACHE_DIRS
 from nim_specdec.config.env_values import truthy
+from nim_specdec.errors import ConfigError
+
+USE_V2_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+# vLLM's cache variables -> the sub-directory of the compile cache's key directory each points at
+# (plan.compile_cache). vLLM puts Inductor's cache under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT
+# modules under FLASHINFER_WORKSPACE_BASE.
+CACHE_DIRS = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
 
 
 @dataclass(frozen=True)
@@ -39,3 +46,18 @@ def read_host_env(env: Mapping[str, str]) -> HostEnv:
         shown_env=redact_env(env),
         secrets=tuple(secret_values(env)),
     )
+
+
+def parse_use_v2_env(raw: str | None) -> bool | None:
+    """VLLM_USE_V2_MODEL_RUNNER as vLLM reads it (`bool(int(value))`); a value it cannot read is refused here
+    instead of failing inside vLLM with a traceback."""
+    if raw is None:
+        return None
+    try:
+        return bool(int(raw))
+    except ValueError:
+        raise ConfigError(
+            USE_V2_ENV,
+            f"invalid value {raw[:40]!r}; vLLM reads it as an integer",
+            "use 1 (V2 model runner) or 0 (V1), or unset it to let vLLM choose",
+        ) from None

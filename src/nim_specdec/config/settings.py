@@ -18,8 +18,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool, read_choice, read_int
-from nim_specdec.config.host_env import HostEnv, read_host_env
-from nim_specdec.config.model_runner import ENV as USE_V2_ENV, parse_use_v2_env
+from nim_specdec.config.host_env import USE_V2_ENV, HostEnv, parse_use_v2_env, read_host_env
 from nim_specdec.config.preflight_modes import DEFAULT_MODES, PreflightModes, parse_preflight_modes
 from nim_specdec.config.sources import SourceRef, parse_source, path_problem
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, TunedFor, parse_tuned_for

@@ -14,11 +14,11 @@ from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.common.strict_json import loads
-from nim_specdec.config.model_runner import PLATFORMS
 from nim_specdec.errors import ConfigError
 
 ENV = var.TUNED_FOR
 RUNNERS = ("v1", "v2")
+PLATFORMS = ("cuda", "rocm", "xpu", "cpu")  # the platforms vLLM runs on that a plan knows
 _FIX = 'use the value tune printed, e.g. {"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}, or unset it'
 
 

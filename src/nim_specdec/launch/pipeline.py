@@ -20,20 +20,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from nim_specdec.config.plan_facts import Facts, SourceFacts
-from nim_specdec.config.plan_model import Plan
-from nim_specdec.config.plan_sections import settled
+from nim_specdec.plan.plan_facts import Facts, SourceFacts
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.plan.plan_sections import settled
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.config.target import TARGET_LINK
+from nim_specdec.plan.target import TARGET_LINK
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.fetchers.context import fetch_context
-from nim_specdec.launch.early_check import EarlyCheck, check_while_downloading, with_early_result
+from nim_specdec.launch.vllm_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
 from nim_specdec.launch.facts import base_facts, read_config, require_method_package
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
-from nim_specdec.launch.vllm_check_args import check_request
-from nim_specdec.launch.vllm_gate import run_check
+from nim_specdec.launch.vllm_check.request import check_request
+from nim_specdec.launch.vllm_check.gate import run_check
 from nim_specdec.launch.workspace import ensure_workspace, fetch, link, refuse_foreign_link
 from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.preflight.shell import with_preflight

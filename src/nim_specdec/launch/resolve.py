@@ -1,7 +1,7 @@
 """The resolution shared by `plan`, `prepare` and `serve`: settings + arguments -> Plan, no downloads.
 
 The one place of the fixed point "facts about the sources -> plan": each pass of the plan's front
-(config/plan_front.py) names sources; those not known yet are looked up locally (or in the cache), and the
+(plan/plan_front.py) names sources; those not known yet are looked up locally (or in the cache), and the
 front is made again with them. The plan itself is built once, from the last front."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any, Mapping, Sequence
 from nim_specdec.config import variables as var
 from nim_specdec.common.redact import redact_tree
 from nim_specdec.common.trust import refuse_system_dir
-from nim_specdec.config.plan import build_plan
-from nim_specdec.config.plan_facts import Facts
-from nim_specdec.config.plan_front import named_sources, plan_front
-from nim_specdec.config.plan_model import Plan, plan_json
+from nim_specdec.plan.build import build_plan
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_front import named_sources, plan_front
+from nim_specdec.plan.plan_model import Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.fetchers.context import fetch_context
 from nim_specdec.launch.facts import base_facts, source_facts

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.config import variables as var
 from nim_specdec.common.logs import LOG_LEVELS
-from nim_specdec.launch.vllm_check_args import CheckRequest
+from nim_specdec.launch.vllm_check.request import CheckRequest
 
 CONTEXT_VAR = var.VLLM_CHECK_CONTEXT
 MODULE = "nim_specdec.launch.vllm_boot"
@@ -101,7 +101,7 @@ def _run_server(program: Sequence[str], secrets: Sequence[str]) -> int:
 
 
 def _check(request: CheckRequest, secrets: Sequence[str], info: Callable[[str], None]) -> None:
-    from nim_specdec.launch.vllm_check import check_plan  # noqa: PLC0415
+    from nim_specdec.launch.vllm_check.judge import check_plan  # noqa: PLC0415
 
     start = time.monotonic()
     note = check_plan(request, secrets, {})  # raises ConfigError on a refusal

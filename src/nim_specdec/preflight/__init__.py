@@ -17,7 +17,7 @@ Unset, the two categories differ on purpose:
   was slightly off would stop a deployment that would have run.
 
 Entry point: `run_preflight(preflight_inputs(plan), settings.preflight, gpu)` returns the plan's
-`preflight` section (a typed config.plan_sections.PreflightSection).
+`preflight` section (a typed plan.plan_sections.PreflightSection).
 """
 
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe, StaticProbe

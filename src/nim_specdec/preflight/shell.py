@@ -14,9 +14,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from nim_specdec.config.plan_facts import SourceFacts
-from nim_specdec.config.plan_model import Plan
-from nim_specdec.config.plan_sections import PreflightSection
+from nim_specdec.plan.plan_facts import SourceFacts
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.plan.plan_sections import PreflightSection
 from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config.model_runner import PLATFORMS, runner_inputs
-from nim_specdec.config.plan_model import Plan
+from nim_specdec.plan.model_runner import runner_inputs
+from nim_specdec.plan.plan_model import Plan
 from nim_specdec.config.settings import Settings
-from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV
+from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, PLATFORMS
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.tune.device import read_device
 from nim_specdec_lab.tune.engine import ServingEngine, engine_record, planned_engine, serving_engine, tuned_for

@@ -13,11 +13,11 @@ from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.method_choice import DEFAULT_DRAFT_NAME
-from nim_specdec.config.method_infer import is_custom_proposer
+from nim_specdec.plan.method_choice import DEFAULT_DRAFT_NAME
+from nim_specdec.plan.method_infer import is_custom_proposer
 from nim_specdec.config.sources import SourceRef, parse_source
-from nim_specdec.config.spec_schema import NEEDS_MODEL
-from nim_specdec.config.target import TARGET_LINK
+from nim_specdec.plan.spec_schema import NEEDS_MODEL
+from nim_specdec.plan.target import TARGET_LINK
 
 _BARE = re.compile(r"^[A-Za-z0-9._-]+$")
 WHERE = "speculative_config.model"

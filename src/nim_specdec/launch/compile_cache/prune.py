@@ -1,8 +1,8 @@
 """Removing compile-cache keys no server has used for a while: `nim-specdec cache prune`.
 
-Every vLLM build, model and configuration gets its own <NIM_CACHE_PATH>/compile/<key>/ (config/
+Every vLLM build, model and configuration gets its own <NIM_CACHE_PATH>/compile/<key>/ (plan/
 compile_cache.py), so a volume that has served many of them keeps every old key. The writer of a key
-touches its lock file at each start (compile_cache_claim.claim), so the lock's mtime is when the key
+touches its lock file at each start (claim.claim), so the lock's mtime is when the key
 was last used; a key whose lock is held belongs to a running server and is never touched.
 
 A key is removed by taking its lock, renaming the directory to a hidden name (atomic: a server starting
@@ -27,7 +27,7 @@ from pathlib import Path
 from nim_specdec.common.disk_usage import tree_size
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec.launch.compile_cache_claim import LOCK, untrusted_reason, untrusted_reason_of
+from nim_specdec.launch.compile_cache.claim import LOCK, untrusted_reason, untrusted_reason_of
 
 _TRASH = ".prune-"  # a renamed key on its way out; left over only if a prune was killed mid-delete
 

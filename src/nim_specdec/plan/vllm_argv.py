@@ -15,7 +15,7 @@ from typing import Any
 from nim_specdec.errors import ConfigError
 from nim_specdec.common.redact import is_secret_option, preview
 from nim_specdec.config.jsonvalue import kebab, loads, snake
-from nim_specdec.config.vllm_schema import (
+from nim_specdec.plan.vllm_schema import (
     DEFAULT,
     WHOLE,
     VllmKnowledge,

@@ -4,7 +4,7 @@ vLLM compiles the model at start (torch.compile; on GPUs also Triton kernels and
 modules) and keeps the results under VLLM_CACHE_ROOT, by default in the container's home, which a
 restart loses. The plan points those caches at <NIM_CACHE_PATH>/compile/<key>/, where the key names
 the vLLM build, the model and the configuration, so that none of them ever reads another's
-artefacts. A variable the user set is left alone. Pure: launch/compile_cache_claim.py claims the
+artefacts. A variable the user set is left alone. Pure: launch/compile_cache/claim.py claims the
 directory at start (one writer per key; see there).
 """
 
@@ -16,9 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-# Each variable -> the sub-directory of the key directory it points at. vLLM puts Inductor's cache
-# under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT modules under FLASHINFER_WORKSPACE_BASE.
-CACHE_DIRS = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
+from nim_specdec.config.host_env import CACHE_DIRS
+
 # Engine arguments that change what the server is called, where it listens or how it stops, never what it
 # compiles.
 _NOT_IN_KEY = frozenset(

@@ -2,7 +2,7 @@
 
 The check needs only config.json and the tokenizer files of the target and the draft. When either is a
 remote source that is not in the cache yet, those small files are read first into a private scratch
-directory, the weights start downloading in a child process (launch/download_child.py, given the parsed
+directory, the weights start downloading in a child process (launch/vllm_check/download_child.py, given the parsed
 settings: the same cache and lock as always), and the check runs here meanwhile. A refusal kills the
 child's process group: its staging directory is removed (a SIGTERM there unwinds through the download's
 cleanup), nothing reaches the cache, and the refusal is the one line the user sees. A source whose small
@@ -28,17 +28,17 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from nim_specdec.common.child_process import die_with_parent, stop_group
-from nim_specdec.config.plan_facts import SourceFacts
-from nim_specdec.config.plan_model import Plan
-from nim_specdec.config.plan_sections import VllmCheckResult
+from nim_specdec.plan.plan_facts import SourceFacts
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.plan.plan_sections import VllmCheckResult
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.launch.facts import read_config
-from nim_specdec.launch.vllm_check_args import check_request
-from nim_specdec.launch.vllm_gate import run_check
+from nim_specdec.launch.vllm_check.request import check_request
+from nim_specdec.launch.vllm_check.gate import run_check
 
 # What vLLM reads before any weight: the model's config, its generation defaults and its tokenizer.
 CONFIG_FILES = frozenset(
@@ -123,12 +123,12 @@ def check_while_downloading(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-CHILD_MODULE = "nim_specdec.launch.download_child"
+CHILD_MODULE = "nim_specdec.launch.vllm_check.download_child"
 REPORT_LIMIT = 64 * 1024  # one line, the error message; a pipe holds that much without blocking its writer
 
 
 class _Download:
-    """launch/download_child.py in its own process group, tied to this process's life; its refusal (one JSON
+    """launch/vllm_check/download_child.py in its own process group, tied to this process's life; its refusal (one JSON
     line on a pipe of its own) becomes this process's error. Its log lines go to the stderr both share."""
 
     def __init__(self, refs: Sequence[SourceRef], settings: Settings) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config.specargs import parse_json_scalar
-from nim_specdec.config.vllm_argv import ParsedArgs
-from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, is_negative
+from nim_specdec.plan.specargs import parse_json_scalar
+from nim_specdec.plan.vllm_argv import ParsedArgs
+from nim_specdec.plan.vllm_schema import DEFAULT, VllmKnowledge, is_negative
 
 
 def lower_view_of(engine_env: dict, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge = DEFAULT) -> dict[str, Any]:

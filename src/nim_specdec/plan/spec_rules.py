@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.config.method_infer import effective_method
-from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.plan.method_infer import effective_method
+from nim_specdec.plan.vllm_schema import DEFAULT, VllmKnowledge
 
 # Methods whose proposer needs no draft checkpoint (vLLM fills `model` itself or needs none).
 NO_DRAFT = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "mtp", "dspark"})

@@ -7,7 +7,7 @@ server holds it for its whole life and is the only writer there. A launcher that
 taken, or the volume read-only, copies what is there into a local directory (dropping any file
 caught half-written) and points the server at the copy: it still starts warm, and writes only its
 own copy. The writer touches the lock at each start: its mtime is when the key was last used, which
-`nim-specdec cache prune` (launch/compile_cache_prune.py) goes by.
+`nim-specdec cache prune` (launch/compile_cache/prune.py) goes by.
 
 Compiled artefacts are code the server loads, so <NIM_CACHE_PATH>/compile is used only when it is a
 real directory owned by this user (or root) that no one else may write; otherwise the server
@@ -28,7 +28,7 @@ from typing import Callable
 
 from nim_specdec.common.trust import make_dirs, open_to_others_reason
 from nim_specdec.common.regular_file import read_regular
-from nim_specdec.config.compile_cache import CompileCachePlan, relocate
+from nim_specdec.plan.compile_cache import CompileCachePlan, relocate
 
 LOCK = ".writer.lock"
 _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place

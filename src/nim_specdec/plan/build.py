@@ -1,7 +1,7 @@
 """The plan: everything `serve` will do, decided from plain data before anything is touched.
 
-build_plan is pure and returns an immutable Plan (config.plan_model). The shell gathers facts about the
-sources the plan's front names (config.plan_front: local directories, their config.json) and then builds
+build_plan is pure and returns an immutable Plan (plan.plan_model). The shell gathers facts about the
+sources the plan's front names (plan.plan_front: local directories, their config.json) and then builds
 the plan once, from that front; both take microseconds.
 """
 
@@ -11,28 +11,28 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.config.capture_config import capture_middleware_args
-from nim_specdec.config.compile_cache import cache_key, compile_cache_plan
-from nim_specdec.config.cpu_preload import preload_plan
-from nim_specdec.config.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
-from nim_specdec.config.engine_view import engine_view
-from nim_specdec.config.engine_facts import EnginePlan
-from nim_specdec.config.engine_numbers import validate_engine_numbers
+from nim_specdec.plan.compile_cache import cache_key, compile_cache_plan
+from nim_specdec.plan.cpu_preload import preload_plan
+from nim_specdec.plan.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
+from nim_specdec.plan.engine_view import engine_view
+from nim_specdec.plan.engine_facts import EnginePlan
+from nim_specdec.plan.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config import variables as var
-from nim_specdec.config.merge import engine_layers, merge_engine
-from nim_specdec.config.plan_model import CapturePlan, DraftPlan, Plan, SpeculativePlan, TargetPlan
-from nim_specdec.config.plan_sections import Launch
-from nim_specdec.config.method_infer import effective_method
-from nim_specdec.config.model_runner import target_platform
-from nim_specdec.config.runner_plan import plan_model_runner
+from nim_specdec.plan.merge import engine_layers, merge_engine
+from nim_specdec.plan.plan_model import CapturePlan, DraftPlan, Plan, SpeculativePlan, TargetPlan
+from nim_specdec.plan.plan_sections import Launch
+from nim_specdec.plan.method_infer import effective_method
+from nim_specdec.plan.model_runner import target_platform
+from nim_specdec.plan.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv
 from nim_specdec.config.settings import Settings
-from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
-from nim_specdec.config.target import served_names, vllm_model
-from nim_specdec.config.vllm_schema import VllmKnowledge
-from nim_specdec.config.plan_facts import Facts
-from nim_specdec.config.plan_front import Front, plan_front
+from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
+from nim_specdec.plan.target import served_names, vllm_model
+from nim_specdec.plan.vllm_schema import VllmKnowledge
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_front import Front, plan_front
 
 
 def _reason(enabled: bool, config: dict, origin: dict, base: Sequence, base_reason: str, known: VllmKnowledge) -> str:
@@ -67,7 +67,7 @@ def _schedule_view(config: Mapping[str, Any], known: VllmKnowledge) -> list[dict
 
 
 def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | None) -> Launch:
-    """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache_claim)."""
+    """What is exec'd, as planned: the hand-off may still move the compile cache (launch/compile_cache/claim.py)."""
     return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
 
 

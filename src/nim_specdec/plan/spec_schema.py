@@ -13,8 +13,8 @@ import difflib
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Mapping
 
-from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
-from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
+from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
+from nim_specdec.plan.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 
 # The default release's names, for callers that need no particular release.
@@ -254,7 +254,7 @@ def validate_complete(
     known: VllmKnowledge = DEFAULT,
 ) -> None:
     """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
-    from nim_specdec.config.spec_rules import check_rules  # noqa: PLC0415
+    from nim_specdec.plan.spec_rules import check_rules  # noqa: PLC0415
 
     values = {key: coerce(key, value, known) for key, value in config.items() if key in known.fields}
     problem = check_rules(values, target_tp, draft_config, known)

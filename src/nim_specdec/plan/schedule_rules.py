@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nim_specdec.config.model_runner import FULL_CUDAGRAPH_MODES, ENV, rules_version, v2_refuses_method, version_key
+from nim_specdec.plan.model_runner import FULL_CUDAGRAPH_MODES, ENV, rules_version, v2_refuses_method, version_key
 
 _V1_SCHEDULE_METHODS = {(0, 33): ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")}
 

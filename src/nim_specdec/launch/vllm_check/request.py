@@ -8,10 +8,10 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from nim_specdec.config.vllm_argv import SPEC_OPTION
+from nim_specdec.plan.vllm_argv import SPEC_OPTION
 
 if TYPE_CHECKING:  # vllm_boot, in the server's process, builds requests without the plan's modules
-    from nim_specdec.config.plan_model import Plan
+    from nim_specdec.plan.plan_model import Plan
 
 SERVE_MODULE_FLAG = "-m"
 

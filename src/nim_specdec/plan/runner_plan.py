@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.config.model_runner import choose_model_runner, runner_inputs
-from nim_specdec.config.plan_model import ModelRunnerPlan
-from nim_specdec.config.schedule_rules import downgrade_warning, schedule_cudagraph_downgrade, schedule_drop
-from nim_specdec.config.spec_schedule import KEY as SCHEDULE_KEY
+from nim_specdec.plan.model_runner import choose_model_runner, runner_inputs
+from nim_specdec.plan.plan_model import ModelRunnerPlan
+from nim_specdec.plan.schedule_rules import downgrade_warning, schedule_cudagraph_downgrade, schedule_drop
+from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 
 

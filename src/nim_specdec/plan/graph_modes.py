@@ -2,7 +2,7 @@
 
 vllm/config/vllm.py (__post_init__, 0.32 and 0.33) in this order: --enforce-eager turns compilation and CUDA
 graphs off; a mode not given comes from the optimization level (-O, default O2); a schedule on V1 may lower a
-full-graph mode to PIECEWISE (config.schedule_rules); then `_normalize_piecewise_cudagraph_mode` drops the
+full-graph mode to PIECEWISE (plan.schedule_rules); then `_normalize_piecewise_cudagraph_mode` drops the
 piecewise part of the CUDA graph mode where the model is not compiled piecewise (compilation mode other
 than VLLM_COMPILE), before the model runner is picked. The CPU platform then compiles otherwise and captures
 no CUDA graphs; a GPU platform's hook changes neither. Not read here (they are not engine arguments):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from nim_specdec.config.plan_sections import NOT_CHECKED, VllmCheckResult, settled
-from nim_specdec.launch.vllm_check import check_plan
-from nim_specdec.launch.vllm_check_args import CheckRequest, local_paths, unavailable
+from nim_specdec.plan.plan_sections import NOT_CHECKED, VllmCheckResult, settled
+from nim_specdec.launch.vllm_check.judge import check_plan
+from nim_specdec.launch.vllm_check.request import CheckRequest, local_paths, unavailable
 
 __all__ = ["DEFERRED", "NOT_CHECKED", "run_check", "settled"]
 

@@ -11,20 +11,20 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.config.arctic import refuse_arctic_plugin
-from nim_specdec.config.draft import Draft, resolve_draft
-from nim_specdec.config.engine_view import lower_view_of, tensor_parallel
-from nim_specdec.config.merge import merge_spec
-from nim_specdec.config.method_choice import choose
-from nim_specdec.config.method_infer import infer_method
-from nim_specdec.config.plan_facts import Facts
+from nim_specdec.plan.arctic import refuse_arctic_plugin
+from nim_specdec.plan.draft import Draft, resolve_draft
+from nim_specdec.plan.engine_view import lower_view_of, tensor_parallel
+from nim_specdec.plan.merge import merge_spec
+from nim_specdec.plan.method_choice import choose
+from nim_specdec.plan.method_infer import infer_method
+from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.config.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.config.specargs import parse_specdec_args, refuse_launcher_arguments
-from nim_specdec.config.target import Target, resolve_target
-from nim_specdec.config.vllm_argv import ParsedArgs, parse_vllm_args
-from nim_specdec.config.vllm_schema import VllmKnowledge
+from nim_specdec.plan.spec_schema import normalise_keys, validate_complete, validate_fields
+from nim_specdec.plan.specargs import parse_specdec_args, refuse_launcher_arguments
+from nim_specdec.plan.target import Target, resolve_target
+from nim_specdec.plan.vllm_argv import ParsedArgs, parse_vllm_args
+from nim_specdec.plan.vllm_schema import VllmKnowledge
 from nim_specdec.errors import ConfigError
 
 

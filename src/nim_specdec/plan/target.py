@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.config.builtin import BuiltinEntry, find, require
+from nim_specdec.plan.builtin import BuiltinEntry, find, require
 from nim_specdec.errors import ConfigError
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef, parse_source

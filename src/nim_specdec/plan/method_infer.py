@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.config.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.plan.vllm_schema import DEFAULT, VllmKnowledge
 
 # The default release's MTP method names (its SpeculativeConfig.method literal); a model_type of such a
 # name uses MTP. Each release's own list: VllmKnowledge.mtp_methods.

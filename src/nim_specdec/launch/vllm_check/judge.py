@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
 from nim_specdec.common.redact import MASK, is_secret_name, redact_text
-from nim_specdec.launch.vllm_check_args import CheckRequest, local_paths, serve_args, substitute_paths, unavailable
+from nim_specdec.launch.vllm_check.request import CheckRequest, local_paths, serve_args, substitute_paths, unavailable
 
 _MISSING_PACKAGE = re.compile(r"Failed to import|No module named")
 
@@ -97,7 +97,7 @@ def cli_args_module():
     release keeps it: each known release's place, newest first (0.33 moved it to entrypoints/common)."""
     import importlib  # noqa: PLC0415
 
-    from nim_specdec.config.vllm_schema import knowledge_for, known_versions  # noqa: PLC0415
+    from nim_specdec.plan.vllm_schema import knowledge_for, known_versions  # noqa: PLC0415
 
     places = dict.fromkeys(knowledge_for(v).data["cli_args_module"] for v in reversed(known_versions()))
     for name in places:

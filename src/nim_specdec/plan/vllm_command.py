@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from nim_specdec.config.vllm_argv import Option, to_cli
+from nim_specdec.plan.vllm_argv import Option, to_cli
 from nim_specdec.config.capture_config import MIDDLEWARE as CAPTURE_MIDDLEWARE
 
 # Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
