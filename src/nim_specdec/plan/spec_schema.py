@@ -2,7 +2,7 @@
 costs microseconds instead of the ~4 s that importing vLLM takes.
 
 Which keys, methods, enum values and bounds a release has comes from its snapshot (VllmKnowledge);
-the kind of each key is kept here, for every key any supported release has. tests/test_spec_schema_drift.py
+the kind of each key is kept here, for every key any supported release has. tests/plan/test_spec_schema_drift.py
 compares the installed vLLM's SpeculativeConfig with its snapshot, so a version bump that adds, drops or
 retypes a field fails the tests instead of silently passing a bad config to vLLM.
 """
@@ -140,7 +140,7 @@ def _exact(key: str, value: Any, known: VllmKnowledge) -> Any:
 
     The common configs hold only such values (`"method": "ngram"`, `"num_speculative_tokens": 3`), so `plan`
     decides them without importing pydantic (most of its start-up); anything to coerce, refuse or explain goes
-    to pydantic, the one judge of lax coercion. tests/test_spec_schema_fast_path.py holds the two equal.
+    to pydantic, the one judge of lax coercion. tests/plan/test_spec_schema_fast_path.py holds the two equal.
     """
     kind = KINDS[key]
     if kind in ("int", "pos_int") and type(value) is int and -_I64 <= value < _I64:

@@ -25,7 +25,7 @@ from nim_specdec.config.variable_check import UNIMPLEMENTED_NIM_VARIABLES, NOT_I
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "src" / "nim_specdec"
 # Where NIM_* names are spelt as strings on purpose: the table itself, NIM's names it does not implement, and
 # common/redact.py (common sits below config; test_constants_agree keeps its one name equal to the table's).

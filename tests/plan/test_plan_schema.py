@@ -14,7 +14,7 @@ import pytest
 
 from core_fixtures import make_models
 
-GOLDEN = Path(__file__).parent / "data" / "guide_plans.json"
+GOLDEN = Path(__file__).parents[1] / "data" / "guide_plans.json"
 PUBLIC_KEYS = {
     "mode",
     "target",

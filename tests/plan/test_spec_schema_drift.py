@@ -56,7 +56,7 @@ def _schema_generator():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "vllm_schema_gen.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "vllm_schema_gen.py"
     spec = importlib.util.spec_from_file_location("vllm_schema_gen", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

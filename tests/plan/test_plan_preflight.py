@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DATA = Path(__file__).parent / "data" / "model_configs"
+DATA = Path(__file__).parents[1] / "data" / "model_configs"
 EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'
 
 

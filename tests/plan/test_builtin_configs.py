@@ -15,7 +15,7 @@ from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError
 from nim_specdec.plan.spec_schema import MTP_METHODS
 
-DATA = Path(__file__).parent / "data" / "model_configs"
+DATA = Path(__file__).parents[1] / "data" / "model_configs"
 REGISTRY = load_registry(default_config_dir())
 ENTRIES = {entry.file: entry for entry in REGISTRY}
 RAW = {path.name: json.loads(path.read_text()) for path in sorted(default_config_dir().glob("*.json"))}
