@@ -18,7 +18,7 @@ def plans_match_the_published_schema():
     from nim_specdec.plan import plan_model
 
     made: list[dict] = []
-    original = plan_model._public
+    original = plan_model.public_view
 
     def recording(value):
         out = original(value)
@@ -26,9 +26,9 @@ def plans_match_the_published_schema():
             made.append(out)
         return out
 
-    plan_model._public = recording
+    plan_model.public_view = recording
     yield made
-    plan_model._public = original
+    plan_model.public_view = original
     validator = jsonschema.Draft202012Validator(plan_model.plan_schema())
     bad = [(plan, error.message) for plan in made for error in validator.iter_errors(plan)]
     assert not bad, f"{len(bad)} of {len(made)} plans do not match the schema, first: {bad[0]}"

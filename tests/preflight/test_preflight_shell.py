@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+
 
 import pytest
 from preflight_data import eagle3_tensors, load_config, model_dir  # noqa: F401 - model_dir is a fixture
 
 from nim_specdec.config.preflight_modes import parse_preflight_modes
 from nim_specdec.errors import ConfigError, MaterializeError
+from nim_specdec.plan.plan_model import public_view
 from nim_specdec.preflight import PreflightInputs, StaticProbe, run_preflight
 
 L8B = "meta-llama--Llama-3.1-8B-Instruct"
@@ -41,7 +42,7 @@ def _plan(method, target_dir, draft_dir=None, config=None, engine=None):
 
 def _run(inputs, env, gpu=NO_GPU, **kw):
     """The section as the plan prints it (JSON), with the modes NIM_SPECDEC_PREFLIGHT in `env` sets."""
-    return json.loads(json.dumps(asdict(run_preflight(inputs, parse_preflight_modes(env), gpu, **kw))))
+    return json.loads(json.dumps(public_view(run_preflight(inputs, parse_preflight_modes(env), gpu, **kw))))
 
 
 @pytest.fixture

@@ -98,7 +98,7 @@ class Plan:
     # NIM_* variables set but not read: unknown or misspelt (with the name meant), or NIM's but not implemented
     ignored_variables: tuple[IgnoredVariable, ...] = ()
     # What is exec'd (unredacted argv, and the variables set for it): the exec reads this and nothing else.
-    launch: Launch = field(default=Launch(), metadata=_INTERNAL, repr=False)
+    launch: Launch = field(default_factory=Launch, metadata=_INTERNAL, repr=False)
     vllm_version: str = field(default="", metadata=_INTERNAL)  # the installed vLLM's, for its refusals' one line
 
     def with_local_dirs(
@@ -117,19 +117,20 @@ class Plan:
         return replace(self, target=target, draft=draft)
 
 
-def _public(value: Any) -> Any:
+def public_view(value: Any) -> Any:
+    """A value of the plan (the plan, a section, a check) as JSON-ready dicts and lists, internal fields left out."""
     if hasattr(value, "__dataclass_fields__") and not isinstance(value, SourceRef):
-        return {f.name: _public(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
+        return {f.name: public_view(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
     if isinstance(value, (list, tuple)):
-        return [_public(v) for v in value]
+        return [public_view(v) for v in value]
     if isinstance(value, Mapping):
-        return {k: _public(v) for k, v in value.items()}
+        return {k: public_view(v) for k, v in value.items()}
     return value
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
     """The plan as people and tools see it (`nim-specdec plan`, `prepare`, the pre-flight checks)."""
-    return _public(plan)
+    return public_view(plan)
 
 
 _PUBLIC_CLASSES = (

@@ -7,7 +7,13 @@ back values the plan holds as they are, and the exec reads nothing assembled bes
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Mapping
+
+
+def _read_only(value: Any, name: str, mapping: Mapping) -> None:
+    """A frozen value's mapping made read-only (a copy behind a proxy): whoever built it cannot change it later."""
+    object.__setattr__(value, name, MappingProxyType(dict(mapping)))
 
 
 @dataclass(frozen=True)
@@ -17,13 +23,19 @@ class CheckRecord:
     name: str  # "<category>.<what>", e.g. "compatibility.hidden_size"
     result: str  # pass, warn, fail or skipped
     message: str  # one line; "" when it passed without remark
-    figures: dict[str, Any]
+    figures: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        _read_only(self, "figures", self.figures)
 
 
 @dataclass(frozen=True)
 class PreflightSection:
-    mode: dict[str, str]  # category -> error, warn or off
+    mode: Mapping[str, str]  # category -> error, warn or off
     checks: tuple[CheckRecord, ...]
+
+    def __post_init__(self) -> None:
+        _read_only(self, "mode", self.mode)
 
 
 NOT_CHECKED = "not checked"
@@ -66,6 +78,9 @@ class Launch:
 
     argv: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _read_only(self, "env", self.env)
 
     def with_env(self, changes: Mapping[str, str]) -> Launch:
         return replace(self, env={**self.env, **changes})
