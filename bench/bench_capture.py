@@ -184,7 +184,7 @@ def writer_throughput(folder: Path, records: int) -> tuple[float, int]:
 
     from nim_specdec.server.capture.formats import FORMATS
     from nim_specdec.server.capture.counters import capture_counters
-    from nim_specdec.common.capture_file import open_capture_file
+    from nim_specdec.files.capture_file import open_capture_file
     from nim_specdec.server.capture.writer import CaptureWriter
 
     body = json.dumps(request_body(0)).encode()

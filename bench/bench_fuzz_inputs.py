@@ -28,8 +28,8 @@ from fuzz_bounds_inputs import bounds_inputs, launcher_error_only
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nim_specdec.cli.main import main
-from nim_specdec.common.linear_regex import PatternError, compile_linear, search_bounded
-from nim_specdec.common.redact import MASK, preview, redact_argv, redact_text
+from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
+from nim_specdec.text.redact import MASK, preview, redact_argv, redact_text
 from nim_specdec.plan.builtin import entry_from_json
 from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.config.jsonvalue import loads

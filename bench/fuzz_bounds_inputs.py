@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from nim_specdec.cli.cmd_report import _parse_prometheus
-from nim_specdec.common.redact import redact_argv
+from nim_specdec.text.redact import redact_argv
 from nim_specdec.config.sources import parse_source
 from nim_specdec.config.tuned_for import parse_tuned_for
 from nim_specdec.plan.vllm_argv import parse_vllm_args

@@ -13,7 +13,7 @@ import pytest
 from servers.harness import context_for
 from servers.s3_store import S3Store
 
-from nim_specdec.common.writable import read_only_folder, unwritable_reason
+from nim_specdec.files.writable import read_only_folder, unwritable_reason
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.registry import get_fetcher

@@ -65,7 +65,7 @@ def test_the_same_folder_with_the_sticky_bit_is_accepted(tmp_path):
     ],
 )
 def test_a_mount_point_under_an_open_folder_cannot_be_swapped(tmp_path, mounted, refused):
-    from nim_specdec.common.trust import open_to_others_reason
+    from nim_specdec.files.trust import open_to_others_reason
 
     home = tmp_path / "home"
     (home / "cache").mkdir(parents=True)
@@ -77,7 +77,7 @@ def test_a_mount_point_under_an_open_folder_cannot_be_swapped(tmp_path, mounted,
 
 
 def test_this_process_mount_points_are_read_from_the_kernel():
-    from nim_specdec.common.trust import mount_points
+    from nim_specdec.files.trust import mount_points
 
     points = mount_points()
     assert "/" in points and "/proc" in points

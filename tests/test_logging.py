@@ -8,8 +8,8 @@ import os
 import subprocess
 import sys
 
-from nim_specdec.common.logs import setup_logging
-from nim_specdec.common.redact import secret_values
+from nim_specdec.text.logs import setup_logging
+from nim_specdec.text.redact import secret_values
 
 
 def _plan(env_extra: dict, models) -> subprocess.CompletedProcess:
@@ -50,7 +50,7 @@ def test_with_jsonl_a_library_warning_or_log_line_at_import_is_json_too(tmp_path
     )
     code = (
         "import importlib, logging\n"
-        "from nim_specdec.common.logs import setup_logging\n"
+        "from nim_specdec.text.logs import setup_logging\n"
         "setup_logging('INFO', True, [])\n"
         "importlib.import_module('noisy_library')\n"
     )

@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from fuzz_plan_cases import LLAMA, Case, problem, run_case
-from nim_specdec.common.redact import HIDDEN, MASK, preview, redact_argv, redact_env_value, redact_text
+from nim_specdec.text.redact import HIDDEN, MASK, preview, redact_argv, redact_env_value, redact_text
 
 K1, K2 = "sk-first-0123456789abcdef", "sk-second-fedcba9876543210"
 

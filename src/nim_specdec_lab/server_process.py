@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from nim_specdec.common.child_process import die_with_parent, group_alive, kill_group
+from nim_specdec.processes.child_process import die_with_parent, group_alive, kill_group
 from nim_specdec.errors import ServerStartError
 from nim_specdec.observe.smoke import http_get
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.common.redact import secret_values
+from nim_specdec.text.redact import secret_values
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.vllm_check.judge import check_plan
 

@@ -113,7 +113,7 @@ def test_a_pattern_re2_cannot_compile_is_one_exit_2_line_at_plan_time(pattern, f
 
 
 def test_a_catastrophic_pattern_for_backtracking_is_matched_in_linear_time():
-    from nim_specdec.common.linear_regex import MAX_PATH_CHARS, compile_linear, search_bounded
+    from nim_specdec.text.linear_regex import MAX_PATH_CHARS, compile_linear, search_bounded
 
     pattern = compile_linear("^(a+)+$")
     assert search_bounded(pattern, "a" * 100)
@@ -141,7 +141,7 @@ def test_a_capture_file_in_a_system_folder_is_refused_at_plan_time_as_the_cache_
     import sys
     from pathlib import Path
 
-    from nim_specdec.common.trust import system_dir_problem
+    from nim_specdec.files.trust import system_dir_problem
     from nim_specdec.server.capture.middleware import writer_from_config
 
     src = Path(__file__).resolve().parents[2] / "src"

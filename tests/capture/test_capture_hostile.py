@@ -15,7 +15,7 @@ from nim_specdec.preflight.capture_path import check_writable
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.server.capture.counters import capture_counters
 from nim_specdec.server.capture.formats import FORMATS
-from nim_specdec.common.capture_file import open_capture_file
+from nim_specdec.files.capture_file import open_capture_file
 from nim_specdec.server.capture.writer import CaptureWriter
 
 HOSTILE = {

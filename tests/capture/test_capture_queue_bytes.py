@@ -8,7 +8,7 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from nim_specdec.common.capture_file import open_capture_file
+from nim_specdec.files.capture_file import open_capture_file
 from nim_specdec.server.capture.counters import capture_counters
 from nim_specdec.server.capture.writer import DEFAULT_QUEUE_BYTES, CaptureWriter
 

@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 
 from core_fixtures import facts
-from nim_specdec.common.logs import LOG_LEVELS
-from nim_specdec.common.redact import PASSTHROUGH_VARIABLE
+from nim_specdec.text.logs import LOG_LEVELS
+from nim_specdec.text.redact import PASSTHROUGH_VARIABLE
 from nim_specdec.config import variables as var
 from nim_specdec.plan.plan_model import plan_json, plan_schema
 from nim_specdec.config.settings import DEFAULT_PORT, parse_settings
@@ -28,8 +28,8 @@ from nim_specdec.launch.resolve import plan_for
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "src" / "nim_specdec"
 # Where NIM_* names are spelt as strings on purpose: the table itself, NIM's names it does not implement, and
-# common/redact.py (common sits below config; test_constants_agree keeps its one name equal to the table's).
-SPELLERS = {"config/variables.py", "config/variable_check.py", "common/redact.py"}
+# text/redact.py (text sits below config; test_constants_agree keeps its one name equal to the table's).
+SPELLERS = {"config/variables.py", "config/variable_check.py", "text/redact.py"}
 NAME = re.compile(r"\bNIM_[A-Z0-9_]*[A-Z0-9]\b")
 
 

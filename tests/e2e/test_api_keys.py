@@ -20,7 +20,7 @@ import pytest
 
 import nim_specdec
 from e2e.keyed_deployment import DRAFT_MODEL_CONFIG, KEYS, NIM_NAME, SERVED
-from nim_specdec.common.redact import MASK
+from nim_specdec.text.redact import MASK
 from vllm_runs import probe
 
 pytestmark = pytest.mark.e2e

@@ -21,7 +21,7 @@ from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers import cache
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.materialize import Job, RemoteFile, materialize
-from nim_specdec.common.trust import system_dir_problem
+from nim_specdec.files.trust import system_dir_problem
 from nim_specdec.config.sources import parse_source
 from nim_specdec.launch.workspace import link
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from servers.harness import SRC
 
-from nim_specdec.common.writable import nearest_existing, unwritable_folder
+from nim_specdec.files.writable import nearest_existing, unwritable_folder
 from nim_specdec.errors import EXIT_MATERIALIZE
 
 ROOT = os.geteuid() == 0

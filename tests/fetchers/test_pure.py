@@ -11,7 +11,7 @@ from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.fetchers.cache import entry_name, marker_document, normalized_uri
 from nim_specdec.fetchers.progress import Progress, format_line, progress_fields
 from nim_specdec.fetchers.safety import relative_name
-from nim_specdec.common.redact import redact_text as redact, secret_values
+from nim_specdec.text.redact import redact_text as redact, secret_values
 from nim_specdec.config.download_settings import download_settings
 from nim_specdec.fetchers.verify import CompletionWriter, Hasher, RemoteFile, verify
 from nim_specdec.config.sources import parse_source

@@ -134,7 +134,7 @@ def test_a_multinode_leader_whose_engine_died_exits_with_one_line(argv, died, ex
 def test_engine_death_is_noted_only_from_an_errored_engine():
     from types import SimpleNamespace
 
-    from nim_specdec.common import engine_death
+    from nim_specdec.processes import engine_death
 
     class Broken:
         @property

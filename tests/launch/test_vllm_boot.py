@@ -119,7 +119,7 @@ def test_a_multinode_leader_whose_engine_died_exits_4(tmp_path, engine_errored, 
     # The fake server is what vLLM's is after its engine died: the middleware noted it, the server returned.
     (tmp_path / "fake_dead_server.py").write_text(
         "from types import SimpleNamespace\n"
-        "from nim_specdec.common import engine_death\n"
+        "from nim_specdec.processes import engine_death\n"
         f"engine_death.note(SimpleNamespace(errored={engine_errored}))\n"
     )
     src = Path(__file__).resolve().parents[2] / "src"

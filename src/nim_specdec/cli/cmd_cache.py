@@ -16,7 +16,7 @@ from nim_specdec.fetchers.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.fetchers.progress import human_bytes
 from nim_specdec.fetchers.prune_commits import prune_commits
-from nim_specdec.common.redact import redact_text
+from nim_specdec.text.redact import redact_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import replace
 
-from nim_specdec.common.logs import setup_logging
+from nim_specdec.text.logs import setup_logging
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import base_facts, require_method_package

@@ -23,8 +23,8 @@ from nim_specdec.observe.spec_counters import (
     report,
     result_problem,
 )
-from nim_specdec.common.output_files import write_atomically
-from nim_specdec.common.regular_file import read_regular
+from nim_specdec.files.output_files import write_atomically
+from nim_specdec.files.regular_file import read_regular
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB

@@ -11,7 +11,7 @@ import argparse
 import logging
 import os
 
-from nim_specdec.common.logs import setup_logging
+from nim_specdec.text.logs import setup_logging
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import vllm_flavor

@@ -187,7 +187,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def error_line(text: str) -> None:
-    from nim_specdec.common.logs import error_line as write  # lazily: serve imports nothing it does not need  # noqa: PLC0415
-    from nim_specdec.common.redact import secret_values  # noqa: PLC0415
+    from nim_specdec.text.logs import error_line as write  # lazily: serve imports nothing it does not need  # noqa: PLC0415
+    from nim_specdec.text.redact import secret_values  # noqa: PLC0415
 
     write(text, secret_values(os.environ))  # the command's edge: the environment it was started with

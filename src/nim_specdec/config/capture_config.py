@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.common.linear_regex import PatternError, compile_linear
-from nim_specdec.common.redact import preview
+from nim_specdec.text.linear_regex import PatternError, compile_linear
+from nim_specdec.text.redact import preview
 from nim_specdec.errors import ConfigError
 from nim_specdec.config import variables as var
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool

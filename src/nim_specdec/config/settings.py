@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from nim_specdec.common.redact import preview
+from nim_specdec.text.redact import preview
 from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.config.download_settings import DownloadSettings, download_settings

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.redact import mask_uri_credentials, preview
+from nim_specdec.text.redact import mask_uri_credentials, preview
 
 REMOTE_SCHEMES = ("ngc", "hf", "s3", "gs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)

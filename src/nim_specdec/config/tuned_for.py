@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
-from nim_specdec.common.strict_json import loads
+from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError
 
 ENV = var.TUNED_FOR

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nim_specdec.config import variables as var
-from nim_specdec.common import trust
+from nim_specdec.files import trust
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.fetchers import cache
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.common import trust
+from nim_specdec.files import trust
 
 MARKER = "complete.json"
 FILES = "files"

@@ -26,6 +26,6 @@ def fetch_context(settings: Settings, log: Callable[[str], None] = lambda msg: N
 
 def stderr_logger(settings: Settings) -> Callable[[str], None]:
     """The launcher's own log format (plain, or JSON lines with NIM_JSONL_LOGGING=1; secrets masked)."""
-    from nim_specdec.common.logs import setup_logging  # noqa: PLC0415
+    from nim_specdec.text.logs import setup_logging  # noqa: PLC0415
 
     return setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets).info

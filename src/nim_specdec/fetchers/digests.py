@@ -22,7 +22,7 @@ import zlib
 from pathlib import Path
 from typing import Callable, Protocol
 
-from nim_specdec.common.regular_file import open_regular
+from nim_specdec.files.regular_file import open_regular
 
 _READ = 8 * 1024 * 1024
 

@@ -27,7 +27,7 @@ from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.common.redact import redact_text
+from nim_specdec.text.redact import redact_text
 
 
 def _token(env) -> str | bool:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from nim_specdec.common import trust
+from nim_specdec.files import trust
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers import branch_refs, cache, materialize

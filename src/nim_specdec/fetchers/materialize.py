@@ -20,13 +20,13 @@ from typing import Callable, Iterator, Mapping, Protocol
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import LauncherError, MaterializeError
-from nim_specdec.common import trust, writable
+from nim_specdec.files import trust, writable
 from nim_specdec.fetchers import cache, error_map
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.progress import Progress
 from nim_specdec.errors import printable
 from nim_specdec.fetchers.safety import check_tree
-from nim_specdec.common.redact import redact_text
+from nim_specdec.text.redact import redact_text
 from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.fetchers.verify import Hasher, RemoteFile, verify
 

@@ -20,8 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from nim_specdec.common import trust
-from nim_specdec.common.disk_usage import tree_size
+from nim_specdec.files import trust
+from nim_specdec.files.disk_usage import tree_size
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import LauncherError
 from nim_specdec.fetchers import branch_refs, cache

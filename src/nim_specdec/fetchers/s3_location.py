@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from nim_specdec.common.redact import mask_uri_credentials
+from nim_specdec.text.redact import mask_uri_credentials
 from nim_specdec.errors import ConfigError
 
 

@@ -30,8 +30,8 @@ from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import target_path
-from nim_specdec.common.child_process import die_with_parent, stop_group
-from nim_specdec.common.redact import redact_text
+from nim_specdec.processes.child_process import die_with_parent, stop_group
+from nim_specdec.text.redact import redact_text
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
 _PASS = (

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from nim_specdec.common.writable import unreadable_reason
+from nim_specdec.files.writable import unreadable_reason
 from nim_specdec.plan.builtin import default_config_dir, load_registry
-from nim_specdec.common.redact import preview
+from nim_specdec.text.redact import preview
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext

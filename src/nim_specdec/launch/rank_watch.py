@@ -120,7 +120,7 @@ def _stop_rank(secrets: Sequence[str], line: str) -> None:
 
     import psutil  # noqa: PLC0415 - vLLM's own dependency, present wherever a rank runs
 
-    from nim_specdec.common.logs import error_line  # noqa: PLC0415
+    from nim_specdec.text.logs import error_line  # noqa: PLC0415
     from nim_specdec.errors import UnreachableError  # noqa: PLC0415
 
     error_line(f"nim-specdec: error: {line}", secrets)

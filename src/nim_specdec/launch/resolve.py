@@ -11,8 +11,8 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.common.redact import redact_tree
-from nim_specdec.common.trust import refuse_system_dir
+from nim_specdec.text.redact import redact_tree
+from nim_specdec.files.trust import refuse_system_dir
 from nim_specdec.plan.build import build_plan
 from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.plan.plan_front import named_sources, plan_front

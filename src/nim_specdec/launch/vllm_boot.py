@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.common.logs import LOG_LEVELS
+from nim_specdec.text.logs import LOG_LEVELS
 from nim_specdec.launch.vllm_check.request import CheckRequest
 
 CONTEXT_VAR = var.VLLM_CHECK_CONTEXT
@@ -113,12 +113,12 @@ def _check(request: CheckRequest, secrets: Sequence[str], info: Callable[[str], 
 
 
 def main(program: Sequence[str]) -> int:
-    from nim_specdec.common.redact import secret_values  # noqa: PLC0415
+    from nim_specdec.text.redact import secret_values  # noqa: PLC0415
 
     raw = os.environ.pop(CONTEXT_VAR, None)
     secrets = secret_values(os.environ)  # this process's edge: the environment it was given
     if raw is not None:
-        from nim_specdec.common.logs import error_line, setup_logging  # noqa: PLC0415
+        from nim_specdec.text.logs import error_line, setup_logging  # noqa: PLC0415
         from nim_specdec.errors import LauncherError  # noqa: PLC0415
 
         context = _context(raw)
@@ -135,12 +135,12 @@ def main(program: Sequence[str]) -> int:
             raise
         code = 0
     from nim_specdec.launch.rank_watch import leader_lost_rank_line  # noqa: PLC0415
-    from nim_specdec.common import engine_death  # noqa: PLC0415
+    from nim_specdec.processes import engine_death  # noqa: PLC0415
 
     lost = leader_lost_rank_line(program, engine_death.died())
     if lost is None:
         return code
-    from nim_specdec.common.logs import error_line  # noqa: PLC0415
+    from nim_specdec.text.logs import error_line  # noqa: PLC0415
     from nim_specdec.errors import UnreachableError  # noqa: PLC0415
 
     error_line(f"nim-specdec: error: {lost}", secrets)

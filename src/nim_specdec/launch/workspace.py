@@ -19,8 +19,8 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.common.trust import ensure_own_dir, make_dirs, refuse_system_dir
-from nim_specdec.common.writable import unwritable_reason
+from nim_specdec.files.trust import ensure_own_dir, make_dirs, refuse_system_dir
+from nim_specdec.files.writable import unwritable_reason
 from nim_specdec.config.sources import SourceRef
 
 

@@ -26,7 +26,7 @@ from nim_specdec.plan.method_infer import effective_method
 from nim_specdec.plan.model_runner import target_platform
 from nim_specdec.plan.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
-from nim_specdec.common.redact import MASK, is_secret_key, mask_json, redact_argv
+from nim_specdec.text.redact import MASK, is_secret_key, mask_json, redact_argv
 from nim_specdec.config.settings import Settings
 from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.plan.target import served_names, vllm_model

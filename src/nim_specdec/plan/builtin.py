@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from nim_specdec.common.regular_file import read_regular
+from nim_specdec.files.regular_file import read_regular
 from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError

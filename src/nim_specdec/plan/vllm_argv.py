@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.redact import is_secret_option, preview
+from nim_specdec.text.redact import is_secret_option, preview
 from nim_specdec.config.jsonvalue import kebab, loads, snake
 from nim_specdec.plan.vllm_schema import (
     DEFAULT,

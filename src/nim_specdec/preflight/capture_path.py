@@ -11,7 +11,7 @@ import os
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
-from nim_specdec.common.capture_file import open_capture_file
+from nim_specdec.files.capture_file import open_capture_file
 
 
 def check_writable(cfg: CaptureConfig | None) -> str | None:

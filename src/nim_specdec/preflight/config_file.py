@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
-from nim_specdec.common.regular_file import read_regular
+from nim_specdec.files.regular_file import read_regular
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
 from nim_specdec.errors import MaterializeError
 from nim_specdec.preflight.model_config import MAX_LEN_KEYS

@@ -14,7 +14,7 @@ import pickletools
 import zipfile
 from pathlib import Path
 
-from nim_specdec.common.regular_file import open_regular
+from nim_specdec.files.regular_file import open_regular
 from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo
 
 _REBUILDERS = ("torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_parameter")

@@ -36,7 +36,7 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
-from nim_specdec.common import engine_death
+from nim_specdec.processes import engine_death
 from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import shown_speculative_config, spec_config_document
 

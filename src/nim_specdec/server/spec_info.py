@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.common.redact import mask_json, redact_tree, secret_values
-from nim_specdec.common.strict_json import loads
+from nim_specdec.text.redact import mask_json, redact_tree, secret_values
+from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import LauncherError
 
 _NAMES = ("--speculative-config", "--speculative_config")

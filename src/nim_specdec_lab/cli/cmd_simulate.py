@@ -199,7 +199,7 @@ def _suffix_available(explicit: bool, notes: list[str]) -> bool:
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
     from nim_specdec_lab.ngram.corpus import build_corpus  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank  # noqa: PLC0415
-    from nim_specdec.common.output_files import write_atomically  # noqa: PLC0415
+    from nim_specdec.files.output_files import write_atomically  # noqa: PLC0415
     from nim_specdec_lab.ngram import model_runner as mr  # noqa: PLC0415
     from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate  # noqa: PLC0415
     from nim_specdec_lab.ngram.simulator_v2 import simulate_v2  # noqa: PLC0415

@@ -186,7 +186,7 @@ MAX_RUNS_BYTES = 256 * 1024**2
 
 
 def _read(path: str, flag: str) -> str:
-    from nim_specdec.common.regular_file import open_regular_text  # noqa: PLC0415
+    from nim_specdec.files.regular_file import open_regular_text  # noqa: PLC0415
 
     try:
         with open_regular_text(Path(path), MAX_RUNS_BYTES) as src:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from nim_specdec.common.regular_file import open_regular_text
+from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec_lab.server_process import ServerSpec, running_server
 from nim_specdec.observe.smoke import http_get

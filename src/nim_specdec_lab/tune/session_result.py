@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.common.output_files import write_atomically
+from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab import stats
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve

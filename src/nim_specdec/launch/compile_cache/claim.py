@@ -26,8 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from nim_specdec.common.trust import make_dirs, open_to_others_reason
-from nim_specdec.common.regular_file import read_regular
+from nim_specdec.files.trust import make_dirs, open_to_others_reason
+from nim_specdec.files.regular_file import read_regular
 from nim_specdec.plan.compile_cache import CompileCachePlan, relocate
 
 LOCK = ".writer.lock"

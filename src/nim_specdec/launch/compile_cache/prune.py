@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from nim_specdec.common.disk_usage import tree_size
+from nim_specdec.files.disk_usage import tree_size
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.compile_cache.claim import LOCK, untrusted_reason, untrusted_reason_of

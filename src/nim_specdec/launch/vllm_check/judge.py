@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.redact import MASK, is_secret_name, redact_text
+from nim_specdec.text.redact import MASK, is_secret_name, redact_text
 from nim_specdec.launch.vllm_check.request import CheckRequest, local_paths, serve_args, substitute_paths, unavailable
 
 _MISSING_PACKAGE = re.compile(r"Failed to import|No module named")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from nim_specdec.common.child_process import die_with_parent, stop_group
+from nim_specdec.processes.child_process import die_with_parent, stop_group
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import VllmCheckResult

@@ -30,9 +30,9 @@ from typing import Mapping
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.server.capture.formats import FORMATS
 from nim_specdec.server.capture.counters import capture_counters
-from nim_specdec.common.capture_file import open_capture_file
-from nim_specdec.common.trust import system_dir_problem
-from nim_specdec.common.linear_regex import PatternError, compile_linear, search_bounded
+from nim_specdec.files.capture_file import open_capture_file
+from nim_specdec.files.trust import system_dir_problem
+from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
 from nim_specdec.server.capture.writer import CaptureWriter
 from nim_specdec.errors import LauncherError
 from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from nim_specdec.common.regular_file import read_regular
+from nim_specdec.files.regular_file import read_regular
 from nim_specdec.errors import ConfigError
 
 # A trace or SPEED-Bench's prepared file.
@@ -55,7 +55,7 @@ def concurrencies(text: str, several: bool) -> tuple[int, ...]:
 
 
 def write_report(report: dict, out: Path) -> None:
-    from nim_specdec.common.output_files import write_atomically  # noqa: PLC0415 - cmd_bench builds the CLI
+    from nim_specdec.files.output_files import write_atomically  # noqa: PLC0415 - cmd_bench builds the CLI
     from nim_specdec_lab.bench.plots import write_plots  # noqa: PLC0415 - cmd_bench builds the CLI
     from nim_specdec_lab.bench.report_md import markdown  # noqa: PLC0415 - cmd_bench builds the CLI
 

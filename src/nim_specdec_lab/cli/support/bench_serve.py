@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.output_files import write_atomically
+from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.cli.support.bench_common import concurrencies, write_report
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec_lab.replay.measure import MEASUREMENT_JSON

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from nim_specdec.common.regular_file import open_regular_text
-from nim_specdec.common.strict_json import loads
+from nim_specdec.files.regular_file import open_regular_text
+from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
 
 MAX_TRACE_BYTES = 4 * 1024**3

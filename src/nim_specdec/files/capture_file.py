@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from nim_specdec.common.trust import make_dirs
+from nim_specdec.files.trust import make_dirs
 
 
 def open_capture_file(path: str) -> int:

@@ -9,7 +9,7 @@ import time
 from typing import Sequence
 
 from nim_specdec.errors import printable
-from nim_specdec.common.redact import redact_text
+from nim_specdec.text.redact import redact_text
 
 LOGGER = "nim_specdec"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # NIM_LOG_LEVEL's values

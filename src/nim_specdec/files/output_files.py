@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.common.trust import write_replacing
+from nim_specdec.files.trust import write_replacing
 
 
 def write_atomically(path: str, text: str, flag: str, mode: int = 0o644) -> None:

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from nim_specdec.common.redact import preview
+from nim_specdec.text.redact import preview
 from nim_specdec.errors import ConfigError, LauncherError
 
 

@@ -15,7 +15,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from nim_specdec.common.writable import unwritable_reason
+from nim_specdec.files.writable import unwritable_reason
 from nim_specdec.errors import MaterializeError
 
 # Directories whose contents the system or other software owns: a cache or a workspace there would

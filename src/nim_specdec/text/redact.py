@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 from nim_specdec.errors import printable
 
 MASK = "***"
-# config.variables.PASSTHROUGH_ARGS, spelt here because common sits below config (a test keeps them equal).
+# config.variables.PASSTHROUGH_ARGS, spelt here because text sits below config (a test keeps them equal).
 PASSTHROUGH_VARIABLE = "NIM_PASSTHROUGH_ARGS"
 # Variables shown in the plan: the launcher's own and those of the libraries it drives.
 SHOWN_PREFIXES = (

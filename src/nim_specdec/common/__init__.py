@@ -1,1 +1,0 @@
-"""The ground floor: redaction, logging, files written whole. Every stage may import it; it imports no stage."""

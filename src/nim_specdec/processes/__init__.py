@@ -1,0 +1,2 @@
+"""Child processes: dying with the parent, killed as a group, and an engine death told in one line. Imports only
+errors."""
