@@ -9,13 +9,18 @@ from typing import Any, Mapping
 from nim_specdec.plan.builtin import BuiltinEntry
 from nim_specdec.plan.engine_facts import DevicePlan
 from nim_specdec.plan.vllm_schema import VllmKnowledge, knowledge_for
+from nim_specdec.text.frozen_json import freeze
 
 
 @dataclass(frozen=True)
 class SourceFacts:
     local_dir: str | None = None  # where the files are now, with no network access
-    config: dict[str, Any] | None = None  # its config.json
+    config: Mapping[str, Any] | None = None  # its config.json, read-only (shared by the plan and the checks)
     commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
+
+    def __post_init__(self) -> None:
+        if self.config is not None:
+            object.__setattr__(self, "config", freeze(self.config))
 
 
 @dataclass(frozen=True)
