@@ -40,7 +40,7 @@ from nim_specdec.errors import LauncherError, printable
 from nim_specdec.observe.spec_counters import counters_problem, parse_prometheus, report, result_problem
 from nim_specdec.preflight.config_file import count_problem
 from nim_specdec.preflight.safetensors_header import HeaderError, parse_header
-from nim_specdec.server.capture.formats import FORMATS
+from nim_specdec.capture.formats import FORMATS
 from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
 from nim_specdec_lab.ngram.trace import parse_capture as parse_trace
 

@@ -19,10 +19,12 @@ LAB = SRC / "nim_specdec_lab"
 # Lowest first: a module may import its own stage and any stage listed before it.
 STAGES = (
     "errors",
+    "asgi_types",
     "text",
     "files",
     "processes",
     "config",
+    "capture",
     "plan",
     "fetchers",
     "preflight",

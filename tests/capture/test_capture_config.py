@@ -6,12 +6,8 @@ import json
 
 import pytest
 
-from nim_specdec.config.capture_config import (
-    DEFAULT_ENDPOINT_PATTERN,
-    CaptureConfig,
-    capture_middleware_args,
-    parse_capture,
-)
+from nim_specdec.capture.launcher import capture_middleware_args
+from nim_specdec.config.capture_config import DEFAULT_ENDPOINT_PATTERN, CaptureConfig, parse_capture
 from nim_specdec.errors import EXIT_CONFIG, ConfigError
 
 DEFAULT_FILE = "/opt/nim/.cache/captures/payloads.jsonl"
@@ -82,7 +78,7 @@ def test_middleware_args():
     assert capture_middleware_args(None) == []
     assert capture_middleware_args(CaptureConfig("/x.jsonl")) == [
         "--middleware",
-        "nim_specdec.server.capture.middleware.CaptureMiddleware",
+        "nim_specdec.capture.middleware.CaptureMiddleware",
     ]
 
 
@@ -142,7 +138,7 @@ def test_a_capture_file_in_a_system_folder_is_refused_at_plan_time_as_the_cache_
     from pathlib import Path
 
     from nim_specdec.files.trust import system_dir_problem
-    from nim_specdec.server.capture.middleware import writer_from_config
+    from nim_specdec.capture.middleware import writer_from_config
 
     src = Path(__file__).resolve().parents[2] / "src"
     (tmp_path / "m").mkdir()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from nim_specdec.server.capture.formats import FORMATS, mooncake_payload, raw_payload
+from nim_specdec.capture.formats import FORMATS, mooncake_payload, raw_payload
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "line one\nline \u2603 two"}], "stream": True}
 

@@ -11,12 +11,12 @@ from capture_harness import read_lines
 from prometheus_client import CollectorRegistry
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.preflight.capture_path import check_writable
+from nim_specdec.capture.launcher import check_writable
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
-from nim_specdec.server.capture.counters import capture_counters
-from nim_specdec.server.capture.formats import FORMATS
-from nim_specdec.files.capture_file import open_capture_file
-from nim_specdec.server.capture.writer import CaptureWriter
+from nim_specdec.capture.counters import capture_counters
+from nim_specdec.capture.formats import FORMATS
+from nim_specdec.capture.file import open_capture_file
+from nim_specdec.capture.writer import CaptureWriter
 
 HOSTILE = {
     "too_deep": b'{"a":' + b"[" * 200000 + b"]" * 200000 + b"}",

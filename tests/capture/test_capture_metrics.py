@@ -9,7 +9,7 @@ import sys
 from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 
 CHILD = """
-from nim_specdec.server.capture.counters import capture_counters
+from nim_specdec.capture.counters import capture_counters
 c = capture_counters()
 c.add_written({n}, 100 * {n})
 c.add_dropped("queue_full", {n})

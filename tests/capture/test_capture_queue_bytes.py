@@ -8,9 +8,9 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from nim_specdec.files.capture_file import open_capture_file
-from nim_specdec.server.capture.counters import capture_counters
-from nim_specdec.server.capture.writer import DEFAULT_QUEUE_BYTES, CaptureWriter
+from nim_specdec.capture.file import open_capture_file
+from nim_specdec.capture.counters import capture_counters
+from nim_specdec.capture.writer import DEFAULT_QUEUE_BYTES, CaptureWriter
 
 
 def test_bodies_past_the_byte_bound_are_dropped_and_counted_while_the_writer_is_slow(tmp_path):

@@ -15,7 +15,7 @@ from capture_harness import read_lines
 
 SERVER_PROCESS = """
 import json, os, signal, sys
-from nim_specdec.server.capture.middleware import CaptureMiddleware
+from nim_specdec.capture.middleware import CaptureMiddleware
 
 async def app(scope, receive, send):
     pass

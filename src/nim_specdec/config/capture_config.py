@@ -1,8 +1,10 @@
-"""NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS: parsing into a CaptureConfig, and the vLLM arguments it adds.
+"""NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS: parsing into a CaptureConfig. The variables are parsed here,
+with every other variable of the settings table; the rest of capture lives in `nim_specdec/capture/`.
 
-Pure: takes the environment as a mapping and returns plain data. Disk checks live in
-`nim_specdec.preflight.capture_path`; the middleware that records requests reads the same two variables
-again inside the vLLM API server process (which inherits the launcher's environment).
+Pure: takes the environment as a mapping and returns plain data. What the launcher does with it (the vLLM
+arguments that install the middleware, the check that the file can be written) is `capture/launcher.py`; the
+middleware that records requests reads the same two variables again inside the vLLM API server process
+(which inherits the launcher's environment).
 
     NIM_CAPTURE_ENABLE   1/true/yes/on or 0/false/no/off (case-insensitive; unset or empty = off)
     NIM_CAPTURE_ARGS     a JSON object with the keys below, all optional
@@ -25,7 +27,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
 from nim_specdec.config.jsonvalue import loads
 
-# The capture file's line formats (their encoders are server/capture/formats.py, which a test keeps in step).
+# The capture file's line formats (their encoders are capture/formats.py, which a test keeps in step).
 FORMATS = ("mooncake_payload", "raw_payload")
 
 ENABLE_VAR = var.CAPTURE_ENABLE
@@ -34,7 +36,6 @@ CACHE_VAR = var.CACHE_PATH
 DEFAULT_FILE = "captures/payloads.jsonl"
 DEFAULT_FORMAT = "mooncake_payload"
 DEFAULT_ENDPOINT_PATTERN = r"^/v1/chat/completions$"
-MIDDLEWARE = "nim_specdec.server.capture.middleware.CaptureMiddleware"
 
 _KEYS = ("path", "format", "endpoint_pattern")
 
@@ -120,8 +121,3 @@ def parse_capture(env: Mapping[str, str], cache_path: str | None = None) -> Capt
         # The server may run from another working directory than the one the value was written for.
         raise ConfigError(f"{ARGS_VAR}.path", f"relative path {path!r} is not allowed", "use an absolute file path")
     return CaptureConfig(path=path, format=fmt, endpoint_pattern=pattern)
-
-
-def capture_middleware_args(cfg: CaptureConfig | None) -> list[str]:
-    """The vLLM server arguments that install the capture middleware (none when capture is off)."""
-    return ["--middleware", MIDDLEWARE] if cfg is not None else []

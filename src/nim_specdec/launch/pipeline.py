@@ -35,7 +35,7 @@ from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check.request import check_request
 from nim_specdec.launch.vllm_check.gate import run_check
 from nim_specdec.launch.workspace import ensure_workspace, fetch, link, refuse_foreign_link
-from nim_specdec.preflight.capture_path import check_writable
+from nim_specdec.capture.launcher import check_writable
 from nim_specdec.preflight.shell import with_preflight
 
 

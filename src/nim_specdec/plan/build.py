@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.config.capture_config import capture_middleware_args
+from nim_specdec.capture.launcher import capture_middleware_args
 from nim_specdec.plan.compile_cache import cache_key, compile_cache_plan
 from nim_specdec.plan.cpu_preload import preload_plan
 from nim_specdec.plan.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program

@@ -6,7 +6,7 @@ import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from nim_specdec.plan.vllm_argv import Option, to_cli
-from nim_specdec.config.capture_config import MIDDLEWARE as CAPTURE_MIDDLEWARE
+from nim_specdec.capture.launcher import MIDDLEWARE as CAPTURE_MIDDLEWARE
 
 # Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
 ENDPOINTS_MIDDLEWARE = "nim_specdec.server.endpoints.NimEndpointsMiddleware"

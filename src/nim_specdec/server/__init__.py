@@ -1,1 +1,2 @@
-"""Code that runs inside the vLLM server process: NIM endpoints and payload capture middlewares."""
+"""Code that runs inside the vLLM server process: the NIM endpoints, and the stack that puts them and capture
+(nim_specdec/capture/) in one middleware."""

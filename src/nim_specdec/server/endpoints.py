@@ -26,7 +26,7 @@ import os
 import sys
 from typing import Any
 
-from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
+from nim_specdec.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
 from nim_specdec.server.identity import (
     app_state,
     installed_vllm_version,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nim_specdec.server.capture.middleware import CaptureMiddleware
+from nim_specdec.capture.middleware import CaptureMiddleware
 from nim_specdec.server.endpoints import ASGIApp, NimEndpointsMiddleware, Receive, Scope, Send
 
 

@@ -1,4 +1,5 @@
-"""Start-up check of the capture path, run by the launcher before it execs the vLLM server.
+"""Capture's launcher side: the vLLM arguments that install the middleware, and the start-up check of the
+capture path, run before the launcher execs the vLLM server.
 
 An unwritable capture path is not fatal: the launcher prints the warning returned here and serves
 without capture (the middleware makes the same check when the server builds it, and stays out of
@@ -11,7 +12,15 @@ import os
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
-from nim_specdec.files.capture_file import open_capture_file
+from nim_specdec.capture.file import open_capture_file
+
+# vLLM imports the middleware by this name inside its API server process.
+MIDDLEWARE = "nim_specdec.capture.middleware.CaptureMiddleware"
+
+
+def capture_middleware_args(cfg: CaptureConfig | None) -> list[str]:
+    """The vLLM server arguments that install the capture middleware (none when capture is off)."""
+    return ["--middleware", MIDDLEWARE] if cfg is not None else []
 
 
 def check_writable(cfg: CaptureConfig | None) -> str | None:

@@ -21,13 +21,13 @@ import threading
 from typing import TYPE_CHECKING
 
 
-from nim_specdec.server.capture.formats import TooDeep
+from nim_specdec.capture.formats import TooDeep
 
 if TYPE_CHECKING:  # prometheus_client stays out of the launcher, which only calls open_capture_file
-    from nim_specdec.server.capture.formats import Encoder
-    from nim_specdec.server.capture.counters import CaptureCounters
+    from nim_specdec.capture.formats import Encoder
+    from nim_specdec.capture.counters import CaptureCounters
 
-log = logging.getLogger("vllm.nim_specdec.server.capture")  # through the server's log handler
+log = logging.getLogger("vllm.nim_specdec.capture")  # through the server's log handler
 
 DEFAULT_QUEUE_SIZE = 4096
 # Bodies waiting for (or being encoded by) the writer, in bytes: a count alone would let 4096 bodies of

@@ -1,4 +1,5 @@
-"""The ASGI callable types shared by the middlewares that run inside the vLLM server."""
+"""The ASGI callable types shared by the middlewares that run inside the vLLM server (endpoints, capture). A ground
+floor module: it imports nothing of the package."""
 
 from __future__ import annotations
 

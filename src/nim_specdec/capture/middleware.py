@@ -1,6 +1,6 @@
 """CaptureMiddleware: records the request bodies of matching endpoints inside the vLLM API server.
 
-The launcher adds it with `--middleware nim_specdec.server.capture.middleware.CaptureMiddleware`; vLLM
+The launcher adds it with `--middleware nim_specdec.capture.middleware.CaptureMiddleware`; vLLM
 calls `app.add_middleware(CaptureMiddleware)`, so Starlette builds it as `CaptureMiddleware(app)`
 in each API server process. It reads NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS (inherited from the
 launcher) then, never at import.
@@ -28,17 +28,17 @@ import time
 from typing import Mapping
 
 from nim_specdec.config.capture_config import CaptureConfig, parse_capture
-from nim_specdec.server.capture.formats import FORMATS
-from nim_specdec.server.capture.counters import capture_counters
-from nim_specdec.files.capture_file import open_capture_file
+from nim_specdec.capture.formats import FORMATS
+from nim_specdec.capture.counters import capture_counters
+from nim_specdec.capture.file import open_capture_file
 from nim_specdec.files.trust import system_dir_problem
 from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
-from nim_specdec.server.capture.writer import CaptureWriter
+from nim_specdec.capture.writer import CaptureWriter
 from nim_specdec.errors import LauncherError
-from nim_specdec.server.asgi_types import ASGIApp, Message, Receive, Scope, Send
+from nim_specdec.asgi_types import ASGIApp, Message, Receive, Scope, Send
 
 # A child of the "vllm" logger, so that the messages come out through the server's own log handler.
-log = logging.getLogger("vllm.nim_specdec.server.capture")
+log = logging.getLogger("vllm.nim_specdec.capture")
 
 
 class _Clock:
