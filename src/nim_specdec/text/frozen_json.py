@@ -14,38 +14,38 @@ def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
     raise TypeError("a JSON value read from a model's files is read-only here; edit a copy (copy.deepcopy)")
 
 
-class FrozenObject(dict):
+class _Frozen:
+    """What both frozen types share: they pickle frozen, and a copy comes back as the plain type."""
+
+    __slots__ = ()
+    _plain: type = object  # dict or list
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self._plain(self),)
+
+    def __copy__(self) -> Any:
+        return self._plain(self)
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        return thaw(self)
+
+
+class FrozenObject(_Frozen, dict):
     """A JSON object that refuses every change."""
 
     __slots__ = ()
+    _plain = dict
     __setitem__ = __delitem__ = __ior__ = _refuse
     clear = pop = popitem = setdefault = update = _refuse
 
-    def __reduce__(self) -> tuple:
-        return FrozenObject, (dict(self),)
 
-    def __copy__(self) -> dict:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict) -> Any:
-        return thaw(self)
-
-
-class FrozenArray(list):
+class FrozenArray(_Frozen, list):
     """A JSON array that refuses every change."""
 
     __slots__ = ()
+    _plain = list
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-
-    def __reduce__(self) -> tuple:
-        return FrozenArray, (list(self),)
-
-    def __copy__(self) -> list:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict) -> Any:
-        return thaw(self)
 
 
 def freeze(value: Any) -> Any:
