@@ -33,6 +33,7 @@ pytestmark = pytest.mark.e2e
 WORDS = {"coding": ("cat", "dog"), "math": ("sun", "sea", "sky"), "writing": ("red", "blue", "one", "two")}
 REQUESTS = sum(len(w) for w in WORDS.values())
 ROUNDS, MAX_TOKENS = 2, 32
+API_KEY = "bench-e2e-key-9f2"
 
 
 def _speed_bench(directory: Path) -> Path:
@@ -105,9 +106,17 @@ def test_bench_serve_with_env_files_and_the_acceptance_matrix(demo_model, tmp_pa
     env = demo_env(demo_model, tmp_path / "servers", NIM_SPECDEC_ENABLE="1", NIM_SPECDEC_ARGS=GUIDE_NGRAM_ARGS)
     data = _speed_bench(tmp_path / "speed-bench")
     off = _env_file(tmp_path / "off.env", NIM_SPECDEC_ENABLE="0")
-    ngram = _env_file(tmp_path / "ngram.env", NIM_SPECDEC_ENABLE="1", NIM_SPECDEC_ARGS=GUIDE_NGRAM_ARGS)
+    # The candidate's file is the production one: it carries the server's API key, which bench's servers go
+    # without (AIPerf could carry it only on its command line); had it reached them, every request was a 401.
+    ngram = _env_file(
+        tmp_path / "ngram.env", NIM_SPECDEC_ENABLE="1", NIM_SPECDEC_ARGS=GUIDE_NGRAM_ARGS, VLLM_API_KEY=API_KEY
+    )
     out = tmp_path / "out"
     done = _bench(env, data, off, ngram, out)
+    assert "VLLM_API_KEY is left out of the servers bench --serve starts" in done.stderr
+    logs = sorted((out / "logs").glob("*.log"))
+    assert len(logs) == 2 * ROUNDS and all(API_KEY not in log.read_text() for log in logs)
+    assert API_KEY not in done.stderr
     report = json.loads((out / "report.json").read_text())
     margin = report["stats"]["margin"]
     (a_b,) = report["rows"]

@@ -34,6 +34,7 @@ PROMPTS = (
 USERS_NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4}
 VERDICTS = ("faster", "slower", "no measurable difference")
 ROUNDS = 2
+API_KEY = "tune-e2e-key-3b7"
 
 
 def _env(demo_model: Path, tmp_path: Path) -> dict[str, str]:
@@ -70,7 +71,9 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
         )
     )
     out = tmp_path / "out"
-    env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin()}
+    # The user's environment carries the server's API key: tune's servers go without it (AIPerf could carry it
+    # only on its command line); had it reached them, every request was a 401.
+    env = {**_env(demo_model, tmp_path), "AIPERF_BIN": aiperf_bin(), "VLLM_API_KEY": API_KEY}
     command = [
         sys.executable,
         "-m",
@@ -109,6 +112,8 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "tune: VLLM_API_KEY is left out of the servers tune starts" in done.stderr
+    assert API_KEY not in done.stderr + done.stdout
     result = json.loads((out / "tune.json").read_text())
     decision = result["decision"]
 

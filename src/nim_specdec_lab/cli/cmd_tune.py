@@ -256,6 +256,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "tune", f"{flag} is chosen by tune (a free loopback port)", f"drop {flag} from the vLLM arguments"
             )
+    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415
+
+    env, key_note = keyless(os.environ, vllm_args, "tune")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -284,7 +287,9 @@ def run(args: argparse.Namespace) -> int:
     # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C so that the server running now
     # is stopped by its context manager instead of outliving tune.
     signal.signal(signal.SIGTERM, _interrupt)
-    result = tune(dict(os.environ), options, lambda line: print(line, file=sys.stderr, flush=True))
+    if key_note:
+        print(f"tune: {key_note}", file=sys.stderr, flush=True)
+    result = tune(env, options, lambda line: print(line, file=sys.stderr, flush=True))
     for line in (result.get("trace_notes") or {}).get("lines", []):
         print(f"tune: trace: {line}", file=sys.stderr, flush=True)
     if result.get("answer"):

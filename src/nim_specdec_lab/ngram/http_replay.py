@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pydantic import SecretStr
+
 from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
@@ -14,6 +16,7 @@ from nim_specdec.observe.http_client import request_json
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.ngram.trace import CapturedRequest, greedy_payload, tail_payload, token_ids
+from nim_specdec_lab.server_key import key_headers, key_refused
 
 
 @dataclass(frozen=True)
@@ -33,20 +36,29 @@ MAX_MODEL_LEN = 2**31
 _ODD_ANSWER = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
-def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 600.0) -> dict[str, Any]:
-    """The JSON object a 2xx answer holds; UnreachableError otherwise (deadline and size bounded)."""
-    status, answer = request_json(url, where=url, deadline=timeout, payload=body, max_bytes=MAX_ANSWER_BYTES)
+def http_json(
+    url: str, body: dict[str, Any] | None = None, timeout: float = 600.0, key: SecretStr | None = None
+) -> dict[str, Any]:
+    """The JSON object a 2xx answer holds; ConfigError naming VLLM_API_KEY on 401, UnreachableError otherwise
+    (deadline and size bounded). `key`: the server's API key, sent as vLLM's --api-key expects it."""
+    status, answer = request_json(
+        url, where=url, deadline=timeout, payload=body, max_bytes=MAX_ANSWER_BYTES, headers=key_headers(key)
+    )
+    if status == 401:
+        raise key_refused(url, key)  # the body is the server's: it stays out of the message
     if not 200 <= status < 300 or not isinstance(answer, dict):
         detail = " ".join(str(answer).split())[:200]
         raise UnreachableError(url, f"HTTP {status}: {detail}", "check the server's log")
     return answer
 
 
-def server_model(base_url: str) -> tuple[str, int | None]:
+def server_model(base_url: str, key: SecretStr | None = None) -> tuple[str, int | None]:
     """The first served model's name and its max_model_len (None if the server does not say)."""
     try:
-        first = http_json(base_url.rstrip("/") + "/v1/models", timeout=30)["data"][0]
+        first = http_json(base_url.rstrip("/") + "/v1/models", timeout=30, key=key)["data"][0]
         name, length = str(first["id"]), first.get("max_model_len")
+    except ConfigError:
+        raise  # the key: VLLM_API_KEY is named
     except (LauncherError, *_ODD_ANSWER) as err:
         detail = err.problem if isinstance(err, LauncherError) else f"{type(err).__name__}: {err}"
         raise UnreachableError(
@@ -57,21 +69,35 @@ def server_model(base_url: str) -> tuple[str, int | None]:
     return name, (length if isinstance(length, int) and not isinstance(length, bool) else None)
 
 
-def continuation(url: str, greedy: dict[str, Any], output: list[int], extra: int) -> list[int] | None:
+def wants_key(base_url: str) -> bool:
+    """Whether the server answers 401 to /v1/models asked without a key (no answer at all: False, and the
+    next request says why)."""
+    try:
+        status, _ = request_json(base_url.rstrip("/") + "/v1/models", where=base_url, deadline=30, max_bytes=1 << 20)
+    except LauncherError:
+        return False
+    return status == 401
+
+
+def continuation(
+    url: str, greedy: dict[str, Any], output: list[int], extra: int, key: SecretStr | None = None
+) -> list[int] | None:
     """The `extra` tokens the target would emit after `output`; None if they cannot be had."""
     try:
-        _, longer, _ = token_ids(http_json(url, tail_payload(greedy, len(output), extra)))
+        _, longer, _ = token_ids(http_json(url, tail_payload(greedy, len(output), extra), key=key))
     except (LauncherError, *_ODD_ANSWER):
         return None
     # Numerics may make the second run diverge; then there is no continuation to trust.
     return longer[len(output) :] if longer[: len(output)] == output else None
 
 
-def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int, max_model_len: int | None) -> Replayed:
+def _replay_one(
+    base_url: str, captured: CapturedRequest, model: str, tail: int, max_model_len: int | None, key: SecretStr | None
+) -> Replayed:
     url = base_url.rstrip("/") + captured.path
     greedy = greedy_payload(captured.payload, model)
     try:
-        prompt, output, _ = token_ids(http_json(url, greedy))
+        prompt, output, _ = token_ids(http_json(url, greedy, key=key))
     except LauncherError as err:
         return Replayed(captured.line, None, err.problem)
     except _ODD_ANSWER as err:
@@ -79,7 +105,7 @@ def _replay_one(base_url: str, captured: CapturedRequest, model: str, tail: int,
             captured.line, None, f"unexpected answer ({type(err).__name__}: {' '.join(str(err).split())[:200]})"
         )
     room = tail if max_model_len is None else min(tail, max_model_len - len(prompt) - len(output))
-    continued = continuation(url, greedy, output, room) if room > 0 else []
+    continued = continuation(url, greedy, output, room, key) if room > 0 else []
     try:
         record = RecordedRequest.of(prompt, output, continued or ())
     except ValueError as err:  # ids out of range: the server's answer, not this request, is wrong
@@ -94,10 +120,11 @@ def replay(
     tail: int,
     concurrency: int,
     max_model_len: int | None = None,
+    key: SecretStr | None = None,
 ) -> list[Replayed]:
     """Replay every request (in capture order in the result) with `concurrency` in flight."""
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        return list(pool.map(lambda c: _replay_one(base_url, c, model, tail, max_model_len), captured))
+        return list(pool.map(lambda c: _replay_one(base_url, c, model, tail, max_model_len, key), captured))
 
 
 def save_records(path: str, records: Sequence[RecordedRequest], max_model_len: int | None) -> None:

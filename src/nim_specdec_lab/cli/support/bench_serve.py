@@ -24,6 +24,7 @@ from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
 from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
 from nim_specdec_lab.replay.trace_notes import trace_notes
+from nim_specdec_lab.server_key import keyless
 from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
@@ -73,6 +74,10 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
     vllm_args = list(args.vllm_args or [])
     if vllm_args[:1] == ["--"]:
         vllm_args = vllm_args[1:]
+    keyed = {name: keyless(env, vllm_args, "bench --serve") for name, env in envs.items()}
+    envs = {name: env for name, (env, _) in keyed.items()}
+    for note in sorted({note for _, note in keyed.values() if note}):
+        say(note)
     settings = ServeSettings(
         rounds=args.rounds,
         concurrencies=levels_c,

@@ -4,10 +4,12 @@ setting in use now (from --current, NIM_SPECDEC_ARGS or the server's own endpoin
 from __future__ import annotations
 
 import argparse
+import os
 
 from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
+from nim_specdec_lab.server_key import server_key
 
 MAX_TRACE_BYTES = 4 * 1024**3
 
@@ -37,10 +39,13 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
         raise ConfigError("--trace", f"cannot read {args.trace} ({err.strerror})", "check the path") from None
     except UnicodeDecodeError:
         raise ConfigError("--trace", f"{args.trace} is not UTF-8 text", "point --trace at a JSONL capture") from None
-    model, server_len = http_replay.server_model(args.url)
+    key = server_key(os.environ)  # a server started with --api-key answers 401 without it
+    model, server_len = http_replay.server_model(args.url, key)
     # Accepted drafts are counted up to k tokens past a request's end: fetch k + 1 more.
     max_model_len = args.max_model_len or server_len
-    replayed = http_replay.replay(args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len)
+    replayed = http_replay.replay(
+        args.url, captured, args.model or model, k_max + 1, args.concurrency, max_model_len, key
+    )
     failed = [r for r in replayed if r.request is None]
     notes = [f"line {r.line}: {r.error}" for r in failed[:3]]
     if failed:
