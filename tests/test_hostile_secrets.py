@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from fuzz_plan_cases import Case, run_case
-from test_asgi_endpoints import get as asgi_get
+from server.test_asgi_endpoints import get as asgi_get
 from test_hostile_inputs import EAGLE, models
 
 from nim_specdec.plan.vllm_argv import parse_vllm_args
