@@ -43,20 +43,34 @@ rm -f "$out/rootfs.tar" "$out/rootfs.key"
 
 rootfs="$out/rootfs"
 rm -rf "$rootfs" "$out/rootfs.tar.partial"
-echo "test base: debootstrap $suite (python3, pip, g++, python$py_version-dev)"
-debootstrap --variant=minbase --include="python3,python3-pip,g++,python$py_version-dev" "$suite" "$rootfs" "$mirror" >"$out/debootstrap.log" 2>&1 || {
-  tail -20 "$out/debootstrap.log" >&2
-  exit 1
+# The mirror and PyPI are reached over the network: a connection dropped mid-file costs one more try
+# (scripts/retry.sh's rule), not the build. A failed debootstrap leaves a partial root behind: removed first.
+retry="$here/scripts/retry.sh"
+debootstrap_once() {
+  rm -rf "$rootfs"
+  debootstrap --variant=minbase --include="python3,python3-pip,g++,python$py_version-dev" "$suite" "$rootfs" "$mirror" \
+    >"$out/debootstrap.log" 2>&1
 }
+echo "test base: debootstrap $suite (python3, pip, g++, python$py_version-dev)"
+for try in 1 2 3; do
+  debootstrap_once && break
+  tail -20 "$out/debootstrap.log" >&2
+  if [[ $try == 3 ]]; then
+    echo "test base: debootstrap failed 3 times" >&2
+    exit 1
+  fi
+  echo "test base: debootstrap failed (try $try of 3); trying again in $((10 * try)) s" >&2
+  sleep $((10 * try))
+done
 
 echo "test base: runtime dependencies and the build backend as wheels"
 mkdir -p "$rootfs/opt/wheels"
-"$python" -m pip download --quiet --only-binary=:all: --python-version "$py_version" \
+sh "$retry" 3 "$python" -m pip download --quiet --only-binary=:all: --python-version "$py_version" \
   --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
   --dest "$rootfs/opt/wheels" \
   "${deps[@]}" "hatchling>=1.21" "$torch" numpy "${arctic_deps[@]}"
 # The sdist only; its metadata is prepared with PYTHON's torch (no isolated build of a second torch).
-"$python" -m pip download --quiet --no-deps --no-build-isolation --dest "$rootfs/opt/wheels" "$arctic"
+sh "$retry" 3 "$python" -m pip download --quiet --no-deps --no-build-isolation --dest "$rootfs/opt/wheels" "$arctic"
 
 # pip inside the image: offline, from the wheel folder. The vLLM image's Python is not
 # marked externally managed; Debian's is, so that guard is lifted here to match.

