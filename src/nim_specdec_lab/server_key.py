@@ -2,8 +2,8 @@
 the key the servers it starts itself go without.
 
 A server started with `--api-key` (or VLLM_API_KEY) answers 401 to /v1/* without one of its keys. The lab's
-own requests (simulate's and tune-ngram's replay, the model lookup of bench --url) carry the key in
-VLLM_API_KEY, the variable the server reads and `nim-specdec smoke` sends, read once where a command starts.
+own requests (simulate's and tune-ngram's replay) carry the key in VLLM_API_KEY, the variable the server reads
+and `nim-specdec smoke` sends, read once where a command starts.
 AIPerf, which measures for bench and tune, takes a key only on its command line, where every process on the
 machine can read it: so bench --url refuses a server that wants one, and the servers tune and bench --serve
 start go without (they listen on 127.0.0.1 only; a key changes nothing they measure).

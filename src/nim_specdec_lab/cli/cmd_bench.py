@@ -160,7 +160,7 @@ def _say(line: str) -> None:
 
 
 def _measure(args: argparse.Namespace, out: Path) -> None:
-    from nim_specdec_lab.ngram.http_replay import server_model, wants_key  # noqa: PLC0415
+    from nim_specdec_lab.ngram.http_replay import server_model  # noqa: PLC0415
     from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415
     from nim_specdec_lab.server_key import aiperf_cannot_carry  # noqa: PLC0415
     from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415
@@ -180,9 +180,11 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
                 "--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps"
             )
     (concurrency,) = _concurrencies(args.concurrency, several=False)
-    if wants_key(args.url):
-        raise aiperf_cannot_carry(args.url)
-    model = args.model or server_model(args.url)[0]
+    try:  # asked without a key, before AIPerf runs, even with --model: a 401 is the only ConfigError here
+        served = server_model(args.url)[0]
+    except ConfigError:
+        raise aiperf_cannot_carry(args.url) from None
+    model = args.model or served
     tokenizer = args.tokenizer or _tokenizer(args.url)
     for number, workload in enumerate(workloads, start=1):
         _say(

@@ -69,16 +69,6 @@ def server_model(base_url: str, key: SecretStr | None = None) -> tuple[str, int 
     return name, (length if isinstance(length, int) and not isinstance(length, bool) else None)
 
 
-def wants_key(base_url: str) -> bool:
-    """Whether the server answers 401 to /v1/models asked without a key (no answer at all: False, and the
-    next request says why)."""
-    try:
-        status, _ = request_json(base_url.rstrip("/") + "/v1/models", where=base_url, deadline=30, max_bytes=1 << 20)
-    except LauncherError:
-        return False
-    return status == 401
-
-
 def continuation(
     url: str, greedy: dict[str, Any], output: list[int], extra: int, key: SecretStr | None = None
 ) -> list[int] | None:
