@@ -16,6 +16,7 @@ SHORT = {
     "suffix_decoding_max_cached_requests": "cached",
     "suffix_decoding_max_spec_factor": "factor",
     "suffix_decoding_min_token_prob": "min_prob",
+    "suffix_decoding_corpus_tokens": "corpus",
 }
 FIGURES = ("drafts", "draft_tokens", "accepted_tokens", "acceptance_rate", "acceptance_length", "speedup")
 

@@ -183,3 +183,39 @@ def test_records_without_usable_requests_exit_2(tmp_path):
     trace.write_text("\n")
     proc = _cli("--trace", str(trace), "--url", "http://127.0.0.1:9")
     assert proc.returncode == 2 and "--trace: the capture holds no requests" in proc.stderr
+
+
+def test_suffix_on_a_034_gpu_is_the_native_speculator(records, tmp_path):
+    """--vllm-version 0.34.0 --platform cuda: vLLM's native suffix speculator (V2, always k drafts), its
+    corpus key in each row, the factor and probability floor collapsed (0.34 ignores them); 0.33 stays arctic."""
+    from nim_specdec_lab.suffix.gpu_speculator import GpuSuffixParams
+    from nim_specdec_lab.suffix.simulator_gpu import simulate_suffix_gpu
+
+    rows = {}
+    for version in ("0.34.0", "0.33.0"):
+        report = tmp_path / f"{version}.json"
+        args = ["--records", str(records), "--method", "suffix", "--suffix-k", "2,4", "--suffix-factor", "1,2"]
+        args += ["--suffix-cached", "10000", "--suffix-depth", "24", "--suffix-min-prob", "0.1"]
+        proc = _cli(*args, "--vllm-version", version, "--platform", "cuda", "--json", str(report))
+        assert proc.returncode == 0, proc.stderr
+        rows[version] = json.loads(report.read_text())
+    native = rows["0.34.0"]
+    assert native["model_runner"] == {"suffix": "v2"} and native["vllm_version"] == "0.34.0"
+    got = {r["num_speculative_tokens"]: r for r in native["grid"]}
+    assert len(native["grid"]) == 2
+    assert sorted(got) == [2, 4] and all(r["suffix_decoding_corpus_tokens"] == 1 << 20 for r in got.values())
+    for k, r in got.items():
+        expected = simulate_suffix_gpu(RECORDS, GpuSuffixParams(k), 4096)
+        assert (r["drafts"], r["draft_tokens"], r["accepted_tokens"]) == (
+            expected.drafts,
+            expected.draft_tokens,
+            expected.accepted,
+        )
+        assert r["draft_tokens"] == r["drafts"] * k
+    assert rows["0.33.0"]["model_runner"] == {"suffix": "v1"}
+    assert len(rows["0.33.0"]["grid"]) == 4  # arctic: k x factor
+
+
+def test_vllm_version_refused_in_one_line(records):
+    proc = _cli("--records", str(records), "--method", "suffix", "--vllm-version", "latest")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--vllm-version" in proc.stderr

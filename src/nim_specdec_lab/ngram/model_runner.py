@@ -2,12 +2,13 @@
 
 The launcher decides it as vLLM does (`nim_specdec.plan.model_runner`): vLLM 0.32 defaults to its V2
 model runner wherever Triton runs (CUDA GPUs), and to V1 on the CPU build, which has no Triton backend.
-Method "suffix" is refused by V2 and runs on V1 everywhere.
+Method "suffix" is refused by V2 up to vLLM 0.33 and runs on V1 everywhere there; from 0.34 (no V1 runner)
+a GPU serves it with vLLM's native V2 suffix speculator.
 """
 
 from __future__ import annotations
 
-from nim_specdec.plan.model_runner import RunnerInputs, choose_model_runner, target_platform
+from nim_specdec.plan.model_runner import RunnerInputs, choose_model_runner, target_platform, version_key
 from nim_specdec.config.settings import Settings
 
 RUNNERS = ("auto", "v1", "v2")
@@ -38,5 +39,19 @@ def serving_runner(settings: Settings, platform: str, version: str = "") -> str:
     return resolve("auto", platform, version, settings.use_v2_model_runner)
 
 
-def runner_of(method: str, ngram_runner: str) -> str:
-    return ngram_runner if method == "ngram" else "v1"
+def suffix_runner(platform: str, version: str) -> str:
+    """The runner serving method "suffix": V2's native speculator on a GPU from vLLM 0.34
+    (vllm/v1/worker/gpu/spec_decode/suffix/speculator.py), arctic-inference on V1 before and on the CPU."""
+    return "v2" if platform == "cuda" and _at_least(version, (0, 34)) else "v1"
+
+
+def _at_least(version: str, key: tuple[int, int]) -> bool:
+    parts = version.split("+", 1)[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= key
+    except (ValueError, IndexError):
+        return version_key(version) >= key
+
+
+def runner_of(method: str, ngram_runner: str, suffix: str = "v1") -> str:
+    return ngram_runner if method == "ngram" else suffix
