@@ -44,7 +44,7 @@ def replayed(scrapes: Scrapes, names: set[str], frozen: str | None = None, dropp
         start, middle = before.get(series, 0.0), first.get(series, 0.0)
         steps = [middle - start, end - middle]
         values, value = [start, middle, end], end
-        for step in islice(cycle(steps), MINUTES - 2):
+        for step in islice(cycle(steps), MINUTES - 3):
             value += 0.0 if name == frozen else step
             values.append(value)
         out[series] = " ".join(repr(v) for v in values)
