@@ -134,6 +134,13 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     # Every server got the same prompt pass before it was measured, not only off's first.
     assert done.stderr.count("recording greedy token ids") == len(result["servers"]), done.stderr[-2000:]
 
+    # Beside the recommendation, what live acceptance should be: n-gram's runs at K = 3, each with drafts.
+    expected = {row["configuration"]: row for row in result["expected_acceptance"]["by_configuration"]}
+    ngram_runs = [r for r in result["runs"] if r["configuration"] == "ngram-k3" and (r["spec"] or {}).get("drafts")]
+    assert (expected["ngram-k3"]["method"], expected["ngram-k3"]["k"]) == ("ngram", 3)
+    assert expected["ngram-k3"]["runs"] == len(ngram_runs) >= 2
+    low, high = expected["ngram-k3"]["acceptance_length_interval"]
+    assert low <= expected["ngram-k3"]["acceptance_length_mean"] <= high
     # Every speculating configuration against off at each concurrency and on the traffic: speedup, interval,
     # verdict, and the same figures again from the exported runs through `tune --decide`.
     exported = subprocess.run(

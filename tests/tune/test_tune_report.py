@@ -127,6 +127,21 @@ def test_markdown_of_off_says_so():
     assert "Speculation off." in text and "| 1 | 1 (speculation off) | - (nothing left to fit on) |" in text
 
 
+def test_markdown_shows_the_expected_live_acceptance():
+    from nim_specdec_lab.tune.expected_acceptance import expected_acceptance  # noqa: PLC0415
+
+    result = _result()
+    assert "Expected live acceptance" not in render_markdown(result)  # no spec counters in these runs
+    result["runs"] = [
+        {"configuration": "ngram-k3", "spec": {"drafts": 100, "accepted": accepted}} for accepted in (120, 130, 110)
+    ]
+    result["expected_acceptance"] = expected_acceptance(result)
+    text = render_markdown(result)
+    row = next(line for line in text.splitlines() if line.startswith("| ngram-k3 | ngram | 3 | 3 | 2.200 |"))
+    low, high = result["expected_acceptance"]["by_configuration"][0]["acceptance_length_interval"]
+    assert row.endswith(f"| {low:.3f} to {high:.3f} |") and low < 2.2 < high
+
+
 def test_plots_include_the_speedups_with_their_intervals(tmp_path):
     from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
 

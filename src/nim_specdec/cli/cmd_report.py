@@ -1,5 +1,8 @@
 """`nim-specdec report`: acceptance rate and length from a live /v1/metrics, or from an AIPerf export.
 
+vLLM's counters, or SGLang's speculative metrics where the scrape holds them (detected by name; reported in
+the same units: observe/sglang_counters.py).
+
     nim-specdec report --url http://localhost:8000/v1/metrics [--save FILE] [--since FILE] [--json]
     nim-specdec report --aiperf-export artifacts/run/server_metrics_export.json [--json]
 
@@ -13,6 +16,7 @@ import json
 
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
+from nim_specdec.observe import sglang_counters
 from nim_specdec.observe.http_client import request
 from nim_specdec.observe.spec_counters import (
     counters_problem,
@@ -80,6 +84,25 @@ def _load_aiperf(path: str) -> dict:
         ) from None
 
 
+def _parse_sglang(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
+    try:
+        return sglang_counters.parse_sglang(text)
+    except Exception as err:  # noqa: BLE001 - as _parse_prometheus
+        detail = printable(" ".join(str(err).split())[:200])
+        raise error(where, f"not Prometheus text ({detail})", "give a /metrics scrape saved with --save") from None
+
+
+def _sglang_report(text: str, since: str | None) -> dict[str, dict]:
+    figures = _parse_sglang(text, "--url", UnreachableError)
+    _refuse(sglang_counters.counters_problem(figures), "--url")
+    if since:
+        earlier = _parse_sglang(_read_text(since, "--since"), "--since")
+        _refuse(sglang_counters.counters_problem(earlier), "--since")
+        figures = sglang_counters.difference(figures, earlier)
+        _refuse(sglang_counters.counters_problem(figures, since=True), "--since")
+    return sglang_counters.report(figures)
+
+
 def _refuse(problem: str | None, where: str) -> None:
     if problem:
         raise UnreachableError(
@@ -102,6 +125,11 @@ def run(args: argparse.Namespace) -> int:
         _refuse(counters_problem(counters), "--aiperf-export")
     else:
         text = scrape(args.url)
+        if sglang_counters.is_sglang(text):
+            result = _sglang_report(text, args.since)
+            if args.save:
+                _save(args.save, text)
+            return _print(result, args.json, sglang_counters.render_text, "--url")
         counters = _parse_prometheus(text, "--url", UnreachableError)
         _refuse(counters_problem(counters), "--url")
         if args.since:
@@ -111,10 +139,13 @@ def run(args: argparse.Namespace) -> int:
             _refuse(counters_problem(counters, since=True), "--since")
         if args.save:
             _save(args.save, text)
-    result = report(counters)
-    _refuse(result_problem(result), "--aiperf-export" if args.aiperf_export else "--url")
-    if args.json:
+    return _print(report(counters), args.json, render_text, "--aiperf-export" if args.aiperf_export else "--url")
+
+
+def _print(result: dict[str, dict], as_json: bool, render, where: str) -> int:
+    _refuse(result_problem(result), where)
+    if as_json:
         print(json.dumps(result, indent=2, sort_keys=True, allow_nan=False))
     else:
-        print(render_text(result), end="")
+        print(render(result), end="")
     return 0

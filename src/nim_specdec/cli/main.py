@@ -64,6 +64,11 @@ LAB_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
         "nim_specdec_lab.cli.cmd_tune",
         "measure, model and choose speculation per batch size on your traffic and hardware",
     ),
+    (
+        "alert-rules",
+        "nim_specdec_lab.cli.cmd_alert_rules",
+        "Prometheus alerts for a served model from tune.json: acceptance below tune's, drafts stopped, off",
+    ),
 )
 
 # What the `lab` extra brings: the lab counts as installed when its package and these are importable.

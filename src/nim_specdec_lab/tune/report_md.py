@@ -71,6 +71,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
             f"- {name} ({curve['source']}{runner}): "
             + ", ".join(f"K={p['k']}: {p['tokens_per_slot']:.3f}" for p in curve["by_k"])
         )
+    lines += _expected_lines(result.get("expected_acceptance"))
     lines += [
         "",
         f"{len(result['servers'])} server starts in {result['rounds']} round(s) (each round: "
@@ -166,4 +167,25 @@ def _spread_lines(result: Mapping[str, Any]) -> list[str]:
     ]
     for name, by_c in spreads_by_configuration(result["runs"]).items():
         lines.append(f"| {name} | " + " | ".join(_cell(by_c.get(c), 2) for c in conc) + " |")
+    return lines
+
+
+def _expected_lines(expected: Mapping[str, Any] | None) -> list[str]:
+    """What live acceptance should be (`nim-specdec alert-rules` alerts under the interval's lower bound)."""
+    if not expected or not expected.get("by_configuration"):
+        return []
+    lines = [
+        "",
+        "## Expected live acceptance length (95% prediction interval for one run; alert-rules alerts below it)",
+        "",
+        "| configuration | method | K | runs | mean | interval |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in expected["by_configuration"]:
+        bounds = row["acceptance_length_interval"]
+        shown = "-" if bounds is None else f"{bounds[0]:.3f} to {bounds[1]:.3f}"
+        lines.append(
+            f"| {row['configuration']} | {row['method']} | {row['k']} | {row['runs']} | "
+            f"{row['acceptance_length_mean']:.3f} | {shown} |"
+        )
     return lines

@@ -16,6 +16,7 @@ from nim_specdec_lab.tune.answer import answer, trace_level
 from nim_specdec_lab.tune.choice import Choice, static_prediction
 from nim_specdec_lab.tune.cost_model import CostModel
 from nim_specdec_lab.tune.decide import Decision, Option, decide
+from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
 from nim_specdec_lab.tune.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
 from nim_specdec_lab.tune.rounds import Table
 from nim_specdec_lab.tune.runner import RunSettings, Say, judged_tokens_per_s
@@ -139,7 +140,7 @@ def result_files(
     final = None if decision.recommended is None else decision.recommended.config
     score = choice.chosen.score if choice.chosen is not None and recommended == choice_name else None
     off = table.figures("off")
-    return build_result(
+    result = build_result(
         recommended_env=recommended_env,
         chosen=chosen_entry(final, score, recommended),
         decision={
@@ -174,6 +175,9 @@ def result_files(
         engine=engine,
         answer=answer(off, None if final is None else table.figures(recommended), level, margin),
     )
+    # Beside the recommendation: where live acceptance should land (what `nim-specdec alert-rules` alerts on).
+    result["expected_acceptance"] = expected_acceptance(result)
+    return result
 
 
 def write_result(out: Path, result: Mapping[str, Any], say: Say) -> None:
