@@ -60,7 +60,7 @@ start() {  # NAME NIM_SPECDEC_ENABLE: a detached server on the shared cache, loc
 
 stop() {  # NAME: its log into the reports, then gone
   docker logs "$1" >"$REPORTS/$1.log" 2>&1 || true
-  docker stop --time 60 "$1" >/dev/null 2>&1 || true
+  docker stop --time 120 "$1" >/dev/null 2>&1 || true
   docker rm -f "$1" >/dev/null 2>&1 || true
 }
 
