@@ -90,12 +90,14 @@ case $1 in
       --api-key-env SMOKE_API_KEY <"$here/gpu_smoke.py" | tee "$REPORTS/on.txt"
     ;;
   spec-off)
+    own_cache
     trap 'stop nim-smoke-off' EXIT
     start nim-smoke-off 0
     served nim-smoke-off
     "${checks[@]}" same "$REPORTS/nim-smoke-on.json" "$REPORTS/nim-smoke-off.json"
     ;;
   warm)
+    own_cache
     trap 'stop nim-smoke-warm' EXIT
     start nim-smoke-warm 1
     "${checks[@]}" ready "$url" --api-key-env SMOKE_API_KEY --deadline 1800

@@ -323,3 +323,27 @@ def test_the_workflow_gates_pull_requests_on_a_gpu_runner() -> None:
     assert "gpu" in job["runs-on"] and "self-hosted" in job["runs-on"]
     assert "head.repo.full_name == github.repository" in job["if"]  # no fork's code on the GPU runner
     assert any("gpu_smoke.sh clean" in step.get("run", "") for step in job["steps"])
+
+
+def test_clean_removes_the_cache_as_root_from_a_container(tmp_path: Path) -> None:
+    """The cache's files belong to the server's UID: the runner removes them through the image as root, then
+    the emptied folder itself (its parent is the runner's)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    calls, cache = tmp_path / "calls", tmp_path / "c"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "IMAGE": "img",
+        "CACHE_DIR": str(cache),
+        "REPORTS": str(tmp_path / "r"),
+        "DOCKER_CALLS": str(calls),
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu_smoke.sh"), "clean"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    (call,) = calls.read_text().splitlines()
+    assert call.startswith("run --rm --user 0:0 ") and f"-v {cache}:/c img" in call and "rm -rf /c/*" in call
+    assert not cache.exists()
