@@ -138,10 +138,22 @@ def acceptance(args: argparse.Namespace) -> int:
     return 0
 
 
+# What vLLM logs when a start loads its compiled model from the compile cache instead of compiling again; one
+# line of either kind is the evidence. vLLM 0.32, 0.33 and 0.34 log both, from the same files:
+# - torch's AOT compile (VLLM_USE_AOT_COMPILE, on by default with torch 2.10 or later) loads the whole compiled
+#   function and compiles no graph: vllm/compilation/decorators.py, _try_load_aot_compiled_fn;
+# - without it, vLLM's backend loads each piecewise graph from its cache: vllm/compilation/backends.py,
+#   CompilerManager.compile.
+WARM_EVIDENCE = (
+    "Directly load AOT compilation from path ",
+    "Directly load the compiled graph(s) for compile range ",
+)
+
+
 def warm_problems(log: str) -> list[str]:
     """What a second start on a filled cache got wrong, from its log (pure): it must download nothing, run
     vLLM's check inside vllm_boot (the launcher defers it there when nothing is downloaded), own the
-    compile cache in place, and load vLLM's compiled graphs from it instead of compiling again."""
+    compile cache in place, and load vLLM's compiled model from it (WARM_EVIDENCE) instead of compiling again."""
     lines = log.splitlines()
     cache_lines = [line for line in lines if "compile cache: " in line]
     checks = (
@@ -156,7 +168,7 @@ def warm_problems(log: str) -> list[str]:
         ),
         (
             "vLLM compiled again instead of loading its compiled graphs",
-            not any("Directly load the compiled graph" in line for line in lines),
+            not any(evidence in line for line in lines for evidence in WARM_EVIDENCE),
         ),
     )
     return [what for what, bad in checks if bad]

@@ -13,31 +13,54 @@
 #   warm      a second speculative start on the filled cache: nothing downloaded, vLLM's check inside
 #             vllm_boot, the compile cache reused (scripts/gpu_smoke.py warm reads its log)
 #
+#   clean     CACHE_DIR removed (its files belong to the server's UID: removed from a container)
+#
+# The server runs as the manifests run it (deploy/k8s/deployment.yaml): a read-only root file system with
+# writable emptyDir-like tmpfs mounts at HOME (/opt/nim), the workspace's parent and /tmp, and an arbitrary
+# UID in group 0 as OpenShift assigns one ($SMOKE_UID, default 1000650000; not the image's 1000). CACHE_DIR
+# is given to that UID once, from a container, as fsGroup or a volume's access point does on a cluster.
+#
 # Needs IMAGE, CACHE_DIR and REPORTS; HF_TOKEN for the gated default model. Exit 4 when a check fails.
 set -euo pipefail
 
-usage="usage: scripts/gpu_smoke.sh build|spec-on|spec-off|warm|stop NAME"
+usage="usage: scripts/gpu_smoke.sh build|spec-on|spec-off|warm|clean|stop NAME"
 [[ $# -ge 1 ]] || { echo "$usage" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 : "${IMAGE:?set IMAGE}" "${CACHE_DIR:?set CACHE_DIR}" "${REPORTS:?set REPORTS}"
 MODEL_NAME=${MODEL_NAME:-meta/llama-3.1-8b-instruct}
 MIN_ACCEPTANCE_LENGTH=${MIN_ACCEPTANCE_LENGTH:-1.5}
 PORT=${PORT:-8000}
+SMOKE_UID=${SMOKE_UID:-1000650000}
+[[ $SMOKE_UID =~ ^[1-9][0-9]{0,9}$ ]] || { echo "gpu-smoke: SMOKE_UID=$SMOKE_UID is not a UID; use a number such as 1000650000" >&2; exit 2; }
 url=http://127.0.0.1:$PORT  # from this machine: the host port the container's 8000 is published on
 inside=http://127.0.0.1:8000  # from inside the container: the server's own port (NIM_SERVER_PORT's default)
 # A key for this run only: vLLM reads it from VLLM_API_KEY (never on a command line) and every check sends it.
 export SMOKE_API_KEY=${SMOKE_API_KEY:-smoke-$RANDOM$RANDOM}
 checks=(python3 "$here/gpu_smoke.py")
 
-start() {  # NAME NIM_SPECDEC_ENABLE: a detached server on the shared cache, as the cache's owner
-  docker run -d --name "$1" --gpus all --shm-size=16GB --user "$(id -u):0" -p "$PORT:8000" \
+as_root() {  # COMMAND...: in the image as root, with CACHE_DIR at /c (what an init step does on a cluster)
+  docker run --rm --user 0:0 --entrypoint sh -v "$CACHE_DIR:/c" "$IMAGE" -c "$@"
+}
+
+own_cache() {  # CACHE_DIR to the server's UID, group 0, open to nobody else (the launcher trusts no more)
+  # shellcheck disable=SC2016  # $1 is expanded by the container's shell, from the argument after the script
+  as_root 'chown "$1:0" /c && chmod 0770 /c' own "$SMOKE_UID"
+}
+
+start() {  # NAME NIM_SPECDEC_ENABLE: a detached server on the shared cache, locked down as the manifests run it
+  # tmpfs as Kubernetes' emptyDirs: owned by root, open to all, executable (Triton and CUDA load what they
+  # compile from HOME and /tmp). NIM_WORKSPACE lies under /opt/nim/scratch, as in the manifests.
+  docker run -d --name "$1" --gpus all --shm-size=16GB -p "$PORT:8000" \
+    --read-only --user "$SMOKE_UID:0" --cap-drop ALL --security-opt no-new-privileges \
+    --tmpfs /opt/nim:rw,exec,mode=0777 --tmpfs /opt/nim/scratch:rw,exec,mode=0777 --tmpfs /tmp:rw,exec,mode=1777 \
     -e HF_TOKEN -e NIM_SPECDEC_ENABLE="$2" -e NIM_MODEL_NAME="$MODEL_NAME" -e NIM_MAX_MODEL_LEN=4096 \
+    -e NIM_CACHE_PATH=/opt/nim/.cache -e NIM_WORKSPACE=/opt/nim/scratch/workspace \
     -e VLLM_API_KEY="$SMOKE_API_KEY" -e SMOKE_API_KEY -v "$CACHE_DIR:/opt/nim/.cache" "$IMAGE" >/dev/null
 }
 
 stop() {  # NAME: its log into the reports, then gone
   docker logs "$1" >"$REPORTS/$1.log" 2>&1 || true
-  docker stop --time 60 "$1" >/dev/null 2>&1 || true
+  docker stop --time 120 "$1" >/dev/null 2>&1 || true
   docker rm -f "$1" >/dev/null 2>&1 || true
 }
 
@@ -58,6 +81,7 @@ case $1 in
     docker run --rm --entrypoint python3 "$IMAGE" -c 'from arctic_inference.suffix_decoding import SuffixDecodingCache'
     ;;
   spec-on)
+    own_cache
     trap 'stop nim-smoke-on' EXIT
     start nim-smoke-on 1
     served nim-smoke-on
@@ -66,17 +90,23 @@ case $1 in
       --api-key-env SMOKE_API_KEY <"$here/gpu_smoke.py" | tee "$REPORTS/on.txt"
     ;;
   spec-off)
+    own_cache
     trap 'stop nim-smoke-off' EXIT
     start nim-smoke-off 0
     served nim-smoke-off
     "${checks[@]}" same "$REPORTS/nim-smoke-on.json" "$REPORTS/nim-smoke-off.json"
     ;;
   warm)
+    own_cache
     trap 'stop nim-smoke-warm' EXIT
     start nim-smoke-warm 1
     "${checks[@]}" ready "$url" --api-key-env SMOKE_API_KEY --deadline 1800
     docker logs nim-smoke-warm >"$REPORTS/nim-smoke-warm.log" 2>&1
     "${checks[@]}" warm "$REPORTS/nim-smoke-warm.log"
+    ;;
+  clean)
+    as_root 'rm -rf /c/* /c/.[!.]* /c/..?*' clean
+    rmdir "$CACHE_DIR"
     ;;
   stop)
     [[ $# -eq 2 ]] || { echo "$usage" >&2; exit 2; }

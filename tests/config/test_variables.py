@@ -92,7 +92,7 @@ def test_no_module_spells_a_variable_of_its_own():
 
 def test_every_name_the_launcher_mentions_exists():
     """Comments and messages too: a name that is in neither table is a typo or a variable nobody reads."""
-    known = set(var.TABLE) | set(UNIMPLEMENTED_NIM_VARIABLES) | {"NIM_UID", "NIM_SPECDEC_ENABLED"}  # an example typo
+    known = set(var.TABLE) | set(UNIMPLEMENTED_NIM_VARIABLES) | {"NIM_SPECDEC_ENABLED"}  # an example typo
     prefixes = {name[: i + 1] for name in known for i, c in enumerate(name) if c == "_"}
     unknown = set()
     for path in LAUNCHER.rglob("*.py"):
@@ -113,7 +113,9 @@ IGNORED = [
     ("NIM's remote code", {"NIM_TRUST_CUSTOM_CODE": "1"}, [("NIM_TRUST_CUSTOM_CODE", NOT_IMPLEMENTED, "")]),
     ("known names", {"NIM_SPECDEC_ENABLE": "1", "NIM_TENSOR_PARALLEL_SIZE": "2", "NIM_VLLM_CHECK_CONTEXT": "{}"}, []),
     ("other tools", {"VLLM_USE_V2_MODEL_RUNNER": "1", "HF_TOKEN": "x", "CUDA_VISIBLE_DEVICES": "0", "NIMBLE": "1"}, []),
-    ("the image's build argument", {"NIM_UID": "1000"}, []),
+    ("the image's build argument", {"NIM_UID": "1000"}, [("NIM_UID", NOT_IMPLEMENTED, "")]),
+    ("NIM's OpenTelemetry switch", {"NIM_ENABLE_OTEL": "1"}, [("NIM_ENABLE_OTEL", NOT_IMPLEMENTED, "")]),
+    ("NIM's tokenizer mode", {"NIM_TOKENIZER_MODE": "mistral"}, [("NIM_TOKENIZER_MODE", NOT_IMPLEMENTED, "")]),
     (
         "sorted, each once",
         {"NIM_WORKSPAC": "/w", "NIM_CORS_ALLOW_ORIGINS": "*"},
@@ -255,3 +257,31 @@ def test_the_download_table_of_sources_md_agrees():
     assert len(rows) >= 8
     for name, default in rows:
         assert name in var.TABLE and default.strip() == var.TABLE[name].default_text, name
+
+
+@pytest.mark.parametrize(
+    "name, use",
+    [
+        ("NIM_ENABLE_OTEL", "--otlp-traces-endpoint"),
+        ("NIM_TOKENIZER_MODE", "--tokenizer-mode"),
+        ("NIM_UID", "--user UID:0"),
+    ],
+)
+def test_nim_variables_not_implemented_say_what_to_use(name, use):
+    """Each says what to set instead, never an empty hint: the vLLM argument or the runtime's own setting."""
+    (item,) = ignored_variables({name: "1"})
+    assert item.reason == NOT_IMPLEMENTED and use in item.warning()
+
+
+def test_the_nim_column_follows_nim_2_1():
+    """NIM for LLMs 2.1.x documents the speculative-decoding and capture variables (its Environment Variables
+    reference and Speculative Decoding page): the table says so."""
+    documented_by_nim = {
+        "NIM_SPECDEC_ENABLE",
+        "NIM_SPECDEC_ARGS",
+        "NIM_DRAFT_MODEL_PATH",
+        "NIM_CAPTURE_ENABLE",
+        "NIM_CAPTURE_ARGS",
+    }
+    assert {name: var.TABLE[name].nim for name in documented_by_nim} == dict.fromkeys(documented_by_nim, "2.x")
+    assert not set(UNIMPLEMENTED_NIM_VARIABLES) & set(var.TABLE)  # a variable is read or named as not implemented

@@ -1,7 +1,8 @@
 """The LeaderWorkerSet v1 CRD's openAPIV3Schema, the part these manifests use, for jsonschema.
 
 Written from the published CRD (sigs.k8s.io/lws, config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml,
-v0.6 line): field names, types, enums, minimums and required fields of `spec` and `spec.leaderWorkerTemplate`.
+v0.9 line, where restartPolicy gained RecreateGroupAfterStart): field names, types, enums, minimums and
+required fields of `spec` and `spec.leaderWorkerTemplate`.
 It is a faithful subset, not the whole file (no registry or GitHub download is possible where the tests
 run): the pod templates, which the real CRD expands in full, are checked as core PodTemplates by
 kubernetes-validate instead, and unknown fields are refused (as `kubeconform -strict` does) so that a
@@ -59,7 +60,9 @@ LWS_V1_SCHEMA: dict = {
                     "required": ["workerTemplate"],
                     "properties": {
                         "size": {"type": "integer", "format": "int32", "minimum": 1},
-                        "restartPolicy": {"enum": ["RecreateGroupOnPodRestart", "None", "Default"]},
+                        "restartPolicy": {
+                            "enum": ["RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None", "Default"]
+                        },
                         "leaderTemplate": _TEMPLATE,
                         "workerTemplate": _TEMPLATE,
                         "subGroupPolicy": {

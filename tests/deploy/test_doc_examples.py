@@ -80,3 +80,24 @@ def test_deploy_doc_has_the_examples_and_prepares_the_cache_for_uid_1000() -> No
     for chapter in chapters:
         assert chapter in text
     assert "R580" in text
+
+
+DRAIN_DEFAULT = 60  # NIM_SHUTDOWN_TIMEOUT's default: what vLLM drains on SIGTERM before its engine exits
+
+
+@pytest.mark.parametrize("path", _docs(), ids=lambda p: p.name)
+def test_serving_examples_outlast_the_drain_when_stopped(path: Path) -> None:
+    """A served example (a published port) outlives the drain on `docker stop`: docker's 10 s would cut it."""
+    serving = [words for words, _ in docker_runs(path.read_text()) if "-p" in words]
+    for words in serving:
+        assert "--stop-timeout" in words, f"{path.name}: {' '.join(words)[:100]} needs --stop-timeout"
+        assert int(words[words.index("--stop-timeout") + 1]) > DRAIN_DEFAULT, " ".join(words)[:100]
+    for line in path.read_text().splitlines():
+        if "docker stop " in line and "-t " in line:
+            assert int(line.split("-t ", 1)[1].split()[0]) > DRAIN_DEFAULT, line
+
+
+def test_the_readme_serves_and_stops_its_docker_example() -> None:
+    runs = [words for words, _ in docker_runs((REPO / "README.md").read_text()) if "-p" in words]
+    assert runs and all("--stop-timeout" in words for words in runs)
+    assert "docker stop nim" in (REPO / "README.md").read_text()

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gpu_smoke.py"
@@ -164,7 +165,56 @@ def test_no_drafts_is_below_any_floor(server) -> None:
 
 GOOD_WARM = """INFO nim-specdec: compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc
 INFO nim-specdec: exec: python3 -m nim_specdec.launch.vllm_boot vllm serve /opt/nim/.cache/workspace/target
-INFO [backends.py:296] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.1 s"""
+(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [backends.py:296] Directly load the compiled graph(s) for compile \
+range (1, 8192) from the cache, took 2.104 s"""
+AOT = "/opt/nim/.cache/compile/vllm/torch_compile_cache/torch_aot_compile/3f2a9c/rank_0_0/model"
+
+# The lines each supported vLLM writes when a start loads its compiled model, as its logger formats them
+# (vllm/logger.py: "(process pid=N) LEVEL date [file:line] message"), the line numbers those of the release:
+# torch's AOT compile in vllm/compilation/decorators.py (_try_load_aot_compiled_fn), vLLM's piecewise graphs
+# in vllm/compilation/backends.py (CompilerManager.compile).
+WARM_LINES = {
+    ("0.32", "decorators.py"): (
+        "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [decorators.py:319] Directly load AOT compilation from path "
+        f"{AOT}"
+    ),
+    ("0.32", "backends.py"): (
+        "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [backends.py:296] Directly load the compiled graph(s) for "
+        "compile range (1, 8192) from the cache, took 2.104 s"
+    ),
+    ("0.33", "decorators.py"): (
+        "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [decorators.py:327] Directly load AOT compilation from path "
+        f"{AOT}"
+    ),
+    ("0.33", "backends.py"): (
+        "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [backends.py:311] Directly load the compiled graph(s) "
+        "for compile range (1, 8192) from the cache, took 1.873 s"
+    ),
+    ("0.34", "decorators.py"): (
+        "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [decorators.py:327] [eagle_head] Directly load AOT "
+        f"compilation from path {AOT}"
+    ),
+    ("0.34", "backends.py"): (
+        "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [backends.py:315] Directly load the compiled graph(s) for "
+        "compile range (1, 8192) from the cache, took 1.912 s"
+    ),
+}
+COLD_LINES = (  # a start that compiled: what monitor.py logs instead (0.32 to 0.34 alike)
+    "(EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [monitor.py:40] Starting torch.compile",
+    "(EngineCore_DP0 pid=251) INFO 12-04 10:03:40 [monitor.py:62] torch.compile took 88.21 s in total",
+)
+WARM_BASE = GOOD_WARM.rsplit("\n", 1)[0]
+
+
+@pytest.mark.parametrize("release, source", sorted(WARM_LINES))
+def test_warm_start_evidence_of_each_supported_vllm(release: str, source: str) -> None:
+    assert warm_problems(f"{WARM_BASE}\n{WARM_LINES[release, source]}") == []
+
+
+def test_a_compiling_start_is_not_warm() -> None:
+    assert warm_problems(WARM_BASE + "\n" + "\n".join(COLD_LINES)) == [
+        "vLLM compiled again instead of loading its compiled graphs"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -238,7 +288,62 @@ def test_spec_on_checks_the_host_port_from_here_and_the_servers_own_port_inside(
     recorded = calls.read_text().splitlines()
     run = next(line for line in recorded if line.startswith("run -d"))
     assert f"-p {port}:8000" in run and "NIM_SPECDEC_ENABLE=1" in run
+    # As the manifests run it: a read-only root, an arbitrary UID of group 0 (not the image's 1000), tmpfs
+    # where the pod has emptyDirs, and the cache given to that UID first, as root, from a container.
+    assert "--read-only" in run.split() and "--user 1000650000:0" in run and "--cap-drop ALL" in run
+    assert all(f"--tmpfs {path}:rw,exec," in run for path in ("/opt/nim", "/opt/nim/scratch", "/tmp"))
+    assert "NIM_WORKSPACE=/opt/nim/scratch/workspace" in run
+    own = recorded.index(next(line for line in recorded if "chown" in line))
+    assert "--user 0:0" in recorded[own] and own < recorded.index(run)
     exec_call = next(line for line in recorded if line.startswith("exec "))
     assert "acceptance http://127.0.0.1:8000 " in exec_call and f":{port}" not in exec_call
     assert len(up.prompts) == len(PROMPTS)  # the greedy prompts reached the published port
     assert json.loads((tmp_path / "r" / "nim-smoke-on.json").read_text())[0] == PROMPTS[0][::-1]
+
+
+def test_an_arbitrary_uid_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "IMAGE": "x", "CACHE_DIR": str(tmp_path / "c"), "REPORTS": str(tmp_path / "r")}
+    script = str(REPO / "scripts" / "gpu_smoke.sh")
+    for uid in ("0", "root", "1000;id", ""):
+        done = subprocess.run(
+            ["bash", script, "spec-on"], env=env | {"SMOKE_UID": uid}, capture_output=True, text=True, timeout=30
+        )
+        if uid == "":  # empty is unset: the default UID, and then docker, which this PATH lacks
+            assert "SMOKE_UID" not in done.stderr
+            continue
+        assert done.returncode == 2 and f"SMOKE_UID={uid} is not a UID" in done.stderr, uid
+
+
+def test_the_workflow_gates_pull_requests_on_a_gpu_runner() -> None:
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "gpu-smoke.yml").read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert triggers["pull_request"]["branches"] == ["main"]
+    assert triggers["pull_request"]["paths"] == triggers["push"]["paths"]
+    job = workflow["jobs"]["smoke"]
+    assert "gpu" in job["runs-on"] and "self-hosted" in job["runs-on"]
+    assert "head.repo.full_name == github.repository" in job["if"]  # no fork's code on the GPU runner
+    assert any("gpu_smoke.sh clean" in step.get("run", "") for step in job["steps"])
+
+
+def test_clean_removes_the_cache_as_root_from_a_container(tmp_path: Path) -> None:
+    """The cache's files belong to the server's UID: the runner removes them through the image as root, then
+    the emptied folder itself (its parent is the runner's)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    calls, cache = tmp_path / "calls", tmp_path / "c"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "IMAGE": "img",
+        "CACHE_DIR": str(cache),
+        "REPORTS": str(tmp_path / "r"),
+        "DOCKER_CALLS": str(calls),
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu_smoke.sh"), "clean"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    (call,) = calls.read_text().splitlines()
+    assert call.startswith("run --rm --user 0:0 ") and f"-v {cache}:/c img" in call and "rm -rf /c/*" in call
+    assert not cache.exists()

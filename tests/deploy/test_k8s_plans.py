@@ -11,8 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nim_specdec.plan.builtin import default_config_dir, find, load_registry
+
 from k8s_manifests import K8S_DIR, SECRET_STAND_IN, by_kind, container_env, container_named, documents
 
+
+SHIPPED = load_registry(default_config_dir())
 
 # config.json of the mounted target and EAGLE3 draft (shapes of Llama 3.1 8B and its draft).
 LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "vocab_size": 128256}
@@ -93,4 +97,7 @@ def test_airgapped_deployment_links_the_mounted_draft(tmp_path: Path) -> None:
     assert result["target"]["model"] == env["NIM_MODEL_PATH"]
     assert result["draft"]["source"] == env["NIM_DRAFT_MODEL_PATH"]
     assert result["draft"]["path"] == result["speculative"]["config"]["model"] == f"{env['NIM_WORKSPACE']}/eagle3_draft"
-    assert _spec_arg(result["argv"], "--served-model-name") == env["NIM_SERVED_MODEL_NAME"]
+    # Served as the built-in model of the same weights is: NIM's name first, then the repository id.
+    at = result["argv"].index("--served-model-name")
+    assert result["argv"][at + 1 : at + 3] == find(SHIPPED, ["llama-3.1-8b-instruct"]).served_names()
+    assert result["argv"][at + 1] == "meta/llama-3.1-8b-instruct" and "NIM_SERVED_MODEL_NAME" not in env

@@ -12,6 +12,10 @@ from pathlib import Path
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents
 
 
+OFFLINE = {"NIM_DISABLE_MODEL_DOWNLOAD": "1", "HF_HUB_OFFLINE": "1"}
+DOCKERFILE = Path(__file__).resolve().parents[2] / "docker" / "Dockerfile"
+
+
 def _job_and_deployment():
     job_docs = documents(K8S_DIR / "tune-job.yaml")
     deploy_docs = documents(K8S_DIR / "deployment.yaml")
@@ -31,7 +35,9 @@ def _tune_argv(script: str, env: dict[str, str]) -> list[str]:
 def test_the_job_tunes_what_the_deployment_serves():
     tune, env, nim, deploy_docs, job, serving = _job_and_deployment()
     serving_env = container_env(nim, deploy_docs)
-    assert {k: v for k, v in env.items() if not k.startswith("TUNE_")} == serving_env
+    # The serving environment, with downloads off: the Job reads the cache the Deployment filled.
+    assert {k: v for k, v in env.items() if not k.startswith("TUNE_") and k not in OFFLINE} == serving_env
+    assert {k: env[k] for k in OFFLINE} == OFFLINE
     argv = _tune_argv(tune["command"][2], env)
     assert argv[:2] == ["nim-specdec", "tune"]
     assert argv[argv.index("--") + 1 :] == nim["args"]
@@ -80,3 +86,29 @@ def test_the_jobs_command_line_is_accepted_by_tune(tmp_path: Path):
     assert done.returncode == 2, done.stderr
     assert "--aiperf: no AIPerf executable" in done.stderr
     assert not (tmp_path / "out" / "logs").exists()
+
+
+def test_the_job_installs_nothing_and_reaches_no_network():
+    """No package index, no Hub: AIPerf is the image's (the Dockerfile's venv), the model the cache's, and the
+    NetworkPolicy lets no packet out (policyTypes Egress with no rule) or in."""
+    tune, env, *_, job, _ = _job_and_deployment()
+    script = tune["command"][2]
+    for word in ("pip", "venv", "install", "curl", "wget", "apt"):
+        assert word not in script, word
+    argv = _tune_argv(script, env)
+    aiperf = argv[argv.index("--aiperf") + 1]
+    venv = aiperf.removesuffix("/bin/aiperf")
+    dockerfile = DOCKERFILE.read_text()
+    assert f"python3 -m venv {venv}" in dockerfile and f"{venv}/bin/aiperf --help" in dockerfile
+    assert "ARG AIPERF=aiperf==" in dockerfile
+    mounted = {m["mountPath"] for m in tune["volumeMounts"]}
+    assert not any(venv == path or venv.startswith(path + "/") for path in mounted), "a volume would hide it"
+    docs = documents(K8S_DIR / "tune-job.yaml")
+    (policy,) = by_kind(docs, "NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"] == job_labels(docs)
+    assert sorted(policy["spec"]["policyTypes"]) == ["Egress", "Ingress"]
+    assert "egress" not in policy["spec"] and "ingress" not in policy["spec"]
+
+
+def job_labels(docs):
+    return by_kind(docs, "Job")[0]["spec"]["template"]["metadata"]["labels"]

@@ -13,6 +13,9 @@ from nim_specdec.plan.builtin import default_config_dir, find, load_registry
 from nim_specdec.plan.method_choice import draft_method, mtp_heads
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError
+from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.plan.spec_schema import MTP_METHODS
 
 DATA = Path(__file__).parents[1] / "data" / "model_configs"
@@ -59,10 +62,42 @@ def test_entry_is_valid(file):
 
 
 def test_names_are_unique():
-    names = [name.lower() for entry in REGISTRY for name in entry.names()]
+    """No two entries share a name (compared case-insensitively, as NIM_MODEL_NAME selects); within one entry a
+    NIM name may be its repository id in lower case: vLLM compares served names exactly, so it is served too."""
+    names = [name for entry in REGISTRY for name in {n.lower() for n in entry.names()}]
     assert len(names) == len(set(names))
     for entry in REGISTRY:
         assert find(REGISTRY, [entry.model_id.upper()]) is entry
+        assert not {alias.lower() for alias in entry.aliases} & {entry.model_id.lower()}
+
+
+# The name NIM for LLMs serves each built-in under (build.nvidia.com's publisher/model, NIM's model name), or
+# None where no NIM for LLMs of that model is published: a client written for that NIM asks for this name.
+NIM_NAMES = {
+    "llama-3.1-8b-instruct.json": "meta/llama-3.1-8b-instruct",
+    "llama-3.3-70b-instruct.json": "meta/llama-3.3-70b-instruct",
+    "mistral-7b-instruct-v0.3.json": "mistralai/mistral-7b-instruct-v0.3",
+    "qwen2.5-7b-instruct.json": "qwen/qwen2.5-7b-instruct",
+    "kimi-k2-instruct.json": "moonshotai/kimi-k2-instruct",
+    "deepseek-v3.json": None,
+    "glm-5.json": None,
+    "qwen3.5-27b.json": None,
+}
+
+
+def test_every_entry_says_its_nim_name():
+    assert {file: entry.nim_name for file, entry in ENTRIES.items()} == NIM_NAMES
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_a_builtin_is_served_under_its_nim_name_first(file):
+    """--served-model-name: the NIM name (exactly as NIM spells it), then the repository id; selecting the
+    entry by its NIM name in any case finds it."""
+    entry = ENTRIES[file]
+    expected = [NIM_NAMES[file], entry.model_id] if NIM_NAMES[file] else [entry.model_id]
+    assert entry.served_names() == expected
+    if entry.nim_name:
+        assert find(REGISTRY, [entry.nim_name.upper()]) is entry
 
 
 @pytest.mark.parametrize(
@@ -115,3 +150,15 @@ def test_a_built_in_config_of_the_wrong_shape_is_one_configuration_error(tmp_pat
     with pytest.raises(ConfigError) as err:
         load_registry(tmp_path)
     assert "built-in config bad.json" in err.value.one_line() and err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("file", sorted(f for f, name in NIM_NAMES.items() if name))
+def test_the_plan_serves_each_builtin_under_its_nim_name(file, tmp_path):
+    """Selected by its NIM name, the plan hands vLLM both names, NIM's first (what /v1/models then lists)."""
+    env = {"NIM_CACHE_PATH": str(tmp_path), "NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": NIM_NAMES[file]}
+    shipped = Facts(registry=REGISTRY, flavor="vllm", python="python3")  # the shipped files, not a test registry
+    plan = plan_json(plan_for(env, [], shipped)[1])
+    argv = plan["argv"]
+    at = argv.index("--served-model-name")
+    assert argv[at + 1 : at + 3] == [NIM_NAMES[file], ENTRIES[file].model_id]
+    assert plan["target"]["served_model_names"] == [NIM_NAMES[file], ENTRIES[file].model_id]

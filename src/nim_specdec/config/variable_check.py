@@ -64,9 +64,13 @@ UNIMPLEMENTED_NIM_VARIABLES: dict[str, str] = {
     "NIM_REWARD_MODEL_STRING": "nim-specdec does not serve reward models",
     "NIM_REWARD_LOGITS_RANGE": "nim-specdec does not serve reward models",
     "NIM_DISABLE_LOG_REQUESTS": "vLLM does not log requests unless --enable-log-requests is given: nothing to set",
+    "NIM_ENABLE_OTEL": f"for OpenTelemetry traces, {_PASS} (--otlp-traces-endpoint URL); vLLM's exporter reads "
+    "the OTEL_EXPORTER_OTLP_* variables",
+    "NIM_TOKENIZER_MODE": f"{_PASS} (--tokenizer-mode)",
+    # The image's build argument of that name sets its user at build time; at run time the user is the runtime's.
+    "NIM_UID": "the container's user is chosen by its runtime: `docker run --user UID:0`, the pod's "
+    "securityContext.runAsUser (or the UID OpenShift assigns), or `docker build --build-arg NIM_UID=...`",
 }
-# Upper-case spellings the launcher neither reads nor judges: Docker build arguments of its own image.
-_OTHERS = frozenset({"NIM_UID"})
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ def ignored_variables(env: Mapping[str, str]) -> list[IgnoredVariable]:
     """Every NIM_* (or nim_*, any case) variable in `env` that nim-specdec does not read, sorted by name."""
     found = []
     for name in sorted(env):
-        if not name.upper().startswith("NIM_") or name in var.TABLE or name in _OTHERS:
+        if not name.upper().startswith("NIM_") or name in var.TABLE:
             continue
         if name in UNIMPLEMENTED_NIM_VARIABLES:
             found.append(IgnoredVariable(name, NOT_IMPLEMENTED, UNIMPLEMENTED_NIM_VARIABLES[name]))

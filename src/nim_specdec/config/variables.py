@@ -5,9 +5,11 @@ here, docs/configuration.md's variables table is generated from here (scripts/va
 compares the two), and the rest of the launcher names a variable through the constants below, never as a
 string of its own. Standard library only: the vLLM server process imports it too, and start-up time counts.
 
-`nim` says where NIM for LLMs documents a variable of the same name: "2.x" (its Environment Variables
-reference, https://docs.nvidia.com/nim/large-language-models/latest/reference/environment-variables.html,
-and the index of `nim_llm.utils.envs`), "1.x" (the 1.x configuration pages), or "" (ours alone).
+`nim` says where NIM for LLMs documents a variable of the same name: "2.x" (2.1.x's Environment Variables
+reference, https://docs.nvidia.com/nim/large-language-models/2.1.5/reference/environment-variables.html, the
+index of `nim_llm.utils.envs`, and its Speculative Decoding page for NIM_SPECDEC_* and NIM_DRAFT_MODEL_PATH),
+"1.x" (the 1.x configuration pages), or "" (ours alone). NIM's variables this launcher does not read are in
+config.variable_check, each with what to use instead.
 `vllm` names the one vLLM engine argument a variable sets, at NIM's precedence (docs/configuration.md).
 """
 
@@ -63,6 +65,7 @@ SPECDEC_ENABLE = _declare(
     "bool",
     False,
     "`1` applies the model's built-in speculative config (also `true/false`, `yes/no`, `on/off`, any case).",
+    nim="2.x",
 )
 SPECDEC_ARGS = _declare(
     "NIM_SPECDEC_ARGS",
@@ -71,6 +74,7 @@ SPECDEC_ARGS = _declare(
     "JSON object of vLLM runtime-config keys (snake or kebab case). `speculative_config` may be an object or a "
     "JSON string; other keys (`gpu_memory_utilization`, `max_num_seqs`, ...) become vLLM arguments. Used only when "
     "`NIM_SPECDEC_ENABLE=1`; ignored with a warning otherwise.",
+    nim="2.x",
 )
 DRAFT_MODEL_PATH = _declare(
     "NIM_DRAFT_MODEL_PATH",
@@ -78,6 +82,7 @@ DRAFT_MODEL_PATH = _declare(
     None,
     "Where the draft comes from: `ngc://ORG/[TEAM/]NAME:VERSION`, `hf://ORG/NAME[@REV]`, `s3://BUCKET/PREFIX`, "
     "`gs://BUCKET/PREFIX` or an absolute directory. Wins over the draft shipped with a built-in model.",
+    nim="2.x",
 )
 MODEL_PATH = _declare(
     "NIM_MODEL_PATH", "source", None, "Model-free mode: the target model, from the same kinds of locations.", nim="2.x"
@@ -204,6 +209,7 @@ CAPTURE_ENABLE = _declare(
     False,
     "`1` records the request bodies the server receives, for replay with AIPerf (see "
     "[Payload capture](capture.md#payload-capture)). **The file holds real prompts.**",
+    nim="2.x",
 )
 CAPTURE_ARGS = _declare(
     "NIM_CAPTURE_ARGS",
@@ -212,6 +218,7 @@ CAPTURE_ARGS = _declare(
     "JSON object: `path` (default `$NIM_CACHE_PATH/captures/payloads.jsonl`), `format` (`mooncake_payload`, "
     "default, or `raw_payload`), `endpoint_pattern` (regular expression searched in the request path, default "
     "`^/v1/chat/completions$`).",
+    nim="2.x",
 )
 TUNED_FOR = _declare(
     "NIM_TUNED_FOR",
