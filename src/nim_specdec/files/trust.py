@@ -85,11 +85,18 @@ def tree_foreign_reason(root: Path, vouched: bool = False) -> str | None:
             if stat.S_ISLNK(st.st_mode):
                 if st.st_uid != os.geteuid() and not vouched:
                     return f"{path} is a link owned by uid {st.st_uid}"
+                if vouched and not _resolves_inside(path, root):  # whoever made it, it must stay in the entry
+                    return f"{path} is a link that leads out of {root}"
                 continue
             reason = foreign_reason(st, "dir" if stat.S_ISDIR(st.st_mode) else "file", vouched)
             if reason:
                 return f"{path} {reason}"
     return None
+
+
+def _resolves_inside(path: str, root: Path) -> bool:
+    inside = os.path.realpath(root)
+    return os.path.commonpath([os.path.realpath(path), inside]) == inside
 
 
 def ensure_own_dir(path: Path, what: str, vouched: bool = False) -> None:
