@@ -159,7 +159,8 @@ WORKSPACE = _declare(
     "NIM_WORKSPACE",
     "path",
     None,
-    "Where the target and drafts are linked under their bare names.",
+    "Where the target and drafts are linked under their bare names. The image sets `/opt/nim/workspace`, in "
+    "each container's own file system: containers sharing a cache volume never share it.",
     shown_default="`$NIM_CACHE_PATH/workspace`",
 )
 CACHE_TRUST_SHARED = _declare(
