@@ -105,7 +105,7 @@ def test_every_folder_we_create_is_owner_only_under_umask_000(tmp_path, umask_00
     made += [p for p in cache_dir.rglob("*") if p.is_dir() and not p.is_symlink()]
     modes = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in made}
     assert set(modes.values()) == {"0o700"}, modes
-    ensure_workspace(tmp_path / "w1" / "w2" / "workspace")
+    ensure_workspace(tmp_path / "w1" / "w2" / "workspace", cache_dir)
     for p in (tmp_path / "w1", tmp_path / "w1" / "w2", tmp_path / "w1" / "w2" / "workspace"):
         assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
 

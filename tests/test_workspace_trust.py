@@ -24,7 +24,7 @@ def entry(cache: Path) -> Path:
 
 def test_new_workspace_is_created_owner_only_with_its_missing_parents(tmp_path):
     workspace = tmp_path / "vol" / "nested" / "ws"
-    ensure_workspace(workspace)
+    ensure_workspace(workspace, tmp_path / "cache")
     assert stat.S_IMODE(workspace.lstat().st_mode) == 0o700
     assert (tmp_path / "vol" / "nested").is_dir()
 
@@ -33,7 +33,7 @@ def test_own_workspace_opened_to_others_is_made_owner_only_again(tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     os.chmod(workspace, 0o750)
-    ensure_workspace(workspace)
+    ensure_workspace(workspace, tmp_path / "cache")
     assert stat.S_IMODE(workspace.lstat().st_mode) == 0o700
 
 
@@ -79,7 +79,7 @@ def test_workspace_that_is_a_link_is_refused_and_its_target_untouched(tmp_path):
 def test_workspace_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "ws").write_text("x")
     with pytest.raises(MaterializeError, match="is not a directory"):
-        ensure_workspace(tmp_path / "ws")
+        ensure_workspace(tmp_path / "ws", tmp_path / "cache")
 
 
 def test_link_is_read_not_resolved_a_chain_through_a_foreign_hop_is_not_ours(tmp_path):

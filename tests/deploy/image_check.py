@@ -114,11 +114,11 @@ def test_builtin_method_on_with_the_toggle(buildah: Buildah, container: str) -> 
     assert plan["mode"] == "model-specific"
     assert plan["speculative"]["enabled"] is True
     assert plan["speculative"]["method"] == "eagle3"
-    assert plan["draft"]["path"] == "/opt/nim/.cache/workspace/eagle3_draft"
+    assert plan["draft"]["path"] == "/opt/nim/workspace/eagle3_draft"  # the container's own, off the volume
     # The GPU image runs vLLM's own console script, as the test base (no vLLM) is planned to.
     assert plan["argv"][:2] == ["vllm", "serve"]
     spec = json.loads(plan["argv"][plan["argv"].index("--speculative-config") + 1])
-    assert spec["model"] == "/opt/nim/.cache/workspace/eagle3_draft"
+    assert spec["model"] == "/opt/nim/workspace/eagle3_draft"
     assert plan["argv"][plan["argv"].index("--port") + 1] == "8000"
 
 
@@ -145,7 +145,7 @@ def test_air_gapped_local_target_and_draft(buildah: Buildah, container: str) -> 
     plan = plan_in_image(buildah, container, env, ["--speculative-config", EAGLE3])
     assert plan["target"]["model"] == "/models/target"
     assert plan["draft"]["source"] == "/models/draft"
-    assert plan["speculative"]["config"]["model"] == plan["draft"]["path"] == "/opt/nim/.cache/workspace/eagle3_draft"
+    assert plan["speculative"]["config"]["model"] == plan["draft"]["path"] == "/opt/nim/workspace/eagle3_draft"
 
 
 def test_bad_configuration_is_one_line_exit_2(buildah: Buildah, container: str) -> None:

@@ -202,3 +202,14 @@ def test_the_documented_openshift_variant_leaves_no_id_for_the_platform_to_refus
             assert pod["securityContext"]["runAsNonRoot"] is True
             patched += 1
     assert patched >= 5 and kustomization["resources"]
+
+
+def test_the_image_workspace_is_the_containers_own_not_on_the_cache_volume() -> None:
+    """Two `docker run`s on one cache volume with different local drafts: each links its draft in its own
+    file system, at one path in every container (vLLM keys its compile cache on the model's path)."""
+    text = DOCKERFILE.read_text()
+    env = dict(re.findall(r"\b(NIM_CACHE_PATH|NIM_WORKSPACE)=(\S+)", text))
+    volumes = re.findall(r'^VOLUME \["([^"]+)"\]', text, re.MULTILINE)
+    assert env["NIM_WORKSPACE"] == "/opt/nim/workspace" and volumes == [env["NIM_CACHE_PATH"]], (env, volumes)
+    assert not (env["NIM_WORKSPACE"] + "/").startswith(env["NIM_CACHE_PATH"] + "/")
+    assert (env["NIM_WORKSPACE"] + "/").startswith(image_home() + "/")  # HOME: writable by the image's user

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
     entries = [
         replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))
-        for e in list_entries(CacheLayout.under(root))
+        for e in list_entries(CacheLayout.under(root, settings.cache_trust_shared))
     ]
     if args.json:
         for e in entries:

@@ -53,6 +53,7 @@ class Settings:
     jsonl_logging: bool = False
     passthrough_args: tuple[str, ...] = ()
     disable_download: bool = False
+    cache_trust_shared: bool = False  # NIM_CACHE_TRUST_SHARED: the platform vouches for the cache volume
     builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
     download: DownloadSettings = DownloadSettings()  # NIM_DOWNLOAD_*, NIM_CACHE_LOCK_TIMEOUT, NIM_S3_*, ...
     use_v2_model_runner: bool | None = None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
@@ -139,6 +140,7 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         jsonl_logging=bool(parse_bool(env, var.JSONL_LOGGING)),
         passthrough_args=_passthrough(env),
         disable_download=bool(parse_bool(env, var.DISABLE_MODEL_DOWNLOAD)),
+        cache_trust_shared=bool(parse_bool(env, var.CACHE_TRUST_SHARED)),
         builtin_config_dir=_text(env, var.BUILTIN_CONFIG_DIR),
         download=download_settings(env),
         use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),

@@ -164,8 +164,17 @@ WORKSPACE = _declare(
     "NIM_WORKSPACE",
     "path",
     None,
-    "Where the target and drafts are linked under their bare names.",
+    "Where the target and drafts are linked under their bare names. The image sets `/opt/nim/workspace`, in "
+    "each container's own file system: containers sharing a cache volume never share it.",
     shown_default="`$NIM_CACHE_PATH/workspace`",
+)
+CACHE_TRUST_SHARED = _declare(
+    "NIM_CACHE_TRUST_SHARED",
+    "bool",
+    False,
+    "`1`: the platform vouches that only this workload's pods mount the cache volume, so a volume whose "
+    "owners and modes cannot prove it (root-owned `0777` without the sticky bit; SMB reporting every file as "
+    "root's and `0777`) is used, with one warning at every start. Prefer the fixes of docs/deploy.md.",
 )
 DISABLE_MODEL_DOWNLOAD = _declare(
     "NIM_DISABLE_MODEL_DOWNLOAD", "bool", False, "`1`: use the cache only, never the network.", nim="2.x"

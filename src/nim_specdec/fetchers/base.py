@@ -24,6 +24,12 @@ class FetchContext:
     download: DownloadSettings = field(default_factory=DownloadSettings)  # NIM_DOWNLOAD_*, as parsed at the edge
     hf_hub_offline: bool = False  # HF_HUB_OFFLINE (HostEnv): hf:// sources cache only
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values masked in messages (HostEnv.secrets)
+    trust_shared: bool = False  # NIM_CACHE_TRUST_SHARED: the platform vouches for whoever writes cache_dir
+
+    @property
+    def vouched(self) -> Path | None:
+        """The folder whose writers the platform vouches for (files/volume.py), or None."""
+        return self.cache_dir if self.trust_shared else None
 
 
 class Fetcher(Protocol):

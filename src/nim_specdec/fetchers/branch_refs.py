@@ -46,9 +46,9 @@ def ref_path(layout: cache.CacheLayout, ref: SourceRef) -> Path:
 
 def read_ref(layout: cache.CacheLayout, ref: SourceRef) -> BranchRef | None:
     """The recorded commit of `ref`'s branch, if the file is ours and well formed."""
-    if trust.path_foreign_reason(layout.root / "refs") is not None:
+    if trust.path_foreign_reason(layout.root / "refs", vouched=layout.vouched) is not None:
         return None
-    raw = trust.read_own_file(ref_path(layout, ref), _REF_LIMIT)
+    raw = trust.read_own_file(ref_path(layout, ref), _REF_LIMIT, layout.vouched)
     if raw is None:
         return None
     try:
@@ -71,7 +71,7 @@ def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: 
     current = read_ref(layout, ref)
     if current is not None and current.resolved_at > resolved_at:
         return
-    trust.ensure_own_dir(layout.root / "refs", var.CACHE_PATH)
+    trust.ensure_own_dir(layout.root / "refs", var.CACHE_PATH, layout.vouched)
     since = current.since if current is not None and current.commit == commit else resolved_at
     document = {"uri": cache.normalized_uri(ref), "commit": commit, "resolved_at": resolved_at, "since": since}
     trust.write_replacing(ref_path(layout, ref), json.dumps(document).encode())

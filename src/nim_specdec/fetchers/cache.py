@@ -53,10 +53,11 @@ def entry_name(ref: SourceRef) -> str:
 @dataclass(frozen=True)
 class CacheLayout:
     root: Path  # <NIM_CACHE_PATH>/sources
+    vouched: bool = False  # NIM_CACHE_TRUST_SHARED: whoever wrote it, an entry is judged by its type only
 
     @classmethod
-    def under(cls, cache_dir: Path) -> "CacheLayout":
-        return cls(Path(cache_dir) / "sources")
+    def under(cls, cache_dir: Path, vouched: bool = False) -> "CacheLayout":
+        return cls(Path(cache_dir) / "sources", vouched)
 
     def entry(self, name: str) -> Path:
         return self.root / "entries" / name
@@ -80,9 +81,9 @@ class CacheLayout:
         return f"{name}."
 
 
-def read_marker(path: Path) -> dict | None:
+def read_marker(path: Path, vouched: bool = False) -> dict | None:
     """The marker's document if it is ours and well formed; anything else counts as no marker."""
-    raw = trust.read_own_file(path, MARKER_LIMIT)
+    raw = trust.read_own_file(path, MARKER_LIMIT, vouched)
     if raw is None:
         return None
     try:
@@ -122,7 +123,7 @@ def untrusted_reason(layout: CacheLayout, name: str) -> str | None:
     """Why the entry on disk cannot be served (another UID could have written it), or None.
     None also when there is no entry at all."""
     for directory in (layout.root, layout.root / "entries"):
-        reason = trust.path_foreign_reason(directory)
+        reason = trust.path_foreign_reason(directory, vouched=layout.vouched)
         if reason == "does not exist":
             return None
         if reason:
@@ -130,24 +131,24 @@ def untrusted_reason(layout: CacheLayout, name: str) -> str | None:
     entry = layout.entry(name)
     if not os.path.lexists(entry):
         return None
-    return trust.tree_foreign_reason(entry)
+    return trust.tree_foreign_reason(entry, layout.vouched)
 
 
-def untrusted_entry(cache_dir: Path, ref: SourceRef) -> str | None:
+def untrusted_entry(cache_dir: Path, ref: SourceRef, vouched: bool = False) -> str | None:
     """Why the cache entry of `ref` on disk cannot be served, or None (no entry, or a trusted one)."""
     if trust.system_dir_problem(str(cache_dir)):
         return None
-    return untrusted_reason(CacheLayout.under(cache_dir), entry_name(ref))
+    return untrusted_reason(CacheLayout.under(cache_dir, vouched), entry_name(ref))
 
 
 def complete_files(layout: CacheLayout, name: str) -> Path | None:
     """The entry's files if its marker is there and valid and the whole entry is ours. Disk only, no lock."""
     if untrusted_reason(layout, name) is not None:
         return None
-    if read_marker(layout.marker(name)) is None:
+    if read_marker(layout.marker(name), layout.vouched) is None:
         return None
     files = layout.files(name)
-    return files if trust.path_foreign_reason(files) is None else None
+    return files if trust.path_foreign_reason(files, vouched=layout.vouched) is None else None
 
 
 def marker_document(
@@ -164,9 +165,9 @@ def marker_document(
     }
 
 
-def commit_of(files: Path) -> str | None:
+def commit_of(files: Path, vouched: bool = False) -> str | None:
     """The commit an entry's marker records, given the entry's files directory (what a fetch returns)."""
-    marker = read_marker(Path(files).parent / MARKER)
+    marker = read_marker(Path(files).parent / MARKER, vouched)
     commit = marker.get("commit") if marker else None
     return commit if isinstance(commit, str) else None
 
@@ -203,7 +204,7 @@ def list_entries(layout: CacheLayout) -> list[EntryInfo]:
     found = []
     for entry in sorted(entries_dir.iterdir()):
         reason = untrusted_reason(layout, entry.name) or ""
-        marker = read_marker(entry / MARKER)
+        marker = read_marker(entry / MARKER, layout.vouched)
         if marker is None:
             found.append(EntryInfo(entry.name, "", 0, 0, "", reason))
         else:

@@ -48,7 +48,7 @@ def fetch(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resol
 
 def _record(ref: SourceRef, ctx: FetchContext, commit: str, asked_at: float) -> None:
     try:
-        branch_refs.record(cache.CacheLayout.under(ctx.cache_dir), ref, commit, asked_at)
+        branch_refs.record(cache.CacheLayout.under(ctx.cache_dir, ctx.trust_shared), ref, commit, asked_at)
     except (OSError, MaterializeError) as err:
         # The commit is cached and served; only a later offline start or `cache prune` misses the record.
         ctx.log(f"{cache.normalized_uri(ref)}: could not record that it is commit {commit} ({err})")
@@ -69,7 +69,7 @@ def newest_cached(ref: SourceRef, ctx: FetchContext) -> tuple[Path, str | None] 
         return (hit, ref.revision) if hit else None
     if trust.system_dir_problem(str(ctx.cache_dir)):
         return None
-    recorded = branch_refs.read_ref(cache.CacheLayout.under(ctx.cache_dir), ref)
+    recorded = branch_refs.read_ref(cache.CacheLayout.under(ctx.cache_dir, ctx.trust_shared), ref)
     if recorded is not None:
         hit = materialize.cached(branch_refs.pinned(ref, recorded.commit), ctx)
         if hit is not None:
@@ -90,6 +90,6 @@ def _offline(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend) ->
     recorded = (
         None
         if trust.system_dir_problem(str(ctx.cache_dir))
-        else branch_refs.read_ref(cache.CacheLayout.under(ctx.cache_dir), ref)
+        else branch_refs.read_ref(cache.CacheLayout.under(ctx.cache_dir, ctx.trust_shared), ref)
     )
     return materialize.materialize(branch_refs.pinned(ref, recorded.commit) if recorded else ref, ctx, backend)

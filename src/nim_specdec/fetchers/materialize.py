@@ -63,9 +63,9 @@ class Backend(Protocol):
 
 
 def cached(ref: SourceRef, ctx: FetchContext) -> Path | None:
-    if trust.system_dir_problem(str(ctx.cache_dir)) or trust.open_to_others_reason(ctx.cache_dir):
+    if trust.system_dir_problem(str(ctx.cache_dir)) or trust.open_to_others_reason(ctx.cache_dir, vouched=ctx.vouched):
         return None
-    layout = cache.CacheLayout.under(ctx.cache_dir)
+    layout = cache.CacheLayout.under(ctx.cache_dir, ctx.trust_shared)
     return cache.complete_files(layout, cache.entry_name(ref))
 
 
@@ -75,8 +75,8 @@ def materialize(
     """`marker_extra`: what the scheme records in the entry's marker besides the URI and files (hf://: the commit)."""
     uri = cache.normalized_uri(ref)
     trust.refuse_system_dir(ctx.cache_dir, var.CACHE_PATH)
-    trust.refuse_open_to_others(ctx.cache_dir, var.CACHE_PATH)
-    layout = cache.CacheLayout.under(ctx.cache_dir)
+    trust.refuse_open_to_others(ctx.cache_dir, var.CACHE_PATH, var.CACHE_TRUST_SHARED, ctx.vouched)
+    layout = cache.CacheLayout.under(ctx.cache_dir, ctx.trust_shared)
     name = cache.entry_name(ref)
     hit = cache.complete_files(layout, name)
     if hit is not None:
@@ -225,7 +225,7 @@ def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
     try:
         trust.make_dirs(cache_dir)
         for d in (layout.root, layout.root / "entries", layout.tmp_dir(), layout.lock("x").parent):
-            trust.ensure_own_dir(d, var.CACHE_PATH)
+            trust.ensure_own_dir(d, var.CACHE_PATH, layout.vouched)
     except OSError as err:
         raise MaterializeError(
             var.CACHE_PATH, f"cannot write the cache at {cache_dir}: {err.strerror}", "mount a writable volume there"
@@ -256,7 +256,7 @@ def _entry_lock(layout: cache.CacheLayout, name: str, uri: str, settings: Downlo
     a killed launcher never blocks the others. NIM_CACHE_LOCK_TIMEOUT bounds the wait for a live but
     stuck holder. The lock file is opened without following links and must be ours.
     """
-    fd = trust.open_lock(layout.lock(name))
+    fd = trust.open_lock(layout.lock(name), layout.vouched)
     try:
         started = time.monotonic()
         next_message = 0.0

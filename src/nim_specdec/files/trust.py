@@ -5,132 +5,34 @@ world-writable so that the container's user can write it. What the launcher keep
 under `sources/`, which it creates owner-only; everything it reads back must be owned by its own
 UID and writable by nobody outside that UID (and its own groups, which is what a Kubernetes
 `fsGroup` adds). Anything else is "foreign": never served, and never written through.
+
+Where the platform vouches that only one workload's pods mount the volume (an opt-in variable; volume.py
+says why some volumes need it), the folder it names is `vouched`: at and under it, who owns a thing and
+who may write it are not asked, since nobody but the workload can; links are still never followed and a
+file is still a regular file.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import stat
 from pathlib import Path
 
 from nim_specdec.files.writable import unwritable_reason
-from nim_specdec.errors import MaterializeError
-
-# Directories whose contents the system or other software owns: a cache or a workspace there would
-# let the launcher replace or re-mode files it does not own. Exact paths; everything under the
-# pseudo file systems too.
-_SYSTEM_DIRS = frozenset(
-    {
-        "/",
-        "/bin",
-        "/boot",
-        "/dev",
-        "/etc",
-        "/home",
-        "/lib",
-        "/lib32",
-        "/lib64",
-        "/libx32",
-        "/media",
-        "/mnt",
-        "/opt",
-        "/proc",
-        "/root",
-        "/run",
-        "/sbin",
-        "/srv",
-        "/sys",
-        "/tmp",
-        "/usr",
-        "/usr/bin",
-        "/usr/lib",
-        "/usr/lib64",
-        "/usr/local",
-        "/usr/local/bin",
-        "/usr/sbin",
-        "/usr/share",
-        "/var",
-        "/var/lib",
-        "/var/tmp",
-        "/var/run",
-        "/var/log",
-    }
+from nim_specdec.files.volume import (  # noqa: F401  (the volume's rules, used through this module too)
+    Identity,
+    StatView,
+    mount_points,
+    open_folder_fix,
+    open_to_others_reason,
+    owned_reason,
+    refuse_open_to_others,
+    refuse_system_dir,
+    system_dir_problem,
+    vouches,
 )
-_PSEUDO_PREFIXES = ("/proc/", "/sys/", "/dev/")
-
-
-def system_dir_problem(path: str) -> str | None:
-    """Why `path` (as given, and as it resolves through links) cannot hold the launcher's files, or None."""
-    for candidate in (os.path.normpath(path), os.path.realpath(path)):
-        if candidate in _SYSTEM_DIRS:
-            return f"{candidate} is the root or a system directory"
-        if candidate.startswith(_PSEUDO_PREFIXES):
-            return f"{candidate} is inside a kernel file system"
-    return None
-
-
-def refuse_system_dir(path: str | os.PathLike, variable: str) -> None:
-    problem = system_dir_problem(str(path))
-    if problem:
-        raise MaterializeError(
-            variable, f"refusing {path}: {problem}", f"set {variable} to a directory of its own, e.g. /opt/nim/.cache"
-        )
-
-
-def mount_points(mountinfo: str = "/proc/self/mountinfo") -> frozenset[str]:
-    """Where file systems are mounted in this process's view (the kernel's list, octal escapes decoded);
-    empty where it cannot be read."""
-    try:
-        with open(mountinfo, "rb") as handle:
-            text = handle.read(4 << 20).decode("utf-8", "replace")
-    except OSError:
-        return frozenset()
-    points = set()
-    for line in text.splitlines():
-        fields = line.split(" ")
-        if len(fields) > 4:
-            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
-    return frozenset(points)
-
-
-def open_to_others_reason(path: str | os.PathLike, mounts: frozenset[str] | None = None) -> str | None:
-    """The first folder on the way to `path` (itself or any above it, as given and as it resolves) that
-    another user can write without the sticky bit, or None. There they could rename the launcher's
-    owner-only folders away and put their own in place, after any check of ours. A folder above is harmless
-    where the next folder on the way is a mount point (`mounts`, default: this process's): the kernel refuses
-    to rename or remove a mount point (EBUSY), as in a pod whose cache volume is mounted inside an emptyDir."""
-    given = Path(os.path.abspath(path))
-    mounted = mount_points() if mounts is None else mounts
-    for start in dict.fromkeys((given, Path(os.path.realpath(given)))):
-        for child, folder in ((None, start), *zip((start, *start.parents), start.parents)):
-            if child is not None and str(child) in mounted:
-                continue
-            try:
-                st = os.stat(folder)
-            except OSError:
-                continue  # not there yet: it will be created owner-only
-            if not stat.S_ISDIR(st.st_mode) or st.st_mode & stat.S_ISVTX:
-                continue
-            if st.st_mode & stat.S_IWOTH:
-                return f"{folder} is writable by every user and has no sticky bit"
-            if st.st_mode & stat.S_IWGRP and st.st_gid not in _our_groups():
-                return (
-                    f"{folder} is writable by group {st.st_gid}, which this launcher is not in, and has no sticky bit"
-                )
-    return None
-
-
-def refuse_open_to_others(path: str | os.PathLike, variable: str) -> None:
-    reason = open_to_others_reason(path)
-    if reason:
-        folder = reason.split(" is writable", 1)[0]
-        raise MaterializeError(
-            variable,
-            f"refusing {path}: {reason}, so another user could swap the launcher's folders there for their own",
-            f"chmod +t {folder} (the sticky bit, as on /tmp), or chmod o-w {folder}",
-        )
+from nim_specdec.errors import MaterializeError
 
 
 def make_dirs(path: str | os.PathLike) -> None:
@@ -149,41 +51,31 @@ def make_dirs(path: str | os.PathLike) -> None:
             pass
 
 
-def _our_groups() -> frozenset[int]:
-    return frozenset({os.getegid(), *os.getgroups()})
-
-
-def foreign_reason(st: os.stat_result, kind: str = "dir") -> str | None:
-    """Why an lstat result is not something this process alone could have written, or None if it is ours."""
-    uid = os.geteuid()
+def foreign_reason(st: os.stat_result, kind: str = "dir", vouched: bool = False) -> str | None:
+    """Why an lstat result is not something this process alone could have written, or None if it is ours.
+    `vouched`: it lies in the vouched folder, so only its type is judged."""
     if stat.S_ISLNK(st.st_mode):
         return "is a link"
     if kind == "dir" and not stat.S_ISDIR(st.st_mode):
         return "is not a directory"
     if kind == "file" and not stat.S_ISREG(st.st_mode):
         return "is not a regular file"
-    if st.st_uid != uid:
-        return f"is owned by uid {st.st_uid}, not by this launcher's uid {uid}"
-    if st.st_mode & stat.S_IWOTH:
-        return "is writable by every user"
-    if st.st_mode & stat.S_IWGRP and st.st_gid not in _our_groups():
-        return f"is writable by group {st.st_gid}, which this launcher is not in"
-    return None
+    return None if vouched else owned_reason(StatView.of(st), Identity.current())
 
 
-def path_foreign_reason(path: Path, kind: str = "dir") -> str | None:
+def path_foreign_reason(path: Path, kind: str = "dir", vouched: bool = False) -> str | None:
     try:
-        return foreign_reason(os.lstat(path), kind)
+        return foreign_reason(os.lstat(path), kind, vouched)
     except FileNotFoundError:
         return "does not exist"
     except OSError as err:
         return f"cannot be read ({err.strerror})"
 
 
-def tree_foreign_reason(root: Path) -> str | None:
+def tree_foreign_reason(root: Path, vouched: bool = False) -> str | None:
     """The first thing under `root` that another UID could have written, or None. Links are checked as
     links (their targets were checked at download time and must stay inside the tree)."""
-    reason = path_foreign_reason(root)
+    reason = path_foreign_reason(root, vouched=vouched)
     if reason:
         return f"{root} {reason}"
     for dirpath, dirnames, filenames in os.walk(root):
@@ -191,19 +83,27 @@ def tree_foreign_reason(root: Path) -> str | None:
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
             if stat.S_ISLNK(st.st_mode):
-                if st.st_uid != os.geteuid():
+                if st.st_uid != os.geteuid() and not vouched:
                     return f"{path} is a link owned by uid {st.st_uid}"
+                if vouched and not _resolves_inside(path, root):  # whoever made it, it must stay in the entry
+                    return f"{path} is a link that leads out of {root}"
                 continue
-            reason = foreign_reason(st, "dir" if stat.S_ISDIR(st.st_mode) else "file")
+            reason = foreign_reason(st, "dir" if stat.S_ISDIR(st.st_mode) else "file", vouched)
             if reason:
                 return f"{path} {reason}"
     return None
 
 
-def ensure_own_dir(path: Path, what: str) -> None:
+def _resolves_inside(path: str, root: Path) -> bool:
+    inside = os.path.realpath(root)
+    return os.path.commonpath([os.path.realpath(path), inside]) == inside
+
+
+def ensure_own_dir(path: Path, what: str, vouched: bool = False) -> None:
     """Create `path` owner-only, or check that the one there is ours (and make it owner-only again:
     a kubelet applying fsGroup may have opened it to the group). The check and the re-mode go through one
-    descriptor opened without following a link, so nothing swapped in between is re-moded."""
+    descriptor opened without following a link, so nothing swapped in between is re-moded. `vouched`: in the
+    vouched folder, where another of the workload's UIDs may have made it, or chmod may do nothing."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -219,7 +119,11 @@ def ensure_own_dir(path: Path, what: str) -> None:
         fd = None
     try:
         st = os.fstat(fd) if fd is not None else None
-        reason = foreign_reason(st) if st is not None else (path_foreign_reason(path) or "cannot be opened")
+        reason = (
+            foreign_reason(st, "dir", vouched)
+            if st is not None
+            else (path_foreign_reason(path, vouched=vouched) or "cannot be opened")
+        )
         if reason:
             owner = f" (owner uid {st.st_uid})" if st is not None else ""
             raise MaterializeError(
@@ -229,7 +133,7 @@ def ensure_own_dir(path: Path, what: str) -> None:
                 f"remove {path} (it is recreated owner-only), or run every launcher sharing the volume as uid "
                 f"{os.geteuid()}",
             )
-        if stat.S_IMODE(st.st_mode) != 0o700:
+        if stat.S_IMODE(st.st_mode) != 0o700 and (st.st_uid == os.geteuid() or not vouched):
             os.fchmod(fd, 0o700)
     finally:
         if fd is not None:
@@ -267,7 +171,7 @@ def write_replacing(path: Path, data: bytes, mode: int = 0o600) -> None:
         raise
 
 
-def open_lock(path: Path) -> int:
+def open_lock(path: Path, vouched: bool = False) -> int:
     """The lock file's descriptor: created owner-only or reused if ours; a link or a foreign file is refused."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -278,14 +182,14 @@ def open_lock(path: Path) -> int:
             f"cannot open the lock file ({err.strerror}); a link there is never followed",
             f"remove {path}",
         ) from None
-    reason = foreign_reason(os.fstat(fd), "file")
+    reason = foreign_reason(os.fstat(fd), "file", vouched)
     if reason:
         os.close(fd)
         raise MaterializeError(str(path), f"refusing the lock file: it {reason}", f"remove {path}")
     return fd
 
 
-def read_own_file(path: Path, limit: int) -> bytes | None:
+def read_own_file(path: Path, limit: int, vouched: bool = False) -> bytes | None:
     """The file's bytes if it is a regular file of ours no larger than `limit`; None otherwise (never a link)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -293,7 +197,7 @@ def read_own_file(path: Path, limit: int) -> bytes | None:
         return None
     try:
         st = os.fstat(fd)
-        if foreign_reason(st, "file") or st.st_size > limit:
+        if foreign_reason(st, "file", vouched) or st.st_size > limit:
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(limit + 1)[:limit]

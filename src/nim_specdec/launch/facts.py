@@ -176,14 +176,16 @@ def source_facts(
             warnings.append(f"{where}: {err.one_line()}")
             cached = None
         if cached is None:
-            foreign = untrusted_entry(ctx.cache_dir, ref)
+            foreign = untrusted_entry(ctx.cache_dir, ref, ctx.trust_shared)
             if foreign:
                 warnings.append(
                     f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
                     f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled"
                 )
         facts[ref.uri] = (
-            SourceFacts(str(cached), read_config(cached, where), commit_of(cached)) if cached else SourceFacts()
+            SourceFacts(str(cached), read_config(cached, where), commit_of(cached, ctx.trust_shared))
+            if cached
+            else SourceFacts()
         )
     return facts, tuple(warnings)
 

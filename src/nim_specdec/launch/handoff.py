@@ -29,7 +29,9 @@ def hand_off(plan: Plan, settings: Settings, log: logging.Logger) -> Plan:
     driver = check_driver(settings.host.cuda_version)
     if driver:
         log.warning("pre-flight %s", driver)
-    launch = plan.launch.with_env(claim(plan.compile_cache, warn=log.warning, info=log.info))  # vLLM keeps the lock
+    vouched = settings.cache_path if settings.cache_trust_shared else None
+    claimed = claim(plan.compile_cache, warn=log.warning, info=log.info, vouched=vouched)
+    launch = plan.launch.with_env(claimed)  # vLLM keeps the lock
     shown = plan.argv
     if plan.vllm_check is not None and plan.vllm_check.in_server:  # deferred, or vLLM could not judge here
         context = check_context(check_request(plan), settings.log_level, settings.jsonl_logging)

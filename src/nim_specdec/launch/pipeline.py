@@ -28,7 +28,7 @@ from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.target import TARGET_LINK
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import commit_of
-from nim_specdec.fetchers.context import fetch_context
+from nim_specdec.fetchers.context import fetch_context, shared_trust_warning
 from nim_specdec.launch.vllm_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
 from nim_specdec.launch.facts import base_facts, read_config, require_method_package
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
@@ -78,9 +78,11 @@ class Steps:
         named_draft = draft is not None and draft.name is not None
         if not (remote_target or named_draft) or not os.path.lexists(workspace):
             return state
-        ensure_workspace(workspace)
+        ensure_workspace(workspace, self.ctx.cache_dir, self.ctx.vouched)
         if named_draft and draft.local_dir is not None:
-            refuse_foreign_link(workspace / draft.name, os.path.realpath(draft.local_dir), self.ctx.cache_dir)
+            refuse_foreign_link(
+                workspace / draft.name, os.path.realpath(draft.local_dir), self.ctx.cache_dir, self.ctx.vouched
+            )
         return state
 
     def local_facts(self, state: State) -> State:
@@ -116,7 +118,8 @@ class Steps:
 
     def refine(self, state: State, ref: SourceRef, local: Path, where: str) -> State:
         """The one rule: new facts about a source (for hf://, the commit too) build the plan again."""
-        found = SourceFacts(str(local), read_config(local, where), None if ref.is_local else commit_of(local))
+        commit = None if ref.is_local else commit_of(local, self.ctx.trust_shared)
+        found = SourceFacts(str(local), read_config(local, where), commit)
         if state.facts.sources.get(ref.uri) == found:
             return state
         plan, facts = resolve_with_facts(
@@ -127,7 +130,7 @@ class Steps:
     def link(self, state: State) -> State:
         workspace = Path(state.settings.workspace)
         for name, local in state.local:
-            link(local, workspace / name, self.ctx.cache_dir)
+            link(local, workspace / name, self.ctx.cache_dir, self.ctx.vouched)
         draft = state.plan.draft
         if draft is not None and draft.name is not None:
             self.log.info("draft %s materialized at %s", draft.source, draft.path)
@@ -155,6 +158,9 @@ def prepare(settings: Settings, cli: Sequence[str], log: logging.Logger, *, for_
     `for_serve`: vLLM will run in this Python, so the method's optional package must import here; and the
     vLLM check that nothing overlaps (no download runs meanwhile) is left to the exec'd process."""
     steps = Steps(log, fetch_context(settings, log.info), for_serve)
+    vouched = shared_trust_warning(steps.ctx)
+    if vouched:
+        log.warning(vouched)
     state = steps.resolve(settings, cli)
     for step in (
         steps.folders,

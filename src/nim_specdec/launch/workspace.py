@@ -2,9 +2,12 @@
 workspace. A link is replaced atomically, so a concurrent launcher never sees a missing path.
 
 The workspace may sit on a volume others can write, so it follows the cache's `sources/` rule: it is
-created owner-only and refused when another user owns it or can write it. Inside it an existing link is
-replaced only when it is ours: made by this UID and naming our cache (or already where we want it). A
-link is read with readlink, never resolved, so a link another user planted further along is not followed.
+created owner-only and refused when another user owns it or can write it. Under NIM_CACHE_PATH the
+volume's rule applies too, whatever the source of the draft (a local one included): the folders on the
+way are judged as the cache's are (files/volume.py), since vLLM is handed the link by path.
+Inside it an existing link is replaced only when it is ours: made by this UID and naming our cache (or
+already where we want it). A link is read with readlink, never resolved, so a link another user planted
+further along is not followed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.files.trust import ensure_own_dir, make_dirs, refuse_system_dir
+from nim_specdec.files.trust import ensure_own_dir, make_dirs, refuse_open_to_others, refuse_system_dir, vouches
 from nim_specdec.files.writable import unwritable_reason
 from nim_specdec.config.sources import SourceRef
 
@@ -32,7 +35,7 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
-def foreign_link_reason(link_path: Path, target: str, cache_dir: Path) -> str | None:
+def foreign_link_reason(link_path: Path, target: str, cache_dir: Path, vouched: Path | None = None) -> str | None:
     """Why the thing at `link_path` must not be replaced, or None (absent, or a link of ours)."""
     try:
         st = os.lstat(link_path)
@@ -40,7 +43,7 @@ def foreign_link_reason(link_path: Path, target: str, cache_dir: Path) -> str | 
         return None
     if not stat.S_ISLNK(st.st_mode):
         return "exists in the workspace and is not a link"
-    if st.st_uid != os.geteuid():
+    if st.st_uid != os.geteuid() and not vouches(vouched, link_path):
         return f"is a link made by uid {st.st_uid}, not by this launcher's uid {os.geteuid()}"
     current = os.path.normpath(os.path.join(link_path.parent, os.readlink(link_path)))
     entries = os.path.realpath(CacheLayout.under(cache_dir).root / "entries")
@@ -49,10 +52,13 @@ def foreign_link_reason(link_path: Path, target: str, cache_dir: Path) -> str | 
     return f"is a link to {current}, which is not in this launcher's cache"
 
 
-def ensure_workspace(workspace: Path) -> None:
+def ensure_workspace(workspace: Path, cache_dir: Path, vouched: Path | None = None) -> None:
     """The workspace folder, created owner-only (with any missing parent); refused if another user owns or can
-    write it."""
+    write it, or, when it lies under the cache `cache_dir`, if the cache volume is refused (`vouched`: the
+    folder the platform vouches for, NIM_CACHE_TRUST_SHARED)."""
     refuse_system_dir(workspace, var.WORKSPACE)
+    if vouches(cache_dir, workspace):
+        refuse_open_to_others(workspace, var.WORKSPACE, var.CACHE_TRUST_SHARED, vouched)
     try:
         make_dirs(workspace.parent)
     except OSError as err:
@@ -61,20 +67,20 @@ def ensure_workspace(workspace: Path) -> None:
             f"cannot create {workspace.parent} ({err.strerror})",
             "make NIM_WORKSPACE (or NIM_CACHE_PATH) writable",
         ) from None
-    ensure_own_dir(workspace, var.WORKSPACE)
+    ensure_own_dir(workspace, var.WORKSPACE, vouches(vouched, workspace))
 
 
-def refuse_foreign_link(link_path: Path, target: str, cache_dir: Path) -> None:
+def refuse_foreign_link(link_path: Path, target: str, cache_dir: Path, vouched: Path | None = None) -> None:
     """MaterializeError (exit 3) when the thing at `link_path` must not be replaced by a link to `target`."""
-    reason = foreign_link_reason(link_path, target, cache_dir)
+    reason = foreign_link_reason(link_path, target, cache_dir, vouched)
     if reason:
         raise MaterializeError(str(link_path), reason, "remove it, or choose another workspace or bare draft name")
 
 
-def link(source_dir: Path, link_path: Path, cache_dir: Path) -> None:
-    ensure_workspace(link_path.parent)
+def link(source_dir: Path, link_path: Path, cache_dir: Path, vouched: Path | None = None) -> None:
+    ensure_workspace(link_path.parent, cache_dir, vouched)
     target = os.path.realpath(source_dir)
-    refuse_foreign_link(link_path, target, cache_dir)
+    refuse_foreign_link(link_path, target, cache_dir, vouched)
     unwritable = unwritable_reason(link_path.parent)
     if unwritable:
         raise MaterializeError(var.WORKSPACE, *unwritable)

@@ -11,7 +11,8 @@ own copy. The writer touches the lock at each start: its mtime is when the key w
 
 Compiled artefacts are code the server loads, so <NIM_CACHE_PATH>/compile is used only when it is a
 real directory owned by this user (or root) that no one else may write; otherwise the server
-compiles into an empty local directory (the same rule as the download cache's sources/).
+compiles into an empty local directory (the same rule as the download cache's sources/). Where the platform
+vouches for the cache volume (NIM_CACHE_TRUST_SHARED), only that it is a real directory is asked.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from nim_specdec.files.trust import make_dirs, open_to_others_reason
+from nim_specdec.files.trust import make_dirs, open_to_others_reason, vouches
 from nim_specdec.files.regular_file import read_regular
 from nim_specdec.plan.compile_cache import CompileCachePlan, relocate
 
@@ -35,14 +36,19 @@ _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place
 
 
 def claim(
-    entry: CompileCachePlan, warn: Callable[[str], None], info: Callable[[str], None], scratch: str | None = None
+    entry: CompileCachePlan,
+    warn: Callable[[str], None],
+    info: Callable[[str], None],
+    scratch: str | None = None,
+    vouched: str | None = None,
 ) -> dict[str, str]:
     """The variables the server gets. Keeps the lock's descriptor open (inheritable) when it is the writer.
-    A local fallback goes in a new directory under `scratch` (default: the system's temporary directory)."""
+    A local fallback goes in a new directory under `scratch` (default: the system's temporary directory).
+    `vouched`: the folder the platform vouches for (files/volume.py), or None."""
     if not entry.env:
         return {}
     root = Path(entry.dir)
-    problem = untrusted_reason(root.parent)
+    problem = untrusted_reason(root.parent, vouched)
     if problem:
         local = Path(tempfile.mkdtemp(prefix="nim-compile-cache-", dir=scratch))
         warn(
@@ -76,19 +82,21 @@ def claim(
     return dict(entry.env)
 
 
-def untrusted_reason(base: Path) -> str:
+def untrusted_reason(base: Path, vouched: str | None = None) -> str:
     """Why `base` may not hold code the server will load ("" when it may)."""
     try:
         make_dirs(base)
     except OSError:
         pass  # a read-only volume: judged as it is, and used read-only
-    above = open_to_others_reason(base.parent)
+    above = open_to_others_reason(base.parent, vouched=vouched)
     if above:
         return f"is under {above}"
     try:
         info = os.lstat(base)
     except OSError:
         return ""  # absent and not creatable: nothing there to trust or distrust
+    if vouches(vouched, base):
+        return "" if stat.S_ISDIR(info.st_mode) else "is a link or not a directory"
     return untrusted_reason_of(info)
 
 
