@@ -52,6 +52,8 @@ def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
             "PYTHONPATH": str(SRC),
             "NIM_DOWNLOAD_RETRIES": "1",
             "NIM_DOWNLOAD_TIMEOUT": "10",
+            # Every start asks the Hub: these cases push between starts (test_olah_fallback.py follows a branch).
+            "NIM_HF_BRANCH_FOLLOW_S": "0",
             **extra,
         }
     )

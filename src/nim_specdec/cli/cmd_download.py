@@ -10,7 +10,7 @@ import os
 import signal
 
 from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.fetchers.context import fetch_context, stderr_logger
+from nim_specdec.fetchers.context import fetch_context, stderr_loggers
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.sources import parse_source
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 def download(uris: list[str], settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _stop)
-    ctx = fetch_context(settings, stderr_logger(settings))
+    ctx = fetch_context(settings, *stderr_loggers(settings))
     refs = [parse_source(uri, "download") for uri in uris]  # all checked before any download starts
     for ref in refs:
         print(get_fetcher(ref.scheme).fetch(ref, ctx), flush=True)
