@@ -72,16 +72,21 @@ def fetch_with_reason(
                 raise
         else:
             choice = hf_choice.after_asking(uri, revision, state, time.time(), answer, settings.hf_resolve_timeout)
-            if (cache.CacheLayout.under(ctx.cache_dir).root / "refs").is_dir():  # a fresh cache: made by the download
-                _record(ref, ctx, answer, asked_at, branch_refs.RESOLVED)  # followed by the starts that come next
+            # Followed by the starts that come next, while this one downloads. A cache with no folders yet gets
+            # them from the download (after its checks of the volume): there, the served record comes later.
+            if cache.CacheLayout.under(ctx.cache_dir).root.is_dir():
+                _record(ref, ctx, answer, asked_at, branch_refs.RESOLVED)
     assert choice.commit is not None
-    (ctx.warn or ctx.log)(choice.line) if choice.how == "cached" else ctx.log(choice.line)
+    if choice.how == "cached":
+        (ctx.warn or ctx.log)(choice.line)
+    else:
+        ctx.log(choice.line)
     commit = choice.commit
     path = materialize.materialize(branch_refs.pinned(ref, commit), ctx, backend, marker_fields(ref, commit))
     if choice.how == "asked":
         _record(ref, ctx, commit, asked_at)
-    elif choice.how == "followed" and state.resolved is not None:
-        _record(ref, ctx, commit, state.resolved.resolved_at)  # the start it followed may not have finished
+    elif choice.how == "followed" and choice.resolved_at is not None:
+        _record(ref, ctx, commit, choice.resolved_at)  # the start it followed may not have finished
     return path, choice.line.split(": ", 1)[1]
 
 

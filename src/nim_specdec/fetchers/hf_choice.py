@@ -55,6 +55,7 @@ class Choice:
     commit: str | None  # None: the start fails with the resolution's own error
     how: str  # "followed" | "asked" | "cached" | "failed"
     line: str = ""  # what the start logs (a warning when how == "cached")
+    resolved_at: float | None = None  # "followed": when the start it follows asked the Hub
 
 
 def failure_kind(status: int | None, timed_out: bool, transport: bool) -> str:
@@ -77,11 +78,13 @@ def budget(state: BranchState, resolve_timeout: float) -> float | None:
 
 
 def followed(state: BranchState, now: float, follow_s: float) -> Known | None:
-    resolved = state.resolved
-    if resolved is None or follow_s <= 0:
+    """The newest answer the Hub gave a start sharing the cache, if it is younger than `follow_s`."""
+    known = [k for k in (state.resolved, state.served) if k is not None]
+    newest = max(known, key=lambda k: k.resolved_at, default=None)
+    if newest is None or follow_s <= 0:
         return None
-    age = now - resolved.resolved_at
-    return resolved if -CLOCK_SKEW_S <= age < follow_s else None
+    age = now - newest.resolved_at
+    return newest if -CLOCK_SKEW_S <= age < follow_s else None
 
 
 def before_asking(uri: str, revision: str, state: BranchState, now: float, follow_s: float) -> Choice | None:
@@ -95,6 +98,7 @@ def before_asking(uri: str, revision: str, state: BranchState, now: float, follo
         f"{uri}: serving commit {follow.commit}, which a start sharing this cache resolved {revision} to "
         f"{age_text(now - follow.resolved_at)} ago; the Hub is not asked again before "
         f"{var.HF_BRANCH_FOLLOW}={follow_s:g}s have passed",
+        follow.resolved_at,
     )
 
 
