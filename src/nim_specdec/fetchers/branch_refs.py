@@ -78,6 +78,8 @@ def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: 
     current = read_ref(layout, ref, kind)
     if current is not None and current.resolved_at > resolved_at:
         return
+    if current is not None and (current.commit, current.resolved_at) == (commit, resolved_at):
+        return  # a start that followed this answer: nothing new to write (nor to fsync)
     trust.ensure_own_dir(layout.root / "refs", var.CACHE_PATH)
     since = current.since if current is not None and current.commit == commit else resolved_at
     document = {"uri": cache.normalized_uri(ref), "commit": commit, "resolved_at": resolved_at, "since": since}
