@@ -87,7 +87,8 @@ def fetch_with_reason(
         _record(ref, ctx, commit, asked_at)
     elif choice.how == "followed" and choice.resolved_at is not None:
         _record(ref, ctx, commit, choice.resolved_at)  # the start it followed may not have finished
-    return path, choice.line.split(": ", 1)[1]
+    said = choice.line.split(": ", 1)[1]
+    return path, f"the Hub answered at start: {said}" if choice.how == "asked" else said
 
 
 def _record(ref: SourceRef, ctx: FetchContext, commit: str, asked_at: float, kind: str = branch_refs.SERVED) -> None:
