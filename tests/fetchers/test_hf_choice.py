@@ -9,6 +9,7 @@ from nim_specdec.fetchers.hf_choice import (
     Failed,
     Known,
     after_asking,
+    after_failed_follow,
     age_text,
     before_asking,
     budget,
@@ -176,3 +177,20 @@ def test_the_plan_says_how_long_a_branch_is_still_followed():
 )
 def test_age_text(seconds, text):
     assert age_text(seconds) == text
+
+
+@pytest.mark.parametrize(
+    "state, followed, commit",
+    [
+        (ROLLOUT, NEW, OLD),  # the first pod died mid-download of NEW and the Hub is down: the cached OLD
+        (BranchState(resolved=RESOLVED_FRESH_LOADING), NEW, None),  # nothing else complete
+        (ROLLED, NEW, None),  # the followed commit is the only complete one: its own error stands
+        (PRUNED, OLD, None),
+    ],
+)
+def test_a_followed_commit_that_cannot_be_fetched(state, followed, commit):
+    choice = after_failed_follow(URI, "main", state, NOW, followed, "hf://org/m@x: download failed")
+    assert choice.commit == commit
+    if commit:
+        assert choice.how == "cached" and f"commit {followed}, which a start sharing this cache" in choice.line
+        assert "could not be fetched (hf://org/m@x: download failed)" in choice.line

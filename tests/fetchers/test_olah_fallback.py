@@ -206,3 +206,44 @@ def test_a_rollout_follows_the_commit_the_first_start_resolved(hub, proxy, tmp_p
     asking = olah.cli({**env, "NIM_HF_BRANCH_FOLLOW_S": "0"}, "download", uri)
     assert tree_bytes(served(asking)) == pushed_files and f"main is commit {pushed}" in asking.stderr
     assert warnings(pod2.stderr) == warnings(pod3.stderr) == warnings(asking.stderr) == []
+
+
+def test_a_pod_that_died_downloading_the_followed_commit_leaves_the_cached_one_served(tmp_path):
+    """The first pod of a rollout resolves a push and is killed mid-download; then the Hub goes down. The next
+    pod follows the pushed commit, cannot fetch it, and serves the cached one with one warning."""
+    hub = OlahHub(tmp_path / "olah").start()
+    proxy = FaultProxy(hub.url).start()
+    try:
+        repo = olah.new_repo(hub)
+        old_files = olah.files("old")
+        old = repo.commit(old_files)
+        uri = f"hf://{repo.name}"
+        env = olah.env_for(proxy.url, tmp_path / "cache", NIM_DOWNLOAD_RETRIES="0")
+        env.pop("NIM_HF_BRANCH_FOLLOW_S")  # the default window
+        first = served(olah.cli({**env, "NIM_HF_BRANCH_FOLLOW_S": "0"}, "download", uri))
+        new = repo.commit(olah.files("new", weights=400_000))
+        proxy.reset()
+        proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=40_000))
+        pod1 = subprocess.Popen(
+            [sys.executable, "-m", "nim_specdec", "download", uri],
+            env={**env, "NIM_HF_BRANCH_FOLLOW_S": "0"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not proxy.requests("GET", WEIGHTS) and time.monotonic() < deadline and pod1.poll() is None:
+            time.sleep(0.05)
+        assert pod1.poll() is None, "the first pod ended before it could be killed"
+        pod1.kill()
+        _, err1 = pod1.communicate(timeout=30)
+        assert f"main is commit {new}" in err1
+    finally:
+        hub.stop(kill=True)
+        proxy.close()
+    pod2 = olah.cli(env, "download", uri)
+    assert served(pod2) == first and tree_bytes(first) == old_files
+    assert f"serving commit {new}, which a start sharing this cache resolved main to" in pod2.stderr
+    (warning,) = warnings(pod2.stderr)
+    assert f"serving commit {old} from the cache" in warning and f"commit {new}, which a start" in warning
+    assert entries(tmp_path / "cache") == [first.parent]

@@ -58,37 +58,61 @@ def fetch_with_reason(
     if ctx.offline:
         return _offline(ref, ctx, backend), describe(ref, ctx)
     uri, revision = cache.normalized_uri(ref), ref.revision or "main"
-    settings = ctx.download
     state = branch_state(ref, ctx)
-    choice = hf_choice.before_asking(uri, revision, state, time.time(), settings.hf_branch_follow)
-    asked_at = time.time()
-    if choice is None:
-        try:
-            answer: str | hf_choice.Failed = resolve(ref, ctx, hf_choice.budget(state, settings.hf_resolve_timeout))
-        except UnansweredError as err:
-            answer = err.failed
-            choice = hf_choice.after_asking(uri, revision, state, time.time(), answer, settings.hf_resolve_timeout)
-            if choice.commit is None:
-                raise
-        else:
-            choice = hf_choice.after_asking(uri, revision, state, time.time(), answer, settings.hf_resolve_timeout)
-            # Followed by the starts that come next, while this one downloads. A cache with no folders yet gets
-            # them from the download (after its checks of the volume): there, the served record comes later.
-            if cache.CacheLayout.under(ctx.cache_dir).root.is_dir():
-                _record(ref, ctx, answer, asked_at, branch_refs.RESOLVED)
+    choice, asked_at = _choose(ref, ctx, resolve, state)
+    _announce(ctx, choice)
     assert choice.commit is not None
-    if choice.how == "cached":
-        (ctx.warn or ctx.log)(choice.line)
-    else:
-        ctx.log(choice.line)
     commit = choice.commit
-    path = materialize.materialize(branch_refs.pinned(ref, commit), ctx, backend, marker_fields(ref, commit))
+    try:
+        path = materialize.materialize(branch_refs.pinned(ref, commit), ctx, backend, marker_fields(ref, commit))
+    except MaterializeError as err:
+        if choice.how != "followed":
+            raise
+        choice = hf_choice.after_failed_follow(uri, revision, state, time.time(), commit, err.one_line())
+        if choice.commit is None:
+            raise
+        _announce(ctx, choice)
+        commit = choice.commit
+        path = materialize.materialize(branch_refs.pinned(ref, commit), ctx, backend, marker_fields(ref, commit))
     if choice.how == "asked":
         _record(ref, ctx, commit, asked_at)
     elif choice.how == "followed" and choice.resolved_at is not None:
         _record(ref, ctx, commit, choice.resolved_at)  # the start it followed may not have finished
     said = choice.line.split(": ", 1)[1]
     return path, f"the Hub answered at start: {said}" if choice.how == "asked" else said
+
+
+def _choose(
+    ref: SourceRef, ctx: FetchContext, resolve: Resolver, state: hf_choice.BranchState
+) -> tuple[hf_choice.Choice, float]:
+    """The commit to serve (followed, asked, or the cached one when the Hub does not answer), and when the Hub
+    was asked; raises the resolution's error when nothing can be served."""
+    uri, revision = cache.normalized_uri(ref), ref.revision or "main"
+    settings = ctx.download
+    asked_at = time.time()
+    choice = hf_choice.before_asking(uri, revision, state, asked_at, settings.hf_branch_follow)
+    if choice is not None:
+        return choice, asked_at
+    try:
+        answer = resolve(ref, ctx, hf_choice.budget(state, settings.hf_resolve_timeout))
+    except UnansweredError as err:
+        choice = hf_choice.after_asking(uri, revision, state, time.time(), err.failed, settings.hf_resolve_timeout)
+        if choice.commit is None:
+            raise
+        return choice, asked_at
+    # Followed by the starts that come next, while this one downloads. A cache with no folders yet gets them
+    # from the download (after its checks of the volume): there, the served record comes later.
+    if cache.CacheLayout.under(ctx.cache_dir).root.is_dir():
+        _record(ref, ctx, answer, asked_at, branch_refs.RESOLVED)
+    return hf_choice.after_asking(uri, revision, state, time.time(), answer, settings.hf_resolve_timeout), asked_at
+
+
+def _announce(ctx: FetchContext, choice: hf_choice.Choice) -> None:
+    """One line per choice: a warning when the cached commit is served instead of the one asked for."""
+    if choice.how == "cached":
+        (ctx.warn or ctx.log)(choice.line)
+    else:
+        ctx.log(choice.line)
 
 
 def _record(ref: SourceRef, ctx: FetchContext, commit: str, asked_at: float, kind: str = branch_refs.SERVED) -> None:

@@ -120,6 +120,21 @@ def after_asking(
     )
 
 
+def after_failed_follow(uri: str, revision: str, state: BranchState, now: float, followed: str, error: str) -> Choice:
+    """The followed commit could not be fetched (the start that resolved it died mid-download and the Hub is
+    down now, say): the newest other commit of the branch complete in the cache, with one warning; else fail."""
+    fallback = state.fallback()
+    if fallback is None or fallback.commit == followed:
+        return Choice(None, "failed")
+    return Choice(
+        fallback.commit,
+        "cached",
+        f"{uri}: serving commit {fallback.commit} from the cache, resolved {age_text(now - fallback.resolved_at)} "
+        f"ago: commit {followed}, which a start sharing this cache resolved {revision} to, could not be fetched "
+        f"({error}); it is asked again at the next start",
+    )
+
+
 def _why(failed: Failed, resolve_timeout: float) -> str:
     if failed.kind == "timeout":
         return f"no answer within {var.HF_RESOLVE_TIMEOUT}={resolve_timeout:g}s: {failed.detail}"
