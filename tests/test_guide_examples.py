@@ -149,6 +149,7 @@ def test_air_gapped_local_target_and_draft(models):
         "chosen_by": "NIM_DRAFT_MODEL_PATH",
         "local_dir": str(models["draft"]),
         "commit": None,
+        "commit_reason": None,
     }
     assert p["warnings"] == []
 

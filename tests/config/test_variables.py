@@ -169,12 +169,28 @@ def test_nim_variables_that_set_one_vllm_argument(env, expected):
         ({"NIM_DISABLE_CUDA_GRAPH": "maybe"}, "NIM_DISABLE_CUDA_GRAPH: invalid value 'maybe'"),
         ({"NIM_STRICT_VARIABLES": "2"}, "NIM_STRICT_VARIABLES: invalid value '2'"),
         ({"NIM_DOWNLOAD_CHUNK_MB": "5000"}, "NIM_DOWNLOAD_CHUNK_MB: '5000' is out of range; set a number from 1 to"),
+        (
+            {"NIM_HF_RESOLVE_TIMEOUT_S": "0"},
+            "NIM_HF_RESOLVE_TIMEOUT_S: '0' is out of range; set a number from 0.5 to 3600",
+        ),
+        ({"NIM_HF_RESOLVE_TIMEOUT_S": "nan"}, "NIM_HF_RESOLVE_TIMEOUT_S: 'nan' is not a finite number"),
+        (
+            {"NIM_HF_BRANCH_FOLLOW_S": "-1"},
+            "NIM_HF_BRANCH_FOLLOW_S: '-1' is out of range; set a number from 0 to",
+        ),
+        ({"NIM_HF_BRANCH_FOLLOW_S": "1h"}, "NIM_HF_BRANCH_FOLLOW_S: '1h' is not a number"),
     ],
 )
 def test_bad_values_name_the_variable_and_the_range(env, words):
     with pytest.raises(ConfigError) as err:
         parse_settings(env)
     assert err.value.one_line().startswith(words)
+
+
+def test_the_hf_resolution_variables_reach_the_download_settings():
+    assert (parse_settings({}).download.hf_resolve_timeout, parse_settings({}).download.hf_branch_follow) == (10, 1800)
+    given = parse_settings({"NIM_HF_RESOLVE_TIMEOUT_S": "2.5", "NIM_HF_BRANCH_FOLLOW_S": "0"}).download
+    assert (given.hf_resolve_timeout, given.hf_branch_follow) == (2.5, 0)
 
 
 def _plan(models, env, args=()):

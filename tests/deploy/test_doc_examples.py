@@ -50,9 +50,9 @@ def test_the_example_reader_finds_what_it_must() -> None:
     )
     ((words, _),) = docker_runs(sample)
     assert words[:2] == ["docker", "run"] and _env_of(words) == {"NIM_MODEL_NAME": "meta/llama-3.1-8b-instruct"}
-    assert gated_sources("meta/llama-3.1-8b-instruct", words) == [
-        "hf://meta-llama/Llama-3.1-8B-Instruct"
-    ]  # the draft (yuhuili/...) is not gated
+    # The built-in's target, at its pinned commit; the draft (yuhuili/...) is not gated.
+    (gated,) = gated_sources("meta/llama-3.1-8b-instruct", words)
+    assert gated.startswith("hf://meta-llama/Llama-3.1-8B-Instruct@")
 
 
 @pytest.mark.parametrize("path", _docs(), ids=lambda p: p.name)

@@ -54,9 +54,9 @@ def test_prefetch_fetches_what_the_pod_serves(path: Path, role: str, serving: st
     hub = HFStore().start()
     try:
         for source in sources:
-            repo = source.removeprefix("hf://")
+            repo, _, commit = source.removeprefix("hf://").partition("@")  # a built-in may pin a commit
             config = (CONFIGS / repo.replace("/", "--") / "config.json").read_bytes()
-            hub.hub.repos.add(repo, {"config.json": config})
+            hub.hub.repos.add(repo, {"config.json": config}, sha=commit or None)
         env = {
             **_host_env(),
             **container_env(prefetch, docs),
@@ -78,7 +78,9 @@ def test_prefetch_fetches_what_the_pod_serves(path: Path, role: str, serving: st
     assert len(fetched) == 2 and all((folder / "config.json").is_file() for folder in fetched)
     assert all(cache.resolve() in folder.resolve().parents for folder in fetched)
     assert [json.loads((f / "config.json").read_text())["architectures"] for f in fetched] == [
-        json.loads((CONFIGS / s.removeprefix("hf://").replace("/", "--") / "config.json").read_text())["architectures"]
+        json.loads((CONFIGS / s.removeprefix("hf://").split("@")[0].replace("/", "--") / "config.json").read_text())[
+            "architectures"
+        ]
         for s in sources
     ]
     # The prefetch wrote nothing outside the cache it was given: no workspace of its own.

@@ -49,12 +49,13 @@ def test_download_then_cache_hit_without_network(server, source, cache, monkeypa
     assert tree_bytes(path) == source.files
     assert leftovers(cache) == []
     # With network, a second start downloads nothing; an hf:// source named by a branch (here main) asks
-    # once which commit the branch is now, and nothing else.
-    before = len(server.proxy.state.records)
-    assert fetcher.fetch(ref, ctx) == path
-    asked = [(r.method, r.path.split("?")[0]) for r in server.proxy.state.records[before:]]
-    location = ref.location
-    assert asked == ([("GET", f"/api/models/{location}/revision/main")] if ref.scheme == "hf" else []), asked
+    # once which commit the branch is now, and nothing else, once the first start's answer is older than
+    # NIM_HF_BRANCH_FOLLOW_S (within it, the answer is followed: nothing is asked).
+    for follow_s, expected in (("1800", []), ("0", [("GET", f"/api/models/{ref.location}/revision/main")])):
+        before = len(server.proxy.state.records)
+        assert fetcher.fetch(ref, context(server, cache, NIM_HF_BRANCH_FOLLOW_S=follow_s)) == path
+        asked = [(r.method, r.path.split("?")[0]) for r in server.proxy.state.records[before:]]
+        assert asked == (expected if ref.scheme == "hf" else []), asked
 
     def refuse(*args, **kwargs):
         raise OSError("network access attempted on a cache hit")

@@ -52,6 +52,8 @@ def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
             "PYTHONPATH": str(SRC),
             "NIM_DOWNLOAD_RETRIES": "1",
             "NIM_DOWNLOAD_TIMEOUT": "10",
+            # Every start asks the Hub: these cases push between starts (test_olah_fallback.py follows a branch).
+            "NIM_HF_BRANCH_FOLLOW_S": "0",
             **extra,
         }
     )
@@ -240,10 +242,13 @@ def test_plan_and_prepare_record_the_commit(hub, tmp_path):
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     assert (plan["target"]["commit"], plan["draft"]["commit"]) == (old_target, old_draft)
+    assert plan["target"]["commit_reason"].startswith("the Hub is asked at start which commit main names; if it")
+    assert f"cached commit {old_draft} (resolved " in plan["draft"]["commit_reason"]
     prepared = cli(env, "prepare", *spec, timeout=300)
     assert prepared.returncode == 0, prepared.stderr
     plan = json.loads(prepared.stdout)
     assert (plan["target"]["commit"], plan["draft"]["commit"]) == (new_target, new_draft)
+    assert plan["draft"]["commit_reason"] == f"the Hub answered at start: main is commit {new_draft}"
     assert plan["target"]["source"] == uris[0] and plan["draft"]["source"] == uris[1]
     assert plan["vllm_check"]["ran"] is True, prepared.stderr
     for key, link, expected in (("target", "target", new_files), ("draft", "my_draft", new_draft_files)):

@@ -27,6 +27,9 @@ class Fault:
     bytes_per_second: int = 20000
     method: str = "GET"
     replace: tuple[bytes, bytes] = (b"", b"")  # for "rewrite": the body's bytes to swap
+    # for "status": the answer's headers and body, where a server's own matter (the Hub's X-Error-Message)
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
 
 
 @dataclass
@@ -85,10 +88,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault and fault.kind == "status":
             record.status = fault.status
-            payload = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
+            payload = fault.body
             self.send_response(fault.status)
             self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Content-Type", "application/xml")
+            for name, value in fault.headers or (("Content-Type", "application/xml"),):
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)
             return

@@ -35,10 +35,14 @@ class HubRepos:
         self.token: str | None = None
         self.lock = threading.Lock()
 
-    def add(self, repo: str, files: dict[str, bytes]) -> str:
-        sha = hashlib.sha1(
-            repr(sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())).encode()
-        ).hexdigest()
+    def add(self, repo: str, files: dict[str, bytes], sha: str | None = None) -> str:
+        """`sha`: the commit id to serve the files as (a built-in's pinned commit); else one made from them."""
+        sha = (
+            sha
+            or hashlib.sha1(
+                repr(sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())).encode()
+            ).hexdigest()
+        )
         with self.lock:
             self.repos[repo] = (sha, dict(files))
         return sha

@@ -10,8 +10,7 @@ import os
 import signal
 
 from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.fetchers.context import fetch_context, shared_trust_warning
-from nim_specdec.text.logs import setup_logging
+from nim_specdec.fetchers.context import fetch_context, shared_trust_warning, stderr_loggers
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.sources import parse_source
 
@@ -31,11 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
 def download(uris: list[str], settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _stop)
-    log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
-    ctx = fetch_context(settings, log.info)
+    ctx = fetch_context(settings, *stderr_loggers(settings))
     warning = shared_trust_warning(ctx)
     if warning:
-        log.warning(warning)
+        ctx.warn(warning)
     refs = [parse_source(uri, "download") for uri in uris]  # all checked before any download starts
     for ref in refs:
         print(get_fetcher(ref.scheme).fetch(ref, ctx), flush=True)

@@ -31,6 +31,8 @@ class DownloadSettings:
     s5cmd: str = _default(var.S5CMD)  # "auto" | "on" | "off"
     deadline: float = _default(var.DOWNLOAD_DEADLINE)  # seconds for one source's download in all; 0: none
     min_rate: float = _default(var.DOWNLOAD_MIN_RATE_KB) * 1024.0  # bytes/s averaged over 4 x timeout; 0: none
+    hf_resolve_timeout: float = _default(var.HF_RESOLVE_TIMEOUT)  # seconds to ask for a branch's commit, cache held
+    hf_branch_follow: float = _default(var.HF_BRANCH_FOLLOW)  # seconds a branch's resolved commit is followed
     # NIM_DOWNLOAD_TIMEOUT was set: only then does it replace the timeout a client library reads itself.
     timeout_given: bool = False
 
@@ -65,5 +67,7 @@ def download_settings(env: Mapping[str, str]) -> DownloadSettings:
         s5cmd=_s5cmd_choice(env.get(var.S5CMD, "")),
         deadline=read_number(env, var.DOWNLOAD_DEADLINE),
         min_rate=read_number(env, var.DOWNLOAD_MIN_RATE_KB) * 1024,
+        hf_resolve_timeout=read_number(env, var.HF_RESOLVE_TIMEOUT),
+        hf_branch_follow=read_number(env, var.HF_BRANCH_FOLLOW),
         timeout_given=var.DOWNLOAD_TIMEOUT in env,
     )

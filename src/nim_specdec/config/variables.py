@@ -300,6 +300,27 @@ PROGRESS_INTERVAL = _declare(
     lo=0.1,
     hi=86400,
 )
+HF_RESOLVE_TIMEOUT = _declare(
+    "NIM_HF_RESOLVE_TIMEOUT_S",
+    "number",
+    10.0,
+    "Seconds a start may spend asking the Hub which commit an `hf://` branch or tag names (all attempts "
+    "together) when a commit of it is complete in the cache; past it, or on a refused token (401/403) or a "
+    "5xx, that commit is served with one warning. Nothing cached: `NIM_DOWNLOAD_TIMEOUT` and "
+    "`NIM_DOWNLOAD_RETRIES` apply.",
+    lo=0.5,
+    hi=3600,
+)
+HF_BRANCH_FOLLOW = _declare(
+    "NIM_HF_BRANCH_FOLLOW_S",
+    "number",
+    1800.0,
+    "Seconds the commit one start resolved an `hf://` branch or tag to is served by every start sharing the cache, "
+    "without asking the Hub again, so that the pods of one rollout serve one commit (`0`: every start asks). "
+    "`hf://ORG/NAME@COMMIT` pins a commit for good.",
+    lo=0,
+    hi=30 * 86400,
+)
 S3_ANONYMOUS = _declare("NIM_S3_ANONYMOUS", "bool", False, "`1`: unsigned S3 requests (public buckets).")
 S5CMD = _declare(
     "NIM_S5CMD",

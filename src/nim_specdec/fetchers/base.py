@@ -24,6 +24,7 @@ class FetchContext:
     download: DownloadSettings = field(default_factory=DownloadSettings)  # NIM_DOWNLOAD_*, as parsed at the edge
     hf_hub_offline: bool = False  # HF_HUB_OFFLINE (HostEnv): hf:// sources cache only
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values masked in messages (HostEnv.secrets)
+    warn: Callable[[str], None] | None = None  # a warning line (a cached commit served instead); None: `log`
     trust_shared: bool = False  # NIM_CACHE_TRUST_SHARED: the platform vouches for whoever writes cache_dir
 
     @property

@@ -1,10 +1,13 @@
 """Which commit a branch or tag of an hf:// source named when a launcher last asked the Hub.
 
-    <cache>/sources/refs/<entry name of hf://ORG/NAME@BRANCH>.json    {"uri", "commit", "resolved_at", "since"}
+    <cache>/sources/refs/<entry name of hf://ORG/NAME@BRANCH>.json           {"uri", "commit", "resolved_at", "since"}
+    <cache>/sources/refs/<entry name of hf://ORG/NAME@BRANCH>.resolved.json  {"uri", "commit", "resolved_at"}
 
-A branch moves, a commit does not: entries are keyed by commit, and this small file maps a branch to the
+A branch moves, a commit does not: entries are keyed by commit, and the first small file maps a branch to the
 commit a launcher with network last served for it. It is written whole, after that commit's entry is
 complete, so it never names a commit that is not cached; with downloads disabled it says what to serve.
+The second is written as soon as the Hub has answered, before the download: the starts that follow within
+NIM_HF_BRANCH_FOLLOW_S serve that commit without asking (hf_choice.py), even while it is still downloading.
 """
 
 from __future__ import annotations
@@ -40,15 +43,19 @@ class BranchRef:
     since: float  # when the branch was first seen at this commit: the commit before it is unused since then
 
 
-def ref_path(layout: cache.CacheLayout, ref: SourceRef) -> Path:
-    return layout.root / "refs" / f"{cache.entry_name(ref)}.json"
+SERVED = ".json"  # the commit last served with network (complete)
+RESOLVED = ".resolved.json"  # the Hub's last answer to any start (its download may be under way)
 
 
-def read_ref(layout: cache.CacheLayout, ref: SourceRef) -> BranchRef | None:
+def ref_path(layout: cache.CacheLayout, ref: SourceRef, kind: str = SERVED) -> Path:
+    return layout.root / "refs" / f"{cache.entry_name(ref)}{kind}"
+
+
+def read_ref(layout: cache.CacheLayout, ref: SourceRef, kind: str = SERVED) -> BranchRef | None:
     """The recorded commit of `ref`'s branch, if the file is ours and well formed."""
     if trust.path_foreign_reason(layout.root / "refs", vouched=layout.vouched) is not None:
         return None
-    raw = trust.read_own_file(ref_path(layout, ref), _REF_LIMIT, layout.vouched)
+    raw = trust.read_own_file(ref_path(layout, ref, kind), _REF_LIMIT, layout.vouched)
     if raw is None:
         return None
     try:
@@ -65,13 +72,15 @@ def read_ref(layout: cache.CacheLayout, ref: SourceRef) -> BranchRef | None:
     return BranchRef(data["uri"], commit, float(resolved_at), float(since))
 
 
-def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: float) -> None:
+def record(layout: cache.CacheLayout, ref: SourceRef, commit: str, resolved_at: float, kind: str = SERVED) -> None:
     """Point `ref`'s branch at `commit`, unless a launcher that asked the Hub later already recorded its answer
     (two starts around a push: the newer answer wins, whichever download ends last)."""
-    current = read_ref(layout, ref)
+    current = read_ref(layout, ref, kind)
     if current is not None and current.resolved_at > resolved_at:
         return
+    if current is not None and (current.commit, current.resolved_at) == (commit, resolved_at):
+        return  # a start that followed this answer: nothing new to write (nor to fsync)
     trust.ensure_own_dir(layout.root / "refs", var.CACHE_PATH, layout.vouched)
     since = current.since if current is not None and current.commit == commit else resolved_at
     document = {"uri": cache.normalized_uri(ref), "commit": commit, "resolved_at": resolved_at, "since": since}
-    trust.write_replacing(ref_path(layout, ref), json.dumps(document).encode())
+    trust.write_replacing(ref_path(layout, ref, kind), json.dumps(document).encode())

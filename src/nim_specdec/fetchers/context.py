@@ -13,7 +13,9 @@ from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.files.trust import open_to_others_reason, path_foreign_reason
 
 
-def fetch_context(settings: Settings, log: Callable[[str], None] = lambda msg: None) -> FetchContext:
+def fetch_context(
+    settings: Settings, log: Callable[[str], None] = lambda msg: None, warn: Callable[[str], None] | None = None
+) -> FetchContext:
     """NIM_CACHE_PATH, NIM_DISABLE_MODEL_DOWNLOAD for cache-only (hf:// also honours HF_HUB_OFFLINE), the
     download settings, and the environment the backends read their credentials and endpoints from."""
     return FetchContext(
@@ -25,6 +27,7 @@ def fetch_context(settings: Settings, log: Callable[[str], None] = lambda msg: N
         hf_hub_offline=settings.host.hf_hub_offline,
         secrets=settings.host.secrets,
         trust_shared=settings.cache_trust_shared,
+        warn=warn,
     )
 
 
@@ -49,6 +52,12 @@ def _owner_reason(sources) -> str | None:
 
 def stderr_logger(settings: Settings) -> Callable[[str], None]:
     """The launcher's own log format (plain, or JSON lines with NIM_JSONL_LOGGING=1; secrets masked)."""
+    return stderr_loggers(settings)[0]
+
+
+def stderr_loggers(settings: Settings) -> tuple[Callable[[str], None], Callable[[str], None]]:
+    """(info, warning) in the launcher's own log format."""
     from nim_specdec.text.logs import setup_logging  # noqa: PLC0415
 
-    return setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets).info
+    logger = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
+    return logger.info, logger.warning

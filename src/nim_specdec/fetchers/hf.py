@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers import hf_branch
+from nim_specdec.fetchers import hf_branch, hf_choice
 from nim_specdec.fetchers.branch_refs import is_commit
 from nim_specdec.fetchers.cache import normalized_uri
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
@@ -163,30 +163,40 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
         raise MaterializeError(uri, "access denied (403)", "check HF_TOKEN's permissions") from None
 
 
-def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
+def resolve_commit(ref: SourceRef, ctx: FetchContext, budget: float | None = None) -> str:
     """The commit `ref`'s branch or tag names now: one metadata request (`expand=sha` keeps the Hub's answer
-    small), retried like a download when the failure is transient."""
+    small), retried like a download when the failure is transient. `budget`: seconds for every attempt
+    together (a cached commit can be served instead); None: the download's timeout and retries alone.
+    No answer raises hf_branch.UnansweredError, which says how the Hub failed."""
     from huggingface_hub import HfApi  # noqa: PLC0415 - imported only when an hf:// source is fetched
 
     uri = normalized_uri(ref)
     revision = ref.revision or "main"
     settings = ctx.download
     api = HfApi(endpoint=ctx.env.get("HF_ENDPOINT") or None, token=_token(ctx.env))
+    deadline = None if budget is None else time.monotonic() + budget
     for attempt in range(settings.retries + 1):
+        timeout = settings.timeout if deadline is None else min(settings.timeout, deadline - time.monotonic())
         try:
-            sha = api.model_info(ref.location, revision=revision, timeout=settings.timeout, expand=["sha"]).sha
+            sha = api.model_info(ref.location, revision=revision, timeout=max(0.1, timeout), expand=["sha"]).sha
         except Exception as err:  # noqa: BLE001 - one line, as for a download
-            _raise_permanent(uri, err)
             detail = redact_text(first_line(err), ctx.secrets)
-            if not HFBackend().is_transient(err):
-                raise MaterializeError(uri, f"cannot resolve {revision!r} to a commit: {detail}") from None
-            if attempt == settings.retries:
-                raise MaterializeError(
-                    uri,
-                    f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",
-                    "check that HF_ENDPOINT is reachable, or set NIM_DISABLE_MODEL_DOWNLOAD=1 to serve the cached one",
-                ) from None
-            delay = retry_delay(attempt)
+            transient = HFBackend().is_transient(err)
+            failed = hf_choice.Failed(hf_choice.failure_kind(_status(err), _timed_out(err), transient), detail)
+            try:
+                _raise_permanent(uri, err)
+                if not transient:
+                    raise MaterializeError(uri, f"cannot resolve {revision!r} to a commit: {detail}") from None
+                delay = retry_delay(attempt)
+                out_of_time = deadline is not None and time.monotonic() + delay >= deadline
+                if attempt == settings.retries or out_of_time:
+                    raise MaterializeError(
+                        uri,
+                        f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",
+                        "check that HF_ENDPOINT is reachable, or set NIM_DISABLE_MODEL_DOWNLOAD=1 to serve the cached one",  # noqa: E501
+                    ) from None
+            except MaterializeError as error:
+                raise hf_branch.UnansweredError(error, failed) from None
             ctx.log(f"{uri}: asking for the commit of {revision!r} failed ({detail}); retrying in {delay:.1f}s")
             time.sleep(delay)
             continue
@@ -200,12 +210,25 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext) -> str:
     raise AssertionError("unreachable")
 
 
+def _timed_out(err: BaseException) -> bool:
+    """httpx's and requests' timeouts, and the standard library's, by their class names (no import of either)."""
+    return isinstance(err, TimeoutError) or any("Timeout" in cls.__name__ for cls in type(err).__mro__)
+
+
 class HFFetcher(CachedFetcher):
     def backend(self) -> HFBackend:
         return HFBackend()
 
     def fetch(self, ref: SourceRef, ctx: FetchContext) -> Path:
-        return hf_branch.fetch(ref, _offline_if_asked(ctx), self.backend(), resolve_commit)
+        return self.fetch_with_reason(ref, ctx)[0]
+
+    def fetch_with_reason(self, ref: SourceRef, ctx: FetchContext) -> tuple[Path, str]:
+        """The files, and why they are that commit (the plan's commit_reason)."""
+        return hf_branch.fetch_with_reason(ref, _offline_if_asked(ctx), self.backend(), resolve_commit)
+
+    def commit_reason(self, ref: SourceRef, ctx: FetchContext) -> str:
+        """What a start would serve and why, from the cache alone (`plan`)."""
+        return hf_branch.describe(ref, _offline_if_asked(ctx))
 
     def cached(self, ref: SourceRef, ctx: FetchContext) -> Path | None:
         return hf_branch.cached(ref, ctx)

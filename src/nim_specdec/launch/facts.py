@@ -7,6 +7,7 @@ import importlib.util
 import os
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -182,12 +183,19 @@ def source_facts(
                     f"{where}: the cache entry for {ref.uri} is not used, another user could have written "
                     f"it ({foreign}); it is downloaded afresh, or refused with downloads disabled"
                 )
-        facts[ref.uri] = (
+        found = (
             SourceFacts(str(cached), read_config(cached, where), commit_of(cached, ctx.trust_shared))
             if cached
             else SourceFacts()
         )
+        facts[ref.uri] = replace(found, commit_reason=commit_reason(ref, ctx))
     return facts, tuple(warnings)
+
+
+def commit_reason(ref: SourceRef, ctx: FetchContext) -> str | None:
+    """hf://: which commit a start would serve and why, from the cache alone; None for other schemes."""
+    explain = getattr(get_fetcher(ref.scheme), "commit_reason", None)
+    return explain(ref, ctx) if explain is not None else None
 
 
 def base_facts(settings: Settings) -> Facts:

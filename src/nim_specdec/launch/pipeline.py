@@ -34,7 +34,7 @@ from nim_specdec.launch.facts import base_facts, read_config, require_method_pac
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check.request import check_request
 from nim_specdec.launch.vllm_check.gate import run_check
-from nim_specdec.launch.workspace import ensure_workspace, fetch, link, refuse_foreign_link
+from nim_specdec.launch.workspace import ensure_workspace, fetch_with_reason, link, refuse_foreign_link
 from nim_specdec.capture.launcher import check_writable
 from nim_specdec.preflight.shell import with_preflight
 
@@ -103,8 +103,8 @@ class Steps:
         ref = state.plan.target.ref
         if ref is None or ref.is_local:  # vLLM is given the directory itself, or resolves a hub id itself
             return state
-        local = fetch(ref, self.ctx)
-        state = self.refine(state, ref, local, state.plan.target.chosen_by)
+        local, reason = fetch_with_reason(ref, self.ctx)
+        state = self.refine(state, ref, local, state.plan.target.chosen_by, reason)
         return replace(state, local=(*state.local, (TARGET_LINK, local)))
 
     def fetch_draft(self, state: State) -> State:
@@ -112,14 +112,14 @@ class Steps:
         draft = state.plan.draft
         if draft is None:
             return state
-        local = fetch(draft.ref, self.ctx)
-        state = self.refine(state, draft.ref, local, draft.chosen_by)
+        local, reason = fetch_with_reason(draft.ref, self.ctx)
+        state = self.refine(state, draft.ref, local, draft.chosen_by, reason)
         return state if draft.name is None else replace(state, local=(*state.local, (draft.name, local)))
 
-    def refine(self, state: State, ref: SourceRef, local: Path, where: str) -> State:
-        """The one rule: new facts about a source (for hf://, the commit too) build the plan again."""
+    def refine(self, state: State, ref: SourceRef, local: Path, where: str, reason: str | None = None) -> State:
+        """The one rule: new facts about a source (for hf://, the commit and why, too) build the plan again."""
         commit = None if ref.is_local else commit_of(local, self.ctx.trust_shared)
-        found = SourceFacts(str(local), read_config(local, where), commit)
+        found = SourceFacts(str(local), read_config(local, where), commit, reason)
         if state.facts.sources.get(ref.uri) == found:
             return state
         plan, facts = resolve_with_facts(
@@ -157,7 +157,7 @@ def prepare(settings: Settings, cli: Sequence[str], log: logging.Logger, *, for_
 
     `for_serve`: vLLM will run in this Python, so the method's optional package must import here; and the
     vLLM check that nothing overlaps (no download runs meanwhile) is left to the exec'd process."""
-    steps = Steps(log, fetch_context(settings, log.info), for_serve)
+    steps = Steps(log, fetch_context(settings, log.info, log.warning), for_serve)
     vouched = shared_trust_warning(steps.ctx)
     if vouched:
         log.warning(vouched)

@@ -31,6 +31,16 @@ def fetch(ref: SourceRef, ctx: FetchContext) -> Path:
     return Path(get_fetcher(ref.scheme).fetch(ref, ctx))
 
 
+def fetch_with_reason(ref: SourceRef, ctx: FetchContext) -> tuple[Path, str | None]:
+    """The files, and (hf://) why they are the commit they are; None where a source has no commits."""
+    fetcher = get_fetcher(ref.scheme)
+    explained = getattr(fetcher, "fetch_with_reason", None)
+    if explained is None:
+        return Path(fetcher.fetch(ref, ctx)), None
+    path, reason = explained(ref, ctx)
+    return Path(path), reason
+
+
 def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 

@@ -145,6 +145,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
             served_model_names=tuple(names),
             local_dir=target_facts.local_dir if target_facts else None,
             commit=target_facts.commit if target_facts else None,
+            commit_reason=target_facts.commit_reason if target_facts else None,
             ref=target.source,
         ),
         speculative=SpeculativePlan(
@@ -164,6 +165,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
             chosen_by=draft.chosen_by,
             local_dir=draft_facts.local_dir if draft_facts else None,
             commit=draft_facts.commit if draft_facts else None,
+            commit_reason=draft_facts.commit_reason if draft_facts else None,
             ref=draft.source,
         ),
         engine_args=MappingProxyType({k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()}),

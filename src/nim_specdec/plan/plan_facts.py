@@ -17,6 +17,7 @@ class SourceFacts:
     local_dir: str | None = None  # where the files are now, with no network access
     config: Mapping[str, Any] | None = None  # its config.json, read-only (shared by the plan and the checks)
     commit: str | None = None  # hf://: the commit those files are (from the cache entry's marker)
+    commit_reason: str | None = None  # hf://: why that commit is (or will be) served, from the cache's records
 
     def __post_init__(self) -> None:
         if self.config is not None:

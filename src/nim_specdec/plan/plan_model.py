@@ -33,6 +33,8 @@ class TargetPlan:
     local_dir: str | None  # where the files are, once known
     # hf://: the commit local_dir holds (a branch or tag is resolved to one); None for other sources
     commit: str | None = None
+    # hf://: which commit is (or will be) served and why: pinned, followed, asked, the cached one (plan_facts)
+    commit_reason: str | None = None
     # Every name vLLM serves the model under, as --served-model-name gives them ([]: vLLM's default, the model)
     served_model_names: tuple[str, ...] = ()
     ref: SourceRef | None = field(default=None, metadata=_INTERNAL)  # None: a hub id vLLM resolves itself
@@ -56,6 +58,7 @@ class DraftPlan:
     chosen_by: str
     local_dir: str | None
     commit: str | None = None  # as TargetPlan.commit
+    commit_reason: str | None = None  # as TargetPlan.commit_reason
     ref: SourceRef | None = field(default=None, metadata=_INTERNAL)
 
 

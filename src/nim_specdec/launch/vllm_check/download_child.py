@@ -19,7 +19,7 @@ from typing import Sequence
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import EXIT_INTERNAL, LauncherError
-from nim_specdec.fetchers.context import fetch_context, stderr_logger
+from nim_specdec.fetchers.context import fetch_context, stderr_loggers
 from nim_specdec.fetchers.registry import get_fetcher
 
 
@@ -28,7 +28,7 @@ def _stop(signum, _frame):
 
 
 def download(refs: Sequence[SourceRef], settings: Settings) -> None:
-    ctx = fetch_context(settings, stderr_logger(settings))
+    ctx = fetch_context(settings, *stderr_loggers(settings))
     for ref in refs:
         get_fetcher(ref.scheme).fetch(ref, ctx)
 
