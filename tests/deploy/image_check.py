@@ -217,8 +217,11 @@ def test_serve_on_a_root_owned_cache_names_the_folder_its_owner_and_fix(buildah:
         user="0:0",
     )
     assert made.returncode == 0, made.stderr
+    # The image's workspace is the container's own (/opt/nim/workspace): local models need nothing written to
+    # the volume. A workspace on the volume (where NIM_WORKSPACE points there) must be written, and is refused.
     env = {
         "NIM_CACHE_PATH": "/srv/rootcache",
+        "NIM_WORKSPACE": "/srv/rootcache/workspace",
         "NIM_MODEL_PATH": "/models/target",
         "NIM_DRAFT_MODEL_PATH": "/models/draft",
     }
