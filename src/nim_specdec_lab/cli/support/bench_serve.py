@@ -18,8 +18,8 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.cli.support.bench_common import concurrencies, write_report
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
-from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
-from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec.files.regular_file import read_json_inside, read_regular
+from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES, MEASUREMENT_JSON, read_measurement
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
 from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
@@ -28,6 +28,7 @@ from nim_specdec_lab.server_key import keyless
 from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
+MAX_ENV_FILE_BYTES = 1024 * 1024  # an env file is a few lines
 
 
 def _env_file(path: str | None, option: str) -> dict[str, str] | None:
@@ -35,7 +36,7 @@ def _env_file(path: str | None, option: str) -> dict[str, str] | None:
     if path is None:
         return None
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_regular(path, MAX_ENV_FILE_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(
             option,
@@ -142,24 +143,19 @@ def _runs(out: Path) -> list[Any]:
     for path in sorted((out / "serve").glob(f"r*/*/c*/*/{MEASUREMENT_JSON}")):
         category_dir = path.parent
         c_dir, side_dir, round_dir = category_dir.parent, category_dir.parent.parent, category_dir.parent.parent.parent
+        run = read_measurement(path, out)
         try:
-            run = ReplayMeasurement.from_json(json.loads(path.read_text()))
             found.append(RoundRun(int(round_dir.name[1:]), side_dir.name, int(c_dir.name[1:]), category_dir.name, run))
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ConfigError(
-                "--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again"
-            ) from None
+        except ValueError:
+            raise ConfigError("--out", f"{path} is not under a bench round's folders", "remove it") from None
     return found
 
 
 def build_serve_report(out: Path) -> Path:
 
-    try:
-        context = json.loads((out / "serve" / CONTEXT_JSON).read_text())
-    except (OSError, ValueError) as err:
-        raise ConfigError(
-            "--out", f"{out / 'serve' / CONTEXT_JSON} is unreadable ({err})", "run bench --serve again"
-        ) from None
+    context = read_json_inside(
+        out / "serve" / CONTEXT_JSON, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="run bench --serve again"
+    )
     runs = _runs(out)
     if not runs:
         raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
