@@ -97,3 +97,27 @@ def test_sigterm_in_a_command_that_downloads_nothing_says_what_it_stopped(tmp_pa
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
     assert done.stderr.strip() == "nim-specdec bench: stopped by SIGTERM", done.stderr
+
+
+def test_the_lab_honours_nim_strict_variables(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
+    argv = [sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(tmp_path)]
+    strict = {**env, "NIM_STRICT_VARIABLES": "1", "NIM_SPECDEC_ENABLED": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=strict)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "NIM_STRICT_VARIABLES: NIM_SPECDEC_ENABLED is not a variable" in done.stderr
+    assert "did you mean NIM_SPECDEC_ENABLE?" in done.stderr
+    lenient = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, env={**strict, "NIM_STRICT_VARIABLES": "0"}
+    )
+    assert lenient.returncode == 2 and "no finished runs" in lenient.stderr, lenient.stderr  # went on to the command
+
+
+def test_a_builtin_config_dir_that_does_not_exist_is_refused(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
+    env.update(NIM_BUILTIN_CONFIG_DIR=str(tmp_path / "typo"), NIM_MODEL_NAME="x", NIM_CACHE_PATH=str(tmp_path / "c"))
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "NIM_BUILTIN_CONFIG_DIR" in done.stderr and "is not an existing folder" in done.stderr

@@ -91,7 +91,14 @@ def test_one_speculative_key_in_two_spellings_is_refused(tmp_path, env, args):
 
 @pytest.mark.parametrize(
     "value,got",
-    [("", "an empty value"), ("  ", "an empty value"), ({}, "an empty value"), (None, "null"), (5, "int"), ([], "list")],
+    [
+        ("", "an empty value"),
+        ("  ", "an empty value"),
+        ({}, "an empty value"),
+        (None, "null"),
+        (5, "int"),
+        ([], "list"),
+    ],
 )
 def test_an_empty_or_non_object_speculative_config_is_refused_not_replaced(tmp_path, value, got):
     result = plan(tmp_path, {"NIM_SPECDEC_ARGS": json.dumps({"speculative_config": value})})

@@ -176,6 +176,10 @@ def _main(argv: Sequence[str] | None) -> int:
         signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is threading.main_thread() else None
     )
     try:
+        if args.command in {name for name, _, _ in LAB_SUBCOMMANDS}:
+            from nim_specdec.config.settings import ignored_or_refused  # noqa: PLC0415
+
+            ignored_or_refused(os.environ)  # the lab reads NIM_* variables too: NIM_STRICT_VARIABLES holds there
         return importlib.import_module(args._module).run(args)
     except Terminated:
         removed = "; what was being downloaded was removed" if args.command in _DOWNLOADING else ""
