@@ -121,3 +121,16 @@ def test_a_builtin_config_dir_that_does_not_exist_is_refused(tmp_path):
     )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "NIM_BUILTIN_CONFIG_DIR" in done.stderr and "is not an existing folder" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "context",
+    ['["not", "an", "object"]', '{"timestamps_ms": {}, "requests": {}}', "[" * 5000 + "]" * 5000],
+)
+def test_report_only_on_a_broken_serve_context_is_one_line(tmp_path, context):
+    out = tmp_path / "out"
+    (out / "serve").mkdir(parents=True)
+    (out / "serve" / "bench_serve.json").write_text(context)
+    done = _run(["bench", "--report-only", "--out", str(out)])
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "bench_serve.json" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -151,11 +151,41 @@ def _runs(out: Path) -> list[Any]:
     return found
 
 
+# The context's fields the report reads, and the JSON type each must have (the file may have been edited).
+_CONTEXT_FIELDS = {
+    "timestamps_ms": dict,
+    "requests": dict,
+    "greedy": bool,
+    "baseline_off": bool,
+    "ignore_eos": bool,
+}
+
+
+def _context_problem(context: Any) -> str | None:
+    """Which field of the serve context is missing or of the wrong type (never its value), or None."""
+    if not isinstance(context, dict):
+        return "not a JSON object"
+    for key, kind in _CONTEXT_FIELDS.items():
+        value = context.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return f"{key} is missing or not a JSON {kind.__name__}"
+    tokens = context.get("max_tokens")
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool)):
+        return "max_tokens is not a JSON integer or null"
+    if not all(isinstance(v, list) for v in context["requests"].values()) or not all(
+        v is None or isinstance(v, list) for v in context["timestamps_ms"].values()
+    ):
+        return "timestamps_ms or requests holds something other than lists"
+    return None
+
+
 def build_serve_report(out: Path) -> Path:
 
-    context = read_json_inside(
-        out / "serve" / CONTEXT_JSON, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="run bench --serve again"
-    )
+    path = out / "serve" / CONTEXT_JSON
+    context = read_json_inside(path, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="run bench --serve again")
+    problem = _context_problem(context)
+    if problem:
+        raise ConfigError("--out", f"{path} is not bench --serve's context ({problem})", "run bench --serve again")
     runs = _runs(out)
     if not runs:
         raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
