@@ -1,6 +1,6 @@
 """Files read from a model, draft, built-in or cache folder are files their owner placed there: a link out of
 the folder (to a token file, a service-account key, /proc/self/environ) is refused by name, and no error about
-a file's content quotes the content. One helper (files/regular_file.py: open_inside, read_json_inside) reads
+a file's content quotes the content. One module (files/regular_file.py: open_inside, read_json_inside) reads
 them all; a guard below keeps every other reader of files in the sources named and explained."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_links_inside_the_folder_and_a_hub_snapshot_are_read(tmp_path, monkeypat
     assert got == 0, printed
 
 
-def test_the_helper_checks_the_opened_file_and_reports_without_content(tmp_path):
+def test_open_inside_checks_the_opened_file_and_reports_without_content(tmp_path):
     from nim_specdec.files.regular_file import read_inside, read_json_inside  # noqa: PLC0415
 
     folder = tmp_path / "m"
@@ -152,7 +152,7 @@ def test_the_helper_checks_the_opened_file_and_reports_without_content(tmp_path)
 
 # Every other place in the sources that opens or reads a file by path, and why it is not a file from a model,
 # draft, built-in or cache folder (those go through files/regular_file.py's open_inside and read_json_inside).
-# A new reader fails this test until it is named here or uses the helper.
+# A new reader fails this test until it is named here or reads through open_inside.
 OTHER_READERS = {
     "nim_specdec/capture/file.py": "the capture file the launcher writes, opened O_NOFOLLOW",
     "nim_specdec/cli/cmd_report.py": "report inputs the user names (read_regular, capped)",
@@ -183,11 +183,11 @@ _READS = re.compile(
 )
 
 
-def test_every_reader_of_files_uses_the_helper_or_is_named_with_its_reason():
+def test_every_reader_of_files_reads_inside_its_folder_or_is_named_with_its_reason():
     found = set()
     for path in sorted(SRC.rglob("*.py")):
         name = str(path.relative_to(SRC))
-        if name == "nim_specdec/files/regular_file.py":
+        if name == "nim_specdec/files/regular_file.py":  # the readers themselves
             continue
         code = "\n".join(line.split("#", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
         if _READS.search(code):
