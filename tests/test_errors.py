@@ -45,7 +45,7 @@ CASES = [
         {"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": '{"speculative_config": 3}'},
         [],
         EXIT_CONFIG,
-        ["must be a JSON object or a JSON string"],
+        ["must be a non-empty JSON object (or a JSON string holding one)"],
     ),
     (
         "unknown-key",

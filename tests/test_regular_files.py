@@ -109,6 +109,8 @@ def test_each_reader_refuses_a_non_file_in_one_error(tmp_path, kind, reader):
         "builtin": ConfigError,
     }[reader]
     assert isinstance(err, expected), err
+    if kind == "dev_zero":  # a link out of the folder: never opened, whatever it points at
+        fragment = "Too many levels of symbolic links" if reader == "digest" else "a link to a file outside its folder"
     assert fragment in str(err), err
 
 
@@ -132,4 +134,5 @@ def test_plan_with_a_weights_file_that_is_not_a_file_is_exit_3(tmp_path, monkeyp
     code = in_time(lambda: main(["plan"]), 60)["value"]
     stderr = capsys.readouterr().err
     assert code == 3 and len(stderr.strip().splitlines()) == 1, stderr
-    assert "model.safetensors" in stderr and "not a regular file" in stderr, stderr
+    expected = "not a regular file" if target == "fifo" else "a link to a file outside its folder"
+    assert "model.safetensors" in stderr and expected in stderr, stderr

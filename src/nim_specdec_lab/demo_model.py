@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+from nim_specdec.files.regular_file import read_inside
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -255,7 +256,10 @@ def _write_eagle3(out: Path) -> None:
 
 def part_complete(path: Path) -> bool:
     marker = path / COMPLETE_MARKER
-    return marker.is_file() and marker.read_text().strip() == str(RECIPE_VERSION)
+    try:  # a regular file inside the part, a few bytes: a link or a FIFO planted in its place is no marker
+        return read_inside(marker, path, 64).strip() == str(RECIPE_VERSION).encode()
+    except OSError:
+        return False
 
 
 def _write_part(root: Path, name: str, writer: Callable[[Path], None]) -> bool:

@@ -121,3 +121,33 @@ def test_the_launcher_knows_every_format_the_server_writes():
     from nim_specdec.config.capture_config import FORMATS as NAMES
 
     assert tuple(sorted(NAMES)) == tuple(sorted(FORMATS))
+
+
+@pytest.mark.parametrize(
+    "content,mode",
+    [
+        ('{"payload":{"a":1},"timestamp":0}\n', 0o644),  # a capture made readable by others: not as created
+        ("export SECRET=1\n", 0o600),  # a file of the user's own, owner-only
+        ('{\n  "auths": {}\n}\n', 0o600),  # a pretty-printed JSON file (a registry's credentials)
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\n", 0o600),
+    ],
+)
+def test_an_existing_file_the_launcher_did_not_create_is_refused_and_left_as_it_is(tmp_path, content, mode):
+    path = tmp_path / "capture.jsonl"
+    path.write_text(content)
+    os.chmod(path, mode)
+    before = path.stat()
+    with pytest.raises(OSError, match="not a capture file nim-specdec created"):
+        open_capture_file(str(path))
+    after = path.stat()
+    assert path.read_text() == content and stat.S_IMODE(after.st_mode) == mode
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_a_capture_path_of_a_new_file_is_created_owner_only_and_then_reused(tmp_path):
+    path = tmp_path / "sub" / "capture.jsonl"
+    os.close(open_capture_file(str(path)))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    os.close(open_capture_file(str(path)))  # empty and ours: the server opens it again after the pre-flight
+    path.write_text('{"model":"m","messages":[]}\n')
+    os.close(open_capture_file(str(path)))

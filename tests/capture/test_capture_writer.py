@@ -45,10 +45,10 @@ def test_processes_appending_to_one_file_never_interleave(tmp_path):
         assert all(p["text"] == chr(ord("a") + w) * (20000 + 7 * w) for p in mine)
 
 
-def test_existing_file_is_appended_and_made_owner_only(tmp_path):
+def test_an_existing_capture_of_ours_is_appended_and_stays_owner_only(tmp_path):
     path = tmp_path / "old.jsonl"
     path.write_text('{"payload":{"a":1},"timestamp":0}\n')
-    os.chmod(path, 0o644)
+    os.chmod(path, 0o600)
     counters = capture_counters(CollectorRegistry())
     writer = CaptureWriter(open_capture_file(str(path)), FORMATS["raw_payload"], counters)
     writer.submit(0.0, b'{"b": 2}')

@@ -96,8 +96,21 @@ SUBCOMMANDS = LAUNCHER_SUBCOMMANDS + LAB_SUBCOMMANDS
 PASSTHROUGH = {"serve", "plan", "prepare"}
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse prints its usage block before a usage error: several lines, where a log collector sees each as
+    a record of its own. Here the error is one line naming the command and where its help is."""
+
+    def error(self, message: str):  # type: ignore[override]
+        error_line(f"{self.prog}: error: {message}; see {self.prog} --help")
+        raise SystemExit(EXIT_CONFIG)
+
+
+# The commands that download; SIGTERM during any other has nothing to remove.
+_DOWNLOADING = {"serve", "prepare", "download", "download-to-cache"}
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="nim-specdec",
         description="Serve an LLM through vLLM with speculative decoding configured from NIM_* variables.",
     )
@@ -168,9 +181,14 @@ def _main(argv: Sequence[str] | None) -> int:
         signal.signal(signal.SIGTERM, _terminated) if threading.current_thread() is threading.main_thread() else None
     )
     try:
+        if args.command in {name for name, _, _ in LAB_SUBCOMMANDS}:
+            from nim_specdec.config.settings import ignored_or_refused  # noqa: PLC0415
+
+            ignored_or_refused(os.environ)  # the lab reads NIM_* variables too: NIM_STRICT_VARIABLES holds there
         return importlib.import_module(args._module).run(args)
     except Terminated:
-        error_line("nim-specdec: stopped by SIGTERM; what was being downloaded was removed")
+        removed = "; what was being downloaded was removed" if args.command in _DOWNLOADING else ""
+        error_line(f"nim-specdec {args.command}: stopped by SIGTERM{removed}")
         return 128 + signal.SIGTERM
     except LauncherError as err:
         error_line(f"nim-specdec: error: {err.one_line()}")

@@ -108,7 +108,9 @@ def _engine_variables(env: Mapping[str, str]) -> tuple[tuple[str, str, Any], ...
     return tuple(found)
 
 
-def _ignored(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:
+def ignored_or_refused(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:
+    """The NIM_* variables nim-specdec does not read; with NIM_STRICT_VARIABLES=1 a ConfigError instead. The
+    launcher's settings and every lab command pass here, so the switch means the same wherever it is set."""
     strict = parse_bool(env, var.STRICT_VARIABLES)  # read (and refused when malformed) whether or not it matters
     ignored = ignored_variables(env)
     if ignored and strict:
@@ -148,6 +150,6 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         capture=parse_capture(env, cache_path),
         preflight=parse_preflight_modes(env),
         host=read_host_env(env),
-        ignored=_ignored(env),
+        ignored=ignored_or_refused(env),
         environ=dict(env),
     )

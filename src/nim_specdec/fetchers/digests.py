@@ -103,7 +103,7 @@ def well_formed_crc(name: str, value: object) -> bool:
 
 def file_digest(path: Path, name: str) -> str:
     d = ALGORITHMS[name][0]()
-    with open_regular(path) as fh:
+    with open_regular(path, follow=False) as fh:  # a downloaded file is never a link
         while chunk := fh.read(_READ):
             d.update(chunk)
     return d.result()

@@ -33,6 +33,7 @@ from nim_specdec.plan.target import served_names, vllm_model
 from nim_specdec.plan.vllm_schema import VllmKnowledge
 from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.plan.plan_front import Front, plan_front
+from nim_specdec.plan.command_view import read_command, served_name_warning
 
 
 def _reason(enabled: bool, config: dict, origin: dict, base: Sequence, base_reason: str, known: VllmKnowledge) -> str:
@@ -113,14 +114,26 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
         warnings.append(tuned)
     model = vllm_model(target, settings.workspace)
     middlewares = (ENDPOINTS_MIDDLEWARE, *capture_middleware_args(settings.capture)[1::2])
+    prefix = program(facts.flavor, facts.python, model, view.get("headless") is True)
     argv = build_argv(
-        program(facts.flavor, facts.python, model, view.get("headless") is True),
+        prefix,
         lower,
         pt.options,
         cli.options,
         config if enabled else None,
         middlewares,
     )
+    # What the plan reports is read back from the command itself: one reading of each value.
+    carried = read_command(argv, len(prefix), known)
+    overridden = served_name_warning(
+        settings.served_model_name, carried.served_model_names, engine_origin.get("served_model_name", "")
+    )
+    if overridden:
+        warnings.append(overridden)
+    names = list(carried.served_model_names)
+    if enabled:
+        config = carried.spec or {}
+        method = effective_method(config, front.draft_config, known)
     target_facts = facts.sources.get(target.source.uri) if target.source else None
     draft_facts = facts.sources.get(draft.source.uri) if draft else None
     key = cache_key(

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from nim_specdec.files.regular_file import read_regular
+from nim_specdec.files.regular_file import read_json_inside
 from nim_specdec.config import variables as var
-from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError
 
 
@@ -80,27 +79,31 @@ def default_config_dir() -> Path:
     return package.parents[1] / "configs" / "builtin_specdec"
 
 
+_FIX = "reinstall nim-specdec, or point NIM_BUILTIN_CONFIG_DIR at a folder of built-in configs"
 # A built-in config is a few hundred bytes.
 MAX_BUILTIN_BYTES = 1024 * 1024
 
 
 def load_registry(directory: Path) -> tuple[BuiltinEntry, ...]:
+    """Every `*.json` in `directory`, each a regular file inside it (a link out of the folder is refused)
+    and parsed strictly; a problem names the file, never what it holds. A folder that does not exist is
+    refused: a typo in NIM_BUILTIN_CONFIG_DIR would otherwise serve with no built-in configs at all."""
     entries = []
     try:
+        if not directory.is_dir():
+            raise OSError(2, "is not an existing folder")
         paths = sorted(directory.glob("*.json"))
     except OSError as err:
         raise ConfigError(
             var.BUILTIN_CONFIG_DIR, f"{directory} cannot be listed ({err.strerror})", "use an existing directory"
         ) from None
     for path in paths:
+        where = f"built-in config {path.name}"
+        data = read_json_inside(path, directory, MAX_BUILTIN_BYTES, ConfigError, where, fix=_FIX)
         try:
-            data = loads(read_regular(path, MAX_BUILTIN_BYTES), f"built-in config {path.name}")
             entries.append(entry_from_json(data, path.name))
-        except (OSError, ValueError, TypeError) as err:
-            detail = err.strerror if isinstance(err, OSError) and err.strerror else err
-            raise ConfigError(
-                f"built-in config {path.name}", f"cannot be read ({detail})", "reinstall nim-specdec"
-            ) from None
+        except (ValueError, TypeError) as err:
+            raise ConfigError(where, f"cannot be read ({err})", _FIX) from None
     return tuple(entries)
 
 

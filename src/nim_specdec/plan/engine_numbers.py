@@ -14,6 +14,9 @@ from typing import Any, Mapping
 
 from nim_specdec.errors import ConfigError
 
+# The largest group of nodes one vLLM server spans: far beyond any cluster's (the LeaderWorkerSet wrapper
+# holds group sizes to the same bound).
+MAX_NODES = 4096
 # name -> (kind, lowest, highest); the ranges are vLLM 0.32's own where it has one, else generous bounds.
 ENGINE_NUMBERS: dict[str, tuple[str, float, float]] = {
     "max_num_seqs": ("int", 1, 2**31 - 1),
@@ -29,6 +32,11 @@ ENGINE_NUMBERS: dict[str, tuple[str, float, float]] = {
     "swap_space": ("float", 0.0, 2**20),
     "cpu_offload_gb": ("float", 0.0, 2**20),
     "max_model_len": ("length", 1, 2**40),
+    # Passed on to vLLM as given: an unbounded drain or a group no cluster has is refused here, not found later.
+    "shutdown_timeout": ("int", 0, 86400),  # NIM_SHUTDOWN_TIMEOUT's range: a day at most
+    "nnodes": ("int", 1, MAX_NODES),
+    "node_rank": ("int", 0, MAX_NODES - 1),
+    "master_port": ("int", 1, 65535),
 }
 _INT = re.compile(r"[+-]?[0-9]{1,19}")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?")
@@ -110,3 +118,10 @@ def validate_engine_numbers(view: Mapping[str, Any], origin: Mapping[str, str]) 
             where = flag if source in ("", "cli", "default") else f"{source} {flag}"
             shown = value if isinstance(value, str) else repr(value)
             raise ConfigError(where, f"invalid value {str(shown)[:60]!r}: {problem}", f"set {flag} to {problem[8:]}")
+    nodes, rank = _as_int(view.get("nnodes", 1)), _as_int(view.get("node_rank", 0))
+    if nodes is not None and rank is not None and rank >= nodes:
+        source = origin.get("node_rank", "")
+        where = "--node-rank" if source in ("", "cli", "default") else f"{source} --node-rank"
+        raise ConfigError(
+            where, f"{rank} is outside the group of {nodes} node(s) (--nnodes)", f"set it from 0 to {nodes - 1}"
+        )

@@ -178,10 +178,17 @@ def coerce(key: str, value: Any, known: VllmKnowledge = DEFAULT) -> Any:
 
 
 def normalise_keys(config: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """vLLM turns kebab-case keys of the speculative config into snake_case."""
+    """vLLM turns kebab-case keys of the speculative config into snake_case. One key in two spellings
+    (`num-speculative-tokens` and `num_speculative_tokens`) is refused: vLLM would keep one of them silently.
+    Every explicit layer (NIM_SPECDEC_ARGS, NIM_PASSTHROUGH_ARGS, the command line) passes here."""
     out: dict[str, Any] = {}
     for key, value in config.items():
-        out[key.replace("-", "_") if isinstance(key, str) else key] = value
+        name = key.replace("-", "_") if isinstance(key, str) else key
+        if name in out:
+            raise ConfigError(
+                where, f"speculative_config key {name!r} is given twice (snake and kebab case)", "keep one spelling"
+            )
+        out[name] = value
     return out
 
 

@@ -19,22 +19,22 @@ _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 SPEC_KEY = "speculative_config"
 
 
-def parse_spec_value(value: Any, where: str) -> dict[str, Any] | None:
-    """A speculative_config value as written in JSON: an object, a JSON string holding one, or null."""
+def parse_spec_value(value: Any, where: str) -> dict[str, Any]:
+    """A speculative_config value as written in JSON: a non-empty object, or a JSON string holding one."""
     from nim_specdec.errors import ConfigError  # noqa: PLC0415
 
-    if value is None:
-        return None
-    if isinstance(value, str):
-        if not value.strip():
-            return None
+    if isinstance(value, str) and value.strip():
         return loads_object(value, f"{where} (speculative_config string)")
-    if isinstance(value, dict):
+    if isinstance(value, dict) and value:
         return value
+    # "", {} and null were dropped before, and the automatic config applied in their place: the user wrote
+    # a speculative_config, so one that says nothing is refused, never read as "choose one for me".
+    empty = isinstance(value, (str, dict)) and not (value.strip() if isinstance(value, str) else value)
+    got = "null" if value is None else "an empty value" if empty else type(value).__name__
     raise ConfigError(
         where,
-        f"speculative_config must be a JSON object or a JSON string, got {type(value).__name__}",
-        'write "speculative_config": {"method": "ngram", ...}',
+        f"speculative_config must be a non-empty JSON object (or a JSON string holding one), got {got}",
+        'write "speculative_config": {"method": "ngram", ...}, or leave the key out for the automatic config',
     )
 
 
@@ -44,6 +44,7 @@ def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]
 
     obj = loads_object(raw, VARIABLE)
     spec: dict[str, Any] | None = None
+    spec_value: Any = None
     engine: dict[str, Any] = {}
     seen: set[str] = set()
     for key, value in obj.items():
@@ -56,11 +57,13 @@ def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]
             if SPEC_KEY in seen:
                 raise ConfigError(VARIABLE, f"key {key!r} is given twice (snake and kebab case)", "keep one spelling")
             seen.add(SPEC_KEY)
-            spec = parse_spec_value(value, VARIABLE)
+            spec_value = value
         elif name in engine:
             raise ConfigError(VARIABLE, f"key {key!r} is given twice (snake and kebab case)", "keep one spelling")
         else:
             engine[name] = value
+    if SPEC_KEY in seen:  # after the whole object: a key given twice is named as such, whatever its values
+        spec = parse_spec_value(spec_value, VARIABLE)
     return spec, engine
 
 

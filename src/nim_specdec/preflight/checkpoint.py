@@ -43,7 +43,7 @@ def read_checkpoint(directory: Path, where: str = "model weights") -> Checkpoint
     else:
         files = sorted(directory.glob("*.safetensors"))
     if files:
-        tensors: dict[str, TensorInfo] = read_headers(files)
+        tensors: dict[str, TensorInfo] = read_headers(files, directory)
         total = sum(info.nbytes for info in tensors.values())
         return Checkpoint(tuple(p.name for p in files), total, tensors)
     legacy = sorted(directory.glob("pytorch_model*.bin"))
@@ -54,6 +54,6 @@ def read_checkpoint(directory: Path, where: str = "model weights") -> Checkpoint
 
     found: dict[str, TensorInfo] | None = {}
     for path in legacy:
-        part = read_pickled_tensors(path)
+        part = read_pickled_tensors(path, directory)
         found = None if part is None or found is None else {**found, **part}
     return Checkpoint(tuple(p.name for p in legacy), sum(p.stat().st_size for p in legacy), found)

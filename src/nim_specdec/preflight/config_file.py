@@ -1,6 +1,7 @@
-"""Reading a model's `config.json` and `model.safetensors.index.json` as files from a store: bounded in size,
-strict JSON, and the figures the launcher computes with checked, so that a bad file is one line (exit 3)
-naming it instead of a crash somewhere in the arithmetic.
+"""Reading a model's `config.json` and `model.safetensors.index.json` as files from a store: inside the model
+folder (a link out of it is refused), bounded in size, strict JSON, and the figures the launcher computes with
+checked, so that a bad file is one line (exit 3) naming it instead of a crash somewhere in the arithmetic.
+No message quotes what the file holds: a file that is not what it should be may hold anything.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
-from nim_specdec.files.regular_file import read_regular
-from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
+from nim_specdec.files.regular_file import folder_root, read_inside, read_json_inside
 from nim_specdec.errors import MaterializeError
 from nim_specdec.preflight.model_config import MAX_LEN_KEYS
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
@@ -54,13 +54,16 @@ _NESTED = ("text_config", "transformer_layer_config", "mtp_config")
 MAX_COUNT = 2**48
 
 
-def read_bounded(path: Path, limit: int, where: str) -> bytes:
-    """The file's bytes; a link is read where it points (model folders use them), but never a non-file."""
+def read_bounded(path: Path, limit: int, where: str, root: Path | None = None) -> bytes:
+    """The file's bytes; a link is read where it points only inside the model folder `root` (by default the
+    file's own folder; a Hub snapshot's links into its blobs), and never a non-file."""
     try:
-        return read_regular(path, limit)
+        return read_inside(path, folder_root(root if root is not None else Path(path).parent), limit)
     except OSError as err:
         if err.errno == errno.EFBIG:
             raise MaterializeError(where, f"{path} {err.strerror}, not a model's metadata", _FIX) from None
+        if err.errno == errno.EXDEV:
+            raise MaterializeError(where, f"{path} {err.strerror}", "replace the link with the file itself") from None
         if err.errno == errno.EINVAL:
             raise MaterializeError(where, f"{path} {err.strerror}", _FIX) from None
         raise MaterializeError(
@@ -87,7 +90,7 @@ def count_problem(cfg: Mapping[str, Any]) -> str | None:
                 or value != int(value)
                 or not 0 <= value <= MAX_COUNT
             ):
-                return f"{prefix}{key} is {str(value)[:40]!r}, not a whole number from 0 to 2**48"
+                return f"{prefix}{key} is not a whole number from 0 to 2**48"
         for key in ("rope_scaling", "rope_parameters"):  # transformers' old name and its successor
             problem = _rope_problem(f"{prefix}{key}", section.get(key))
             if problem:
@@ -111,7 +114,7 @@ def _rope_problem(where: str, rope: Any) -> str | None:
     if factor is not None and (
         isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1e6
     ):
-        return f"{where}.factor is {str(factor)[:40]!r}, not a positive number up to 1e6"
+        return f"{where}.factor is not a positive number up to 1e6"
     for key, value in rope.items():
         if isinstance(value, Mapping):
             problem = _rope_problem(f"{where}.{key}", value)
@@ -133,7 +136,7 @@ def read_model_config(directory: Path, where: str) -> dict[str, Any]:
         raise MaterializeError(
             where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)"
         )
-    data = loads(read_bounded(path, MAX_CONFIG_BYTES, where), str(path), MaterializeError, FILE_INT_DIGITS)
+    data = read_json_inside(path, folder_root(directory), MAX_CONFIG_BYTES, MaterializeError, where)
     if not isinstance(data, dict):
         raise MaterializeError(where, f"{path} is not a JSON object", _FIX)
     problem = count_problem(data)
@@ -147,13 +150,13 @@ def index_shards(directory: Path, where: str) -> tuple[list[Path], int | None]:
     A bad index is a HeaderError naming it, as a bad weights file is."""
     path = Path(directory) / INDEX_NAME
     try:
-        doc = loads(read_bounded(path, MAX_INDEX_BYTES, where), str(path), MaterializeError, FILE_INT_DIGITS)
+        doc = read_json_inside(path, folder_root(directory), MAX_INDEX_BYTES, MaterializeError, where)
     except MaterializeError as err:
         raise HeaderError(f"{path}: not a valid safetensors index ({err.problem})") from None
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(weight_map, dict) or not weight_map:
         raise HeaderError(f"{path}: not a valid safetensors index (no weight_map)")
-    root = os.path.realpath(directory)
+    root = folder_root(directory)
     shards = []
     for name in sorted({v if isinstance(v, str) else "" for v in weight_map.values()}):
         shard = Path(directory) / name
@@ -165,7 +168,7 @@ def index_shards(directory: Path, where: str) -> tuple[list[Path], int | None]:
             or "\x00" in name
             or os.path.commonpath([root, os.path.realpath(shard)]) != root
         ):
-            raise HeaderError(f"{path}: names a weight file outside the model folder: {name[:200]!r}")
+            raise HeaderError(f"{path}: names a weight file outside the model folder")
         shards.append(shard)
     metadata = doc.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None

@@ -14,7 +14,7 @@ import pickletools
 import zipfile
 from pathlib import Path
 
-from nim_specdec.files.regular_file import open_regular
+from nim_specdec.files.regular_file import folder_root, open_inside
 from nim_specdec.preflight.safetensors_header import HeaderError, TensorInfo
 
 _REBUILDERS = ("torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_parameter")
@@ -76,10 +76,12 @@ def _tensors_from_pickle(data: bytes) -> dict[str, TensorInfo]:
     return tensors
 
 
-def read_pickled_tensors(path: Path) -> dict[str, TensorInfo] | None:
-    """The state dict's tensors; None for a legacy (non-zip) torch file, whose layout is not read."""
+def read_pickled_tensors(path: Path, root: Path | None = None) -> dict[str, TensorInfo] | None:
+    """The state dict's tensors; None for a legacy (non-zip) torch file, whose layout is not read. The file
+    lies inside the model folder `root` (by default its own folder): a link out of it is not followed."""
     try:
-        with open_regular(path) as fh:  # a FIFO would block the open, a device read without end
+        # a FIFO would block the open, a device read without end, a link out of the folder read a secret
+        with open_inside(path, folder_root(root if root is not None else Path(path).parent)) as fh:
             if not zipfile.is_zipfile(fh):
                 return None
             with zipfile.ZipFile(fh) as archive:
@@ -87,9 +89,11 @@ def read_pickled_tensors(path: Path) -> dict[str, TensorInfo] | None:
                 if len(members) != 1 or members[0].file_size > _MAX_PICKLE_BYTES:
                     raise HeaderError(f"{path}: not a torch.save archive with one data.pkl")
                 data = archive.read(members[0])
-    except (OSError, zipfile.BadZipFile) as err:
-        raise HeaderError(f"{path}: cannot be read as a torch.save archive ({err})") from None
+    except OSError as err:
+        raise HeaderError(f"{path}: cannot be read as a torch.save archive ({err.strerror})") from None
+    except zipfile.BadZipFile:
+        raise HeaderError(f"{path}: cannot be read as a torch.save archive (not a valid zip file)") from None
     try:
         return _tensors_from_pickle(data)
-    except ValueError as err:  # pickletools' complaint about a malformed opcode stream
-        raise HeaderError(f"{path}: data.pkl is not a valid pickle ({err})") from None
+    except ValueError:  # pickletools' complaint about a malformed opcode stream (it may quote the bytes)
+        raise HeaderError(f"{path}: data.pkl is not a valid pickle") from None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from nim_specdec.files.regular_file import open_regular
+from nim_specdec.files.regular_file import folder_root, open_inside
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
 from nim_specdec.errors import MaterializeError
 
@@ -68,26 +68,27 @@ def parse_header(raw: bytes, where: str, data_bytes: int | None = None) -> dict[
                 raise ValueError("bad range or dtype")
             if data_bytes is not None and end > data_bytes:
                 raise HeaderError(
-                    f"{where}: tensor {name[:200]!r} ends at byte {end}, past the end of the file "
-                    f"({data_bytes} bytes of data)"
+                    f"{where}: a tensor ends at byte {end}, past the end of the file ({data_bytes} bytes of data)"
                 )
             tensors[name] = TensorInfo(entry["dtype"], shape, end - start)
         except (KeyError, TypeError, ValueError) as err:
             if isinstance(err, HeaderError):
                 raise
-            raise HeaderError(f"{where}: tensor {name[:200]!r} has no valid dtype, shape and data_offsets") from None
+            raise HeaderError(f"{where}: a tensor has no valid dtype, shape and data_offsets") from None
     return tensors
 
 
-def read_header(path: Path, limit: int = MAX_HEADER_BYTES) -> dict[str, TensorInfo]:
+def read_header(path: Path, limit: int = MAX_HEADER_BYTES, root: Path | None = None) -> dict[str, TensorInfo]:
     """Read one file's header: 8 bytes of length, then that many bytes of JSON (at most `limit`). Every
-    tensor's bytes must lie inside the file: offsets past its end are a forged or truncated file."""
-    return _read_header(path, limit)[0]
+    tensor's bytes must lie inside the file: offsets past its end are a forged or truncated file. The file
+    lies inside the model folder `root` (by default its own folder): a link out of it is not followed."""
+    return _read_header(path, limit, root)[0]
 
 
-def _read_header(path: Path, limit: int) -> tuple[dict[str, TensorInfo], int]:
+def _read_header(path: Path, limit: int, root: Path | None) -> tuple[dict[str, TensorInfo], int]:
     try:
-        with open_regular(path) as fh:  # a FIFO would block the open, /dev/zero read without end
+        # a FIFO would block the open, /dev/zero read without end, a link out of the folder read a secret
+        with open_inside(path, folder_root(root if root is not None else Path(path).parent)) as fh:
             size = os.fstat(fh.fileno()).st_size
             prefix = fh.read(8)
             if len(prefix) < 8:
@@ -109,13 +110,13 @@ def _read_header(path: Path, limit: int) -> tuple[dict[str, TensorInfo], int]:
     return tensors, length
 
 
-def read_headers(paths: Iterable[Path]) -> dict[str, TensorInfo]:
+def read_headers(paths: Iterable[Path], root: Path | None = None) -> dict[str, TensorInfo]:
     """Every file's tensors, the header bytes summed over all files bounded by MAX_TOTAL_HEADER_BYTES
     (a per-file cap alone lets thousands of shards of large headers cost minutes and gigabytes)."""
     tensors: dict[str, TensorInfo] = {}
     left = MAX_TOTAL_HEADER_BYTES
     for path in paths:
-        found, length = _read_header(path, min(left, MAX_HEADER_BYTES))
+        found, length = _read_header(path, min(left, MAX_HEADER_BYTES), root)
         left -= length
         tensors.update(found)
     return tensors

@@ -24,19 +24,22 @@ FILE_INT_DIGITS = 64
 MAX_DEPTH = 64
 
 
-def _hooks(where: str, error: type[LauncherError], max_digits: int) -> dict[str, Any]:
+def _hooks(where: str, error: type[LauncherError], max_digits: int, quote: bool = True) -> dict[str, Any]:
+    def shown(text: str, limit: int) -> str:
+        return f" {_preview(text, limit)}" if quote else ""
+
     def constant(name: str) -> Any:
         raise error(where, f"{name} is not a JSON number", "give a finite number")
 
     def integer(text: str) -> int:
         if len(text.lstrip("-")) > max_digits:
-            raise error(where, f"integer {_preview(text, 24)} is too large", f"use at most {max_digits} digits")
+            raise error(where, f"integer{shown(text, 24)} is too large", f"use at most {max_digits} digits")
         return int(text)
 
     def real(text: str) -> float:
         value = float(text)
         if not math.isfinite(value):
-            raise error(where, f"number {_preview(text, 24)} is out of range", "give a finite number")
+            raise error(where, f"number{shown(text, 24)} is out of range", "give a finite number")
         return value
 
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -44,14 +47,15 @@ def _hooks(where: str, error: type[LauncherError], max_digits: int) -> dict[str,
         obj: dict[str, Any] = {}
         for key, value in pairs:
             if key in obj:
-                raise error(where, f"key {preview(key, 40)!r} is given twice", "keep one of them")
+                named = f" {preview(key, 40)!r}" if quote else ""
+                raise error(where, f"key{named} is given twice", "keep one of them")
             obj[key] = value
         return obj
 
     return {"parse_constant": constant, "parse_int": integer, "parse_float": real, "object_pairs_hook": unique}
 
 
-def _depth(text: str) -> int:
+def depth(text: str) -> int:
     """The deepest nesting of brackets outside strings: checked before parsing, so that the parser never
     recurses on hostile input."""
     depth = deepest = 0
@@ -75,24 +79,31 @@ def _depth(text: str) -> int:
 
 
 def loads(
-    text: str | bytes, where: str, error: type[LauncherError] = ConfigError, max_digits: int = MAX_INT_DIGITS
+    text: str | bytes,
+    where: str,
+    error: type[LauncherError] = ConfigError,
+    max_digits: int = MAX_INT_DIGITS,
+    quote: bool = True,
 ) -> Any:
     """Strict JSON: no NaN or Infinity, integers of at most `max_digits` digits, nesting at most 64 deep.
-    Errors are `error` (ConfigError for what the user wrote, MaterializeError for files from a store)."""
+    Errors are `error` (ConfigError for what the user wrote, MaterializeError for files from a store).
+    `quote=False` for files: an error names the place and the problem, never the text (a file that is not
+    what it should be may hold a secret)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise error(where, "is not UTF-8 text", "check the file") from None
-    if ("[" in text or "{" in text) and _depth(text) > MAX_DEPTH:
+    if ("[" in text or "{" in text) and depth(text) > MAX_DEPTH:
         raise error(where, f"JSON nested more than {MAX_DEPTH} levels deep", "flatten the value")
     try:
-        return json.loads(text, **_hooks(where, error, max_digits))
+        return json.loads(text, **_hooks(where, error, max_digits, quote))
     except json.JSONDecodeError as err:
         raise error(
             where,
-            f"invalid JSON at line {err.lineno} column {err.colno} ({err.msg}) in {_preview(text)!r}",
-            "check the quoting: inside a shell, wrap the whole JSON in single quotes",
+            f"invalid JSON at line {err.lineno} column {err.colno} ({err.msg})"
+            + (f" in {_preview(text)!r}" if quote else ""),
+            "check the quoting: inside a shell, wrap the whole JSON in single quotes" if quote else "check the file",
         ) from None
     except RecursionError:
         raise error(where, "JSON nested too deeply", "flatten the value") from None

@@ -7,11 +7,11 @@ Reading the files is the caller's edge; these functions take their lines.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from nim_specdec.errors import ConfigError
+from nim_specdec.errors import ConfigError, LauncherError
+from nim_specdec.text.strict_json import FILE_INT_DIGITS, loads
 from nim_specdec_lab.ngram.trace import parse_capture
 
 SPEED_BENCH_CATEGORIES = (
@@ -56,9 +56,9 @@ def from_speed_bench(category: str, lines: Iterable[str]) -> Workload:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except ValueError:
+        try:  # strict: nesting checked before parsing, so a hostile line cannot exhaust the recursion limit
+            row = loads(line, "--speed-bench", ConfigError, FILE_INT_DIGITS, quote=False)
+        except LauncherError:
             raise ConfigError(
                 "--speed-bench", f"qualitative.jsonl line {number} is not JSON", "run SPEED-Bench's prepare.py again"
             ) from None

@@ -18,7 +18,6 @@ recorded arrival times instead; throughput then reflects the arrival rate, and t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -214,7 +213,7 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
     from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
-    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON  # noqa: PLC0415
+    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON, read_measurement  # noqa: PLC0415
     from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415
     from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415
     from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415
@@ -225,12 +224,7 @@ def build_report(out: Path) -> Path:
     found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
     for mode in MODES:
         for path in sorted((out / "runs" / mode).glob(f"*/{MEASUREMENT_JSON}")):
-            try:
-                found[mode][path.parent.name] = ReplayMeasurement.from_json(json.loads(path.read_text()))
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                raise ConfigError(
-                    "--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again"
-                ) from None
+            found[mode][path.parent.name] = read_measurement(path, out)
     if not any(found.values()):
         raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
     report = compare(found)
@@ -273,7 +267,10 @@ def run(args: argparse.Namespace) -> int:
     _say(f"report: {report}, {out / 'report.json'}, plots: {', '.join(p.name for p in sorted(out.glob('*.png')))}")
     print(report.read_text(), end="")
     if args.serve:
-        built = json.loads((out / "report.json").read_text())
+        from nim_specdec.files.regular_file import read_json_inside  # noqa: PLC0415
+        from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES  # noqa: PLC0415
+
+        built = read_json_inside(out / "report.json", out, MAX_RUN_JSON_BYTES, ConfigError, "--out")
         for line in built.get("trace_notes") or []:
             _say(f"trace: {line}")
         for line in built.get("expected") or []:

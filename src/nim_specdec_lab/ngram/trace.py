@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.text.strict_json import MAX_DEPTH, depth
 
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
@@ -33,6 +34,8 @@ def parse_capture(lines: Iterable[str], where: str = "--trace") -> list[Captured
         if not line.strip():
             continue
         try:
+            if ("[" in line or "{" in line) and depth(line) > MAX_DEPTH:  # before parsing: no unbounded recursion
+                raise RecursionError
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise ConfigError(

@@ -8,6 +8,7 @@ request-success counter gives progress lines while AIPerf runs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from dataclasses import replace
@@ -18,7 +19,7 @@ from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec.observe.spec_counters import counter_totals, parse_prometheus
 from nim_specdec.observe.smoke import http_get, post_json
 from nim_specdec.files.output_files import write_atomically
-from nim_specdec.files.regular_file import open_regular
+from nim_specdec.files.regular_file import open_inside, read_json_inside
 from nim_specdec_lab.replay.aiperf_run import find_aiperf, run_aiperf
 from nim_specdec_lab.replay.request_acceptance import RECORDS_JSONL, RequestAcceptance, parse_records
 from nim_specdec_lab.replay.results import (
@@ -45,6 +46,10 @@ SPEC_CONFIG_PATH = "/v1/specdec/config"
 TRACE_FILE = "replay_trace.jsonl"
 ARTIFACTS = "aiperf"
 MEASUREMENT_JSON = "measurement.json"
+# A run's measurement and AIPerf's profile hold figures per run, not per token: far below this.
+MAX_RUN_JSON_BYTES = 64 * 1024 * 1024
+# AIPerf's per-record export: a few KB a request.
+MAX_RECORDS_BYTES = 1024 * 1024 * 1024
 
 
 def scrape_metrics(url: str) -> str:
@@ -110,7 +115,9 @@ def requests_acceptance(spec: ReplaySpec, artifacts: Path) -> tuple[RequestAccep
     request); None where it has none."""
     labels = spec.labels or ("",) * len(spec.requests)
     try:
-        with open_regular(artifacts / RECORDS_JSONL) as fh:
+        with open_inside(artifacts / RECORDS_JSONL, artifacts) as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_RECORDS_BYTES:
+                return None
             return parse_records((line.decode("utf-8", errors="replace") for line in fh), labels)
     except OSError:
         return None
@@ -167,12 +174,14 @@ def run_replay(
     started = time.monotonic()
     run_aiperf(argv, out_dir / "aiperf.log", tick, tick_every_s=10.0)
     after = _settled_scrape(metrics_url)
-    try:
-        profile = json.loads((out_dir / ARTIFACTS / PROFILE_JSON).read_text())
-    except (OSError, ValueError) as err:
-        raise UnreachableError(
-            "aiperf", f"wrote no readable {PROFILE_JSON} ({err})", f"see {out_dir / 'aiperf.log'}"
-        ) from None
+    profile = read_json_inside(
+        out_dir / ARTIFACTS / PROFILE_JSON,
+        out_dir,
+        MAX_RUN_JSON_BYTES,
+        UnreachableError,
+        "aiperf",
+        fix=f"see {out_dir / 'aiperf.log'}",
+    )
     result = replace(
         measurement(spec, profile, before, after, config),
         requests_acceptance=requests_acceptance(spec, out_dir / ARTIFACTS),
@@ -183,3 +192,17 @@ def run_replay(
         f"{result.output_tokens_per_s:.1f} output tokens/s"
     )
     return result
+
+
+def read_measurement(path: Path, out: Path) -> ReplayMeasurement:
+    """A finished run's measurement under `out` (bench --report-only): a regular file inside `out`, of a
+    bounded size, parsed strictly (nesting checked before parsing); a bad one is one line naming it."""
+    data = read_json_inside(path, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="remove it or run bench again")
+    try:
+        return ReplayMeasurement.from_json(data)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ConfigError(
+            "--out",
+            f"{path} is not a bench measurement (a field is missing or of the wrong type)",
+            "remove it or run bench again",
+        ) from None

@@ -14,9 +14,11 @@ to the request that was sent and the category it belongs to.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
+
+from nim_specdec.errors import ConfigError, LauncherError
+from nim_specdec.text.strict_json import FILE_INT_DIGITS, loads
 
 SESSION_PREFIX = "r"
 RECORDS_JSONL = "profile_export.jsonl"
@@ -116,9 +118,9 @@ def parse_records(lines: Iterable[str], labels: Sequence[str]) -> tuple[RequestA
     for line in lines:
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError:
+        try:  # strict: nesting checked before parsing, so a hostile line cannot exhaust the recursion limit
+            record = loads(line, "records", ConfigError, FILE_INT_DIGITS, quote=False)
+        except LauncherError:
             continue  # a line cut short by a run that was stopped
         one = parse_record(record, labels) if isinstance(record, Mapping) else None
         if one is not None:

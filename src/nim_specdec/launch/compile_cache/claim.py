@@ -143,7 +143,7 @@ def drop_torn(root: Path) -> list[Path]:
     dropped = []
     for index in sorted(root.rglob(_TORN_CHECK)):
         try:
-            ast.literal_eval(read_regular(index, MAX_INDEX_BYTES).decode("utf-8"))
+            ast.literal_eval(read_regular(index, MAX_INDEX_BYTES, follow=False).decode("utf-8"))
         except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
             shutil.rmtree(index.parent, ignore_errors=True)
             dropped.append(index.parent)

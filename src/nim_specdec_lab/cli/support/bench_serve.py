@@ -18,8 +18,8 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.cli.support.bench_common import concurrencies, write_report
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
-from nim_specdec_lab.replay.measure import MEASUREMENT_JSON
-from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec.files.regular_file import read_json_inside, read_regular
+from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES, MEASUREMENT_JSON, read_measurement
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
 from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
@@ -28,6 +28,7 @@ from nim_specdec_lab.server_key import keyless
 from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
+MAX_ENV_FILE_BYTES = 1024 * 1024  # an env file is a few lines
 
 
 def _env_file(path: str | None, option: str) -> dict[str, str] | None:
@@ -35,7 +36,7 @@ def _env_file(path: str | None, option: str) -> dict[str, str] | None:
     if path is None:
         return None
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_regular(path, MAX_ENV_FILE_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(
             option,
@@ -142,24 +143,49 @@ def _runs(out: Path) -> list[Any]:
     for path in sorted((out / "serve").glob(f"r*/*/c*/*/{MEASUREMENT_JSON}")):
         category_dir = path.parent
         c_dir, side_dir, round_dir = category_dir.parent, category_dir.parent.parent, category_dir.parent.parent.parent
+        run = read_measurement(path, out)
         try:
-            run = ReplayMeasurement.from_json(json.loads(path.read_text()))
             found.append(RoundRun(int(round_dir.name[1:]), side_dir.name, int(c_dir.name[1:]), category_dir.name, run))
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ConfigError(
-                "--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again"
-            ) from None
+        except ValueError:
+            raise ConfigError("--out", f"{path} is not under a bench round's folders", "remove it") from None
     return found
+
+
+# The context's fields the report reads, and the JSON type each must have (the file may have been edited).
+_CONTEXT_FIELDS = {
+    "timestamps_ms": dict,
+    "requests": dict,
+    "greedy": bool,
+    "baseline_off": bool,
+    "ignore_eos": bool,
+}
+
+
+def _context_problem(context: Any) -> str | None:
+    """Which field of the serve context is missing or of the wrong type (never its value), or None."""
+    if not isinstance(context, dict):
+        return "not a JSON object"
+    for key, kind in _CONTEXT_FIELDS.items():
+        value = context.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return f"{key} is missing or not a JSON {kind.__name__}"
+    tokens = context.get("max_tokens")
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool)):
+        return "max_tokens is not a JSON integer or null"
+    if not all(isinstance(v, list) for v in context["requests"].values()) or not all(
+        v is None or isinstance(v, list) for v in context["timestamps_ms"].values()
+    ):
+        return "timestamps_ms or requests holds something other than lists"
+    return None
 
 
 def build_serve_report(out: Path) -> Path:
 
-    try:
-        context = json.loads((out / "serve" / CONTEXT_JSON).read_text())
-    except (OSError, ValueError) as err:
-        raise ConfigError(
-            "--out", f"{out / 'serve' / CONTEXT_JSON} is unreadable ({err})", "run bench --serve again"
-        ) from None
+    path = out / "serve" / CONTEXT_JSON
+    context = read_json_inside(path, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="run bench --serve again")
+    problem = _context_problem(context)
+    if problem:
+        raise ConfigError("--out", f"{path} is not bench --serve's context ({problem})", "run bench --serve again")
     runs = _runs(out)
     if not runs:
         raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
