@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import strict_json
 
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.tune.recorded_runs import export_lines, figures, parse_runs, parse_weights, redecide
@@ -59,7 +60,7 @@ def test_the_counterexample_recommends_off(tmp_path):
     runs = _write(tmp_path / "runs.jsonl", _counterexample())
     done = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5,16:0", "--json")
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
+    found = strict_json.loads(done.stdout)
     assert found["recommended"] == "off" and found["cannot_tell"] is True
     ngram = found["configurations"]["ngram-k3"]
     c4 = ngram["by_concurrency"]["4"]
@@ -96,7 +97,7 @@ def test_a_busy_concurrency_at_1_05x_passes_only_where_its_interval_excludes_a_l
     runs = _write(tmp_path / "runs.jsonl", _at_c4(1.05, spread))
     done = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5", "--json")
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
+    found = strict_json.loads(done.stdout)
     c4 = found["configurations"]["ngram-k3"]["by_concurrency"]["4"]
     assert c4["speedup"] == pytest.approx(1.05, abs=1e-3)
     assert found["recommended"] == recommended, found["line"]
@@ -201,12 +202,12 @@ def test_export_runs_writes_the_lineups_runs_and_decide_reads_them(tmp_path):
     tune_json.write_text(json.dumps(result))
     done = _tune("--export-runs", str(tune_json))
     assert done.returncode == 0, done.stderr
-    exported = [json.loads(line) for line in done.stdout.splitlines()]
+    exported = [strict_json.loads(line) for line in done.stdout.splitlines()]
     assert exported == export_lines(result) and len(exported) == 18  # the K = 0 server fed the fit only
     assert exported[0] == {"config": "off", "round": 1, "concurrency": 1, "output_tokens_per_s": 100.0, "position": 1}
     runs = _write(tmp_path / "runs.jsonl", exported)
     again = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5,16:0", "--json")
-    assert json.loads(again.stdout)["recommended"] == "off"
+    assert strict_json.loads(again.stdout)["recommended"] == "off"
     tune_json.write_text("[1]")
     refused = _tune("--export-runs", str(tune_json))
     assert refused.returncode == 2 and "holds no tune runs" in refused.stderr

@@ -205,7 +205,7 @@ def _decide(args: argparse.Namespace, margin: float) -> int:
     decision = rec.redecide(runs, weights, margin)
     print(decision.line, file=sys.stderr, flush=True)
     if args.json:
-        print(json.dumps(rec.decision_json(decision, weights, margin), indent=2))
+        print(json.dumps(rec.decision_json(decision, weights, margin), indent=2, allow_nan=False))
     return 0
 
 
@@ -222,7 +222,7 @@ def _export(path: str) -> int:
         raise ConfigError(
             "--export-runs", f"{path} has a run without its figures", "use tune's own tune.json"
         ) from None
-    sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+    sys.stdout.write("".join(json.dumps(line, allow_nan=False) + "\n" for line in lines))
     return 0
 
 

@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from nim_specdec_lab.replay import checked
+
 SESSION_PREFIX = "r"
 RECORDS_JSONL = "profile_export.jsonl"
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
@@ -63,7 +65,14 @@ class RequestAcceptance:
     @classmethod
     def from_json(cls, row: Sequence[Any]) -> "RequestAcceptance":
         request, label, steps, drafts, accepted, histogram = row
-        return cls(int(request), str(label), int(steps), int(drafts), int(accepted), tuple(int(v) for v in histogram))
+        return cls(
+            checked.count(request, "requests_acceptance request"),
+            str(label),
+            checked.count(steps, "requests_acceptance steps"),
+            checked.count(drafts, "requests_acceptance draft_tokens"),
+            checked.count(accepted, "requests_acceptance accepted"),
+            tuple(checked.count(v, "requests_acceptance histogram") for v in histogram),
+        )
 
 
 def _count(value: Any) -> int | None:

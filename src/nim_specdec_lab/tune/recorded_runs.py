@@ -25,6 +25,10 @@ FIELDS = ("config", "round", "concurrency", "output_tokens_per_s", "position")
 MAX_NAME = 200
 MAX_ROUND = 10_000
 MAX_CONCURRENCY = 1024
+# A run's output tokens/s: from one token in 1000 s to 10^9 (past any server). In this range every log ratio
+# lies within +-28, so the statistics (in log space) can neither overflow nor vanish.
+MIN_TOKENS_PER_S, MAX_TOKENS_PER_S = 1e-3, 1e9
+MAX_WEIGHT = 1e9  # a --weights share, of any scale up to this: shares are normalised to sum 1
 FORM = '{"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5}'
 
 
@@ -61,9 +65,15 @@ def parse_line(text: str, where: str) -> RecordedRun:
             where, f'"config" is {preview(repr(name), 40)}', f"name the configuration in 1 to {MAX_NAME} characters"
         )
     speed = found["output_tokens_per_s"]
-    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (math.isfinite(speed) and speed > 0):
+    if (
+        isinstance(speed, bool)
+        or not isinstance(speed, (int, float))
+        or not (math.isfinite(speed) and MIN_TOKENS_PER_S <= speed <= MAX_TOKENS_PER_S)
+    ):
         raise ConfigError(
-            where, f'"output_tokens_per_s" is {preview(repr(speed), 40)}', "give the run's output tokens/s, above 0"
+            where,
+            f'"output_tokens_per_s" is {preview(repr(speed), 40)}',
+            f"give the run's output tokens/s, from {MIN_TOKENS_PER_S:g} to {MAX_TOKENS_PER_S:g}",
         )
     position = found.get("position")
     return RecordedRun(
@@ -114,13 +124,17 @@ def parse_weights(text: str | None, measured: Sequence[int]) -> dict[int, float]
             raise ConfigError("--weights", f"concurrency {concurrency} was not measured", f"use some of {measured}")
         if concurrency in out:
             raise ConfigError("--weights", f"concurrency {concurrency} is given twice", "give each once")
-        if not (math.isfinite(weight) and weight >= 0):
-            raise ConfigError("--weights", f"weight {preview(w, 20)!r} of {concurrency}", "give a weight of 0 or more")
+        if not (math.isfinite(weight) and 0 <= weight <= MAX_WEIGHT):
+            raise ConfigError(
+                "--weights", f"weight {preview(w, 20)!r} of {concurrency}", f"give a weight from 0 to {MAX_WEIGHT:g}"
+            )
         out[concurrency] = weight
-    total = sum(out.values())
-    if total <= 0:
+    top = max(out.values(), default=0.0)
+    if top <= 0:
         raise ConfigError("--weights", f"{preview(text, 60)!r} weighs nothing", "give at least one weight above 0")
-    return {c: w / total for c, w in sorted(out.items())}
+    scaled = {c: w / top for c, w in out.items()}  # to at most 1 first, so that tiny weights keep their shares
+    total = math.fsum(scaled.values())
+    return {c: w / total for c, w in sorted(scaled.items())}
 
 
 def redecide(runs: Sequence[RecordedRun], weights: Mapping[int, float], margin: float) -> Decision:

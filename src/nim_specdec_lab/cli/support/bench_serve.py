@@ -128,7 +128,7 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
             for name, path in zip(names, [args.baseline, *files])
         },
     }
-    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context) + "\n", "--out")
+    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context, allow_nan=False) + "\n", "--out")
     say(f"bench: {args.rounds} rounds done in {facts['seconds']:.0f} s")
 
 
