@@ -73,12 +73,21 @@ def spread_factor(df: int, confidence: float = SPREAD_CONFIDENCE) -> float:
     return math.sqrt(df / float(_special().chdtri(df, confidence)))
 
 
-def mde(log_sd: float, rounds: int, margin: float, t: float, power: float = POWER) -> tuple[float, float] | None:
+def mde(
+    log_sd: float,
+    rounds: int,
+    margin: float,
+    t: float,
+    power: float = POWER,
+    confidence: float | None = SPREAD_CONFIDENCE,
+) -> tuple[float, float] | None:
     """(faster, slower): the true speedup found `faster` with probability `power` at `rounds` rounds and a
     spread between rounds' log ratios as large as `log_sd` allows (its upper confidence bound at
-    SPREAD_CONFIDENCE over rounds - 1 degrees of freedom), and its mirror below found `slower` as often.
-    None where the figure would leave the range of a double (a spread no measurement in range gives)."""
-    shift = required_ncp(rounds - 1, t, power) * log_sd * spread_factor(rounds - 1) / math.sqrt(rounds)
+    `confidence` over rounds - 1 degrees of freedom; None: `log_sd` taken as the true spread, for a design
+    table), and its mirror below found `slower` as often. None where the figure would leave the range of a
+    double (a spread no measurement in range gives)."""
+    factor = 1.0 if confidence is None else spread_factor(rounds - 1, confidence)
+    shift = required_ncp(rounds - 1, t, power) * log_sd * factor / math.sqrt(rounds)
     if not math.isfinite(shift) or shift > 700.0:
         return None
     return (1 + margin) * math.exp(shift), (1 - margin) * math.exp(-shift)

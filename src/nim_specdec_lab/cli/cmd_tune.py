@@ -75,8 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         type=int,
         default=DEFAULT_ROUNDS,
-        help=f"rounds: each starts one fresh server per configuration, in the same order every round, and "
-        f"the recommendation is decided on the paired rounds' 95%% intervals (default {DEFAULT_ROUNDS}; "
+        help=f"rounds: each starts one fresh server per configuration, the order rotated one place each "
+        f"round (off first in round 1 only), and the recommendation is decided on the paired rounds' 95%% "
+        f"intervals (default {DEFAULT_ROUNDS}; "
         "one round gives no interval, so tune then keeps the safer choice)",
     )
     parser.add_argument(
