@@ -211,3 +211,59 @@ def test_export_runs_writes_the_lineups_runs_and_decide_reads_them(tmp_path):
     tune_json.write_text("[1]")
     refused = _tune("--export-runs", str(tune_json))
     assert refused.returncode == 2 and "holds no tune runs" in refused.stderr
+
+
+def _line(config: str, r: int, c: int, tps: float, **extra) -> str:
+    return json.dumps({"config": config, "round": r, "concurrency": c, "output_tokens_per_s": tps, **extra})
+
+
+@pytest.mark.parametrize(
+    "lines,words",
+    [
+        (
+            [_line("off", 1, 1, 100.0, position=1), _line("off", 1, 4, 300.0, position=2), _line("ng", 1, 1, 120.0)],
+            "gives 'off' two positions in round 1",
+        ),
+        (
+            [_line("off", 1, 1, 100.0, position=1), _line("ng", 1, 1, 120.0, position=1)],
+            "puts 'off' and 'ng' at position 1 of round 1",
+        ),
+        (
+            [_line("off", 1, 1, 100.0, tokens_per_s_of="server"), _line("ng", 1, 1, 120.0, tokens_per_s_of="client")],
+            "mixes the server's and the client's tokens/s",
+        ),
+        ([_line("off", 1, 1, 100.0, tokens_per_s_of="both"), _line("ng", 1, 1, 120.0)], '"tokens_per_s_of" is'),
+    ],
+    ids=["two-positions", "shared-position", "mixed-columns", "unknown-column"],
+)
+def test_positions_and_the_column_are_read_and_checked(tmp_path, lines, words):
+    done = _tune("--decide", str(_write(tmp_path / "runs.jsonl", lines)))
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_off_first_in_more_rounds_is_said(tmp_path):
+    # The counterexample's order: off first in rounds 1 and 3, n-gram in round 2 only.
+    runs = _write(tmp_path / "runs.jsonl", _counterexample())
+    done = _tune("--decide", str(runs), "--weights", "1:0.5,4:0.5,16:0", "--json")
+    found = strict_json.loads(done.stdout)
+    assert found["first_in_rounds"] == {"ngram-k3": 1, "off": 2}
+    note = "tune: order: off started 2 of 3 rounds, ngram-k3 1: a slow first server favours those that started fewer"
+    assert found["order_note"] == note and done.stderr.splitlines()[0] == note
+    # Without positions, nothing to say.
+    bare = [{k: v for k, v in d.items() if k != "position"} for d in _counterexample()]
+    plain = _write(tmp_path / "plain.jsonl", bare)
+    quiet = _tune("--decide", str(plain), "--weights", "1:0.5,4:0.5,16:0", "--json")
+    assert strict_json.loads(quiet.stdout)["order_note"] is None and "order:" not in quiet.stderr
+
+
+def test_export_writes_one_definition_of_tokens_per_s():
+    run = {"configuration": "off", "round": 1, "concurrency": 1, "judged_tokens_per_s": 110.0, "position": 1}
+    server = {**run, "server_tokens_per_s": 110.0, "output_tokens_per_s": 90.0}
+    client = {**run, "server_tokens_per_s": None, "output_tokens_per_s": 95.0}
+    both = export_lines({"lineup": ["off"], "runs": [server, {**server, "round": 2}]})
+    assert [(d["output_tokens_per_s"], d["tokens_per_s_of"]) for d in both] == [(110.0, "server")] * 2
+    # One run without the server's figure: the judged column would mix the two; the client's for all.
+    mixed = export_lines({"lineup": ["off"], "runs": [server, {**client, "round": 2}]})
+    assert [(d["output_tokens_per_s"], d["tokens_per_s_of"]) for d in mixed] == [(90.0, "client"), (95.0, "client")]
+    assert "tokens_per_s_of" not in export_lines({"lineup": ["off"], "runs": [run]})[0]

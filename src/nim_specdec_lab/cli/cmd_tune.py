@@ -204,9 +204,12 @@ def _decide(args: argparse.Namespace, margin: float) -> int:
     runs = rec.parse_runs(_read(args.decide, "--decide").splitlines(), f"--decide {args.decide}")
     weights = rec.parse_weights(args.weights, sorted({r.concurrency for r in runs if r.config == rec.OFF}))
     decision = rec.redecide(runs, weights, margin)
+    note = rec.order_note(runs)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     print(decision.line, file=sys.stderr, flush=True)
     if args.json:
-        print(json.dumps(rec.decision_json(decision, weights, margin), indent=2, allow_nan=False))
+        print(json.dumps(rec.decision_json(decision, weights, margin, runs), indent=2, allow_nan=False))
     return 0
 
 
