@@ -156,3 +156,23 @@ def test_bench_report_only_refuses_a_nan_measurement_in_one_line(tmp_path):
     )
     _refused(done, "is not a bench measurement (output_tokens_per_s is 'nan', not a finite number)")
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize(
+    "context,words",
+    [
+        ({"timestamps_ms": {}, "margin": float("nan")}, "margin is 'nan'"),
+        ({"timestamps_ms": {"traffic": [0.0, float("inf")]}, "margin": 0.03}, "timestamps_ms.traffic is 'inf'"),
+        ({"margin": 0.03}, "no timestamps_ms object"),
+    ],
+)
+def test_bench_serve_report_only_refuses_a_context_out_of_range(tmp_path, context, words):
+    (tmp_path / "out" / "serve").mkdir(parents=True)
+    (tmp_path / "out" / "serve" / "bench_serve.json").write_text(json.dumps(context))
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    _refused(done, "is not bench's context", words)

@@ -152,6 +152,23 @@ def _runs(out: Path) -> list[Any]:
     return found
 
 
+def _check_numbers(context: Any, path: Path) -> None:
+    """The numbers the report computes with: the margin in [0, 1) and the capture's timestamps finite and
+    in range (replay.checked), or one line naming the file."""
+    from nim_specdec_lab.replay import checked  # noqa: PLC0415
+
+    try:
+        if not isinstance(context, dict) or not isinstance(context.get("timestamps_ms"), dict):
+            raise ValueError("no timestamps_ms object")
+        if context.get("margin") is not None:
+            checked.number(context["margin"], "margin", 0.999)
+        for category, stamps in context["timestamps_ms"].items():
+            for stamp in stamps or ():
+                checked.number(stamp, f"timestamps_ms.{category}", 1e15)
+    except (ValueError, TypeError) as err:
+        raise ConfigError("--out", f"{path} is not bench's context ({err})", "run bench --serve again") from None
+
+
 def build_serve_report(out: Path) -> Path:
 
     try:
@@ -160,6 +177,7 @@ def build_serve_report(out: Path) -> Path:
         raise ConfigError(
             "--out", f"{out / 'serve' / CONTEXT_JSON} is unreadable ({err})", "run bench --serve again"
         ) from None
+    _check_numbers(context, out / "serve" / CONTEXT_JSON)
     runs = _runs(out)
     if not runs:
         raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
