@@ -207,3 +207,11 @@ def test_a_larger_gain_than_the_rounds_resolve_says_how_many_would():
 def test_nothing_to_compare_is_off():
     decision = decide(OFF, [], EVEN, 0.03)
     assert decision.recommended is None and not decision.cannot_tell
+
+
+def test_the_statistics_margin_is_tunes():
+    # tune --decide reads the default margin from the statistics, tune from its choice: one 3%.
+    from nim_specdec_lab import stats
+    from nim_specdec_lab.tune import choice
+
+    assert stats.DEFAULT_MARGIN == choice.DEFAULT_MARGIN == 0.03

@@ -231,7 +231,8 @@ def _export(path: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nim_specdec_lab.tune.choice import DEFAULT_MARGIN  # noqa: PLC0415
+    # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
+    from nim_specdec_lab.stats import DEFAULT_MARGIN  # noqa: PLC0415
 
     if args.decide is not None and args.export_runs is not None:
         raise ConfigError("--decide", "given with --export-runs", "give one of them")
