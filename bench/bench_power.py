@@ -1,48 +1,62 @@
-"""The power of the lab's paired rounds, printed as the table docs/measuring.md shows.
+"""The power and the error rates of the lab's paired rounds, printed as the tables docs/measuring.md and
+docs/tuning.md quote.
 
-    python bench/bench_power.py [--worlds 2000]
+    python bench/bench_power.py [--worlds 2000] [--record bench/recorded/bench_power.md]
 
-For each number of rounds and each spread of one round's log ratio (the sd of log(candidate / baseline)
-between rounds), the minimum detectable effect (MDE: the true speedup found `faster` with 80% probability,
-nim_specdec_lab.power, margin 0.03) and, as a check, the share of simulated runs that find a true speedup of
-exactly that size (plain normal rounds). Then the machine model of the noise tests
-(nim_specdec_lab.noise_worlds: a start effect per server of sd 0.1 shared by its concurrencies, a first
-server 4% slow, drift within a round, run noise) with bench's and tune's order: the A/A share of verdicts
-other than "no measurable difference" (bench) and of speculation recommended (tune, two A/A candidates,
-three concurrencies weighed alike), and the found share of a true 1.3x and 1.5x.
+Sections (each between `<!-- figures:NAME -->` and `<!-- /figures -->`; the docs hold the same blocks and
+tests/test_docs_figures.py fails where a doc and the recorded output disagree; rerun with --record after
+changing the statistics, then copy the blocks into the docs):
+- `mde`: for each number of rounds and each true spread of one round's log ratio, the minimum detectable
+  effect at that spread (80% power, margin 0.03, nim_specdec_lab.power) and the share of simulated runs
+  (plain normal rounds) that find a true speedup of exactly that size; then the share of runs whose
+  reported MDE (at the measured spread's 90% upper bound) is at or above that true MDE (its coverage).
+- `machine`: the machine model of the noise tests (nim_specdec_lab.noise_worlds: a start effect per server
+  of sd 0.1 shared by its concurrencies, a first server 4% slow, drift within a round, run noise) with
+  bench's and tune's order: bench's A/A verdicts other than "no measurable difference", and tune's
+  recommendations (two candidates, one equal to off; three concurrencies weighed alike).
+- `family`: tune's A/A worlds with 1, 4 and 8 candidates equal to off (concurrencies 1, 2, 4, 8 weighed
+  alike, 3 rounds): the share that recommends any speculation, with its 95% Wilson interval.
+- `busy`: a candidate truly 1.6x at c=1 and 0.97x at c=4, each half the traffic: the share of worlds that
+  recommend it.
+The wall time of the 300-world study (tune's decision over 300 worlds of each case of `family` and
+`busy`) is printed after the sections, outside them: it is this machine's, not a figure of the method.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import time
+from pathlib import Path
 
 import numpy as np
 
-from nim_specdec_lab import stats
-from nim_specdec_lab.noise_worlds import Machine, figures, simulate, true_log_speedups
+from nim_specdec_lab import power, stats
 from nim_specdec_lab.bench.serve_rounds import order_of as bench_order
+from nim_specdec_lab.noise_worlds import Machine, figures, simulate, true_log_speedups
+from nim_specdec_lab.tune import noise_study
 from nim_specdec_lab.tune.decide import Option, decide
 from nim_specdec_lab.tune.rounds import order_of as tune_order
 
 ROUNDS = (2, 3, 4, 5, 6, 8)
 SPREADS = (0.05, 0.1, 0.15, 0.2, 0.3)
 MARGIN = 0.03
+FAMILY_CONCURRENCIES = (1, 2, 4, 8)
 
 
-def _unit_sd(n: int) -> list[float]:
-    raw = [i - (n - 1) / 2 for i in range(n)]
-    sd = math.sqrt(sum(x * x for x in raw) / (n - 1))
-    return [x / sd for x in raw]
+def true_mde(spread: float, rounds: int) -> float:
+    found = power.mde(spread, rounds, MARGIN, stats.t975(rounds - 1), confidence=None)
+    assert found is not None
+    return found[0]
 
 
-def mde(spread: float, rounds: int) -> float:
-    return stats.paired([(1.0, math.exp(spread * z)) for z in _unit_sd(rounds)], MARGIN).mde[0]
-
-
-def found_share(true: float, spread: float, rounds: int, worlds: int, rng: np.random.Generator) -> float:
+def found_share(true: float, spread: float, rounds: int, worlds: int, rng: np.random.Generator) -> tuple[float, float]:
+    """(share found faster, share whose reported MDE covers the true one) over normal runs."""
     logs = math.log(true) + rng.normal(0.0, spread, (worlds, rounds))
-    return float(np.mean([stats.from_log_ratios(list(row), MARGIN).verdict == stats.FASTER for row in logs]))
+    results = [stats.from_log_ratios(list(row), MARGIN) for row in logs]
+    found = float(np.mean([r.verdict == stats.FASTER for r in results]))
+    covered = float(np.mean([r.mde is not None and r.mde[0] >= true for r in results]))
+    return found, covered
 
 
 def bench_share(ratio: float, rounds: int, worlds: int, verdict_other: bool) -> float:
@@ -71,37 +85,93 @@ def tune_share(ratio: float, rounds: int, worlds: int) -> float:
     return hits / worlds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--worlds", type=int, default=2000)
-    args = parser.parse_args()
+def family(candidates: int, worlds: int, seed: int = 31) -> noise_study.Share:
+    weights = {c: 1 / len(FAMILY_CONCURRENCIES) for c in FAMILY_CONCURRENCIES}
+    return noise_study.a_a(candidates, FAMILY_CONCURRENCIES, weights, worlds=worlds, seed=seed)
+
+
+def busy(rounds: int, worlds: int, seed: int = 32) -> noise_study.Share:
+    picks = noise_study.recommended({1: [1.6, 0.97]}, (1, 4), {1: 0.5, 4: 0.5}, rounds, worlds=worlds, seed=seed)
+    return noise_study.share(picks, {1})
+
+
+def sections(worlds: int) -> list[tuple[str, list[str]]]:
     rng = np.random.default_rng(7)
-    print("MDE (80% power, margin 0.03): rounds x spread of one round's log ratio; (found share at the MDE)")
-    print("| rounds | " + " | ".join(f"sd {s:g}" for s in SPREADS) + " |")
-    print("|---|" + "---|" * len(SPREADS))
+    mde = [
+        f"MDE at a known spread (80% power, margin 0.03), rounds x sd of one round's log ratio; in brackets the "
+        f"share of {worlds} simulated runs that found a true speedup of exactly that MDE, and the share whose "
+        "reported MDE (at the measured spread's 90% upper bound) was at or above it:",
+        "",
+        "| rounds | " + " | ".join(f"sd {s:g}" for s in SPREADS) + " |",
+        "|---|" + "---|" * len(SPREADS),
+    ]
     for n in ROUNDS:
         cells = []
         for s in SPREADS:
-            value = mde(s, n)
-            cells.append(f"{value:.2f}x ({found_share(value, s, n, args.worlds, rng):.0%})")
-        print(f"| {n} | " + " | ".join(cells) + " |")
-    print()
-    print(f"Machine model ({args.worlds} worlds each): start sd 0.1, run sd 0.02, first server -4%, drift sd 0.02")
-    print(
-        "| rounds | bench A/A not 'no difference' | bench 1.3x faster | bench 1.5x faster | tune A/A recommends "
-        "| tune 1.3x recommended | tune 1.5x recommended |"
-    )
-    print("|---|---|---|---|---|---|---|")
+            value = true_mde(s, n)
+            found, covered = found_share(value, s, n, worlds, rng)
+            cells.append(f"{value:.2f}x ({found:.0%}, {covered:.0%})")
+        mde.append(f"| {n} | " + " | ".join(cells) + " |")
+    machine = [
+        f"Machine model ({worlds} worlds each): start sd 0.1, run sd 0.02, first server -4%, drift sd 0.02.",
+        "",
+        "| rounds | bench A/A: a verdict other than no measurable difference | bench: 1.3x found | bench: 1.5x "
+        "found | tune A/A: speculation recommended | tune: 1.3x recommended | tune: 1.5x recommended |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for n in (2, 3, 5):
         row = [
-            bench_share(1.0, n, args.worlds, True),
-            bench_share(1.3, n, args.worlds, False),
-            bench_share(1.5, n, args.worlds, False),
-            tune_share(1.0, n, args.worlds),
-            tune_share(1.3, n, args.worlds),
-            tune_share(1.5, n, args.worlds),
+            bench_share(1.0, n, worlds, True),
+            bench_share(1.3, n, worlds, False),
+            bench_share(1.5, n, worlds, False),
+            tune_share(1.0, n, worlds),
+            tune_share(1.3, n, worlds),
+            tune_share(1.5, n, worlds),
         ]
-        print(f"| {n} | " + " | ".join(f"{v:.1%}" for v in row) + " |")
+        machine.append(f"| {n} | " + " | ".join(f"{v:.1%}" for v in row) + " |")
+    fam = [
+        f"A/A, every candidate equal to off ({2 * worlds} worlds each, 3 rounds, concurrencies 1, 2, 4, 8 weighed "
+        "alike): speculation recommended, with its 95% interval:",
+        "",
+        "| candidates | recommended |",
+        "|---|---|",
+    ]
+    fam += [f"| {k} | {family(k, 2 * worlds)} |" for k in (1, 4, 8)]
+    loss = [
+        f"1.6x at c=1 and a true 0.97x at c=4, each half the traffic ({2 * worlds} worlds each): recommended in",
+        "",
+        "| rounds | recommended |",
+        "|---|---|",
+    ]
+    loss += [f"| {n} | {busy(n, 2 * worlds)} |" for n in (3, 5)]
+    return [("mde", mde), ("machine", machine), ("family", fam), ("busy", loss)]
+
+
+def render(found: list[tuple[str, list[str]]]) -> str:
+    return "".join(f"<!-- figures:{name} -->\n" + "\n".join(lines) + "\n<!-- /figures -->\n\n" for name, lines in found)
+
+
+def study_seconds(worlds: int = 300) -> float:
+    """The 300-world study: tune's decision over `worlds` worlds of each family and busy case."""
+    start = time.perf_counter()
+    for k in (1, 4, 8):
+        family(k, worlds)
+    for n in (3, 5):
+        busy(n, worlds)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worlds", type=int, default=2000)
+    parser.add_argument("--record", type=Path, default=None, help="also write the sections to this file")
+    args = parser.parse_args()
+    text = render(sections(args.worlds))
+    print(text, end="")
+    if args.record is not None:
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(f"<!-- python bench/bench_power.py --worlds {args.worlds} -->\n\n" + text)
+    print(f"the 300-world study (1, 4, 8 A/A candidates; the busy loss at 3 and 5 rounds): {study_seconds():.1f} s")
 
 
 if __name__ == "__main__":

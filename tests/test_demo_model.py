@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import strict_json
 
 from nim_specdec_lab.demo_model import (
     COMPLETE_MARKER,
@@ -125,8 +126,8 @@ def test_cli_writes_and_reports(tmp_path):
     )
     first, second = run(), run()
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["written"] == {part: True for part in PARTS}
-    assert json.loads(second.stdout)["written"] == {part: False for part in PARTS}
+    assert strict_json.loads(first.stdout)["written"] == {part: True for part in PARTS}
+    assert strict_json.loads(second.stdout)["written"] == {part: False for part in PARTS}
 
 
 def test_cli_refuses_a_file(tmp_path):

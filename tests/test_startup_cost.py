@@ -7,7 +7,18 @@ import os
 import subprocess
 import sys
 
-HEAVY = ["torch", "vllm", "boto3", "botocore", "google.cloud", "ngcsdk", "huggingface_hub", "transformers", "numpy"]
+HEAVY = [
+    "torch",
+    "vllm",
+    "boto3",
+    "botocore",
+    "google.cloud",
+    "ngcsdk",
+    "huggingface_hub",
+    "transformers",
+    "numpy",
+    "scipy",
+]
 
 PROBE = """
 import json, os, sys

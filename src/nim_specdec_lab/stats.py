@@ -10,8 +10,14 @@ not agree. Pairing within a round cancels what both sides share (a slow minute o
 
 Verdict: `faster` where the whole interval lies above 1 + margin, `slower` where it lies below 1 - margin,
 else `no measurable difference`. The minimum detectable effect (MDE) is the smallest true speedup that a
-run with this spread between rounds and this many rounds finds `faster` in 80% of runs (and its mirror
-below, found `slower` as often): a power calculation with the t distribution (nim_specdec_lab.power).
+run with this many rounds finds `faster` in 80% of runs (and its mirror below, found `slower` as often) at
+a spread between rounds as large as the measured one allows at 90% confidence: a power calculation with the
+t distribution (nim_specdec_lab.power), on scipy.special. `p_faster` is the one-sided p-value of "no more
+than 1 + margin", which tune's Holm step over several candidates reads (tune.decide).
+
+Every figure is taken in log space (log c - log b, never c / b), so no pair of throughputs a double holds
+overflows or vanishes on the way; the lab's readers refuse figures outside their stated ranges before
+they get here (tune.recorded_runs).
 
 Several concurrencies at once (the speedup on a traffic): every concurrency of a round is measured on the
 same pair of servers, so they share that pair's start-up luck and cannot count as independent. The
@@ -34,52 +40,19 @@ METHOD = (
     "95% Student t-interval on the log of the paired rounds' ratios (candidate / baseline per round), "
     "back-transformed; speedup = their geometric mean; over several concurrencies the weighted log ratio "
     "within each round, then the interval over rounds; MDE: the true speedup found with 80% probability "
-    "(noncentral t power)"
+    "(noncentral t power) at the spread's 90% upper confidence bound"
 )
-# Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (standard tables).
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
-_Z975 = 1.959964
 
 
 def t975(df: int) -> float:
-    """The 97.5% quantile of Student's t with `df` degrees of freedom (a table to 30, then a series)."""
-    if df < 1:
-        raise ValueError(f"degrees of freedom {df} below 1")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = _Z975  # Cornish-Fisher expansion: within 1e-3 of the exact value beyond 30
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    """The 97.5% quantile of Student's t with `df` degrees of freedom (scipy.special.stdtrit)."""
+    return power.t_quantile(df, 0.975)
+
+
+def _exp(x: float) -> float:
+    """exp kept inside a double: a log figure past 700 (no measurement in the lab's ranges gives one) is
+    held at exp(700) rather than overflowing."""
+    return math.exp(max(-700.0, min(700.0, x)))
 
 
 @dataclass(frozen=True)
@@ -92,6 +65,7 @@ class Speedup:
     mde: tuple[float, float] | None  # (faster, slower): found with 80% probability at this spread and rounds
     log_mean: float
     log_se: float | None
+    p_faster: float | None = None  # one-sided p of "no more than 1 + margin": the chance of a mean this high
 
     @property
     def log_sd(self) -> float | None:
@@ -108,7 +82,13 @@ class Speedup:
             "margin": self.margin,
             "mde": None
             if self.mde is None
-            else {"faster": round(self.mde[0], 4), "slower": round(self.mde[1], 4), "power": power.POWER},
+            else {
+                "faster": round(self.mde[0], 4),
+                "slower": round(self.mde[1], 4),
+                "power": power.POWER,
+                "spread_confidence": power.SPREAD_CONFIDENCE,
+            },
+            "p_faster": None if self.p_faster is None else float(f"{self.p_faster:.4g}"),
         }
 
 
@@ -125,15 +105,20 @@ def from_log_ratios(logs: Sequence[float], margin: float = DEFAULT_MARGIN) -> Sp
     if not logs:
         raise ValueError("no rounds")
     n = len(logs)
-    mean = sum(logs) / n
+    mean = math.fsum(logs) / n
     if n < 2:
-        return Speedup(math.exp(mean), None, None, n, margin, None, mean, None)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+        return Speedup(_exp(mean), None, None, n, margin, None, mean, None)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (n - 1))
     se = sd / math.sqrt(n)
     t = t975(n - 1)
-    low, high = math.exp(mean - t * se), math.exp(mean + t * se)
+    low, high = _exp(mean - t * se), _exp(mean + t * se)
     mde = power.mde(sd, n, margin, t)
-    return Speedup(math.exp(mean), (low, high), verdict(low, high, margin), n, margin, mde, mean, se)
+    excess = mean - math.log1p(margin)
+    if se > 0:
+        p = power.t_tail(n - 1, excess / se)
+    else:
+        p = 0.0 if excess > 0 else 1.0
+    return Speedup(_exp(mean), (low, high), verdict(low, high, margin), n, margin, mde, mean, se, p)
 
 
 def paired(pairs: Sequence[tuple[float, float]], margin: float = DEFAULT_MARGIN) -> Speedup:
@@ -141,7 +126,7 @@ def paired(pairs: Sequence[tuple[float, float]], margin: float = DEFAULT_MARGIN)
     bad = [p for p in pairs if not (p[0] > 0 and p[1] > 0)]
     if bad:
         raise ValueError(f"a round without throughput: {bad[0]}")
-    return from_log_ratios([math.log(c / b) for b, c in pairs], margin)
+    return from_log_ratios([math.log(c) - math.log(b) for b, c in pairs], margin)  # no c / b: it may overflow
 
 
 def by_position(
@@ -160,16 +145,13 @@ def wholly_below(result: Speedup | None, bound: float = 1.0) -> bool:
     return result is not None and result.interval is not None and result.interval[1] < bound
 
 
-def rounds_to_resolve(log_sd: float, speedup: float, margin: float = DEFAULT_MARGIN, most: int = 100) -> int | None:
-    """The fewest rounds that find a true `speedup` (or slowdown) with 80% probability at a spread of
-    `log_sd` between rounds' log ratios; None beyond `most` rounds or for a speedup inside the margin."""
-    if 1 - margin <= speedup <= 1 + margin:
+def rounds_to_resolve(result: Speedup, most: int = power.MOST_ROUNDS) -> int | None:
+    """The fewest rounds that find a true speedup (or slowdown) of `result`'s point estimate with 80%
+    probability at a spread as large as its measured one allows (power.rounds_to_resolve); None without an
+    interval, beyond `most` rounds or for a speedup inside the margin."""
+    if result.log_sd is None:
         return None
-    for n in range(2, most + 1):
-        faster, slower = power.mde(log_sd, n, margin, t975(n - 1))
-        if speedup >= faster or speedup <= slower:
-            return n
-    return None
+    return power.rounds_to_resolve(result.log_sd, result.rounds, result.speedup, result.margin, most)
 
 
 Figures = Mapping[int, Mapping[Hashable, float]]  # concurrency -> round -> tokens/s of that round's server
@@ -185,14 +167,16 @@ def weighted_by_round(
     used = {c: w for c, w in weights.items() if w > 0}
     if not used:
         return None
-    total = sum(used.values())
+    top = max(used.values())
+    used = {c: w / top for c, w in used.items()}  # scaled to at most 1 first: a sum of huge weights overflows
+    total = math.fsum(used.values())
 
     def complete(r: Hashable) -> bool:
         return all(baseline.get(c, {}).get(r, 0) > 0 and candidate.get(c, {}).get(r, 0) > 0 for c in used)
 
     rounds = sorted({r for c in used for r in baseline.get(c, {})}, key=str)
     logs = [
-        sum(w * math.log(candidate[c][r] / baseline[c][r]) for c, w in used.items()) / total
+        math.fsum(w * (math.log(candidate[c][r]) - math.log(baseline[c][r])) for c, w in used.items()) / total
         for r in rounds
         if complete(r)
     ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
+import strict_json
 
 from nim_specdec_lab.ngram import model_runner as mr
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
@@ -83,7 +83,7 @@ def test_each_choice_simulates_its_runner_and_names_it(records, tmp_path, flags,
         str(report),
     )
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(report.read_text())
+    data = strict_json.loads(report.read_text())
     (row,) = data["grid"]
     want = _expected(runner, NgramParams(3, 1, 4))
     got = (row["drafts"], row["draft_tokens"], row["accepted_tokens"])
@@ -121,7 +121,7 @@ def test_suffix_stays_on_v1_and_tune_ngram_names_the_runner(records, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "ngram [V2 model runner]" in proc.stdout
-    assert json.loads(report.read_text())["model_runner"] == {"ngram": "v2"}
+    assert strict_json.loads(report.read_text())["model_runner"] == {"ngram": "v2"}
     # Suffix decoding (arctic-inference is a test dependency, as in simulate's own CLI tests).
     proc = _cli(
         "--records",
@@ -142,7 +142,7 @@ def test_suffix_stays_on_v1_and_tune_ngram_names_the_runner(records, tmp_path):
         str(report),
     )
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(report.read_text())
+    data = strict_json.loads(report.read_text())
     assert data["model_runner"] == {"ngram": "v2", "suffix": "v1"}
     assert {r["method"]: r["model_runner"] for r in data["grid"]} == {"ngram": "v2", "suffix": "v1"}
     assert "suffix [V1 model runner]" in proc.stdout and "overall (" in proc.stdout

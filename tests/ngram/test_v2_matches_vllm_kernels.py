@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import strict_json
 
 import vllm_ngram_v2 as v2
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
@@ -132,7 +133,6 @@ def test_known_records_equal_a_replay_through_the_kernels(kernels, k, min_n, max
 
 def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path):
     """The command users run: `simulate --model-runner v2 --json` over saved records."""
-    import json
     import subprocess
     import sys
 
@@ -167,7 +167,7 @@ def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = json.loads(report.read_text())["grid"]
+    rows = strict_json.loads(report.read_text())["grid"]
     assert len(rows) == 4
     for row in rows:
         k, min_n, max_n = row["num_speculative_tokens"], row["prompt_lookup_min"], row["prompt_lookup_max"]

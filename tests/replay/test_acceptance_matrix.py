@@ -6,13 +6,13 @@ import math
 import random
 
 import pytest
+import stats_reference as ref
 
 from nim_specdec.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.bench.acceptance_matrix import columns, from_runs, matrix
 from nim_specdec_lab.bench.ratio_stats import mean_of, ratio
-from nim_specdec_lab.stats import t975
 
 
 def test_ratio_estimator_by_hand():
@@ -21,7 +21,7 @@ def test_ratio_estimator_by_hand():
     r = 17 / 14
     se = math.sqrt(3 / 2 * sum((a - r * s) ** 2 for a, s in units)) / 14
     assert got.value == pytest.approx(r) and got.se == pytest.approx(se) and got.df == 2
-    assert got.interval == pytest.approx((r - 4.303 * se, r + 4.303 * se))
+    assert got.interval == pytest.approx((r - ref.t975(2) * se, r + ref.t975(2) * se))
     assert ratio([(3, 4)]).interval is None and ratio([(0, 0), (0, 0)]) is None
     same = ratio([(3, 4), (6, 8)])  # every prompt the same ratio: nothing to be unsure about
     assert same.interval == pytest.approx((0.75, 0.75))
@@ -33,7 +33,7 @@ def test_mean_of_independent_ratios_satterthwaite():
     va, vb = a.se**2 / 4, b.se**2 / 4
     df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 3)
     assert got.value == pytest.approx((a.value + b.value) / 2) and got.df == pytest.approx(df)
-    half = t975(math.floor(df)) * math.sqrt(va + vb)
+    half = ref.t975(math.floor(df)) * math.sqrt(va + vb)
     assert got.interval == pytest.approx((got.value - half, got.value + half))
     assert mean_of([a, ratio([(1, 2)])]).interval is None and mean_of([]) is None
 

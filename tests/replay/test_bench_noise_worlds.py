@@ -7,6 +7,7 @@ measurable difference" stays at or below 5%, over 1000 worlds or more per case; 
 from __future__ import annotations
 
 import numpy as np
+import stats_reference as ref
 import pytest
 
 from nim_specdec_lab import stats
@@ -20,18 +21,21 @@ MACHINE = Machine(start_sd=0.10, run_sd=0.02, position=(-0.04,), drift_sd=0.02)
 
 def bench_verdicts(
     ratios: dict[int, list[float]], concurrencies: tuple[int, ...], rounds: int = 3, seed: int = 2
-) -> dict[str, list[str]]:
-    """Every world's verdicts: per comparison (candidate, concurrency) and on the traffic (equal weights)."""
+) -> dict[str, list]:
+    """Every world's verdicts: per comparison (candidate, concurrency) and on the traffic (equal weights);
+    and each comparison's reported MDE (faster side)."""
     sides = list(range(1 + len(ratios)))
     orders = [order_of(r, sides) for r in range(1, rounds + 1)]
     measured = simulate(MACHINE, true_log_speedups(ratios, len(concurrencies)), orders, WORLDS, seed)
     weights = {c: 1.0 / len(concurrencies) for c in concurrencies}
-    out: dict[str, list[str]] = {"comparison": [], "traffic": []}
+    out: dict[str, list] = {"comparison": [], "traffic": [], "mde": []}
     for w in range(WORLDS):
         for k in ratios:
             base, cand = measured[w, :, 0, :], measured[w, :, k, :]
             for i in range(len(concurrencies)):
-                out["comparison"].append(stats.paired(list(zip(base[:, i], cand[:, i])), MARGIN).verdict)
+                result = stats.paired(list(zip(base[:, i], cand[:, i])), MARGIN)
+                out["comparison"].append(result.verdict)
+                out["mde"].append(result.mde[0])
             if len(concurrencies) > 1:
                 by = lambda block: {c: {r: block[r, i] for r in range(rounds)} for i, c in enumerate(concurrencies)}  # noqa: E731
                 out["traffic"].append(stats.weighted_by_round(by(base), by(cand), weights, MARGIN).verdict)
@@ -66,14 +70,17 @@ def test_a_true_gain_is_found_faster_and_never_slower():
 
 
 def test_the_mde_is_found_with_80_percent_power_under_the_machine_model():
-    # A true speedup equal to the MDE computed at the machine's spread between rounds is found faster in
-    # about 80% of worlds: the MDE means what the report says.
+    # A true speedup equal to the MDE at the machine's true spread between rounds (scipy.stats reference) is
+    # found faster in about 80% of worlds; the MDE each world reports (at its spread's 90% upper bound) is at
+    # or above that true MDE in about 90% of them: the report's figure errs on the side of promising less.
     spread = float(np.sqrt(2 * 0.1**2 + 2 * 0.02**2 + 0.02**2 / 2 + 0.04**2 / 3))  # sd of one round's log ratio
     for rounds in (3, 5):
-        mde = stats.paired([(1.0, float(np.exp(spread * z))) for z in _unit_sd(rounds)], MARGIN).mde[0]
-        found = bench_verdicts({1: [mde]}, (2,), rounds=rounds, seed=9)["comparison"]
-        share = sum(v == stats.FASTER for v in found) / len(found)
+        mde = ref.mde(spread, rounds, MARGIN, upper=False)[0]
+        found = bench_verdicts({1: [mde]}, (2,), rounds=rounds, seed=9)
+        share = sum(v == stats.FASTER for v in found["comparison"]) / len(found["comparison"])
         assert 0.72 <= share <= 0.88, (rounds, mde, share)
+        covered = sum(m >= mde for m in found["mde"]) / len(found["mde"])
+        assert 0.85 <= covered <= 0.95, (rounds, covered)
 
 
 def _unit_sd(n: int) -> list[float]:

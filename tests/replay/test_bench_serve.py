@@ -4,7 +4,6 @@ rounds, the trace notes, and its command-line refusals (before any server starts
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.bench.serve_rounds import order_of, side_names, warmup_for
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.replay.trace_notes import trace_notes
-from nim_specdec_lab.power import required_ncp
+import stats_reference as ref
 from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE, paired
 
 SAMPLING = {"greedy": True, "max_tokens": 64, "ignore_eos": False}
@@ -163,12 +162,12 @@ def test_serve_report_rows_carry_speedup_interval_verdict():
 def test_a_a_rounds_read_no_measurable_difference():
     report = serve_report(_rounds([(100, 104), (150, 141), (70, 72)]), 0.03, baseline_off=False)
     assert report["rows"][0]["verdict"] == NO_DIFFERENCE
-    # The MDE of this run: the true speedup found with 80% probability at its own spread and 3 rounds.
+    # The MDE of this run: the true speedup found with 80% probability in 3 rounds at a spread as large as its
+    # own allows at 90% confidence (scipy.stats reference).
     spread = paired([(100, 104), (150, 141), (70, 72)], 0.03)
-    shift = required_ncp(2, 4.303) * spread.log_sd / math.sqrt(3)
     mde = report["rows"][0]["mde"]
-    assert mde["power"] == 0.8
-    assert (mde["faster"], mde["slower"]) == pytest.approx((1.03 * math.exp(shift), 0.97 * math.exp(-shift)), rel=1e-3)
+    assert mde["power"] == 0.8 and mde["spread_confidence"] == 0.9
+    assert (mde["faster"], mde["slower"]) == pytest.approx(ref.mde(spread.log_sd, 3), rel=1e-3)
 
 
 def test_several_candidates_each_against_the_same_baseline_rounds():

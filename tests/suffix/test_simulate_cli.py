@@ -3,11 +3,11 @@ recommendations per method and overall, and one-line errors for bad input."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
+import strict_json
 
 from nim_specdec.plan.specargs import parse_specdec_args
 from nim_specdec_lab.ngram.corpus import RecordedRequest
@@ -63,7 +63,7 @@ def test_rows_and_recommendations(records, tmp_path):
         str(report),
     )
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(report.read_text())
+    data = strict_json.loads(report.read_text())
     assert data["methods"] == ["ngram", "suffix"] and data["max_model_len"] == 4096
     rows = data["grid"]
     assert len(rows) == 6 + 4
@@ -122,7 +122,7 @@ def test_one_method_only(records, tmp_path):
         str(report),
     )
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(report.read_text())
+    data = strict_json.loads(report.read_text())
     assert data["methods"] == ["suffix"] and len(data["grid"]) == 4
     assert "overall" not in proc.stdout
 
@@ -152,7 +152,7 @@ def test_tune_ngram_is_the_ngram_alias(records, tmp_path):
         ).returncode
         == 0
     )
-    assert json.loads(a.read_text()) == json.loads(b.read_text())
+    assert strict_json.loads(a.read_text()) == strict_json.loads(b.read_text())
 
 
 @pytest.mark.parametrize(
@@ -198,7 +198,7 @@ def test_suffix_on_a_034_gpu_is_the_native_speculator(records, tmp_path):
         args += ["--suffix-cached", "10000", "--suffix-depth", "24", "--suffix-min-prob", "0.1"]
         proc = _cli(*args, "--vllm-version", version, "--platform", "cuda", "--json", str(report))
         assert proc.returncode == 0, proc.stderr
-        rows[version] = json.loads(report.read_text())
+        rows[version] = strict_json.loads(report.read_text())
     native = rows["0.34.0"]
     assert native["model_runner"] == {"suffix": "v2"} and native["vllm_version"] == "0.34.0"
     got = {r["num_speculative_tokens"]: r for r in native["grid"]}

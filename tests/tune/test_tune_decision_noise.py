@@ -159,7 +159,7 @@ def test_a_small_gain_under_heavy_noise_is_not_told_and_falls_back_to_off():
     # A true 1.08x at concurrency 1 falling to 1.00x at 16, run noise sigma 0.2. The model's choice on round 1's
     # single runs speculates in more than half of the runs (a static K or a schedule); measured in rounds,
     # speculation is recommended in a few, and almost never where it is slower than off on the traffic.
-    # Measured: chosen on round 1 606, recommended 43, slower on traffic 1, slower somewhere 2, cannot tell 953.
+    # Measured: chosen on round 1 606, recommended 2, slower on traffic 1, slower somewhere 1, cannot tell 996.
     counts = tally(world(1.08, 1.00), sigma=0.2, rounds=3)
     assert counts["chosen on round 1"] >= 500, counts
     assert counts["slower on traffic"] <= 5 and counts["slower somewhere"] <= 10, counts
@@ -168,15 +168,18 @@ def test_a_small_gain_under_heavy_noise_is_not_told_and_falls_back_to_off():
 
 def test_a_true_1_3x_at_sigma_0_1_is_recommended_with_enough_rounds():
     model = world(1.3, 1.3)
-    # Measured: 911 of 1000 at 5 rounds, 510 at 3, 59 of 300 at 2.
+    # Measured: 787 of 1000 at 5 rounds, 223 at 3, 8 of 300 at 2. Each concurrency carrying 10% of the traffic
+    # or more must rule out a loss beyond the margin by its own interval (decide.py), which two degrees of
+    # freedom rarely do: 3 rounds told this gain in 510 of 1000 when the busy concurrencies were judged by
+    # their point estimates, 911 at 5.
     five = tally(model, sigma=0.1, rounds=5)
-    assert five["speculation"] >= 880 and five["slower on traffic"] == 0, five
+    assert five["speculation"] >= 740 and five["slower on traffic"] == 0, five
     # The model's schedule sometimes drops K where the fit misread a large batch the traffic never reaches: a
     # loss there of more than the margin, too small for the rounds to see, in a few runs per thousand.
     assert five["slower somewhere"] <= 5, five
-    # Three rounds, tune's default, tell it in about half of the runs and say "cannot tell" (off) in the
-    # others; two rounds (one degree of freedom) in about one run in five.
+    # Three rounds, tune's default, tell it in about one run in five and say "cannot tell" (off) in the
+    # others; two rounds (one degree of freedom) almost never.
     three = tally(model, sigma=0.1, rounds=3)
-    assert 350 <= three["speculation"] < 750 and three["slower on traffic"] == 0, three
+    assert 150 <= three["speculation"] < 350 and three["slower on traffic"] == 0, three
     assert three["not off"] == 0
-    assert tally(model, sigma=0.1, rounds=2, runs=300)["speculation"] <= 75
+    assert tally(model, sigma=0.1, rounds=2, runs=300)["speculation"] <= 30

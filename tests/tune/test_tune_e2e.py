@@ -188,7 +188,8 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
         # The rule holds on these runs: tune recommends a speculating configuration, not as a fallback.
         assert recommended["NIM_SPECDEC_ENABLE"] == "1" and not decision["cannot_tell"], decision
         assert decision["recommended"] in (redecided["recommended"], decision["model_choice"]), decision
-        assert "faster; not shown slower at any concurrency" in decision["line"]
+        assert "of off on this traffic, faster" in decision["line"]
+        assert "not shown slower at any concurrency (a loss beyond" in decision["line"]
     elif redecided["cannot_tell"]:
         # No configuration qualifies: tune keeps the user's n-gram (measured, never below off) or goes off.
         assert decision["cannot_tell"] and decision["recommended"] in ("ngram-k3", "off"), decision

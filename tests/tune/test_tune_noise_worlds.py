@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from nim_specdec_lab import stats
-from nim_specdec_lab.noise_worlds import Machine, figures, simulate, true_log_speedups
-from nim_specdec_lab.tune.decide import Option, decide
+from nim_specdec_lab.noise_worlds import Machine, simulate
+from nim_specdec_lab.tune.noise_study import a_a, recommended
+from nim_specdec_lab.tune.noise_study import share as study_share
 from nim_specdec_lab.tune.rounds import order_of
 
 MARGIN = 0.03
@@ -32,20 +33,11 @@ def tune_worlds(
     seed: int = 1,
 ) -> list[int | None]:
     """The configuration index recommended in each world (None: off)."""
-    lineup = list(range(1 + len(ratios)))
-    orders = [order_of(lineup, r) if rotate else lineup for r in range(1, rounds + 1)]
-    measured = simulate(machine, true_log_speedups(ratios, len(concurrencies)), orders, WORLDS, seed)
-    out = []
-    for w in range(WORLDS):
-        off = figures(measured, w, 0, concurrencies)
-        options = [Option(str(k), {"k": k}, figures(measured, w, k, concurrencies)) for k in ratios]
-        chosen = decide(off, options, weights, MARGIN).recommended
-        out.append(None if chosen is None else int(chosen.name))
-    return out
+    return recommended(ratios, concurrencies, weights, rounds, machine, WORLDS, seed, rotate, MARGIN)
 
 
 def share(picks: list[int | None], which: set[int | None]) -> float:
-    return sum(p in which for p in picks) / len(picks)
+    return study_share(picks, which).rate
 
 
 EVEN3 = {1: 1 / 3, 4: 1 / 3, 16: 1 / 3}
@@ -58,9 +50,19 @@ CAPTURE = stats.concurrency_weights(3.0, (1, 2, 4, 8))  # 3 in flight: half on 2
     ids=["2-candidates-even", "3-candidates-capture", "2-candidates-capture"],
 )
 def test_a_a_worlds_recommend_speculation_in_at_most_5_percent(candidates, concurrencies, weights):
-    # Measured: 2.1% / 3.8% / 3.0%.
+    # Measured: 1.6% / 2.3% / 3.0%.
     picks = tune_worlds({k: [1.0] * len(concurrencies) for k in range(1, candidates + 1)}, concurrencies, weights)
     assert share(picks, set(range(1, candidates + 1))) <= 0.05
+
+
+@pytest.mark.parametrize("candidates", [1, 4, 8])
+def test_the_family_wise_rate_stays_at_5_percent_with_1_4_and_8_candidates(candidates):
+    # Every candidate equal to off at 1, 2, 4 and 8, equal weights, 3 rounds: the share of worlds that
+    # recommend any of them, with its 95% Wilson interval, must sit at or under 5% (its point at most 5%,
+    # the interval's high end at most 5.5%). Without Holm's step over the lineup it grew with the lineup (1500
+    # worlds, seed 4: 1.3% / 5.1% / 11.3%); measured with it: 0.7% [0.4, 1.3] / 2.7% [2.0, 3.6] / 4.1% [3.2, 5.2].
+    found = a_a(candidates, (1, 2, 4, 8), {1: 0.25, 2: 0.25, 4: 0.25, 8: 0.25}, worlds=1500, seed=4)
+    assert found.rate <= 0.05 and found.interval()[1] <= 0.055, str(found)
 
 
 def test_a_strong_position_effect_is_balanced_by_the_rotation():
@@ -83,14 +85,15 @@ def test_a_true_gain_is_found_and_an_a_a_neighbour_is_not_chosen():
     assert share(three, {2}) <= 0.05 and share(five, {2}) <= 0.05
 
 
-def test_a_loss_where_half_the_traffic_runs_is_rarely_called_a_gain():
-    # The review's shape: 1.6x at c=1, a true 0.9x at c=4, each half the traffic; the weighted figure is a gain
-    # (1.2x), the loss at c=4 is real. Recommended only where c=4's estimate came out at or above 1 by chance.
-    # Measured: 5.9% at 3 rounds, 6.1% at 5: the rule bounds it by the chance that c=4's estimate reads at
-    # or above 1 while the traffic's interval clears 1 + margin.
-    three = share(tune_worlds({1: [1.6, 0.9]}, (1, 4), {1: 0.5, 4: 0.5}), {1})
-    five = share(tune_worlds({1: [1.6, 0.9]}, (1, 4), {1: 0.5, 4: 0.5}, rounds=5), {1})
-    assert three <= 0.10 and five <= 0.10, (three, five)
+@pytest.mark.parametrize("loss", [0.9, 0.97])
+def test_a_loss_where_half_the_traffic_runs_is_rarely_called_a_gain(loss):
+    # The review's shape: 1.6x at c=1, a true loss at c=4, each half the traffic; the weighted figure is a
+    # gain, the loss at c=4 is real. Recommended only where c=4's interval excludes a loss beyond the 3%
+    # margin by chance. Judged by c=4's point estimate (the former rule), 0.97x was recommended in 18.6% of
+    # worlds at 3 rounds and 31.1% at 5 (2000 worlds). Measured now: 0.9x 0.2% / 0.0%; 0.97x 1.6% / 0.4%.
+    three = share(tune_worlds({1: [1.6, loss]}, (1, 4), {1: 0.5, 4: 0.5}), {1})
+    five = share(tune_worlds({1: [1.6, loss]}, (1, 4), {1: 0.5, 4: 0.5}, rounds=5), {1})
+    assert three <= 0.05 and five <= 0.05, (three, five)
 
 
 def test_the_machine_model_moves_the_ratios():

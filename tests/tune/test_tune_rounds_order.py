@@ -1,5 +1,5 @@
-"""tune's order of servers: round 1 as the lineup was built, round n rotated by n - 1 places, each server's
-position recorded with its runs."""
+"""tune's order of servers: round 1 as the lineup was built (rotation 0), round n rotated by n - 1 places,
+off first again never, each server's position recorded with its runs."""
 
 from __future__ import annotations
 
@@ -10,13 +10,25 @@ from nim_specdec_lab.tune.runner import Round
 
 def test_rounds_rotate_into_a_latin_square():
     lineup = ["off", "ngram-k3", "model-choice"]
-    orders = [order_of(lineup, n) for n in (1, 2, 3, 4)]
-    assert orders[0] == lineup and orders[3] == lineup
+    orders = [order_of(lineup, n) for n in (1, 2, 3, 4, 5)]
+    assert orders[0] == lineup
     assert orders[1] == ["ngram-k3", "model-choice", "off"] and orders[2] == ["model-choice", "off", "ngram-k3"]
     # Over three rounds every configuration holds every position once; off is not always first.
     for position in range(3):
         assert sorted(o[position] for o in orders[:3]) == sorted(lineup)
-    assert order_of(["off", "ngram-k3"], 2) == ["ngram-k3", "off"]
+    # Past the lineup's length the rotations by 1 and 2 places again, never off first.
+    assert orders[3] == orders[1] and orders[4] == orders[2]
+
+
+def test_off_starts_round_1_only():
+    # Two configurations in three rounds cannot share the first place evenly: the candidate takes it twice
+    # (a cold first server weighs against speculation), off once (the former order: off in rounds 1 and 3).
+    two = [order_of(["off", "ngram-k4"], n) for n in (1, 2, 3, 4, 5)]
+    assert [o[0] for o in two] == ["off", "ngram-k4", "ngram-k4", "ngram-k4", "ngram-k4"]
+    for size in (2, 3, 5, 9):
+        lineup = ["off", *(f"c{i}" for i in range(1, size))]
+        assert [n for n in range(1, 20) if order_of(lineup, n)[0] == "off"] == [1]
+        assert all(sorted(order_of(lineup, n)) == sorted(lineup) for n in range(1, 20))
 
 
 def _measured(server: str) -> dict[int, list[Round]]:

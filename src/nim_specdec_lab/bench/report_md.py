@@ -78,7 +78,8 @@ def _speed_section(report: dict[str, Any]) -> list[str]:
             f"- {stats['method']}.",
             f"- verdict: faster / slower where the interval lies beyond "
             f"1 +/- {stats['margin']:g}, else no measurable difference; MDE: the smallest true speedup (or "
-            "slowdown) that a run with this spread and this many rounds finds with 80% probability.",
+            "slowdown) that a run of this many rounds finds with 80% probability at any spread the measured "
+            "one leaves plausible (its 90% upper confidence bound).",
             f"- {stats['order']}.",
         ]
     if report.get("expected"):

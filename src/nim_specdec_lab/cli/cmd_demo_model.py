@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
             str(root), f"cannot write the demo model ({err.strerror or err})", "choose a writable DIR"
         ) from None
     if args.json:
-        print(json.dumps({"dir": str(root), "written": written}, sort_keys=True))
+        print(json.dumps({"dir": str(root), "written": written}, sort_keys=True, allow_nan=False))
     else:
         made = [name for name, new in written.items() if new]
         state = f"wrote {', '.join(made)}" if made else "already complete"

@@ -314,7 +314,11 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
             "vllm_version": version,
             "model_runner": {method: mr.runner_of(method, ngram_runner, suffix_runner) for method in by_method},
         }
-        write_atomically(args.json_out, json.dumps(summary(by_method, meta, current, edges), indent=2) + "\n", "--json")
+        write_atomically(
+            args.json_out,
+            json.dumps(summary(by_method, meta, current, edges), indent=2, allow_nan=False) + "\n",
+            "--json",
+        )
     return 0
 
 

@@ -75,8 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         type=int,
         default=DEFAULT_ROUNDS,
-        help=f"rounds: each starts one fresh server per configuration, in the same order every round, and "
-        f"the recommendation is decided on the paired rounds' 95%% intervals (default {DEFAULT_ROUNDS}; "
+        help=f"rounds: each starts one fresh server per configuration, the order rotated one place each "
+        f"round (off first in round 1 only), and the recommendation is decided on the paired rounds' 95%% "
+        f"intervals (default {DEFAULT_ROUNDS}; "
         "one round gives no interval, so tune then keeps the safer choice)",
     )
     parser.add_argument(
@@ -203,9 +204,12 @@ def _decide(args: argparse.Namespace, margin: float) -> int:
     runs = rec.parse_runs(_read(args.decide, "--decide").splitlines(), f"--decide {args.decide}")
     weights = rec.parse_weights(args.weights, sorted({r.concurrency for r in runs if r.config == rec.OFF}))
     decision = rec.redecide(runs, weights, margin)
+    note = rec.order_note(runs)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     print(decision.line, file=sys.stderr, flush=True)
     if args.json:
-        print(json.dumps(rec.decision_json(decision, weights, margin), indent=2))
+        print(json.dumps(rec.decision_json(decision, weights, margin, runs), indent=2, allow_nan=False))
     return 0
 
 
@@ -222,12 +226,13 @@ def _export(path: str) -> int:
         raise ConfigError(
             "--export-runs", f"{path} has a run without its figures", "use tune's own tune.json"
         ) from None
-    sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+    sys.stdout.write("".join(json.dumps(line, allow_nan=False) + "\n" for line in lines))
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from nim_specdec_lab.tune.choice import DEFAULT_MARGIN  # noqa: PLC0415
+    # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
+    from nim_specdec_lab.stats import DEFAULT_MARGIN  # noqa: PLC0415
 
     if args.decide is not None and args.export_runs is not None:
         raise ConfigError("--decide", "given with --export-runs", "give one of them")

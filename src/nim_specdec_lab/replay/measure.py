@@ -186,7 +186,9 @@ def run_replay(
         measurement(spec, profile, before, after, config),
         requests_acceptance=requests_acceptance(spec, out_dir / ARTIFACTS),
     )
-    write_atomically(str(out_dir / MEASUREMENT_JSON), json.dumps(result.to_json(), indent=2) + "\n", "--out")
+    write_atomically(
+        str(out_dir / MEASUREMENT_JSON), json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n", "--out"
+    )
     say(
         f"replay: done in {time.monotonic() - started:.0f} s: {result.ok_count}/{result.request_count} ok, "
         f"{result.output_tokens_per_s:.1f} output tokens/s"

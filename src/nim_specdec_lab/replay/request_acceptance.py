@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError, LauncherError
 from nim_specdec.text.strict_json import FILE_INT_DIGITS, loads
+from nim_specdec_lab.replay import checked
 
 SESSION_PREFIX = "r"
 RECORDS_JSONL = "profile_export.jsonl"
@@ -65,7 +66,14 @@ class RequestAcceptance:
     @classmethod
     def from_json(cls, row: Sequence[Any]) -> "RequestAcceptance":
         request, label, steps, drafts, accepted, histogram = row
-        return cls(int(request), str(label), int(steps), int(drafts), int(accepted), tuple(int(v) for v in histogram))
+        return cls(
+            checked.count(request, "requests_acceptance request"),
+            str(label),
+            checked.count(steps, "requests_acceptance steps"),
+            checked.count(drafts, "requests_acceptance draft_tokens"),
+            checked.count(accepted, "requests_acceptance accepted"),
+            tuple(checked.count(v, "requests_acceptance histogram") for v in histogram),
+        )
 
 
 def _count(value: Any) -> int | None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.observe.server_timings import means_from_json
 from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec_lab.replay import checked
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance, session_id
 
 SCHEDULES = ("closed", "timestamps")
@@ -114,30 +114,37 @@ class ReplayMeasurement:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ReplayMeasurement":
+        """Every number checked finite and in its range (replay.checked): ValueError names the one that is not."""
         spec = data.get("spec")
         counters = None
         if isinstance(spec, Mapping):
             counters = SpecCounters(
-                drafts=float(spec.get("drafts", 0)),
-                draft_tokens=float(spec.get("draft_tokens", 0)),
-                accepted=float(spec.get("accepted", 0)),
-                per_position=tuple(float(v) for v in spec.get("per_position", ())),
+                drafts=checked.number(spec.get("drafts", 0), "spec.drafts", checked.MAX_COUNT),
+                draft_tokens=checked.number(spec.get("draft_tokens", 0), "spec.draft_tokens", checked.MAX_COUNT),
+                accepted=checked.number(spec.get("accepted", 0), "spec.accepted", checked.MAX_COUNT),
+                per_position=tuple(
+                    checked.number(v, "spec.per_position", checked.MAX_COUNT) for v in spec.get("per_position", ())
+                ),
             )
         return cls(
-            request_count=int(data["request_count"]),
-            ok_count=int(data["ok_count"]),
-            concurrency=int(data["concurrency"]),
+            request_count=checked.count(data["request_count"], "request_count"),
+            ok_count=checked.count(data["ok_count"], "ok_count"),
+            concurrency=checked.count(data["concurrency"], "concurrency", checked.MAX_CONCURRENCY, 1),
             schedule=str(data["schedule"]),
-            duration_s=float(data["duration_s"]),
-            output_tokens=int(data["output_tokens"]),
-            output_tokens_per_s=float(data["output_tokens_per_s"]),
-            latency_s=dict(data.get("latency_s") or {}),
-            ttft_s=dict(data.get("ttft_s") or {}),
-            itl_s=dict(data.get("itl_s") or {}),
+            duration_s=checked.number(data["duration_s"], "duration_s", checked.MAX_SECONDS),
+            output_tokens=checked.count(data["output_tokens"], "output_tokens"),
+            output_tokens_per_s=checked.number(
+                data["output_tokens_per_s"], "output_tokens_per_s", checked.MAX_TOKENS_PER_S
+            ),
+            latency_s=checked.figures(data.get("latency_s"), "latency_s", checked.MAX_SECONDS),
+            ttft_s=checked.figures(data.get("ttft_s"), "ttft_s", checked.MAX_SECONDS),
+            itl_s=checked.figures(data.get("itl_s"), "itl_s", checked.MAX_SECONDS),
             spec=counters,
             server_spec_config=data.get("server_spec_config"),
-            server_means=means_from_json(
-                data.get("server_means") if isinstance(data.get("server_means"), Mapping) else None
+            server_means=checked.figures(
+                data.get("server_means") if isinstance(data.get("server_means"), Mapping) else None,
+                "server_means",
+                checked.MAX_SECONDS,
             ),
             client_busy_share=_share(data.get("client_busy_share")),
             sampling=dict(data["sampling"]) if isinstance(data.get("sampling"), Mapping) else {},

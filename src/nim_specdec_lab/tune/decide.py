@@ -8,28 +8,34 @@ combined with the capture's concurrency weights (stats.weighted).
 A configuration that speculates is recommended only where all hold:
 - on this traffic its interval lies above 1 + margin (`faster`): the traffic's log ratio is taken within
   each round and the interval runs over rounds (stats.weighted_by_round);
-- at every concurrency that carries HEAVY (10%) or more of the traffic its point estimate is at least 1:
-  a configuration estimated slower than off where much of the traffic runs is never called a gain, however
-  the other concurrencies pull the weighted figure up;
+- it survives Holm's step-down over the whole lineup (`holm`): with m candidates, the one-sided p-values
+  of "no more than 1 + margin" in ascending order, the i-th must be at most FAMILY / (m - i + 1), FAMILY
+  5%, so that where no candidate helps, the chance that any is recommended stays at or below 5% however
+  many are measured. With one or two candidates the 95% interval's own rule (2.5% on its faster side) is
+  the stricter and Holm changes nothing; with four, the best must reach p <= 1.25%. A candidate that could
+  not be compared still counts in m;
+- at every concurrency that carries HEAVY (10%) or more of the traffic its interval excludes a loss beyond
+  the margin (its low end above 1 - margin): a loss where much of the traffic runs is an interval question,
+  not a point estimate's, and the margin is the one a gain must clear, so a true loss of exactly the
+  margin there passes only where its interval misses on the high side (2.5% of runs);
 - at no measured concurrency does its interval lie wholly below 1 (it measured slower than off there).
-Its words say what the data says: faster on the traffic, and "not shown slower" at each concurrency,
-which is all a point estimate at or above 1 with a wide interval tells.
 The model's own choice comes first where it qualifies; otherwise the qualifying configuration with the
 largest speedup on this traffic. Where every one measured slower than off on this traffic, off. Otherwise
 tune cannot tell, says so in one line and recommends the safer choice: the configuration the user already
 runs, where it was measured with an interval, is estimated at least at off's on the traffic and at every
-heavy concurrency and was never wholly below off; else speculation off.
+heavy concurrency and was never wholly below off (keeping it claims no gain); else speculation off.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from nim_specdec_lab import stats
 
 Figures = Mapping[int, Mapping[int, float]]  # concurrency -> round -> tokens/s of that round's server
-HEAVY = 0.10  # a concurrency with this share of the traffic or more must not be estimated below off
+HEAVY = 0.10  # a concurrency with this share of the traffic or more must exclude a loss beyond the margin
+FAMILY = 0.05  # the chance, across the lineup, of recommending speculation where none helps
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,8 @@ class Comparison:
     by_c: Mapping[int, stats.Speedup | None]  # against off, per concurrency
     traffic: stats.Speedup | None  # against off, weighted by the capture's concurrency
     weights: Mapping[int, float]
+    margin: float = stats.DEFAULT_MARGIN
+    holm: bool = True  # survives Holm's step-down over the lineup (decide sets it)
 
     def slower_at(self) -> list[int]:
         return [c for c, s in sorted(self.by_c.items()) if stats.wholly_below(s)]
@@ -56,16 +64,43 @@ class Comparison:
         return sorted(c for c, w in self.weights.items() if w / total >= HEAVY)
 
     def below_where_heavy(self) -> list[int]:
-        """Heavy concurrencies where the estimate is below off's (or missing)."""
+        """Heavy concurrencies whose interval does not exclude a loss beyond the margin (or is missing)."""
+        return [c for c in self.heavy() if not _excludes_loss(self.by_c.get(c), self.margin)]
+
+    def estimated_below_where_heavy(self) -> list[int]:
+        """Heavy concurrencies where the point estimate is below off's (or missing): what keeping the user's
+        own configuration must avoid (keeping it claims no gain, only no loss seen)."""
         return [c for c in self.heavy() if self.by_c.get(c) is None or self.by_c[c].speedup < 1.0]
 
     def qualifies(self) -> bool:
         return (
             self.traffic is not None
             and self.traffic.verdict == stats.FASTER
+            and self.holm
             and not self.below_where_heavy()
             and not self.slower_at()
         )
+
+
+def _excludes_loss(s: stats.Speedup | None, margin: float) -> bool:
+    return s is not None and s.interval is not None and s.interval[0] > 1.0 - margin
+
+
+def holm(comparisons: Sequence[Comparison], family: float = FAMILY) -> set[str]:
+    """The names Holm's step-down keeps at family-wise level `family` (one-sided p of each candidate on this
+    traffic; a candidate without one counts in m and stops nothing but itself)."""
+    m = len(comparisons)
+    tested = sorted(
+        (c.traffic.p_faster, c.option.name)
+        for c in comparisons
+        if c.traffic is not None and c.traffic.p_faster is not None
+    )
+    kept: set[str] = set()
+    for i, (p, name) in enumerate(tested):
+        if p > family / (m - i):
+            break
+        kept.add(name)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -83,8 +118,8 @@ def compare(off: Figures, option: Option, weights: Mapping[int, float], margin: 
     by_c = {c: stats.by_position(off[c], option.figures.get(c, {}), margin) for c in sorted(off)}
     used = [c for c, w in weights.items() if w > 0]
     if not used or any(by_c.get(c) is None for c in used):
-        return Comparison(option, by_c, None, weights)
-    return Comparison(option, by_c, stats.weighted_by_round(off, option.figures, weights, margin), weights)
+        return Comparison(option, by_c, None, weights, margin)
+    return Comparison(option, by_c, stats.weighted_by_round(off, option.figures, weights, margin), weights, margin)
 
 
 def _shown(s: stats.Speedup | None) -> str:
@@ -107,13 +142,20 @@ def _below(c: Comparison) -> str:
 
 
 def _would_tell(s: stats.Speedup | None, margin: float) -> str:
-    """How many rounds would tell a gain of this size at this spread, where the point estimate is one."""
+    """How many rounds would tell a gain of this size, where the point estimate is one: at the spread's
+    upper confidence bound (stats.rounds_to_resolve), so the figure errs long; nothing beyond 100 rounds."""
     if s is None or s.log_sd is None or s.speedup <= 1 + margin:
         return ""
-    needed = stats.rounds_to_resolve(s.log_sd, s.speedup, margin)
+    needed = stats.rounds_to_resolve(s)
     if needed is None or needed <= s.rounds:
         return ""
-    return f"; about {needed} rounds (--rounds) would tell a gain of this size at this spread"
+    return f"; about {needed} rounds (--rounds) would tell a gain of this size at a spread this run cannot rule out"
+
+
+def _family(comparisons: Sequence[Comparison]) -> str:
+    if len(comparisons) < 2:
+        return ""
+    return f" across the {len(comparisons)} candidates measured (Holm, {FAMILY:.0%} family-wise)"
 
 
 def _traffic_speedup(c: Comparison) -> tuple[float, str]:
@@ -121,7 +163,9 @@ def _traffic_speedup(c: Comparison) -> tuple[float, str]:
 
 
 def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float], margin: float) -> Decision:
-    comparisons = tuple(compare(off, o, weights, margin) for o in options)
+    compared = [compare(off, o, weights, margin) for o in options]
+    kept_by_holm = holm(compared)
+    comparisons = tuple(replace(c, holm=c.option.name in kept_by_holm) for c in compared)
     qualified = [c for c in comparisons if c.qualifies()]
     if qualified:
         chosen = next((c for c in qualified if c.option.proposal), None)
@@ -134,8 +178,8 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
         heavy = ", ".join(f"c={k}" for k in chosen.heavy())
         line = (
             f"tune: {lead}recommending {chosen.option.name}: {_shown(chosen.traffic)} of off on this traffic, "
-            f"faster; not shown slower at any concurrency (estimated at least at off's at {heavy}, "
-            f"each {HEAVY:.0%} or more of the traffic)"
+            f"faster{_family(comparisons)}; not shown slower at any concurrency (a loss beyond {margin:.0%} "
+            f"ruled out at {heavy}, each {HEAVY:.0%} or more of the traffic)"
         )
         return Decision(chosen.option, comparisons, False, line)
     if not comparisons:
@@ -147,15 +191,22 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
         )
         return Decision(None, comparisons, False, line + "; recommending speculation off")
     slower = [f"{c.option.name} measured slower than off at {_slower(c)}" for c in comparisons if c.slower_at()]
-    slower += [f"{c.option.name} estimated below off at {_below(c)}" for c in comparisons if c.below_where_heavy()]
+    slower += [
+        f"{c.option.name} not shown free of a loss beyond {margin:.0%} at {_below(c)}"
+        for c in comparisons
+        if c.below_where_heavy()
+    ]
     kept = next((c.option for c in comparisons if c.option.current and _safe_to_keep(c)), None)
     safer = f"keeping your configuration ({kept.name})" if kept else "recommending speculation off"
-    vetoed = best.traffic is not None and best.traffic.verdict == stats.FASTER
-    lead = (
-        "faster on this traffic, yet below off at a concurrency that rules it out"
-        if vetoed
-        else "cannot tell whether speculation beats off on this traffic"
-    )
+    if best.traffic is None or best.traffic.verdict != stats.FASTER:
+        lead = "cannot tell whether speculation beats off on this traffic"
+    elif not best.holm:
+        lead = (
+            f"faster on this traffic on its own, not across the {len(comparisons)} candidates measured "
+            f"(Holm, {FAMILY:.0%} family-wise)"
+        )
+    else:
+        lead = "faster on this traffic, yet below off at a concurrency that rules it out"
     line = (
         f"tune: {lead}: {best.option.name} "
         f"{_shown(best.traffic)}{_would_tell(best.traffic, margin)}"
@@ -171,6 +222,6 @@ def _safe_to_keep(c: Comparison) -> bool:
         c.traffic is not None
         and c.traffic.interval is not None
         and c.traffic.speedup >= 1.0
-        and not c.below_where_heavy()
+        and not c.estimated_below_where_heavy()
         and not c.slower_at()
     )

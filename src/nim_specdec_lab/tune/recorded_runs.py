@@ -1,11 +1,17 @@
 """tune's decision again from recorded runs, without serving (pure: lines in, a decision out).
 
 RUNS is JSON Lines, one measured run a line:
-    {"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5, "position": 1}
-`"off"` is the baseline; `position` (optional) is the server's place in its round. Several runs of one
-configuration, round and concurrency (tune's --repeat) stand for their server by their median, as in tune.
-Every line is checked whole: a flat object, no key twice, finite numbers, integers where integers belong.
-tune.json's runs are written in the same form by `export_lines` (`tune --export-runs`).
+    {"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5, "position": 1,
+     "tokens_per_s_of": "server"}
+`"off"` is the baseline. `position` (optional) is the server's place in its round: every run of a server
+gives the same, no two servers of a round share one, and the decision counts the rounds each configuration
+started (a cold first server is slow: off first in more rounds than a candidate favours the candidate, and
+the answer says so). `tokens_per_s_of` (optional) says whose figure the column holds, the server's own
+(concurrency x tokens per request / its mean request latency) or the client's; a file holds one or the
+other, never both. Several runs of one configuration, round and concurrency (tune's --repeat) stand for
+their server by their median, as in tune. Every line is checked whole: a flat object, no key twice, finite
+numbers in their ranges, integers where integers belong. tune.json's runs are written in the same form by
+`export_lines` (`tune --export-runs`).
 """
 
 from __future__ import annotations
@@ -21,10 +27,15 @@ from nim_specdec_lab import stats
 from nim_specdec_lab.tune.decide import Decision, Figures, Option, decide
 
 OFF = "off"
-FIELDS = ("config", "round", "concurrency", "output_tokens_per_s", "position")
+FIELDS = ("config", "round", "concurrency", "output_tokens_per_s", "position", "tokens_per_s_of")
+OF = ("server", "client")
 MAX_NAME = 200
 MAX_ROUND = 10_000
 MAX_CONCURRENCY = 1024
+# A run's output tokens/s: from one token in 1000 s to 10^9 (past any server). In this range every log ratio
+# lies within +-28, so the statistics (in log space) can neither overflow nor vanish.
+MIN_TOKENS_PER_S, MAX_TOKENS_PER_S = 1e-3, 1e9
+MAX_WEIGHT = 1e9  # a --weights share, of any scale up to this: shares are normalised to sum 1
 FORM = '{"config": "off", "round": 1, "concurrency": 4, "output_tokens_per_s": 812.5}'
 
 
@@ -35,6 +46,7 @@ class RecordedRun:
     concurrency: int
     tokens_per_s: float
     position: int | None
+    of: str | None = None  # "server" or "client": whose output tokens/s
 
 
 def _integer(value: Any, key: str, where: str, low: int, high: int) -> int:
@@ -50,7 +62,9 @@ def parse_line(text: str, where: str) -> RecordedRun:
     unknown = sorted(set(found) - set(FIELDS))
     if unknown:
         raise ConfigError(
-            where, f"unknown key {preview(unknown[0], 40)!r}", f"use only {', '.join(FIELDS)} (position optional)"
+            where,
+            f"unknown key {preview(unknown[0], 40)!r}",
+            f"use only {', '.join(FIELDS)} (the last two optional)",
         )
     missing = [k for k in FIELDS[:4] if k not in found]
     if missing:
@@ -61,17 +75,27 @@ def parse_line(text: str, where: str) -> RecordedRun:
             where, f'"config" is {preview(repr(name), 40)}', f"name the configuration in 1 to {MAX_NAME} characters"
         )
     speed = found["output_tokens_per_s"]
-    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (math.isfinite(speed) and speed > 0):
+    if (
+        isinstance(speed, bool)
+        or not isinstance(speed, (int, float))
+        or not (math.isfinite(speed) and MIN_TOKENS_PER_S <= speed <= MAX_TOKENS_PER_S)
+    ):
         raise ConfigError(
-            where, f'"output_tokens_per_s" is {preview(repr(speed), 40)}', "give the run's output tokens/s, above 0"
+            where,
+            f'"output_tokens_per_s" is {preview(repr(speed), 40)}',
+            f"give the run's output tokens/s, from {MIN_TOKENS_PER_S:g} to {MAX_TOKENS_PER_S:g}",
         )
     position = found.get("position")
+    of = found.get("tokens_per_s_of")
+    if of is not None and of not in OF:
+        raise ConfigError(where, f'"tokens_per_s_of" is {preview(repr(of), 40)}', 'give "server" or "client"')
     return RecordedRun(
         config=name,
         round=_integer(found["round"], "round", where, 1, MAX_ROUND),
         concurrency=_integer(found["concurrency"], "concurrency", where, 1, MAX_CONCURRENCY),
         tokens_per_s=float(speed),
         position=None if position is None else _integer(position, "position", where, 1, MAX_ROUND),
+        of=of,
     )
 
 
@@ -82,7 +106,61 @@ def parse_runs(lines: Iterable[str], source: str) -> list[RecordedRun]:
         raise ConfigError(source, 'has no run of "off", the baseline', 'add the runs of speculation off as "off"')
     if len(configs) < 2:
         raise ConfigError(source, "has no configuration besides off", "add the runs of a speculating configuration")
+    kinds = sorted({r.of for r in runs if r.of is not None})
+    if len(kinds) > 1:
+        raise ConfigError(
+            source, "mixes the server's and the client's tokens/s", "record one of them for every run (tokens_per_s_of)"
+        )
+    _check_positions(runs, source)
     return runs
+
+
+def _check_positions(runs: Sequence[RecordedRun], source: str) -> None:
+    held: dict[tuple[int, int], str] = {}  # (round, position) -> configuration
+    server: dict[tuple[str, int], int] = {}  # (configuration, round) -> position
+    for r in runs:
+        if r.position is None:
+            continue
+        if server.setdefault((r.config, r.round), r.position) != r.position:
+            raise ConfigError(
+                source,
+                f"gives {preview(r.config, 40)!r} two positions in round {r.round}",
+                "give every run of a server its server's place in the round",
+            )
+        other = held.setdefault((r.round, r.position), r.config)
+        if other != r.config:
+            raise ConfigError(
+                source,
+                f"puts {preview(other, 40)!r} and {preview(r.config, 40)!r} at position {r.position} "
+                f"of round {r.round}",
+                "give each server of a round its own place",
+            )
+
+
+def first_in_rounds(runs: Sequence[RecordedRun]) -> dict[str, int]:
+    """Configuration -> the rounds whose first server it was (where positions were recorded)."""
+    out: dict[str, int] = {}
+    for config, _round in {(r.config, r.round) for r in runs if r.position == 1}:
+        out[config] = out.get(config, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def order_note(runs: Sequence[RecordedRun]) -> str | None:
+    """A line where off started more rounds than some candidate: a cold first server is slow, which favours
+    the candidates that started fewer (tune's own order never does this: tune.rounds)."""
+    first = first_in_rounds(runs)
+    if not first:
+        return None
+    names = sorted({r.config for r in runs} - {OFF})
+    behind = [n for n in names if first.get(n, 0) < first.get(OFF, 0)]
+    if not behind:
+        return None
+    rounds = len({r.round for r in runs if r.config == OFF})
+    return (
+        f"tune: order: off started {first.get(OFF, 0)} of {rounds} rounds, "
+        + ", ".join(f"{n} {first.get(n, 0)}" for n in behind)
+        + ": a slow first server favours those that started fewer"
+    )
 
 
 def figures(runs: Sequence[RecordedRun], config: str) -> Figures:
@@ -114,13 +192,17 @@ def parse_weights(text: str | None, measured: Sequence[int]) -> dict[int, float]
             raise ConfigError("--weights", f"concurrency {concurrency} was not measured", f"use some of {measured}")
         if concurrency in out:
             raise ConfigError("--weights", f"concurrency {concurrency} is given twice", "give each once")
-        if not (math.isfinite(weight) and weight >= 0):
-            raise ConfigError("--weights", f"weight {preview(w, 20)!r} of {concurrency}", "give a weight of 0 or more")
+        if not (math.isfinite(weight) and 0 <= weight <= MAX_WEIGHT):
+            raise ConfigError(
+                "--weights", f"weight {preview(w, 20)!r} of {concurrency}", f"give a weight from 0 to {MAX_WEIGHT:g}"
+            )
         out[concurrency] = weight
-    total = sum(out.values())
-    if total <= 0:
+    top = max(out.values(), default=0.0)
+    if top <= 0:
         raise ConfigError("--weights", f"{preview(text, 60)!r} weighs nothing", "give at least one weight above 0")
-    return {c: w / total for c, w in sorted(out.items())}
+    scaled = {c: w / top for c, w in out.items()}  # to at most 1 first, so that tiny weights keep their shares
+    total = math.fsum(scaled.values())
+    return {c: w / total for c, w in sorted(scaled.items())}
 
 
 def redecide(runs: Sequence[RecordedRun], weights: Mapping[int, float], margin: float) -> Decision:
@@ -135,8 +217,14 @@ def _part(s: stats.Speedup | None) -> dict[str, Any] | None:
     return {k: found[k] for k in ("speedup", "rounds", "verdict", "mde")} | {"interval": found["speedup_interval"]}
 
 
-def decision_json(decision: Decision, weights: Mapping[int, float], margin: float) -> dict[str, Any]:
+def decision_json(
+    decision: Decision, weights: Mapping[int, float], margin: float, runs: Sequence[RecordedRun] = ()
+) -> dict[str, Any]:
+    kinds = {r.of for r in runs if r.of is not None}
     return {
+        "first_in_rounds": first_in_rounds(runs),
+        "order_note": order_note(runs),
+        "tokens_per_s_of": kinds.pop() if kinds else None,
         "recommended": OFF if decision.recommended is None else decision.recommended.name,
         "cannot_tell": decision.cannot_tell,
         "line": decision.line,
@@ -156,16 +244,25 @@ def decision_json(decision: Decision, weights: Mapping[int, float], margin: floa
 
 def export_lines(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """tune.json's runs of its lineup (what the decision weighs: a draft's K = 0 server only fed the fit) in
-    the form --decide reads."""
+    the form --decide reads, one definition for the whole column: the server's own tokens/s where every run
+    has it (what tune judges on), else the client's for every run, and `tokens_per_s_of` says which. Runs
+    that carry neither (an older tune.json: only the judged figure) keep that figure, unlabelled."""
     lineup = set(result.get("lineup") or ())
+    runs = [run for run in result.get("runs") or () if run.get("configuration") in lineup]
+    if runs and all(run.get("server_tokens_per_s") is not None for run in runs):
+        key, of = "server_tokens_per_s", "server"
+    elif runs and all(run.get("output_tokens_per_s") is not None for run in runs):
+        key, of = "output_tokens_per_s", "client"
+    else:
+        key, of = "judged_tokens_per_s", None
     return [
         {
             "config": run["configuration"],
             "round": run["round"],
             "concurrency": run["concurrency"],
-            "output_tokens_per_s": run["judged_tokens_per_s"],
+            "output_tokens_per_s": run[key],
             **({"position": run["position"]} if run.get("position") is not None else {}),
+            **({"tokens_per_s_of": of} if of is not None else {}),
         }
-        for run in result.get("runs") or ()
-        if run.get("configuration") in lineup
+        for run in runs
     ]

@@ -4,9 +4,14 @@ A round is one pass over the lineup: a fresh server for each configuration, so t
 shared machine falls on the servers of one round alike and a configuration's n-th server pairs with off's
 n-th. Round 1 runs the lineup in its own order (off, each candidate at its largest K, then the model's
 choice, which is made from round 1's servers and joins the lineup at its end) and also holds what only feeds
-the fit (a draft model's server at K = 0). Round n runs the lineup rotated by n - 1 places (`order_of`), so
-that over as many rounds as configurations each holds every position once: a first server that pays for a
-cold machine, or a round that drifts, weighs on every configuration alike. Every entry records its
+the fit (a draft model's server at K = 0). Round 1 is the rotation by 0 places, and round n the lineup
+rotated by n - 1 places (`order_of`), so that over as many rounds as configurations each holds every
+position once: a first server that pays for a cold machine, or a round that drifts, weighs on every
+configuration alike. Off must start round 1 (its server records what the simulators read), so a rotation
+that would put off first again is never used: rounds past the lineup's length cycle through the rotations
+1 to L - 1 only, and where the rounds cannot share the first place evenly (two configurations, three
+rounds), the extra first place falls on a candidate, never on off: a cold first server then weighs against
+speculation, not for it. Every entry records its
 server's position in its round. A server measures each concurrency `--repeat` times; its median run is that
 server's figure.
 """
@@ -33,8 +38,12 @@ class Entry:
 
 
 def order_of(lineup: Sequence[str], round_no: int) -> list[str]:
-    """Round `round_no`'s order: the lineup rotated by round_no - 1 places (round 1: as given)."""
-    shift = (round_no - 1) % len(lineup) if lineup else 0
+    """Round `round_no`'s order: round 1 as given (rotation 0, off first); round n the lineup rotated by
+    n - 1 places while that is short of its length, then by 1 to L - 1 places in turn (never 0 again)."""
+    size = len(lineup)
+    if round_no <= 1 or size < 2:
+        return list(lineup)
+    shift = round_no - 1 if round_no <= size else 1 + (round_no - 2) % (size - 1)
     return [*lineup[shift:], *lineup[:shift]]
 
 

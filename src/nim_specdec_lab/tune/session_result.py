@@ -184,7 +184,7 @@ def write_result(out: Path, result: Mapping[str, Any], say: Say) -> None:
     from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
     from nim_specdec_lab.tune.report_md import render_markdown  # noqa: PLC0415
 
-    write_atomically(str(out / "tune.json"), json.dumps(result, indent=2) + "\n", "--out")
+    write_atomically(str(out / "tune.json"), json.dumps(result, indent=2, allow_nan=False) + "\n", "--out")
     write_atomically(str(out / "tune.md"), render_markdown(result), "--out")
     plots = write_plots(result, out)
     say(f"tune: wrote {out / 'tune.json'}, {out / 'tune.md'}" + "".join(f", {p}" for p in plots))

@@ -59,6 +59,6 @@ def write_report(report: dict, out: Path) -> None:
     from nim_specdec_lab.bench.plots import write_plots  # noqa: PLC0415 - cmd_bench builds the CLI
     from nim_specdec_lab.bench.report_md import markdown  # noqa: PLC0415 - cmd_bench builds the CLI
 
-    write_atomically(str(out / "report.json"), json.dumps(report, indent=2) + "\n", "--out")
+    write_atomically(str(out / "report.json"), json.dumps(report, indent=2, allow_nan=False) + "\n", "--out")
     write_atomically(str(out / "report.md"), markdown(report), "--out")
     write_plots(report, out)

@@ -129,7 +129,7 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
             for name, path in zip(names, [args.baseline, *files])
         },
     }
-    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context) + "\n", "--out")
+    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context, allow_nan=False) + "\n", "--out")
     say(f"bench: {args.rounds} rounds done in {facts['seconds']:.0f} s")
 
 
@@ -179,6 +179,23 @@ def _context_problem(context: Any) -> str | None:
     return None
 
 
+def _check_numbers(context: Any, path: Path) -> None:
+    """The numbers the report computes with: the margin in [0, 1) and the capture's timestamps finite and
+    in range (replay.checked), or one line naming the file."""
+    from nim_specdec_lab.replay import checked  # noqa: PLC0415
+
+    try:
+        if not isinstance(context, dict) or not isinstance(context.get("timestamps_ms"), dict):
+            raise ValueError("no timestamps_ms object")
+        if context.get("margin") is not None:
+            checked.number(context["margin"], "margin", 0.999)
+        for category, stamps in context["timestamps_ms"].items():
+            for stamp in stamps or ():
+                checked.number(stamp, f"timestamps_ms.{category}", 1e15)
+    except (ValueError, TypeError) as err:
+        raise ConfigError("--out", f"{path} is not bench's context ({err})", "run bench --serve again") from None
+
+
 def build_serve_report(out: Path) -> Path:
 
     path = out / "serve" / CONTEXT_JSON
@@ -186,6 +203,7 @@ def build_serve_report(out: Path) -> Path:
     problem = _context_problem(context)
     if problem:
         raise ConfigError("--out", f"{path} is not bench --serve's context ({problem})", "run bench --serve again")
+    _check_numbers(context, path)
     runs = _runs(out)
     if not runs:
         raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
