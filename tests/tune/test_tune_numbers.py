@@ -144,26 +144,39 @@ def test_a_measurement_file_with_a_number_out_of_range_is_refused(key, value, wo
     assert ReplayMeasurement.from_json(MEASUREMENT).output_tokens_per_s == 204.8
 
 
-def test_bench_report_only_refuses_a_nan_measurement_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    "value,words",
+    [
+        # NaN is refused by the strict JSON reader, before any number is looked at.
+        (float("nan"), "measurement.json: NaN is not a JSON number"),
+        (1e300, "is not a bench measurement (output_tokens_per_s is 1e+300, outside [0, 1e+09])"),
+    ],
+)
+def test_bench_report_only_refuses_a_measurement_out_of_range_in_one_line(tmp_path, value, words):
     run_dir = tmp_path / "out" / "runs" / "off" / "traffic"
     run_dir.mkdir(parents=True)
-    (run_dir / "measurement.json").write_text(json.dumps({**MEASUREMENT, "output_tokens_per_s": float("nan")}))
+    (run_dir / "measurement.json").write_text(json.dumps({**MEASUREMENT, "output_tokens_per_s": value}))
     done = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "bench", "--report-only", "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    _refused(done, "is not a bench measurement (output_tokens_per_s is 'nan', not a finite number)")
+    _refused(done, words)
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+# The fields a context must hold, each of its type, so that the numbers are what is judged.
+CONTEXT = {"timestamps_ms": {}, "requests": {}, "greedy": True, "baseline_off": True, "ignore_eos": False}
 
 
 @pytest.mark.parametrize(
     "context,words",
     [
-        ({"timestamps_ms": {}, "margin": float("nan")}, "margin is 'nan'"),
-        ({"timestamps_ms": {"traffic": [0.0, float("inf")]}, "margin": 0.03}, "timestamps_ms.traffic is 'inf'"),
-        ({"margin": 0.03}, "no timestamps_ms object"),
+        ({**CONTEXT, "margin": 1.5}, "margin is 1.5, outside [0, 0.999]"),
+        ({**CONTEXT, "timestamps_ms": {"traffic": [0.0, 1e300]}, "margin": 0.03}, "timestamps_ms.traffic is 1e+300"),
+        ({**CONTEXT, "margin": float("nan")}, "NaN is not a JSON number"),
+        ({"margin": 0.03}, "timestamps_ms is missing"),
     ],
 )
 def test_bench_serve_report_only_refuses_a_context_out_of_range(tmp_path, context, words):
@@ -175,4 +188,4 @@ def test_bench_serve_report_only_refuses_a_context_out_of_range(tmp_path, contex
         text=True,
         timeout=120,
     )
-    _refused(done, "is not bench's context", words)
+    _refused(done, "bench_serve.json", words)

@@ -202,7 +202,9 @@ def read_measurement(path: Path, out: Path) -> ReplayMeasurement:
     data = read_json_inside(path, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="remove it or run bench again")
     try:
         return ReplayMeasurement.from_json(data)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except ValueError as err:  # replay.checked: the key and its range (a number, never a file's text)
+        raise ConfigError("--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again") from None
+    except (KeyError, TypeError, AttributeError):
         raise ConfigError(
             "--out",
             f"{path} is not a bench measurement (a field is missing or of the wrong type)",
