@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 
 from nim_specdec.text.logs import setup_logging
+from nim_specdec.config import variables as var
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import base_facts, require_method_package
@@ -36,13 +37,20 @@ def run(args: argparse.Namespace) -> int:
     check = vllm_args[:1] == [CHECK_FLAG]
     if check:
         vllm_args = vllm_args[1:]
-    plan, facts = resolve_with_facts(settings, vllm_args, base_facts(settings))
+    facts = base_facts(settings, for_plan=True)
+    plan, facts = resolve_with_facts(settings, vllm_args, facts)
     if plan.speculative.enabled:
         try:
-            require_method_package(plan.speculative.method)
+            require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
         except MaterializeError as err:  # serve would stop here; the plan says so
             plan = replace(plan, warnings=(*plan.warnings, f"serve would stop (exit 3): {err.one_line()}"))
     log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
+    if settings.plan_vllm_version is not None:
+        known = facts.vllm
+        log.info(
+            f"planning for vLLM {known.version} ({var.PLAN_VLLM_VERSION}) on {facts.platform}: snapshot "
+            f"vllm_schemas/{known.snapshot}.json" + ("" if known.exact else " (the newest known; no exact snapshot)")
+        )
     for warning in plan.warnings:
         log.warning(warning)
     plan = with_preflight(plan, settings, log.warning, facts.sources)

@@ -58,7 +58,7 @@ class Steps:
     def resolve(self, settings: Settings, cli: Sequence[str]) -> State:
         plan, facts = resolve_with_facts(settings, cli, base_facts(settings))
         if self.for_serve and plan.speculative.enabled:
-            require_method_package(plan.speculative.method)
+            require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
         for warning in plan.warnings:
             self.log.warning(warning)
         unwritable = check_writable(settings.capture)
