@@ -115,3 +115,11 @@ def test_a_built_in_config_of_the_wrong_shape_is_one_configuration_error(tmp_pat
     with pytest.raises(ConfigError) as err:
         load_registry(tmp_path)
     assert "built-in config bad.json" in err.value.one_line() and err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_entry_notes_say_what_vllm_034_changes_for_it(file):
+    notes = RAW[file]["notes"]
+    assert isinstance(notes, str) and notes.startswith("vLLM 0.34.0: checked against its schema")
+    if ENTRIES[file].method == "ngram":  # the one family where 0.34 offers another method without a draft
+        assert "suffix" in notes and "async scheduling on" in notes

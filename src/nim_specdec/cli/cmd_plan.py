@@ -15,6 +15,7 @@ from nim_specdec.text.logs import setup_logging
 from nim_specdec.config import variables as var
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
+from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
 from nim_specdec.launch.facts import base_facts, require_method_package
 from nim_specdec.launch.resolve import public, resolve_with_facts
 from nim_specdec.preflight.shell import with_preflight
@@ -44,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
             require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
         except MaterializeError as err:  # serve would stop here; the plan says so
             plan = replace(plan, warnings=(*plan.warnings, f"serve would stop (exit 3): {err.one_line()}"))
+    # a custom method's plugin is looked for where the plan is made; prepare and serve refuse without one
+    plugins = require_custom_method(plan.speculative.custom_method, os.environ, facts.vllm_version, facts.vllm.methods)
+    if plugins:
+        plan = replace(plan, warnings=(*plan.warnings, custom_method_note(plan.speculative.custom_method, plugins)))
     log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
     if settings.plan_vllm_version is not None:
         known = facts.vllm

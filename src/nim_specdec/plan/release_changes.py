@@ -10,6 +10,7 @@ release's own vllm/config/speculative.py (0.34.0: the removed fields, the field 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from nim_specdec.plan.vllm_schema import VllmKnowledge, knowledge_for, known_versions, release_tuple
@@ -50,6 +51,10 @@ DEPRECATED_KEYS: Mapping[str, tuple[str, str]] = {
 }
 # The release from which the V1 model runner is gone (VLLM_USE_V2_MODEL_RUNNER other than 1 is refused).
 V1_REMOVED_IN = "0.34.0"
+# The release from which `method` may name a custom method a vLLM general plugin registers
+# (vllm/v1/worker/gpu/spec_decode/speculator_config.py: register_speculative_method).
+CUSTOM_METHODS_FROM = "0.34.0"
+_METHOD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,99}")
 # The release from which suffix decoding is vLLM's own (no arctic-inference).
 NATIVE_SUFFIX_FROM = "0.34.0"
 
@@ -97,3 +102,12 @@ def deprecation_warnings(config: Mapping[str, Any], known: VllmKnowledge) -> lis
         if found is not None and known.at_least(found[0]):
             out.append(f"speculative_config.{key} is deprecated in vLLM {found[0]} and does {found[1]}")
     return out
+
+
+def is_custom_method(method: Any, known: VllmKnowledge) -> bool:
+    """A name in `method` that is no built-in method of any known release, on a release that takes custom
+    methods: vLLM looks it up among the methods its plugins registered (the launcher's shell checks that an
+    installed plugin could have: launch/custom_method.py)."""
+    if not known.at_least(CUSTOM_METHODS_FROM) or not isinstance(method, str) or not _METHOD_NAME.fullmatch(method):
+        return False
+    return not any(method in knowledge_for(v).methods for v in known_versions())

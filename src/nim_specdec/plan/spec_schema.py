@@ -13,7 +13,7 @@ import difflib
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Mapping
 
-from nim_specdec.plan.release_changes import newer_key, removed_key, removed_method
+from nim_specdec.plan.release_changes import is_custom_method, newer_key, removed_key, removed_method
 from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
 from nim_specdec.plan.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
@@ -220,6 +220,8 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
         gone = removed_method(value, known) if key == "method" else None
         if gone:
             raise ConfigError(where, *gone)
+        if key == "method" and is_custom_method(value, known):
+            continue  # a plugin's method: its registration is checked by the shell, its rules by vLLM
         try:
             coerced = coerce(key, value, known)
         except ValueError as err:
@@ -279,6 +281,8 @@ def validate_complete(
     """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
     from nim_specdec.plan.spec_rules import check_rules  # noqa: PLC0415
 
+    if is_custom_method(config.get("method"), known):
+        return  # a custom speculator's config decides what it accepts: left to the vLLM check
     values = {key: coerce(key, value, known) for key, value in config.items() if key in known.fields}
     problem = check_rules(values, target_tp, draft_config, known)
     if problem:
