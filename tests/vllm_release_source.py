@@ -34,6 +34,9 @@ def _installed() -> str:
 INSTALLED = _installed()
 DOWNLOAD_TIMEOUT_S = 900
 DOWNLOAD_TRIES = 3
+# What a process reading a release's configs, parser and kernels needs of its wheel (not its compiled libraries,
+# its bundled C++ headers or its binaries: a tenth of the size).
+KEPT = (".py", ".json", ".yaml", ".txt")
 
 
 def wheels_dir() -> Path:
@@ -67,7 +70,7 @@ def _wheel(version: str) -> Path:
 
 
 def unpacked(version: str) -> Path:
-    """A directory holding release `version`'s files but its compiled libraries, with its .dist-info,
+    """A directory holding release `version`'s Python files and data (KEPT) and its .dist-info,
     to put first on PYTHONPATH of a process: its config and serve-argument modules import with the CPU torch,
     as scripts/vllm_schema_gen.py reads a GPU wheel. Unpacked once beside the wheel, under the same lock."""
     wheel = _wheel(version)
@@ -79,7 +82,7 @@ def unpacked(version: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             with zipfile.ZipFile(wheel) as archive:
-                names = [n for n in archive.namelist() if not (n.endswith(".so") or ".so." in n)]
+                names = [n for n in archive.namelist() if n.endswith(KEPT) or ".dist-info/" in n]
                 archive.extractall(target, names)
             done.write_text(wheel.name + "\n")
     return target
