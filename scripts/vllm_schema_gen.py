@@ -142,7 +142,8 @@ def generate() -> dict:
         field = _spec_field(action.dest)
         if field:
             single.update((option, field) for option in action.option_strings)
-    fields = [f.name for f in dataclasses.fields(SpeculativeConfig)]
+    # A field with init=False (0.34's custom_method) is set by vLLM itself; a config naming it is refused.
+    fields = [f.name for f in dataclasses.fields(SpeculativeConfig) if f.init]
     bounds = {f.name: _bounds(f) for f in dataclasses.fields(SpeculativeConfig)}
     return {
         "vllm_version": _version(),

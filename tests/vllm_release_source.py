@@ -33,6 +33,10 @@ def _installed() -> str:
 
 INSTALLED = _installed()
 DOWNLOAD_TIMEOUT_S = 900
+DOWNLOAD_TRIES = 3
+# What a process reading a release's configs, parser and kernels needs of its wheel (not its compiled libraries,
+# its bundled C++ headers or its binaries: a tenth of the size).
+KEPT = (".py", ".json", ".yaml", ".txt")
 
 
 def wheels_dir() -> Path:
@@ -48,17 +52,40 @@ def _wheel(version: str) -> Path:
     with open(directory / ".download.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = sorted(directory.glob(f"vllm-{version}-*.whl"))
-        if not found:
+        stderr = ""
+        for _ in range(DOWNLOAD_TRIES):  # a dropped connection is retried; pip resumes nothing, so each try is whole
+            if found:
+                break
             done = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"vllm=={version}", "-d", str(directory)],
                 capture_output=True,
                 text=True,
                 timeout=DOWNLOAD_TIMEOUT_S,
             )
+            stderr = done.stderr
             found = sorted(directory.glob(f"vllm-{version}-*.whl"))
-            if done.returncode != 0 or not found:
-                pytest.fail(f"cannot download the vllm {version} wheel into {directory}: {done.stderr[-500:]}")
+        if not found:
+            pytest.fail(f"cannot download the vllm {version} wheel into {directory}: {stderr[-500:]}")
     return found[0]
+
+
+def unpacked(version: str) -> Path:
+    """A directory holding release `version`'s Python files and data (KEPT) and its .dist-info,
+    to put first on PYTHONPATH of a process: its config and serve-argument modules import with the CPU torch,
+    as scripts/vllm_schema_gen.py reads a GPU wheel. Unpacked once beside the wheel, under the same lock."""
+    wheel = _wheel(version)
+    target = wheel.parent / f"vllm-{version}-py"
+    done = target / ".unpacked"
+    if done.exists():
+        return target
+    with open(wheel.parent / ".download.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            with zipfile.ZipFile(wheel) as archive:
+                names = [n for n in archive.namelist() if n.endswith(KEPT) or ".dist-info/" in n]
+                archive.extractall(target, names)
+            done.write_text(wheel.name + "\n")
+    return target
 
 
 @cache

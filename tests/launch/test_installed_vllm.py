@@ -83,9 +83,9 @@ def test_plan_accepts_medusa_for_032(tmp_path):
 
 
 def test_plan_for_a_release_without_a_snapshot_warns_once_and_leaves_the_config_to_vllm(tmp_path):
-    proc = _plan(_site(tmp_path / "site", "vllm", "0.34.0"), tmp_path, {**MEDUSA, "no_such_key": True})
+    proc = _plan(_site(tmp_path / "site", "vllm", "0.35.0"), tmp_path, {**MEDUSA, "no_such_key": True})
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     (warning,) = plan["warnings"]
-    assert warning.startswith("vLLM 0.34.0 is not one this launcher knows (known: 0.32.0, 0.33.0)")
+    assert warning.startswith("vLLM 0.35.0 is not one this launcher knows (known: 0.32.0, 0.33.0, 0.34.0)")
     assert plan["speculative"]["config"]["no_such_key"] is True

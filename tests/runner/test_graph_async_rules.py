@@ -87,20 +87,27 @@ def test_async_refusal_names_the_option_and_runner():
 def _release_rules():
     """Each release's own statements that settle async scheduling (tests/tune/test_async_rule_vllm.py runs them)."""
     sys.path.insert(0, str(Path(__file__).parents[1] / "tune"))
-    from test_async_rule_vllm import RELEASES, _decision, _vllm_says  # noqa: PLC0415
+    from test_async_rule_vllm import RELEASES, V2_ONLY, _decision, _vllm_says  # noqa: PLC0415
 
-    return RELEASES, _decision, _vllm_says
+    return RELEASES, V2_ONLY, _decision, _vllm_says
 
 
 @pytest.mark.parametrize("runner", ["v1", "v2"])
 @pytest.mark.parametrize("pp", [1, 2])
 @pytest.mark.parametrize("padded_off", [False, True])
 def test_async_refusal_is_each_releases(runner, pp, padded_off):
-    """async_refusal against 0.32's and 0.33's own __post_init__ block with async scheduling asked on, for every
-    method each release knows; 0.32's V1 refusal of pipeline parallelism sits in its V1 runner check instead."""
-    releases, decision, vllm_says = _release_rules()
+    """async_refusal against each release's own __post_init__ block with async scheduling asked on, for every
+    method each release knows; 0.32's V1 refusal of pipeline parallelism sits in its V1 runner check instead.
+    0.34 has neither a V1 runner nor disable_padded_drafter_batch: only V2 without it is asked of it."""
+    releases, v2_only, decision, vllm_says = _release_rules()
     for version in releases:
         release = tuple(int(part) for part in version.split(".")[:2])
+        if version in v2_only:
+            if runner == "v2" and not padded_off:
+                for method in (None, *decision(version)[1]):
+                    assert vllm_says(version, runner, method, pp, True, False) is True, (version, method)
+                    assert async_refusal(release, "cuda", runner, method, False, pp) is None, (version, method)
+            continue
         v1_check = source(version, "vllm/config/vllm.py").split("def _get_v1_model_runner_unsupported_features")[1]
         assert "pipeline parallelism with async scheduling" in v1_check.split("\n    def ")[0]
         for method in (None, *decision(version)[1]):

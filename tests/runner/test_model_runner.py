@@ -64,10 +64,11 @@ def test_platform_the_plan_assumes(flavor, version, platform):
         ("0.32.0", (0, 32)),
         ("0.33.0", (0, 33)),
         ("0.33.1+cu129", (0, 33)),
-        ("0.34.0", (0, 33)),
+        ("0.34.0", (0, 34)),
+        ("0.35.1", (0, 34)),
         ("0.31.2", (0, 32)),
         ("", (0, 32)),
-        ("1.0.0", (0, 33)),
+        ("1.0.0", (0, 34)),
         ("garbage", (0, 32)),
     ],
 )
@@ -141,6 +142,13 @@ CHOICES = [
     ("hisparse", "0.32.0", "cuda", RunnerInputs(hisparse=True), None, "v2", "HiSparse"),
     ("unknown-version", "0.40.0", "cuda", NGRAM, None, "v2", "vLLM 0.40.0"),
     ("no-vllm", "", "cuda", NGRAM, None, "v2", "vLLM 0.32.0"),
+    # 0.34: the V1 runner is gone; what sent 0.33 to V1 runs on V2
+    ("034-default", "0.34.0", "cuda", NGRAM, None, "v2", "V2 is vLLM 0.34.0's only model runner"),
+    ("034-suffix", "0.34.0", "cuda", RunnerInputs(method="suffix"), None, "v2", "only model runner"),
+    ("034-dbo", "0.34.0", "cuda", RunnerInputs(ubatching=True), None, "v2", "only model runner"),
+    ("034-variable-1", "0.34.0", "cuda", NGRAM, True, "v2", "VLLM_USE_V2_MODEL_RUNNER=1 (redundant"),
+    ("034-watermark", "0.34.0", "cuda", RunnerInputs(watermark=True), None, "v2", "only model runner"),
+    ("035-as-034", "0.35.0", "cuda", RunnerInputs(method="suffix"), None, "v2", "vLLM 0.35.0's only model runner"),
 ]
 
 
@@ -210,6 +218,8 @@ REFUSALS = [
         "--watermark-config",
         "'suffix'",
     ),
+    ("034-variable-0", "0.34.0", "cuda", NGRAM, False, "VLLM_USE_V2_MODEL_RUNNER", "which vLLM 0.34.0 removed"),
+    ("034-hisparse-variable-0", "0.34.0", "cuda", RunnerInputs(hisparse=True), False, "VLLM_USE_V2_MODEL_RUNNER", "V1"),
 ]
 
 

@@ -29,7 +29,8 @@ DROPS = [
         (f"dp1-033-v1-{m}", "0.33.0", "v1", m, 1, False)
         for m in ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
     ],
-    ("dp1-newer-v1-suffix", "0.34.0", "v1", "suffix", 1, True),
+    ("dp1-034-v2-suffix", "0.34.0", "v2", "suffix", 1, False),  # 0.34: no V1, nothing drops a schedule there
+    ("dp2-034", "0.34.0", "v2", "ngram", 2, True),
     ("dp1-no-vllm-v1-suffix", "", "v1", "suffix", 1, False),
 ]
 

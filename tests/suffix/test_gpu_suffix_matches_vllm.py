@@ -26,7 +26,7 @@ CPU = torch.device("cpu")
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
     g.interpreter_masks_as_bool()
-    return g.load(source("0.34.0", g.SUFFIX_PATH), tmp_path_factory.mktemp("suffix034"), "vllm_suffix_034")
+    return g.load(source("0.34.0", g.SUFFIX_PATH), tmp_path_factory.mktemp("suffix034"), "vllm_suffix_speculator_034")
 
 
 def test_the_stand_ins_cover_every_vllm_import():

@@ -1,7 +1,8 @@
 """tune's async-scheduling rule (tune.engine.async_scheduling) against each release's own decision: the statements
 of VllmConfig.__post_init__ that settle `scheduler_config.async_scheduling`, taken from vLLM 0.32 (installed) and
-0.33 (its wheel) and run on plain objects, for every method the release knows, both runners, with and without
-pipeline parallelism, padded drafter batches off, and async scheduling asked on, off or left to vLLM."""
+0.33 and 0.34 (their wheels) and run on plain objects, for every method the release knows, both runners (0.34: V2,
+its only one), with and without pipeline parallelism, padded drafter batches off (a key 0.34 removed), and async
+scheduling asked on, off or left to vLLM."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 from nim_specdec_lab.tune.engine import async_scheduling
 from vllm_release_source import INSTALLED, literal_values, source
 
-RELEASES = tuple(sorted({INSTALLED or "0.32.0", "0.32.0", "0.33.0"}))  # a release not installed comes from its wheel
+RELEASES = tuple(sorted({INSTALLED or "0.32.0", "0.32.0", "0.33.0", "0.34.0"}))
+V2_ONLY = ("0.34.0",)  # no V1 runner, no disable_padded_drafter_batch  # a release not installed comes from its wheel
 FIRST = "executor_backend"  # the first statement of the block (after the imports it needs, supplied here)
 AFTER = "disable_nccl_for_dp_synchronization"  # the first statement after it
 
@@ -69,9 +71,12 @@ def _vllm_says(version, runner, method, pp, given, padded_off):
 def _cases():
     for version in RELEASES:
         _, methods = _decision(version)
-        for runner, method, pp, given in itertools.product(("v1", "v2"), (None, *methods), (1, 2), (None, False)):
+        runners = ("v2",) if version in V2_ONLY else ("v1", "v2")
+        for runner, method, pp, given in itertools.product(runners, (None, *methods), (1, 2), (None, False)):
             yield version, runner, method, pp, given, False
-        for runner, method in itertools.product(("v1", "v2"), ("eagle3", "draft_model", "ngram")):
+        if version in V2_ONLY:
+            continue
+        for runner, method in itertools.product(runners, ("eagle3", "draft_model", "ngram")):
             yield version, runner, method, 1, None, True
 
 
@@ -92,7 +97,11 @@ def test_tunes_rule_is_vllms(version, runner, method, pp, given, padded_off):
 
 @pytest.mark.parametrize("version", RELEASES)
 def test_ngram_async_scheduling_on_v2_is_new_in_033(version):
-    """The fact the docs state: 0.32 turns async scheduling off for n-gram on either runner; 0.33 keeps it on V2."""
+    """The fact the docs state: 0.32 turns async scheduling off for n-gram on either runner; 0.33 keeps it on V2;
+    0.34 (V2 only) keeps it on for n-gram and suffix."""
     on_v2 = _vllm_says(version, "v2", "ngram", 1, None, False)
-    assert on_v2 is (version == "0.33.0")
+    assert on_v2 is (version != "0.32.0")
+    if version in V2_ONLY:
+        assert _vllm_says(version, "v2", "suffix", 1, None, False) is True
+        return
     assert _vllm_says(version, "v1", "ngram", 1, None, False) is False

@@ -12,8 +12,10 @@ import sys
 from dataclasses import replace
 
 from nim_specdec.text.logs import setup_logging
+from nim_specdec.config import variables as var
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
+from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
 from nim_specdec.launch.facts import base_facts, require_method_package
 from nim_specdec.launch.resolve import public, resolve_with_facts
 from nim_specdec.preflight.shell import with_preflight
@@ -36,13 +38,24 @@ def run(args: argparse.Namespace) -> int:
     check = vllm_args[:1] == [CHECK_FLAG]
     if check:
         vllm_args = vllm_args[1:]
-    plan, facts = resolve_with_facts(settings, vllm_args, base_facts(settings))
+    facts = base_facts(settings, for_plan=True)
+    plan, facts = resolve_with_facts(settings, vllm_args, facts)
     if plan.speculative.enabled:
         try:
-            require_method_package(plan.speculative.method)
+            require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
         except MaterializeError as err:  # serve would stop here; the plan says so
             plan = replace(plan, warnings=(*plan.warnings, f"serve would stop (exit 3): {err.one_line()}"))
+    # a custom method's plugin is looked for where the plan is made; prepare and serve refuse without one
+    plugins = require_custom_method(plan.speculative.custom_method, os.environ, facts.vllm_version, facts.vllm.methods)
+    if plugins:
+        plan = replace(plan, warnings=(*plan.warnings, custom_method_note(plan.speculative.custom_method, plugins)))
     log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
+    if settings.plan_vllm_version is not None:
+        known = facts.vllm
+        log.info(
+            f"planning for vLLM {known.version} ({var.PLAN_VLLM_VERSION}) on {facts.platform}: snapshot "
+            f"vllm_schemas/{known.snapshot}.json" + ("" if known.exact else " (the newest known; no exact snapshot)")
+        )
     for warning in plan.warnings:
         log.warning(warning)
     plan = with_preflight(plan, settings, log.warning, facts.sources)

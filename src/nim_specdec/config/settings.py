@@ -58,6 +58,7 @@ class Settings:
     download: DownloadSettings = DownloadSettings()  # NIM_DOWNLOAD_*, NIM_CACHE_LOCK_TIMEOUT, NIM_S3_*, ...
     use_v2_model_runner: bool | None = None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
     tuned_for: TunedFor | None = None  # NIM_TUNED_FOR: the engine a tune recommendation was measured on
+    plan_vllm_version: str | None = None  # NIM_PLAN_VLLM_VERSION: the release `plan` plans for; None: installed
     capture: CaptureConfig | None = None  # NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS; None: capture off
     preflight: PreflightModes = DEFAULT_MODES  # NIM_SPECDEC_PREFLIGHT
     host: HostEnv = HostEnv()  # other tools' variables the plan depends on (LD_PRELOAD, CUDA_*, secrets)
@@ -108,6 +109,16 @@ def _engine_variables(env: Mapping[str, str]) -> tuple[tuple[str, str, Any], ...
     return tuple(found)
 
 
+def _release(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    if not value:
+        return None
+    parts = value.split(".")
+    if len(value) > 20 or len(parts) != 3 or not all(p.isdigit() and p.isascii() for p in parts):
+        raise ConfigError(name, f"invalid value {preview(value)!r}: not a release X.Y.Z", "use e.g. 0.34.0 or unset it")
+    return value
+
+
 def ignored_or_refused(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:
     """The NIM_* variables nim-specdec does not read; with NIM_STRICT_VARIABLES=1 a ConfigError instead. The
     launcher's settings and every lab command pass here, so the switch means the same wherever it is set."""
@@ -147,6 +158,7 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         download=download_settings(env),
         use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),
         tuned_for=parse_tuned_for(env.get(TUNED_FOR_ENV)),
+        plan_vllm_version=_release(env, var.PLAN_VLLM_VERSION),
         capture=parse_capture(env, cache_path),
         preflight=parse_preflight_modes(env),
         host=read_host_env(env),

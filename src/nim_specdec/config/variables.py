@@ -237,6 +237,15 @@ TUNED_FOR = _declare(
     '"runner": "v1", "platform": "cpu", "device": "AMD EPYC 7B12"}`. The plan warns where its own engine differs; '
     "a malformed value is exit 2.",
 )
+PLAN_VLLM_VERSION = _declare(
+    "NIM_PLAN_VLLM_VERSION",
+    "text",
+    None,
+    "`plan` only: the vLLM release (`X.Y.Z`, e.g. the image's `0.34.0`) to plan for instead of the installed one, "
+    "on the CUDA platform; the plan names the snapshot it read. `prepare` and `serve` refuse a value other than "
+    "the installed release (exit 2).",
+    shown_default="the installed vLLM",
+)
 
 # Downloads (docs/sources.md).
 DOWNLOAD_TIMEOUT = _declare(

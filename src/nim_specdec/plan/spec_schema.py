@@ -13,6 +13,7 @@ import difflib
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Mapping
 
+from nim_specdec.plan.release_changes import is_custom_method, newer_key, removed_key, removed_method
 from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
 from nim_specdec.plan.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
@@ -68,6 +69,10 @@ KINDS: Mapping[str, str] = {
     "fly_window_size": "int",
     "fly_entropy_threshold": "float",
     "fly_entropy_top_k": "int",
+    # 0.34
+    "draft_decode_context_parallel_size": "pos_int",
+    "speculator_options": "object",
+    "suffix_decoding_corpus_tokens": "int",
 }
 # The default release's fields, for callers that need no particular release.
 FIELDS: Mapping[str, str] = {key: KINDS[key] for key in sorted(DEFAULT.fields)}
@@ -78,6 +83,7 @@ RANGES: Mapping[str, tuple[float | None, float | None]] = {
     "suffix_decoding_max_cached_requests": (0, None),
     "suffix_decoding_max_spec_factor": (0, None),
     "suffix_decoding_min_token_prob": (0, 1),
+    "suffix_decoding_corpus_tokens": (0, 2**31 - 1),  # 0.34: SuffixSpeculatorConfig.configure
 }
 # Fields vLLM fills in itself from the engine configuration; a user never sets them.
 INTERNAL_FIELDS = frozenset(
@@ -202,6 +208,9 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
     ranges = _ranges(known)
     for key, value in config.items():
         if key not in fields:
+            changed = removed_key(key, known) or newer_key(key, known) or _set_by_vllm(key, known)
+            if changed:
+                raise ConfigError(where, *changed)
             close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
             fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(fields))}"
             if key in INTERNAL_FIELDS:
@@ -215,6 +224,11 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
                 "speculative_config.tensor_parallel_size is not accepted by vLLM",
                 "use draft_tensor_parallel_size (1 or the target's tensor parallel size)",
             )
+        gone = removed_method(value, known) if key == "method" else None
+        if gone:
+            raise ConfigError(where, *gone)
+        if key == "method" and is_custom_method(value, known):
+            continue  # a plugin's method: its registration is checked by the shell, its rules by vLLM
         try:
             coerced = coerce(key, value, known)
         except ValueError as err:
@@ -223,13 +237,24 @@ def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge 
             fix = f"set {key} to {described}"
             elsewhere = _releases_with_value(key, value)
             if elsewhere:  # a value of another release: say so rather than list pydantic's choices
+                verb = "have" if "," in elsewhere else "has"
                 problem = (
-                    f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} (vLLM {elsewhere} has it)"
+                    f"speculative_config.{key} = {value!r} is not in vLLM {known.snapshot} (vLLM {elsewhere} {verb} it)"
                 )
                 fix = f"set {key} to {described}, or run vLLM {elsewhere}"
             raise ConfigError(where, problem, fix) from None
         if key in ranges and coerced is not None:
             _check_range(key, coerced, ranges[key], where)
+
+
+def _set_by_vllm(key: str, known: VllmKnowledge) -> tuple[str, str] | None:
+    """0.34's custom_method: a field vLLM fills from `method` (init=False), refused as input."""
+    if key != "custom_method" or not known.at_least("0.34.0"):
+        return None
+    return (
+        f"speculative_config.custom_method is set by vLLM {known.snapshot} itself from method",
+        "name the registered custom method in method instead",
+    )
 
 
 def _releases_with(key: str) -> str:
@@ -263,6 +288,8 @@ def validate_complete(
     """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
     from nim_specdec.plan.spec_rules import check_rules  # noqa: PLC0415
 
+    if is_custom_method(config.get("method"), known):
+        return  # a custom speculator's config decides what it accepts: left to the vLLM check
     values = {key: coerce(key, value, known) for key, value in config.items() if key in known.fields}
     problem = check_rules(values, target_tp, draft_config, known)
     if problem:
@@ -271,5 +298,7 @@ def validate_complete(
     if schedule is not None:
         largest = values.get("num_speculative_tokens")
         if largest is None and values.get("method") == "suffix":
-            largest = values.get("suffix_decoding_max_tree_depth") or 24  # vLLM's default for suffix
+            # vLLM's default for suffix: the tree depth (24); 0.34's GPU suffix speculator, min(8, depth)
+            depth = values.get("suffix_decoding_max_tree_depth") or 24
+            largest = min(8, depth) if known.at_least("0.34.0") else depth
         validate_batch_size_schedule(schedule, largest, where)

@@ -203,7 +203,9 @@ def read_measurement(path: Path, out: Path) -> ReplayMeasurement:
     try:
         return ReplayMeasurement.from_json(data)
     except ValueError as err:  # replay.checked: the key and its range (a number, never a file's text)
-        raise ConfigError("--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again") from None
+        raise ConfigError(
+            "--out", f"{path} is not a bench measurement ({err})", "remove it or run bench again"
+        ) from None
     except (KeyError, TypeError, AttributeError):
         raise ConfigError(
             "--out",

@@ -37,8 +37,9 @@ def async_scheduling(
     """Whether vLLM schedules asynchronously, as VllmConfig.__post_init__ decides it when not asked: off on the
     CPU build (its platform hook has the last word) and where asked off. vLLM 0.32 turns it off, on either
     runner, for a method outside async_rules.ASYNC_METHODS (ngram, suffix) and for `disable_padded_drafter_batch`; 0.33
-    does so on the V1 runner only, so V2 (the GPU default) serves n-gram with async scheduling on. Pipeline
-    parallelism turns it off on V1 in both. Asked on where vLLM would not keep it, vLLM refuses to start."""
+    does so on the V1 runner only, so V2 (the GPU default) serves n-gram with async scheduling on; 0.34 has V2 alone
+    and keeps it on for every method, suffix included. Pipeline parallelism turns it off on V1 in 0.32 and 0.33.
+    Asked on where vLLM would not keep it, vLLM refuses to start."""
     if platform == "cpu":
         return False
     given = view.get("async_scheduling")
