@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+from urllib.parse import urlsplit
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping
@@ -72,7 +73,38 @@ def make_client(env: Mapping[str, str], settings: DownloadSettings):
     if any(keys):  # as boto3's Session does: a partial set is an error botocore names, not the chain
         session.set_credentials(*keys)
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return session.create_client("s3", region_name=region, endpoint_url=endpoint, config=config)
+    client = session.create_client("s3", region_name=region, endpoint_url=endpoint, config=config)
+    # Ahead of botocore's region redirector: it asks the bucket's region with a HEAD that can be redirected
+    # again, without end (a RecursionError) when the store names no region.
+    client.meta.events.register_first("needs-retry.s3", refuse_unbounded_redirect)
+    return client
+
+
+class StoreRedirect(Exception):  # noqa: N818
+    """The store answered a redirect that is not followed: `where` is the host or region it named."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"redirected to {where}")
+        self.where = where
+
+
+def refuse_unbounded_redirect(response=None, request_dict=None, **_kwargs) -> None:
+    """Redirects are bounded at one hop, and only botocore's own: to the region the store names (AWS answers
+    a request signed for the wrong region so). A redirect that names no region, or a second one, ends the
+    request with StoreRedirect, which becomes one line naming where it pointed."""
+    if response is None or response[0] is None or not 300 <= response[0].status_code < 400:
+        return
+    parsed = response[1] if isinstance(response[1], dict) else {}
+    headers = parsed.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    error = parsed.get("Error", {})
+    region = headers.get("x-amz-bucket-region") or error.get("Region")
+    redirected = ((request_dict or {}).get("context", {}).get("s3_redirect") or {}).get("redirected")
+    if region and not redirected:
+        return
+    # The host only: a Location's path and query may carry a signature.
+    location = urlsplit(str(headers.get("location", ""))).netloc
+    where = error.get("Endpoint") or location or (f"region {region}" if region else "another host")
+    raise StoreRedirect(printable(str(where)[:120]))
 
 
 def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
@@ -247,6 +279,12 @@ def _status(err: BaseException) -> int | None:
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:
+    if isinstance(err, StoreRedirect):
+        raise MaterializeError(
+            uri,
+            f"the store redirected to another endpoint ({err.where}), which is not followed",
+            "set AWS_ENDPOINT_URL (or AWS_REGION) to where the bucket lives",
+        ) from None
     error_map.raise_permanent(uri, err, _rules())
     code = ""
     response = getattr(err, "response", None)
