@@ -165,7 +165,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return importlib.import_module(args._module).run(args)
     except Terminated:
-        error_line("nim-specdec: stopped by SIGTERM; what was being downloaded was removed")
+        error_line(
+            "nim-specdec: stopped by SIGTERM; a download under way resumes from its verified files at the next start"
+        )
         return 128 + signal.SIGTERM
     except LauncherError as err:
         error_line(f"nim-specdec: error: {err.one_line()}")

@@ -21,9 +21,9 @@ from typing import Callable, Iterator, Mapping, Protocol
 from nim_specdec.config import variables as var
 from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.files import trust, writable
-from nim_specdec.fetchers import cache, error_map
+from nim_specdec.fetchers import cache, disk_space, error_map, resume
 from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.progress import Progress
+from nim_specdec.fetchers.progress import Progress, human_bytes
 from nim_specdec.errors import printable
 from nim_specdec.fetchers.safety import check_tree
 from nim_specdec.text.redact import redact_text
@@ -47,9 +47,32 @@ class Job:
     # Only these top-level names (config.json and friends, read before the weights); None: every file.
     only: frozenset[str] | None = None
     secrets: tuple[str, ...] = ()  # values a backend masks in its messages (FetchContext.secrets)
+    volume: Path | None = None  # the cache folder the disk pre-flight names (None: dest's own)
 
     def selects(self, name: str) -> bool:
         return self.only is None or name in self.only
+
+    def to_fetch(self, files: list[RemoteFile], resumable: bool = True) -> list[RemoteFile]:
+        """Every backend calls this with the listing before its first byte: the files already in `dest` that
+        the listing vouches for are kept (fetchers/resume.py; `resumable=False`: none, for a client that
+        must write into an empty folder), the rest must fit on the volume (fetchers/disk_space.py), and the
+        files still to fetch are returned, their bytes the progress's total."""
+        present = resume.sized_matches(self.dest, files) if resumable else {}
+        if not resumable:
+            for child in list(self.dest.iterdir()):
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        need = sum(f.size for f in files if f.name not in present)
+        disk_space.refuse_if_short(self.uri, need, self.dest, self.volume)
+        kept = resume.digest_checked(self.dest, present, self.hasher) if present else set()
+        todo = [f for f in files if f.name not in kept]
+        if kept:
+            resumed = sum(f.size for f in files if f.name in kept)
+            self.log(
+                f"{self.uri}: resuming: {len(kept)} of {len(files)} files ({human_bytes(resumed)}) are on the "
+                "volume already, verified"
+            )
+        self.progress.start(sum(f.size for f in todo), len(todo))
+        return todo
 
 
 class Backend(Protocol):
@@ -139,11 +162,12 @@ def _download_verified(
     log: Callable[[str], None],
     only: frozenset[str] | None = None,
     secrets: tuple[str, ...] = (),
+    volume: Path | None = None,
 ) -> list[RemoteFile]:
     """One transfer into `dest`, then the tree and its digests checked: what a full download and
     `fetch_only` share."""
     with Hasher(dest, settings.verify_checksums) as hasher:
-        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only, secrets))
+        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only, secrets, volume))
         progress.finish()
         check_tree(uri, dest)
         verify(uri, dest, expected, hasher)
@@ -151,6 +175,9 @@ def _download_verified(
 
 
 def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marker_extra=None) -> Path:
+    """Each attempt first takes over the files of the leftovers of this entry (a killed launcher's, the
+    previous attempt's): a retry or a restarted pod resumes from the verified files on the volume. A final
+    failure removes the attempt's folder; an interruption (SIGTERM, SIGKILL) leaves it for the next start."""
     secrets = ctx.secrets
     terminal = sys.stderr if sys.stderr.isatty() else None
     for attempt in range(settings.retries + 1):
@@ -159,8 +186,9 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             progress = Progress(uri, ctx.log, interval=settings.progress_interval, terminal=terminal)
             dest = tmp / cache.FILES
             dest.mkdir(mode=0o700)
+            resume.adopt_leftovers(layout.tmp_dir(), layout.tmp_prefix(name), dest, tmp)
             expected = _download_verified(
-                backend, ref, uri, ctx.env, settings, dest, progress, ctx.log, secrets=secrets
+                backend, ref, uri, ctx.env, settings, dest, progress, ctx.log, secrets=secrets, volume=ctx.cache_dir
             )
             _owner_only(tmp)
             os.rename(tmp, layout.entry(name))
@@ -173,9 +201,9 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
-            shutil.rmtree(tmp, ignore_errors=True)
             detail = redact_text(first_line(err), secrets)
             if error_map.disk_full(err):
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise MaterializeError(
                     uri,
                     f"the cache volume is full ({detail}); the partial download was removed",
@@ -183,19 +211,22 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
                     "or mount a larger volume",
                 ) from None
             if not backend.is_transient(err):
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise MaterializeError(uri, f"download failed: {detail}") from None
             if attempt == settings.retries:
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise MaterializeError(
                     uri,
                     f"download failed after {attempt + 1} attempts: {detail}",
                     "check that the endpoint is reachable; NIM_DOWNLOAD_TIMEOUT and NIM_DOWNLOAD_RETRIES tune the limits",  # noqa: E501
                 ) from None
             delay = retry_delay(attempt)
-            ctx.log(f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s")
+            ctx.log(
+                f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s (verified files are kept)"
+            )
             time.sleep(delay)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        # An interruption (Terminated, SystemExit, KeyboardInterrupt) leaves `tmp` as it is: the next start
+        # takes over its files once it has verified them.
     raise AssertionError("unreachable")
 
 
@@ -233,19 +264,16 @@ def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
 
 
 def _clean_leftovers(layout: cache.CacheLayout, name: str) -> None:
-    """Called with the entry's lock held: anything partial (or foreign) for this entry belongs to no live
-    download. It is renamed aside first, which needs no write access inside it, then removed."""
+    """Called with the entry's lock held: an entry without its marker (or a foreign one) belongs to no live
+    download. It is renamed aside into tmp/ first, which needs no write access inside it; the download's
+    first attempt removes it there with the other leftovers of this entry (after taking over the verified
+    files of those that are the launcher's own download folders: fetchers/resume.py)."""
     entry = layout.entry(name)
     if os.path.islink(entry) or (os.path.lexists(entry) and not entry.is_dir()):
         os.unlink(entry)
     elif os.path.lexists(entry):
         aside = Path(tempfile.mkdtemp(prefix=layout.tmp_prefix(name), dir=layout.tmp_dir()))
         os.rename(entry, aside / "old")
-    for leftover in layout.tmp_dir().glob(layout.tmp_prefix(name) + "*"):
-        if os.path.islink(leftover) or not leftover.is_dir():
-            os.unlink(leftover)
-        else:
-            shutil.rmtree(leftover, ignore_errors=True)
 
 
 @contextmanager

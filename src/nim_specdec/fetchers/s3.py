@@ -194,16 +194,20 @@ class S3Backend:
             _raise_permanent(job.uri, err)
             raise
         files = [f for _, _, f in listed]
-        job.progress.start(sum(f.size for f in files), len(files))
+        todo = job.to_fetch(files)
+        wanted = {f.name for f in todo}
+        listed = [item for item in listed if item[2].name in wanted]
+        if not todo:
+            return files
         if job.settings.s5cmd != "off":
             from nim_specdec.fetchers import s5cmd  # noqa: PLC0415
 
             binary = s5cmd.find_s5cmd(job.env)
             if binary is None and job.settings.s5cmd == "on":
                 raise s5cmd.require_s5cmd(job.uri)
-            names = [job.ref.location, str(job.dest), *(f.name for f in files)]
+            names = [job.ref.location, str(job.dest), *(f.name for f in todo)]
             if binary is not None and all(s5cmd.scriptable(n) for n in names):
-                s5cmd.download_with_s5cmd(job, binary, files)
+                s5cmd.download_with_s5cmd(job, binary, todo)
                 return files
         bucket, _ = split_location(job.ref.location)
         # boto3's own buffer sizes measured best here (bench/bench_s3_download.py); bigger queues only
