@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import re
 import time
-from urllib.parse import urlsplit
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping
@@ -27,6 +26,7 @@ from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
+from nim_specdec.fetchers.s3_redirects import StoreRedirect, refuse_unbounded_redirect
 from nim_specdec.fetchers.s3_transfer_hooks import OpenBodies, TransferSubscriber
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
@@ -78,33 +78,6 @@ def make_client(env: Mapping[str, str], settings: DownloadSettings):
     # again, without end (a RecursionError) when the store names no region.
     client.meta.events.register_first("needs-retry.s3", refuse_unbounded_redirect)
     return client
-
-
-class StoreRedirect(Exception):  # noqa: N818
-    """The store answered a redirect that is not followed: `where` is the host or region it named."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__(f"redirected to {where}")
-        self.where = where
-
-
-def refuse_unbounded_redirect(response=None, request_dict=None, **_kwargs) -> None:
-    """Redirects are bounded at one hop, and only botocore's own: to the region the store names (AWS answers
-    a request signed for the wrong region so). A redirect that names no region, or a second one, ends the
-    request with StoreRedirect, which becomes one line naming where it pointed."""
-    if response is None or response[0] is None or not 300 <= response[0].status_code < 400:
-        return
-    parsed = response[1] if isinstance(response[1], dict) else {}
-    headers = parsed.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-    error = parsed.get("Error", {})
-    region = headers.get("x-amz-bucket-region") or error.get("Region")
-    redirected = ((request_dict or {}).get("context", {}).get("s3_redirect") or {}).get("redirected")
-    if region and not redirected:
-        return
-    # The host only: a Location's path and query may carry a signature.
-    location = urlsplit(str(headers.get("location", ""))).netloc
-    where = error.get("Endpoint") or location or (f"region {region}" if region else "another host")
-    raise StoreRedirect(printable(str(where)[:120]))
 
 
 def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
