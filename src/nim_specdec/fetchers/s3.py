@@ -33,6 +33,8 @@ from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_pat
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
+# Bytes boto3's transfer manager reads from a body before it reports them (its default, named for the rate guard).
+IO_CHUNK = 256 * 1024
 # Full-object CRCs a store may keep, cheapest per byte first (bench/bench_s3_download.py).
 _CRCS = ("crc64nvme", "crc32c", "crc32")
 
@@ -190,6 +192,7 @@ class S3Backend:
             multipart_chunksize=job.settings.chunk_bytes,
             max_request_concurrency=job.settings.concurrency,
             num_download_attempts=3,
+            io_chunksize=IO_CHUNK,
         )
         streams = OpenBodies(client)
         with TransferManager(client, config) as manager:
@@ -199,7 +202,7 @@ class S3Backend:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 subscriber = TransferSubscriber(f, etag, job)
                 futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
-            guard = RateGuard(job.uri, job.settings)
+            guard = RateGuard(job.uri, job.settings, granularity=IO_CHUNK)
             try:
                 for future in futures:
                     while not future.done():  # s3transfer's result() takes no timeout
