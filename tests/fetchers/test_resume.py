@@ -118,3 +118,30 @@ def test_a_leftover_altered_at_rest_or_not_ours_is_fetched_again(s3, tmp_path):
     if os.geteuid() == 0:
         assert foreign.name in refetched, sorted(refetched)
     assert second < total  # the other complete files were taken over
+
+
+def test_an_object_replaced_since_the_kill_is_fetched_anew_even_with_size_checks(s3, tmp_path):
+    """NIM_DOWNLOAD_VERIFY=size: the store's digest still decides what is taken over, so a shard republished
+    with other bytes of the same size between the kill and the next start is fetched, the others are not."""
+    files = shard_files()
+    total = weights_bytes(files)
+    prefix = f"replaced{uuid.uuid4().hex[:8]}"
+    uri = s3.publish(prefix, files)
+    cache = tmp_path / "cache"
+    env = cli_env(s3, cache, NIM_S5CMD="0", NIM_DOWNLOAD_CONCURRENCY="2", NIM_DOWNLOAD_VERIFY="size")
+    kill_at_half(s3.proxy, env, uri, total, RATE)
+    (left,) = leftovers(cache)
+    done = sorted(
+        p.name
+        for p in (left / "files").iterdir()
+        if p.name.startswith(SHARD_PREFIX) and p.stat().st_size == len(files[p.name])
+    )
+    assert done, "no shard was complete at the kill"
+    replaced = done[0]
+    files[replaced] = os.urandom(len(files[replaced]))
+    s3.publish(prefix, {replaced: files[replaced]})
+    second, _took, out = start_again(s3.proxy, env, uri)
+    assert tree_bytes(cached_folder(out)) == files
+    refetched = {r.path.rsplit("/", 1)[-1] for r in s3.proxy.requests("GET", SHARD_PREFIX)}
+    assert replaced in refetched and not (set(done[1:]) & refetched), sorted(refetched)
+    assert second <= BOUND * total

@@ -58,8 +58,10 @@ class Job:
         if not resumable:
             for child in list(self.dest.iterdir()):
                 shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-        need = sum(f.size for f in files if f.name not in present)
-        disk_space.refuse_if_short(self.uri, need, self.dest, self.volume)
+        # A file on the volume without a digest to check it by is fetched again (resume.digest_checked).
+        need = sum(f.size for f in files if f.name not in present or f.digest is None)
+        if self.volume is not None:  # the cache volume; fetch_only's scratch copy of a few small files is not
+            disk_space.refuse_if_short(self.uri, need, self.dest, self.volume)
         kept = resume.digest_checked(self.dest, present, self.hasher) if present else set()
         todo = [f for f in files if f.name not in kept]
         if kept:

@@ -9,8 +9,9 @@ The leftover folders are then removed.
 
 Nothing half-downloaded is used: every client here writes a file under a temporary name and renames it when
 it is complete (boto3's transfer manager, s5cmd, huggingface_hub), or writes it in order (google-cloud-storage).
-Once the listing is known, a moved file is kept only when the listing names it with the same size and, where
-the store gives a digest and checksums are checked, the same digest; every other file is removed and fetched.
+Once the listing is known, a moved file is kept only when the listing names it with the same size and the
+store's digest matches it (hashed even with NIM_DOWNLOAD_VERIFY=size); every other file is removed and fetched,
+a file the store gives no digest for included (an object replaced since the kill may have the same size).
 """
 
 from __future__ import annotations
@@ -109,16 +110,21 @@ def sized_matches(dest: Path, files: Iterable[RemoteFile]) -> dict[str, RemoteFi
 
 
 def digest_checked(dest: Path, candidates: dict[str, RemoteFile], hasher: Hasher) -> set[str]:
-    """The candidates whose digest matches the store's (all of them when checksums are off or the store gives
-    none); the others are removed, and forgotten by the Hasher so that their new download is hashed."""
+    """The candidates whose digest matches the store's; the others are removed (and forgotten by the Hasher,
+    so that their new download is hashed). A file the store gives no digest for is removed too: a same-sized
+    object replaced since the kill would pass a size check. With NIM_DOWNLOAD_VERIFY=size the candidates are
+    hashed all the same (a pool of their own): hashing what is on the volume costs less than fetching it."""
     with_digest = [f for f in candidates.values() if f.digest is not None]
-    if not hasher.enabled or not with_digest:
-        return set(candidates)
-    found = hasher.results(with_digest)
-    kept = set(candidates)
-    for f in with_digest:
-        if found.get(f.name) != f.digest[1]:
-            kept.discard(f.name)
-            hasher.forget(f.name)
-            os.unlink(dest / f.name)
+    if hasher.enabled:
+        found = hasher.results(with_digest) if with_digest else {}
+    else:
+        with Hasher(dest, True) as own:
+            found = own.results(with_digest) if with_digest else {}
+    kept = set()
+    for f in candidates.values():
+        if f.digest is not None and found.get(f.name) == f.digest[1]:
+            kept.add(f.name)
+            continue
+        hasher.forget(f.name)
+        os.unlink(dest / f.name)
     return kept
