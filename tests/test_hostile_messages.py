@@ -85,21 +85,29 @@ def test_an_s3_listing_a_file_system_cannot_hold_is_one_line_not_a_network_error
 
 
 class _Redirecting(BaseHTTPRequestHandler):
-    """An S3 endpoint whose bucket lives elsewhere: every answer is S3's PermanentRedirect to another host."""
+    """An S3 endpoint whose bucket lives elsewhere: every answer is a redirect of the class's `kind`."""
 
     protocol_version = "HTTP/1.1"
+    kind = "permanent"
 
     def log_message(self, *args) -> None:
         pass
 
     def do_GET(self) -> None:
-        body = (
-            b'<?xml version="1.0"?><Error><Code>PermanentRedirect</Code><Message>use the specified endpoint'
-            b"</Message><Endpoint>bucket.s3.other-host.invalid</Endpoint><Bucket>bucket</Bucket></Error>"
-        )
-        self.send_response(301)
-        self.send_header("Location", "http://other-host.invalid:9/bucket" + self.path)
-        self.send_header("x-amz-bucket-region", "eu-west-1")
+        body = b""
+        if self.kind == "permanent":  # S3's own answer, with the region and the endpoint
+            body = (
+                b'<?xml version="1.0"?><Error><Code>PermanentRedirect</Code><Message>use the specified endpoint'
+                b"</Message><Endpoint>bucket.s3.other-host.invalid</Endpoint><Bucket>bucket</Bucket></Error>"
+            )
+            self.send_response(301)
+            self.send_header("x-amz-bucket-region", "eu-west-1")
+        elif self.kind == "temporary":  # a plain HTTP redirect naming no region
+            self.send_response(307)
+        else:  # a loop back to the same path
+            self.send_response(302)
+        host = "127.0.0.1:9" if self.kind == "loop" else "other-host.invalid:9"
+        self.send_header("Location", f"http://{host}/bucket{self.path}&X-Amz-Signature=secret-signature")
         self.send_header("Content-Type", "application/xml")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -108,8 +116,14 @@ class _Redirecting(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
-def test_a_redirect_to_another_host_is_one_line_naming_it(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
+@pytest.mark.parametrize(
+    "kind,named", [("permanent", "other-host.invalid"), ("temporary", "other-host.invalid"), ("loop", "127.0.0.1:9")]
+)
+def test_a_redirect_to_another_host_is_one_line_naming_it(tmp_path, kind, named):
+    """botocore's region redirector asks the bucket's region with a HEAD that is redirected again: without a
+    bound at the root, a redirect that names no region ended in a RecursionError."""
+    handler = type("Handler", (_Redirecting,), {"kind": kind})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     env = {
@@ -125,4 +139,5 @@ def test_a_redirect_to_another_host_is_one_line_naming_it(tmp_path):
     finally:
         server.shutdown()
     line = err.value.one_line()
-    assert "redirected" in line and "other-host.invalid" in line and "reachable" not in line, line
+    assert "redirected" in line and named in line and "reachable" not in line, line
+    assert "Recursion" not in line and "secret-signature" not in line, line

@@ -79,5 +79,6 @@ class UnreachableError(LauncherError):
 
 class Terminated(BaseException):
     """SIGTERM arrived (a pod being stopped): raised where the process is, so that every `finally` and
-    cleanup handler runs (a temporary download folder is removed) before the process exits 128 + 15.
+    cleanup handler runs (a download stops; its folder stays for the next start to resume) before the process
+    exits 128 + 15.
     A BaseException, so that no `except Exception` takes it for an ordinary failure."""

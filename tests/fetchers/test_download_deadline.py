@@ -34,7 +34,8 @@ def fresh(s3):
 @pytest.mark.parametrize(
     "limits,fragment",
     [
-        ({"NIM_DOWNLOAD_MIN_RATE_KB": "4"}, "NIM_DOWNLOAD_MIN_RATE_KB"),
+        # 64 KiB/s: boto3 counts in reads of 256 KiB, so its window is at least 2 x 256 / 64 = 8 s.
+        ({"NIM_DOWNLOAD_MIN_RATE_KB": "64"}, "NIM_DOWNLOAD_MIN_RATE_KB"),
         ({"NIM_DOWNLOAD_MIN_RATE_KB": "0", "NIM_DOWNLOAD_DEADLINE": "2"}, "NIM_DOWNLOAD_DEADLINE"),
     ],
 )
@@ -54,6 +55,31 @@ def test_a_trickling_store_is_cut_off_and_the_entry_released(s3, tmp_path, clien
     s3.proxy.reset()  # the store is well again: the lock was released and nothing partial is served
     path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for({**env, "NIM_DOWNLOAD_TIMEOUT": "30"}, tmp_path))
     assert tree_bytes(path) == files
+
+
+@pytest.mark.parametrize("client", ["1", "0"], ids=["s5cmd", "boto3"])
+def test_a_store_that_trickles_a_byte_a_second_is_cut_off(s3, tmp_path, client):
+    """One byte a second, under the read timeout, into a file bigger than one of boto3's reads: the guard saw
+    nothing counted on the boto3 path (each read waits for 256 KiB) and let it run for ever."""
+    # The weights alone: no other file's bytes land in the guard's first window to make its rate non-zero.
+    uri = s3.publish(f"byte{uuid.uuid4().hex[:8]}", {WEIGHTS: model_files(1024 * 1024)[WEIGHTS]})
+    s3.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=1))
+    env = {
+        **s3.env(),
+        "NIM_S5CMD": client,
+        "NIM_DOWNLOAD_RETRIES": "0",
+        "NIM_DOWNLOAD_TIMEOUT": "2",  # a byte every second: no read times out
+        "NIM_DOWNLOAD_MIN_RATE_KB": "64",  # the window: max(4 x 2 s, 2 x 256 KiB / 64 KiB/s) = 8 s
+        "NIM_DOWNLOAD_DEADLINE": "30",  # the bound of this test: reaching it is the failure
+    }
+    started = time.monotonic()
+    with pytest.raises(MaterializeError) as err:
+        get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
+    took = time.monotonic() - started
+    line = err.value.one_line()
+    assert "NIM_DOWNLOAD_MIN_RATE_KB" in line and err.value.exit_code == EXIT_MATERIALIZE, line
+    assert took < 40, took
+    assert s3.proxy.requests("GET", WEIGHTS)[0].sent < 60  # it was trickling when it was cut
 
 
 @pytest.mark.parametrize("client", ["1", "0"])

@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -122,7 +121,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if fault and fault.kind == "slow":
-            step = max(1, fault.bytes_per_second // 20)
+            step = max(1, fault.bytes_per_second // 20)  # every 50 ms; below 20 bytes a second, a byte at a time
+            pause = max(0.05, step / max(1, fault.bytes_per_second))
             for i in range(0, len(data), step):
                 if self.state.stop.is_set():
                     self.close_connection = True  # the client sees the body cut short, as from a dead server
@@ -130,7 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(data[i : i + step])
                 self.wfile.flush()
                 record.sent = min(len(data), i + step)
-                time.sleep(0.05)
+                self.state.stop.wait(pause)
             return
         self.wfile.write(data)
         record.sent = len(data)

@@ -187,8 +187,8 @@ def _main(argv: Sequence[str] | None) -> int:
             ignored_or_refused(os.environ)  # the lab reads NIM_* variables too: NIM_STRICT_VARIABLES holds there
         return importlib.import_module(args._module).run(args)
     except Terminated:
-        removed = "; what was being downloaded was removed" if args.command in _DOWNLOADING else ""
-        error_line(f"nim-specdec {args.command}: stopped by SIGTERM{removed}")
+        stopped = "; a download under way resumes from its verified files at the next start"
+        error_line(f"nim-specdec {args.command}: stopped by SIGTERM{stopped if args.command in _DOWNLOADING else ''}")
         return 128 + signal.SIGTERM
     except LauncherError as err:
         error_line(f"nim-specdec: error: {err.one_line()}")

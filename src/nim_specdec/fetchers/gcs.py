@@ -88,7 +88,10 @@ class GCSBackend:
             _raise_permanent(job.uri, err)
             raise
         files = [f for _, f in listed]
-        job.progress.start(sum(f.size for f in files), len(files))
+        wanted = {f.name for f in job.to_fetch(files)}
+        listed = [(name, f) for name, f in listed if f.name in wanted]
+        if not listed:
+            return files
         bucket = client.bucket(job.ref.location.partition("/")[0])
         handles = []
         try:

@@ -24,6 +24,7 @@ from nim_specdec.fetchers.branch_refs import is_commit
 from nim_specdec.fetchers.cache import normalized_uri
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers.resume import glob_escape
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.config.sources import SourceRef
@@ -70,7 +71,12 @@ class HFBackend:
             files.append(RemoteFile(f.path, int(f.size), sha256=f.lfs.sha256 if f.lfs is not None else None))
         if not files:
             raise MaterializeError(job.uri, "the repository holds no files", "check the repository name and revision")
-        job.progress.start(sum(f.size for f in files), len(files))
+        todo = job.to_fetch(files)
+        if not todo:
+            return files
+        # The files still to fetch, by name: a name is escaped to match only itself (the library's patterns
+        # are fnmatch's); all of them when nothing was resumed, which also keeps the library's own listing.
+        patterns = None if len(todo) == len(files) and job.only is None else [glob_escape(f.name) for f in todo]
         try:
             with DirectoryWatch(job.dest, job.progress):
                 snapshot_download(
@@ -82,7 +88,7 @@ class HFBackend:
                     etag_timeout=job.settings.timeout,
                     max_workers=min(job.settings.concurrency, 8),
                     tqdm_class=_quiet_tqdm(),
-                    allow_patterns=sorted(job.only) if job.only is not None else None,
+                    allow_patterns=patterns,
                 )
         except Exception as err:  # noqa: BLE001
             _raise_permanent(job.uri, err)

@@ -5,26 +5,23 @@ Every remote scheme goes through `materialize`; a backend only lists and transfe
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import shutil
-import socket
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import LauncherError, MaterializeError
 from nim_specdec.files import trust, writable
-from nim_specdec.fetchers import cache, error_map
+from nim_specdec.fetchers import cache, disk_space, error_map, resume
+from nim_specdec.fetchers.entry_lock import entry_lock
 from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.progress import Progress
-from nim_specdec.errors import printable
+from nim_specdec.fetchers.progress import Progress, human_bytes
 from nim_specdec.fetchers.safety import check_tree
 from nim_specdec.text.redact import redact_text
 from nim_specdec.config.download_settings import DownloadSettings
@@ -47,9 +44,34 @@ class Job:
     # Only these top-level names (config.json and friends, read before the weights); None: every file.
     only: frozenset[str] | None = None
     secrets: tuple[str, ...] = ()  # values a backend masks in its messages (FetchContext.secrets)
+    volume: Path | None = None  # the cache folder the disk pre-flight names (None: dest's own)
 
     def selects(self, name: str) -> bool:
         return self.only is None or name in self.only
+
+    def to_fetch(self, files: list[RemoteFile], resumable: bool = True) -> list[RemoteFile]:
+        """Every backend calls this with the listing before its first byte: the files already in `dest` that
+        the listing vouches for are kept (fetchers/resume.py; `resumable=False`: none, for a client that
+        must write into an empty folder), the rest must fit on the volume (fetchers/disk_space.py), and the
+        files still to fetch are returned, their bytes the progress's total."""
+        present = resume.sized_matches(self.dest, files) if resumable else {}
+        if not resumable:
+            for child in list(self.dest.iterdir()):
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        # A file on the volume without a digest to check it by is fetched again (resume.digest_checked).
+        need = sum(f.size for f in files if f.name not in present or f.digest is None)
+        if self.volume is not None:  # the cache volume; fetch_only's scratch copy of a few small files is not
+            disk_space.refuse_if_short(self.uri, need, self.dest, self.volume)
+        kept = resume.digest_checked(self.dest, present, self.hasher) if present else set()
+        todo = [f for f in files if f.name not in kept]
+        if kept:
+            resumed = sum(f.size for f in files if f.name in kept)
+            self.log(
+                f"{self.uri}: resuming: {len(kept)} of {len(files)} files ({human_bytes(resumed)}) are on the "
+                "volume already, verified"
+            )
+        self.progress.start(sum(f.size for f in todo), len(todo))
+        return todo
 
 
 class Backend(Protocol):
@@ -98,7 +120,7 @@ def materialize(
         )
     settings = ctx.download
     _make_dirs(layout, ctx.cache_dir)
-    with _entry_lock(layout, name, uri, settings, ctx.log):
+    with entry_lock(layout, name, uri, settings, ctx.log):
         hit = cache.complete_files(layout, name)
         if hit is not None:  # another launcher finished it while we waited
             ctx.log(f"{uri}: downloaded by another launcher, using the cached copy")
@@ -139,11 +161,12 @@ def _download_verified(
     log: Callable[[str], None],
     only: frozenset[str] | None = None,
     secrets: tuple[str, ...] = (),
+    volume: Path | None = None,
 ) -> list[RemoteFile]:
     """One transfer into `dest`, then the tree and its digests checked: what a full download and
     `fetch_only` share."""
     with Hasher(dest, settings.verify_checksums) as hasher:
-        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only, secrets))
+        expected = backend.download(Job(ref, uri, env, settings, dest, progress, log, hasher, only, secrets, volume))
         progress.finish()
         check_tree(uri, dest)
         verify(uri, dest, expected, hasher)
@@ -151,6 +174,9 @@ def _download_verified(
 
 
 def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marker_extra=None) -> Path:
+    """Each attempt first takes over the files of the leftovers of this entry (a killed launcher's, the
+    previous attempt's): a retry or a restarted pod resumes from the verified files on the volume. A final
+    failure removes the attempt's folder; an interruption (SIGTERM, SIGKILL) leaves it for the next start."""
     secrets = ctx.secrets
     terminal = sys.stderr if sys.stderr.isatty() else None
     for attempt in range(settings.retries + 1):
@@ -159,8 +185,9 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             progress = Progress(uri, ctx.log, interval=settings.progress_interval, terminal=terminal)
             dest = tmp / cache.FILES
             dest.mkdir(mode=0o700)
+            resume.adopt_leftovers(layout.tmp_dir(), layout.tmp_prefix(name), dest, tmp)
             expected = _download_verified(
-                backend, ref, uri, ctx.env, settings, dest, progress, ctx.log, secrets=secrets
+                backend, ref, uri, ctx.env, settings, dest, progress, ctx.log, secrets=secrets, volume=ctx.cache_dir
             )
             _owner_only(tmp)
             os.rename(tmp, layout.entry(name))
@@ -173,9 +200,9 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         except Exception as err:  # noqa: BLE001 - every SDK failure becomes one line, retried if transient
-            shutil.rmtree(tmp, ignore_errors=True)
             detail = redact_text(first_line(err), secrets)
             if error_map.disk_full(err):
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise MaterializeError(
                     uri,
                     f"the cache volume is full ({detail}); the partial download was removed",
@@ -183,19 +210,22 @@ def _download_with_retries(ref, uri, ctx, backend, settings, layout, name, marke
                     "or mount a larger volume",
                 ) from None
             if not backend.is_transient(err):
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise MaterializeError(uri, f"download failed: {detail}") from None
             if attempt == settings.retries:
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise MaterializeError(
                     uri,
                     f"download failed after {attempt + 1} attempts: {detail}",
                     "check that the endpoint is reachable; NIM_DOWNLOAD_TIMEOUT and NIM_DOWNLOAD_RETRIES tune the limits",  # noqa: E501
                 ) from None
             delay = retry_delay(attempt)
-            ctx.log(f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s")
+            ctx.log(
+                f"{uri}: attempt {attempt + 1} failed ({detail}); retrying in {delay:.1f}s (verified files are kept)"
+            )
             time.sleep(delay)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        # An interruption (Terminated, SystemExit, KeyboardInterrupt) leaves `tmp` as it is: the next start
+        # takes over its files once it has verified them.
     raise AssertionError("unreachable")
 
 
@@ -233,73 +263,16 @@ def _make_dirs(layout: cache.CacheLayout, cache_dir: Path) -> None:
 
 
 def _clean_leftovers(layout: cache.CacheLayout, name: str) -> None:
-    """Called with the entry's lock held: anything partial (or foreign) for this entry belongs to no live
-    download. It is renamed aside first, which needs no write access inside it, then removed."""
+    """Called with the entry's lock held: an entry without its marker (or a foreign one) belongs to no live
+    download. It is renamed aside into tmp/ first, which needs no write access inside it; the download's
+    first attempt removes it there with the other leftovers of this entry (after taking over the verified
+    files of those that are the launcher's own download folders: fetchers/resume.py)."""
     entry = layout.entry(name)
     if os.path.islink(entry) or (os.path.lexists(entry) and not entry.is_dir()):
         os.unlink(entry)
     elif os.path.lexists(entry):
         aside = Path(tempfile.mkdtemp(prefix=layout.tmp_prefix(name), dir=layout.tmp_dir()))
         os.rename(entry, aside / "old")
-    for leftover in layout.tmp_dir().glob(layout.tmp_prefix(name) + "*"):
-        if os.path.islink(leftover) or not leftover.is_dir():
-            os.unlink(leftover)
-        else:
-            shutil.rmtree(leftover, ignore_errors=True)
-
-
-@contextmanager
-def _entry_lock(layout: cache.CacheLayout, name: str, uri: str, settings: DownloadSettings, log) -> Iterator[None]:
-    """One downloader per entry across processes and hosts sharing the volume.
-
-    The lock is an OS file lock (flock): the kernel drops it when its holder dies, even by SIGKILL, so
-    a killed launcher never blocks the others. NIM_CACHE_LOCK_TIMEOUT bounds the wait for a live but
-    stuck holder. The lock file is opened without following links and must be ours.
-    """
-    fd = trust.open_lock(layout.lock(name), layout.vouched)
-    try:
-        started = time.monotonic()
-        next_message = 0.0
-        while not _try_lock(fd):
-            waited = time.monotonic() - started
-            holder = _read_owner(layout.owner(name))
-            if settings.lock_timeout and waited >= settings.lock_timeout:
-                raise MaterializeError(
-                    uri,
-                    f"gave up after waiting {waited:.0f}s for the download held by {holder}",
-                    f"remove {layout.lock(name)} if that process is gone, or raise NIM_CACHE_LOCK_TIMEOUT",
-                ) from None
-            if waited >= next_message:
-                log(
-                    f"{uri}: waiting for another launcher ({holder}) that is downloading it into the cache ({waited:.0f}s)"  # noqa: E501
-                )
-                next_message = waited + 5.0
-            time.sleep(0.05 if waited < 1 else 0.25)
-        _write_owner(layout.owner(name))
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-
-
-def _write_owner(path: Path) -> None:
-    try:
-        trust.write_replacing(path, f"pid {os.getpid()} on {socket.gethostname()}".encode())
-    except OSError:
-        pass  # informational only
-
-
-def _read_owner(path: Path) -> str:
-    raw = trust.read_own_file(path, 256)
-    text = (raw or b"").decode("utf-8", "replace").strip()
-    return printable(text) or "unknown"
 
 
 class CachedFetcher:

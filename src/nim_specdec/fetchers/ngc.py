@@ -83,7 +83,7 @@ class NGCBackend:
             files.append(RemoteFile(item.path, int(item.sizeInBytes or 0)))
         if not files:
             raise MaterializeError(job.uri, "the model version holds no files", "check the name and version")
-        job.progress.start(sum(f.size for f in files), len(files))
+        job.to_fetch(files, resumable=False)  # the SDK writes a folder of its own, moved into place whole
         staging = job.dest.parent / "ngc"
         staging.mkdir(mode=0o700)
         try:

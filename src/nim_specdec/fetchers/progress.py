@@ -12,11 +12,11 @@ from typing import Callable, TextIO
 
 
 def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} GiB"
+    return f"{n:.1f} TiB"
 
 
 def progress_fields(uri: str, done: int, total: int, elapsed: float) -> dict:
@@ -113,6 +113,7 @@ class DirectoryWatch:
         return self._seen
 
     def __enter__(self) -> "DirectoryWatch":
+        self._seen = self._measure()  # files already there (a resumed download) are not this transfer's bytes
         self._thread.start()
         return self
 
@@ -122,6 +123,13 @@ class DirectoryWatch:
         self._poll()
 
     def _poll(self) -> None:
+        total = self._measure()
+        if total > self._seen:
+            self._progress.add(total - self._seen)
+            self._seen = total
+            self.last_growth = time.monotonic()
+
+    def _measure(self) -> int:
         import os  # noqa: PLC0415
 
         total = 0
@@ -132,10 +140,7 @@ class DirectoryWatch:
                     total += os.lstat(os.path.join(dirpath, name)).st_size
                 except OSError:
                     pass  # renamed or removed between the listing and the stat
-        if total > self._seen:
-            self._progress.add(total - self._seen)
-            self._seen = total
-            self.last_growth = time.monotonic()
+        return total
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):

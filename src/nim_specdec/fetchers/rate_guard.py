@@ -8,6 +8,13 @@ NIM_DOWNLOAD_MIN_RATE_KB  KiB/s the download must average over a window of 4 x N
 
 Checked from the loop that waits for the transfer (s5cmd's watchdog, boto3's futures); the download is then
 stopped, its partial files removed and the entry's lock released by the caller's cleanup.
+
+A window in which no byte was counted is below the minimum too. A client that counts bytes as they land on
+disk (s5cmd) shows a trickle byte by byte, but boto3's transfer manager reports a body in reads of 256 KiB:
+a store that trickles one byte a second never completes one, so the window counted nothing, and the read
+timeout never fires either (each read gets its byte in time). A true stall is still ended first by the read
+timeout, which is shorter than the window, as a failure that is retried. The window is at least twice the
+time one such read takes at the minimum rate (`granularity`), so a slow link above the minimum is never cut.
 """
 
 from __future__ import annotations
@@ -29,14 +36,22 @@ class TooSlowError(MaterializeError):
 
 
 class RateGuard:
-    def __init__(self, uri: str, settings: DownloadSettings, clock: Callable[[], float] = time.monotonic) -> None:
-        self.uri, self._settings, self._clock = uri, settings, clock
+    def __init__(
+        self,
+        uri: str,
+        settings: DownloadSettings,
+        clock: Callable[[], float] = time.monotonic,
+        granularity: int = 0,
+    ) -> None:
+        """`granularity`: the most bytes the client may receive before it counts them (0: byte by byte)."""
+        self.uri, self._settings, self._clock, self._granularity = uri, settings, clock, granularity
         self._start = clock()
         self._samples: deque[tuple[float, int]] = deque([(self._start, 0)])
 
     @property
     def window(self) -> float:
-        return WINDOW_TIMEOUTS * self._settings.timeout
+        floor = 2 * self._granularity / self._settings.min_rate if self._settings.min_rate else 0.0
+        return max(WINDOW_TIMEOUTS * self._settings.timeout, floor)
 
     def check(self, done_bytes: int) -> None:
         """Raise TooSlowError when the deadline has passed or the last window's average is below the minimum."""
@@ -56,9 +71,7 @@ class RateGuard:
         minimum = self._settings.min_rate
         if minimum and now - first_time >= self.window:
             rate = (done_bytes - first_bytes) / (now - first_time)
-            # Nothing at all is a stall: NIM_DOWNLOAD_TIMEOUT's read timeout ends it, as a transient
-            # failure that is retried. Some bytes, too few, is a trickle no timeout ever ends.
-            if 0 < rate < minimum:
+            if rate < minimum:
                 raise TooSlowError(
                     self.uri,
                     f"the store sent {human_bytes(rate)}/s over the last {now - first_time:.0f} s, below "

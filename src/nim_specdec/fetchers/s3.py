@@ -26,12 +26,15 @@ from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
+from nim_specdec.fetchers.s3_redirects import StoreRedirect, refuse_unbounded_redirect
 from nim_specdec.fetchers.s3_transfer_hooks import OpenBodies, TransferSubscriber
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
+# Bytes boto3's transfer manager reads from a body before it reports them (its default, named for the rate guard).
+IO_CHUNK = 256 * 1024
 # Full-object CRCs a store may keep, cheapest per byte first (bench/bench_s3_download.py).
 _CRCS = ("crc64nvme", "crc32c", "crc32")
 
@@ -72,7 +75,11 @@ def make_client(env: Mapping[str, str], settings: DownloadSettings):
     if any(keys):  # as boto3's Session does: a partial set is an error botocore names, not the chain
         session.set_credentials(*keys)
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return session.create_client("s3", region_name=region, endpoint_url=endpoint, config=config)
+    client = session.create_client("s3", region_name=region, endpoint_url=endpoint, config=config)
+    # Ahead of botocore's region redirector: it asks the bucket's region with a HEAD that can be redirected
+    # again, without end (a RecursionError) when the store names no region.
+    client.meta.events.register_first("needs-retry.s3", refuse_unbounded_redirect)
+    return client
 
 
 def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
@@ -162,16 +169,20 @@ class S3Backend:
             _raise_permanent(job.uri, err)
             raise
         files = [f for _, _, f in listed]
-        job.progress.start(sum(f.size for f in files), len(files))
+        todo = job.to_fetch(files)
+        wanted = {f.name for f in todo}
+        listed = [item for item in listed if item[2].name in wanted]
+        if not todo:
+            return files
         if job.settings.s5cmd != "off":
             from nim_specdec.fetchers import s5cmd  # noqa: PLC0415
 
             binary = s5cmd.find_s5cmd(job.env)
             if binary is None and job.settings.s5cmd == "on":
                 raise s5cmd.require_s5cmd(job.uri)
-            names = [job.ref.location, str(job.dest), *(f.name for f in files)]
+            names = [job.ref.location, str(job.dest), *(f.name for f in todo)]
             if binary is not None and all(s5cmd.scriptable(n) for n in names):
-                s5cmd.download_with_s5cmd(job, binary, files)
+                s5cmd.download_with_s5cmd(job, binary, todo)
                 return files
         bucket, _ = split_location(job.ref.location)
         # boto3's own buffer sizes measured best here (bench/bench_s3_download.py); bigger queues only
@@ -181,6 +192,7 @@ class S3Backend:
             multipart_chunksize=job.settings.chunk_bytes,
             max_request_concurrency=job.settings.concurrency,
             num_download_attempts=3,
+            io_chunksize=IO_CHUNK,
         )
         streams = OpenBodies(client)
         with TransferManager(client, config) as manager:
@@ -190,7 +202,7 @@ class S3Backend:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 subscriber = TransferSubscriber(f, etag, job)
                 futures.append(manager.download(bucket, key, str(path), subscribers=[subscriber]))
-            guard = RateGuard(job.uri, job.settings)
+            guard = RateGuard(job.uri, job.settings, granularity=IO_CHUNK)
             try:
                 for future in futures:
                     while not future.done():  # s3transfer's result() takes no timeout
@@ -247,6 +259,12 @@ def _status(err: BaseException) -> int | None:
 
 
 def _raise_permanent(uri: str, err: BaseException) -> None:
+    if isinstance(err, StoreRedirect):
+        raise MaterializeError(
+            uri,
+            f"the store redirected to another endpoint ({err.where}), which is not followed",
+            "set AWS_ENDPOINT_URL (or AWS_REGION) to where the bucket lives",
+        ) from None
     error_map.raise_permanent(uri, err, _rules())
     code = ""
     response = getattr(err, "response", None)

@@ -83,6 +83,11 @@ class Hasher:
             if f.name not in self._futures:
                 self._futures[f.name] = self._pool.submit(file_digest, self.dest / f.name, f.digest[0])
 
+    def forget(self, name: str) -> None:
+        """Drop `name`'s digest (its file was removed, to be fetched again and hashed anew)."""
+        with self._lock:
+            self._futures.pop(name, None)
+
     def results(self, files: list[RemoteFile]) -> dict[str, str]:
         for f in files:
             self.file_done(f)  # the files no backend reported yet

@@ -4,7 +4,8 @@
 its report pipe from its stdin (pickled by the launcher that started it: no second parse of the environment,
 no command line to go back through), downloads them into the cache, and exits 0; a refusal is written on the
 report pipe as one JSON object (exit code and message) and the process exits with that code. SIGTERM
-unwinds through the download's cleanup, so its staging directory is removed and nothing reaches the cache.
+unwinds through the download's cleanup: nothing reaches the cache, and the files verified so far stay in
+the download's own folder for the next start to resume (fetchers/resume.py).
 """
 
 from __future__ import annotations

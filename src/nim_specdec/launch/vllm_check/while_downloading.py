@@ -4,8 +4,9 @@ The check needs only config.json and the tokenizer files of the target and the d
 remote source that is not in the cache yet, those small files are read first into a private scratch
 directory, the weights start downloading in a child process (launch/vllm_check/download_child.py, given the parsed
 settings: the same cache and lock as always), and the check runs here meanwhile. A refusal kills the
-child's process group: its staging directory is removed (a SIGTERM there unwinds through the download's
-cleanup), nothing reaches the cache, and the refusal is the one line the user sees. A source whose small
+child's process group (a SIGTERM there unwinds through the download's cleanup): nothing reaches the cache,
+what it verified stays in its own folder for the corrected start to resume, and the refusal is the one line
+the user sees. A source whose small
 files cannot be read first (an unusual layout, an older store) falls back to checking once the download is
 complete.
 
