@@ -104,3 +104,39 @@ def test_sigterm_during_a_trickling_download_takes_effect_within_seconds(s3, tmp
     stderr = proc.stderr.read()
     assert code == 128 + signal.SIGTERM, stderr
     assert took < 10, (took, stderr)
+
+
+@pytest.mark.parametrize("scheme", ["hf"])
+def test_a_library_transfer_trickling_a_byte_a_second_is_cut_off(tmp_path, scheme):
+    """huggingface_hub reads a body in chunks of 10 MiB on threads nothing can stop, under a per-read timeout
+    a byte a second never trips: the transfer ran for ever. Now it runs in a child the guard kills."""
+    from servers.hf_store import HFStore  # noqa: PLC0415
+
+    store = {"hf": HFStore}[scheme]().start()
+    try:
+        files = {WEIGHTS: model_files(1024 * 1024)[WEIGHTS]}
+        uri = store.publish(f"byte{uuid.uuid4().hex[:8]}", files)
+        store.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=1))
+        env = {
+            **store.env(),
+            "NIM_DOWNLOAD_RETRIES": "0",
+            "NIM_DOWNLOAD_TIMEOUT": "1",  # a byte every second: no read times out
+            "NIM_DOWNLOAD_MIN_RATE_KB": "8192",  # the window: max(4 x 1 s, 2 x 10 MiB / 8 MiB/s) = 4 s
+            "NIM_DOWNLOAD_DEADLINE": "40",  # the bound of this test: reaching it is the failure
+        }
+        started = time.monotonic()
+        with pytest.raises(MaterializeError) as err:
+            get_fetcher(scheme).fetch(parse_source(uri, "X"), context_for(env, tmp_path))
+        took = time.monotonic() - started
+        line = err.value.one_line()
+        assert "NIM_DOWNLOAD_MIN_RATE_KB" in line and uri in line, line
+        assert err.value.exit_code == EXIT_MATERIALIZE
+        assert took < 30, took
+        assert store.proxy.requests("GET", WEIGHTS)[0].sent < 60  # it was trickling when it was cut
+        store.proxy.reset()  # the store is well again: the lock was released and nothing partial is served
+        path = get_fetcher(scheme).fetch(
+            parse_source(uri, "X"), context_for({**env, "NIM_DOWNLOAD_TIMEOUT": "30"}, tmp_path)
+        )
+        assert tree_bytes(path) == files
+    finally:
+        store.close()

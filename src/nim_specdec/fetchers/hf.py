@@ -24,6 +24,7 @@ from nim_specdec.fetchers.branch_refs import is_commit
 from nim_specdec.fetchers.cache import normalized_uri
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
 from nim_specdec.fetchers.resume import glob_escape
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
@@ -38,7 +39,7 @@ def _token(env) -> str | bool:
 
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from huggingface_hub import HfApi, constants, snapshot_download  # noqa: PLC0415
+        from huggingface_hub import HfApi, close_session, constants, snapshot_download  # noqa: PLC0415
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
 
         if job.settings.timeout_given:
@@ -77,8 +78,9 @@ class HFBackend:
         # The files still to fetch, by name: a name is escaped to match only itself (the library's patterns
         # are fnmatch's); all of them when nothing was resumed, which also keeps the library's own listing.
         patterns = None if len(todo) == len(files) and job.only is None else [glob_escape(f.name) for f in todo]
-        try:
-            with DirectoryWatch(job.dest, job.progress):
+
+        def transfer() -> None:
+            try:
                 snapshot_download(
                     job.ref.location,
                     revision=sha,
@@ -90,13 +92,20 @@ class HFBackend:
                     tqdm_class=_quiet_tqdm(),
                     allow_patterns=patterns,
                 )
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
+            except Exception as err:  # noqa: BLE001
+                _raise_permanent(job.uri, err)
+                raise
+
+        close_session()  # no pooled connection is shared with the child the transfer runs in
+        with DirectoryWatch(job.dest, job.progress):
+            # The library counts a body in reads of DOWNLOAD_CHUNK_SIZE: the guard's window covers two of them.
+            run_guarded(job, transfer, self.is_transient, granularity=constants.DOWNLOAD_CHUNK_SIZE)
         shutil.rmtree(Path(job.dest) / ".cache", ignore_errors=True)  # the library's own bookkeeping
         return files
 
     def is_transient(self, err: BaseException) -> bool:
+        if isinstance(err, TransferFailed):  # judged in the transfer's process, where the exception was
+            return err.transient
         return error_map.is_transient(err, _rules(), _status(err))
 
 

@@ -1,0 +1,137 @@
+"""A library's transfer under the rate guard (fetchers/rate_guard.py), in a forked process that can be killed.
+
+huggingface_hub, google-cloud-storage and ngcsdk count bytes in big reads on worker threads that nothing can
+stop from outside, and a store that trickles a byte a second never trips their per-read timeout. So the
+transfer runs in a child forked from the thread that waits: it writes into the attempt's folder as before,
+the parent feeds the guard with the bytes on disk there (the libraries' own `.incomplete` files included)
+and kills the child when the guard trips. The child dies with the launcher too (PR_SET_PDEATHSIG).
+
+The child hands back only how it ended: nothing, a launcher error (already one line), or a library failure
+as its first line with whether a retry may cure it, judged by the backend in the child, where the exception is.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import pickle
+import select
+import signal
+from pathlib import Path
+from typing import Callable
+
+from nim_specdec.errors import LauncherError, MaterializeError
+from nim_specdec.fetchers.materialize import Job, first_line
+from nim_specdec.fetchers.rate_guard import RateGuard
+from nim_specdec.processes.child_process import die_with_parent
+from nim_specdec.text.redact import redact_text
+
+POLL_S = 0.2
+_MAX_REPORT = 64 * 1024
+
+
+class TransferFailed(Exception):  # noqa: N818 - the library's failure, as the child saw it
+    def __init__(self, message: str, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def bytes_under(root: Path) -> int:
+    """Every byte under `root`, the libraries' partial files in their bookkeeping folders included."""
+    total = 0
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass  # renamed or removed between the listing and the stat
+    return total
+
+
+def run_guarded(
+    job: Job, transfer: Callable[[], None], is_transient: Callable[[BaseException], bool], granularity: int
+) -> None:
+    """Run `transfer` in a child; raise TooSlowError (the child killed) when the guard trips, the child's
+    launcher error, an OSError for a full disk, or TransferFailed. `granularity`: RateGuard's."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child: measured through the parent's results
+        os.close(read_fd)
+        _child(job, transfer, is_transient, write_fd)
+    os.close(write_fd)
+    report = b""
+    try:
+        guard = RateGuard(job.uri, job.settings, granularity=granularity)
+        before = bytes_under(job.dest)  # files kept from an earlier attempt are not this transfer's bytes
+        while True:
+            ready, _, _ = select.select([read_fd], [], [], POLL_S)
+            if ready:
+                chunk = os.read(read_fd, _MAX_REPORT)
+                if not chunk:
+                    break  # the child closed its end: it has ended
+                report += chunk
+                continue
+            guard.check(max(0, bytes_under(job.dest) - before))
+    except BaseException:  # tripped or interrupted: no transfer may outlive its download directory
+        _kill(pid)
+        raise
+    finally:
+        os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    _raise_outcome(report, status)
+
+
+def _child(job: Job, transfer, is_transient, write_fd: int) -> None:  # pragma: no cover - runs in the child
+    request = die_with_parent(signal.SIGKILL)
+    if request is not None:
+        request()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a stop ends the child at once; the parent cleans up
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    outcome: tuple = ("ok",)
+    try:
+        transfer()
+    except LauncherError as err:
+        outcome = ("launcher", type(err), err.where, err.problem, err.fix)
+    except BaseException as err:  # noqa: BLE001 - handed to the parent as one line
+        line = redact_text(first_line(err), job.secrets)[:2000]
+        full = _disk_full(err)
+        outcome = ("disk_full", line) if full else ("failed", line, bool(is_transient(err)))
+    try:
+        data = pickle.dumps(outcome)
+    except Exception:  # noqa: BLE001 - an error that does not pickle still ends as one line
+        data = pickle.dumps(("failed", str(outcome[1:])[:2000], False))
+    try:
+        os.write(write_fd, data[:_MAX_REPORT])
+    finally:
+        os._exit(0)
+
+
+def _disk_full(err: BaseException) -> bool:
+    from nim_specdec.fetchers.error_map import disk_full  # noqa: PLC0415
+
+    return disk_full(err)
+
+
+def _raise_outcome(report: bytes, status: int) -> None:
+    try:
+        outcome = pickle.loads(report) if report else None  # noqa: S301 - our own child's pipe only
+    except Exception:  # noqa: BLE001
+        outcome = None
+    if outcome is None:
+        raise TransferFailed(f"the transfer process ended without a result (wait status {status})", True)
+    if outcome[0] == "ok":
+        return
+    if outcome[0] == "launcher":
+        kind, where, problem, fix = outcome[1:]
+        raise (kind if issubclass(kind, MaterializeError) else MaterializeError)(where, problem, fix) from None
+    if outcome[0] == "disk_full":
+        raise OSError(errno.ENOSPC, outcome[1])
+    raise TransferFailed(outcome[1], outcome[2])
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
