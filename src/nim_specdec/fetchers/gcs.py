@@ -13,6 +13,8 @@ from typing import Mapping
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
+from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
+from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.verify import CompletionWriter
 from nim_specdec.config.download_settings import DownloadSettings
@@ -93,38 +95,47 @@ class GCSBackend:
         if not listed:
             return files
         bucket = client.bucket(job.ref.location.partition("/")[0])
-        handles = []
-        try:
-            pairs = []
-            for name, f in listed:
-                path = target_path(job.uri, job.dest, f.name)
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fh = open(path, "wb")
-                handles.append(fh)
-                # Each object is hashed as soon as its last byte lands, while the others download. The
-                # library's own MD5 check would hash every byte a second time, so it is off.
-                writer = CompletionWriter(fh, f.size, job.progress.add, lambda f=f: job.hasher.file_done(f))
-                # A blob made from the name (not the listing's media link) keeps downloads on our endpoint.
-                pairs.append((bucket.blob(name), writer))
-            results = transfer_manager.download_many(
-                pairs,
-                download_kwargs={"timeout": job.settings.timeout, "retry": _retry(job.settings), "checksum": None},
-                worker_type=transfer_manager.THREAD,
-                max_workers=job.settings.concurrency,
-                raise_exception=True,
-            )
-        except Exception as err:
-            _raise_permanent(job.uri, err)
-            raise
-        finally:
-            for fh in handles:
-                fh.close()
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+
+        def transfer(file_done) -> None:
+            handles = []
+            try:
+                pairs = []
+                for name, f in listed:
+                    path = target_path(job.uri, job.dest, f.name)
+                    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    fh = open(path, "wb")
+                    handles.append(fh)
+                    # Each object is hashed as soon as its last byte lands, while the others download. The
+                    # library's own MD5 check would hash every byte a second time, so it is off. The bytes
+                    # are counted on disk by the process that waits (DirectoryWatch).
+                    writer = CompletionWriter(fh, f.size, lambda _n: None, lambda f=f: file_done(f))
+                    # A blob made from the name (not the listing's media link) keeps downloads on our endpoint.
+                    pairs.append((bucket.blob(name), writer))
+                results = transfer_manager.download_many(
+                    pairs,
+                    download_kwargs={"timeout": job.settings.timeout, "retry": _retry(job.settings), "checksum": None},
+                    worker_type=transfer_manager.THREAD,
+                    max_workers=job.settings.concurrency,
+                    raise_exception=True,
+                )
+                for result in results:
+                    if isinstance(result, BaseException):
+                        raise result
+            except Exception as err:
+                _raise_permanent(job.uri, err)
+                raise
+            finally:
+                for fh in handles:
+                    fh.close()
+
+        with DirectoryWatch(job.dest, job.progress):
+            # The library writes a body in reads of 8 KiB: the guard's window need not be longer for it.
+            run_guarded(job, transfer, self.is_transient, granularity=8192)
         return files
 
     def is_transient(self, err: BaseException) -> bool:
+        if isinstance(err, TransferFailed):  # judged in the transfer's process, where the exception was
+            return err.transient
         return error_map.is_transient(err, _rules(), getattr(err, "code", None))
 
 

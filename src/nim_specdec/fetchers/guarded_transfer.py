@@ -6,8 +6,9 @@ transfer runs in a child forked from the thread that waits: it writes into the a
 the parent feeds the guard with the bytes on disk there (the libraries' own `.incomplete` files included)
 and kills the child when the guard trips. The child dies with the launcher too (PR_SET_PDEATHSIG).
 
-The child hands back only how it ended: nothing, a launcher error (already one line), or a library failure
-as its first line with whether a retry may cure it, judged by the backend in the child, where the exception is.
+The child hands back, over a pipe, each file it finished (for the parent's Hasher, which hashes it while the
+others download) and how it ended: nothing, a launcher error (already one line), or a library failure as its
+first line with whether a retry may cure it, judged by the backend in the child, where the exception is.
 """
 
 from __future__ import annotations
@@ -17,17 +18,19 @@ import os
 import pickle
 import select
 import signal
+import struct
 from pathlib import Path
 from typing import Callable
 
 from nim_specdec.errors import LauncherError, MaterializeError
-from nim_specdec.fetchers.materialize import Job, first_line
+from nim_specdec.fetchers.materialize import Job, RemoteFile, first_line
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.processes.child_process import die_with_parent
 from nim_specdec.text.redact import redact_text
 
 POLL_S = 0.2
 _MAX_REPORT = 64 * 1024
+_LENGTH = struct.Struct("!I")  # each message on the pipe: its length, then its pickle
 
 
 class TransferFailed(Exception):  # noqa: N818 - the library's failure, as the child saw it
@@ -49,17 +52,21 @@ def bytes_under(root: Path) -> int:
 
 
 def run_guarded(
-    job: Job, transfer: Callable[[], None], is_transient: Callable[[BaseException], bool], granularity: int
+    job: Job,
+    transfer: Callable[[Callable[[RemoteFile], None]], None],
+    is_transient: Callable[[BaseException], bool],
+    granularity: int,
 ) -> None:
-    """Run `transfer` in a child; raise TooSlowError (the child killed) when the guard trips, the child's
-    launcher error, an OSError for a full disk, or TransferFailed. `granularity`: RateGuard's."""
+    """Run `transfer(file_done)` in a child (`file_done(f)` hands a finished file to the parent's Hasher).
+    Raises TooSlowError (the child killed) when the guard trips, the child's launcher error, an OSError for
+    a full disk, or TransferFailed. `granularity`: RateGuard's."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child: measured through the parent's results
         os.close(read_fd)
         _child(job, transfer, is_transient, write_fd)
     os.close(write_fd)
-    report = b""
+    report, outcome = b"", None
     try:
         guard = RateGuard(job.uri, job.settings, granularity=granularity)
         before = bytes_under(job.dest)  # files kept from an earlier attempt are not this transfer's bytes
@@ -70,6 +77,13 @@ def run_guarded(
                 if not chunk:
                     break  # the child closed its end: it has ended
                 report += chunk
+                while len(report) >= _LENGTH.size and len(report) >= _LENGTH.size + _LENGTH.unpack_from(report)[0]:
+                    end = _LENGTH.size + _LENGTH.unpack_from(report)[0]
+                    message, report = pickle.loads(report[_LENGTH.size : end]), report[end:]  # noqa: S301 - our child
+                    if message[0] == "done":
+                        job.hasher.file_done(message[1])
+                    else:
+                        outcome = message
                 continue
             guard.check(max(0, bytes_under(job.dest) - before))
     except BaseException:  # tripped or interrupted: no transfer may outlive its download directory
@@ -78,7 +92,7 @@ def run_guarded(
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
-    _raise_outcome(report, status)
+    _raise_outcome(outcome, status)
 
 
 def _child(job: Job, transfer, is_transient, write_fd: int) -> None:  # pragma: no cover - runs in the child
@@ -89,7 +103,7 @@ def _child(job: Job, transfer, is_transient, write_fd: int) -> None:  # pragma: 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     outcome: tuple = ("ok",)
     try:
-        transfer()
+        transfer(lambda f: _send(write_fd, ("done", f)))
     except LauncherError as err:
         outcome = ("launcher", type(err), err.where, err.problem, err.fix)
     except BaseException as err:  # noqa: BLE001 - handed to the parent as one line
@@ -97,13 +111,19 @@ def _child(job: Job, transfer, is_transient, write_fd: int) -> None:  # pragma: 
         full = _disk_full(err)
         outcome = ("disk_full", line) if full else ("failed", line, bool(is_transient(err)))
     try:
-        data = pickle.dumps(outcome)
-    except Exception:  # noqa: BLE001 - an error that does not pickle still ends as one line
-        data = pickle.dumps(("failed", str(outcome[1:])[:2000], False))
-    try:
-        os.write(write_fd, data[:_MAX_REPORT])
+        try:
+            _send(write_fd, outcome)
+        except Exception:  # noqa: BLE001 - an error that does not pickle still ends as one line
+            _send(write_fd, ("failed", str(outcome[1:])[:2000], False))
     finally:
         os._exit(0)
+
+
+def _send(fd: int, message: tuple) -> None:  # pragma: no cover - runs in the child
+    data = pickle.dumps(message)
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _disk_full(err: BaseException) -> bool:
@@ -112,11 +132,7 @@ def _disk_full(err: BaseException) -> bool:
     return disk_full(err)
 
 
-def _raise_outcome(report: bytes, status: int) -> None:
-    try:
-        outcome = pickle.loads(report) if report else None  # noqa: S301 - our own child's pipe only
-    except Exception:  # noqa: BLE001
-        outcome = None
+def _raise_outcome(outcome: tuple | None, status: int) -> None:
     if outcome is None:
         raise TransferFailed(f"the transfer process ended without a result (wait status {status})", True)
     if outcome[0] == "ok":

@@ -79,7 +79,7 @@ class HFBackend:
         # are fnmatch's); all of them when nothing was resumed, which also keeps the library's own listing.
         patterns = None if len(todo) == len(files) and job.only is None else [glob_escape(f.name) for f in todo]
 
-        def transfer() -> None:
+        def transfer(_file_done) -> None:  # the Hasher gets every file after the download
             try:
                 snapshot_download(
                     job.ref.location,
