@@ -106,18 +106,20 @@ def test_sigterm_during_a_trickling_download_takes_effect_within_seconds(s3, tmp
     assert took < 10, (took, stderr)
 
 
-@pytest.mark.parametrize("scheme", ["hf", "gs"])
+@pytest.mark.parametrize("scheme", ["hf", "gs", "ngc"])
 def test_a_library_transfer_trickling_bytes_is_cut_off(tmp_path, scheme):
-    """huggingface_hub (reads of 10 MiB) and google-cloud-storage transfer on threads nothing can stop, under a
+    """huggingface_hub (reads of 10 MiB), google-cloud-storage and ngcsdk transfer on threads nothing can stop, under a
     per-read timeout a few bytes a second never trip: the transfer ran for ever. Now it runs in a child the guard
     kills."""
     from servers.gcs_store import GCSStore  # noqa: PLC0415
     from servers.hf_store import HFStore  # noqa: PLC0415
+    from servers.ngc_store import NGCStore  # noqa: PLC0415
 
-    store = {"hf": HFStore, "gs": GCSStore}[scheme]().start()
+    store = {"hf": HFStore, "gs": GCSStore, "ngc": NGCStore}[scheme]().start()
     try:
         files = {WEIGHTS: model_files(1024 * 1024)[WEIGHTS]}
-        uri = store.publish(f"byte{uuid.uuid4().hex[:8]}", files)
+        name = f"byte{uuid.uuid4().hex[:8]}"
+        uri = store.publish(name, files)
         store.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=4))
         env = {
             **store.env(),
@@ -131,7 +133,7 @@ def test_a_library_transfer_trickling_bytes_is_cut_off(tmp_path, scheme):
             get_fetcher(scheme).fetch(parse_source(uri, "X"), context_for(env, tmp_path))
         took = time.monotonic() - started
         line = err.value.one_line()
-        assert "NIM_DOWNLOAD_MIN_RATE_KB" in line and uri in line, line
+        assert "NIM_DOWNLOAD_MIN_RATE_KB" in line and f"{scheme}://" in line and name in line, line
         assert err.value.exit_code == EXIT_MATERIALIZE
         assert took < 30, took
         assert store.proxy.requests("GET", WEIGHTS)[0].sent < 200  # it was trickling when it was cut

@@ -39,15 +39,18 @@ class TransferFailed(Exception):  # noqa: N818 - the library's failure, as the c
         self.transient = transient
 
 
-def bytes_under(root: Path) -> int:
-    """Every byte under `root`, the libraries' partial files in their bookkeeping folders included."""
+def bytes_under(root: Path, sparse: bool = False) -> int:
+    """Every byte under `root`, the libraries' partial files in their bookkeeping folders included.
+    `sparse`: the library sizes each file before writing it (ngcsdk truncates to the full size), so the
+    blocks written count, not the size."""
     total = 0
     for dirpath, _dirnames, filenames in os.walk(root):
         for name in filenames:
             try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                st = os.lstat(os.path.join(dirpath, name))
             except OSError:
-                pass  # renamed or removed between the listing and the stat
+                continue  # renamed or removed between the listing and the stat
+            total += min(st.st_size, st.st_blocks * 512) if sparse else st.st_size
     return total
 
 
@@ -56,10 +59,14 @@ def run_guarded(
     transfer: Callable[[Callable[[RemoteFile], None]], None],
     is_transient: Callable[[BaseException], bool],
     granularity: int,
+    watch: Path | None = None,
+    sparse: bool = False,
 ) -> None:
     """Run `transfer(file_done)` in a child (`file_done(f)` hands a finished file to the parent's Hasher).
     Raises TooSlowError (the child killed) when the guard trips, the child's launcher error, an OSError for
-    a full disk, or TransferFailed. `granularity`: RateGuard's."""
+    a full disk, or TransferFailed. `granularity`: RateGuard's; `watch`: the folder the library writes
+    (job.dest when None); `sparse`: bytes_under's."""
+    watch = job.dest if watch is None else watch
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child: measured through the parent's results
@@ -69,7 +76,7 @@ def run_guarded(
     report, outcome = b"", None
     try:
         guard = RateGuard(job.uri, job.settings, granularity=granularity)
-        before = bytes_under(job.dest)  # files kept from an earlier attempt are not this transfer's bytes
+        before = bytes_under(watch, sparse)  # files kept from an earlier attempt are not this transfer's bytes
         while True:
             ready, _, _ = select.select([read_fd], [], [], POLL_S)
             if ready:
@@ -85,7 +92,7 @@ def run_guarded(
                     else:
                         outcome = message
                 continue
-            guard.check(max(0, bytes_under(job.dest) - before))
+            guard.check(max(0, bytes_under(watch, sparse) - before))
     except BaseException:  # tripped or interrupted: no transfer may outlive its download directory
         _kill(pid)
         raise

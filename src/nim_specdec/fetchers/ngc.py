@@ -13,6 +13,7 @@ import shutil
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
+from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 
@@ -86,16 +87,22 @@ class NGCBackend:
         job.to_fetch(files, resumable=False)  # the SDK writes a folder of its own, moved into place whole
         staging = job.dest.parent / "ngc"
         staging.mkdir(mode=0o700)
-        try:
-            with DirectoryWatch(staging, job.progress):
+
+        def transfer(_file_done) -> None:  # the Hasher gets every file after the download
+            try:
                 result = client.registry.model.download_version(
                     target, destination=str(staging), file_patterns=sorted(job.only) if job.only is not None else None
                 )
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
-        if getattr(result, "status", "COMPLETED").upper() not in ("COMPLETED", "COMPLETE"):
-            raise OSError(f"NGC transfer ended with status {result.status}")
+            except Exception as err:  # noqa: BLE001
+                _raise_permanent(job.uri, err)
+                raise
+            if getattr(result, "status", "COMPLETED").upper() not in ("COMPLETED", "COMPLETE"):
+                raise OSError(f"NGC transfer ended with status {result.status}")
+
+        with DirectoryWatch(staging, job.progress):
+            # The SDK writes a body in reads of NGC_CLI_TRANSFER_CHUNK_SIZE (128 KiB by default), into files
+            # it first truncated to their full size: the blocks written are counted.
+            run_guarded(job, transfer, self.is_transient, granularity=_chunk_size(), watch=staging, sparse=True)
         written = staging / f"{name}_v{job.ref.revision}"
         if not written.is_dir():
             raise MaterializeError(job.uri, "the NGC client wrote no model directory")
@@ -105,7 +112,15 @@ class NGCBackend:
         return files
 
     def is_transient(self, err: BaseException) -> bool:
+        if isinstance(err, TransferFailed):  # judged in the transfer's process, where the exception was
+            return err.transient
         return error_map.is_transient(err, _rules(), _status(err))
+
+
+def _chunk_size() -> int:
+    import ngcbase.environ  # noqa: PLC0415
+
+    return int(getattr(ngcbase.environ, "NGC_CLI_TRANSFER_CHUNK_SIZE", 128 * 1024))
 
 
 def _status(err: BaseException) -> int | None:
