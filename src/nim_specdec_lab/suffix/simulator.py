@@ -166,6 +166,14 @@ def simulate_suffix(
         if not rec.output:
             continue
         steps += _one_request(cache, i, rec, params, m, per_request[i], per_pos)
+    return tallied(params, records, per_request, per_pos, steps)
+
+
+def tallied(
+    params, records: Sequence[RecordedRequest], per_request: np.ndarray, per_pos: np.ndarray, steps: int, runner="v1"
+) -> SimResult:
+    """The counters of a run of requests, from each request's (drafts, draft tokens, accepted) and the
+    accepted tokens per position."""
     totals = per_request.sum(axis=0)
     return SimResult(
         params=params,
@@ -176,4 +184,5 @@ def simulate_suffix(
         steps=steps,
         baseline_steps=int(sum(max(len(r.output) - 1, 0) for r in records)),
         per_request=per_request,
+        model_runner=runner,
     )

@@ -21,6 +21,7 @@ import numpy as np
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.simulator import SimResult
+from nim_specdec_lab.suffix.simulator import tallied
 from nim_specdec_lab.suffix.gpu_speculator import PROMPT_CONTEXT, GpuSuffixParams, GpuSuffixState
 
 
@@ -75,15 +76,4 @@ def simulate_suffix_gpu(
         per_request[i] = counts
         steps += n
         state.ingest([tokens[max(len(rec.prompt) - PROMPT_CONTEXT, 0) :]])
-    totals = per_request.sum(axis=0)
-    return SimResult(
-        params=params,
-        drafts=int(totals[0]),
-        draft_tokens=int(totals[1]),
-        accepted=int(totals[2]),
-        accepted_per_pos=tuple(int(x) for x in per_pos),
-        steps=steps,
-        baseline_steps=int(sum(max(len(r.output) - 1, 0) for r in records)),
-        per_request=per_request,
-        model_runner="v2",
-    )
+    return tallied(params, records, per_request, per_pos, steps, "v2")
