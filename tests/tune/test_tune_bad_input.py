@@ -57,6 +57,7 @@ CASES = [
     ("max-k-zero", ["--max-k", "0"], GOOD_LINE + "\n", {}, "--max-k: 0 is below 1"),
     ("repeat-zero", ["--repeat", "0"], GOOD_LINE + "\n", {}, "--repeat: 0 is below 1"),
     ("rounds-zero", ["--rounds", "0"], GOOD_LINE + "\n", {}, "--rounds: 0 is below 1"),
+    ("max-servers-one", ["--max-servers", "1"], GOOD_LINE + "\n", {}, "--max-servers: 1 is below 2"),
     (
         "unknown-method",
         ["--methods", "ngram,eagle3"],
@@ -123,3 +124,4 @@ def test_help_names_the_rounds_and_their_default():
     assert shown.returncode == 0 and DEFAULT_ROUNDS == 3
     text = " ".join(shown.stdout.split())
     assert "--rounds ROUNDS" in text and "(default 3;" in text and "--servers" not in text
+    assert "--max-servers MAX_SERVERS" in text and "(default: one sweep plus one" in text

@@ -1,7 +1,7 @@
 """`nim-specdec tune` end to end on the CPU: the demo model, whose user runs n-gram, tuned in two rounds.
 
-Four server starts (off and the user's n-gram in each of two rounds, and the model's choice in each round
-too where it is no configuration already in the lineup), each with --enforce-eager (no torch.compile: half the
+Four or five server starts (round 1: off, the user's n-gram, and the model's choice where it is no
+configuration already in the lineup; round 2: off and the leader), each with --enforce-eager (no torch.compile: half the
 start time; the same for every server, so the comparison holds): two concurrencies of 32 short requests each.
 The test checks the rotated order and the prompt pass every server gets, every interval against off and the
 decision against `tune --decide` on the runs `tune --export-runs` writes (a second path through the
@@ -117,17 +117,23 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     result = json.loads((out / "tune.json").read_text())
     decision = result["decision"]
 
-    # Rounds: one server per configuration, round 2 in the lineup's order rotated by one, the model's choice
-    # among them from round 1 on; tune.json's runs are in measuring order, each with its server's position.
+    # Round 1: one server per configuration, the model's choice among them. Round 2 confirms the leader only
+    # (the model's choice where it was served, else round 1's fastest), rotated against off; tune.json's runs
+    # are in measuring order, each with its server's position.
     lineup = result["lineup"]
     assert lineup[:2] == ["off", "ngram-k3"] and lineup[2:] in ([], ["model-choice"]), lineup
     assert decision["model_choice"] in lineup
-    second = [*lineup[1:], lineup[0]]
+    lead = result["leader"]
+    assert lead in lineup[1:] and lead not in result["dropped"], result
+    if decision["model_choice"] != "off":
+        assert lead == decision["model_choice"]
+    second = [lead, "off"]
     assert result["order_by_round"] == {"1": lineup, "2": second}
     expected = [(name, 1) for name in lineup] + [(name, 2) for name in second]
     assert [k for k, _ in groupby((run["configuration"], run["round"]) for run in result["runs"])] == expected
     assert [s["name"] for s in result["servers"]] == [name if r == 1 else f"{name}-r{r}" for name, r in expected]
     assert result["rounds"] == ROUNDS and len(result["runs"]) == 2 * len(expected)
+    assert result["servers_started"] == len(expected) <= result["sweep_servers"] + 1 == 1 + 3 + 1
     assert {(run["configuration"], run["round"], run["position"]) for run in result["runs"]} == {
         (name, r, order.index(name) + 1) for r, order in ((1, lineup), (2, second)) for name in order
     }
@@ -173,14 +179,18 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     for row in result["configurations"]:
         if row["kind"] == "off":
             continue
-        assert all(_interval(row["vs_off"][c]) for c in ("1", "4")), row
-        assert _interval(row["vs_off_on_traffic"]), row
+        # The leader has an interval against off; a configuration not confirmed has its one round only.
+        confirmed = row["name"] == lead
+        assert all(_interval(row["vs_off"][c]) == confirmed for c in ("1", "4")), row
+        assert _interval(row["vs_off_on_traffic"]) == confirmed, row
+        assert row["vs_off_on_traffic"]["rounds"] == (ROUNDS if confirmed else 1), row
         mine = redecided["configurations"][row["name"]]
         for c in ("1", "4"):
             assert mine["by_concurrency"][c]["speedup"] == pytest.approx(row["vs_off"][c]["speedup"], rel=2e-3)
-            assert mine["by_concurrency"][c]["interval"] == pytest.approx(
-                row["vs_off"][c]["speedup_interval"], rel=2e-3
-            )
+            if confirmed:
+                assert mine["by_concurrency"][c]["interval"] == pytest.approx(
+                    row["vs_off"][c]["speedup_interval"], rel=2e-3
+                )
         assert mine["traffic"]["speedup"] == pytest.approx(row["vs_off_on_traffic"]["speedup"], rel=2e-3)
         assert mine["traffic"]["verdict"] == row["vs_off_on_traffic"]["verdict"]
     recommended = result["recommended"]

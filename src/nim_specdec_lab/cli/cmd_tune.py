@@ -75,10 +75,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         type=int,
         default=DEFAULT_ROUNDS,
-        help=f"rounds: each starts one fresh server per configuration, the order rotated one place each "
-        f"round (off first in round 1 only), and the recommendation is decided on the paired rounds' 95%% "
-        f"intervals (default {DEFAULT_ROUNDS}; "
-        "one round gives no interval, so tune then keeps the safer choice)",
+        help=f"rounds: round 1 serves off and every candidate; each later round serves off and the candidates "
+        f"not yet dropped, the order rotated (off first in round 1 only); the recommendation is decided on the "
+        f"paired rounds' 95%% intervals (default {DEFAULT_ROUNDS}; one round gives no interval, so tune then "
+        "keeps the safer choice)",
+    )
+    parser.add_argument(
+        "--max-servers",
+        type=int,
+        default=None,
+        help="servers a tune may start in all (default: one sweep plus one, a sweep being off and every "
+        "candidate at every K once); later rounds serve fewer candidates, or stop, to stay within it",
     )
     parser.add_argument(
         "--repeat",
@@ -164,6 +171,7 @@ def _check(args: argparse.Namespace) -> None:
         ("--max-tokens", args.max_tokens, 1),
         ("--repeat", args.repeat, 1),
         ("--rounds", args.rounds, 1),
+        ("--max-servers", args.max_servers, 2),
     ):
         if value is not None and value < low:
             raise ConfigError(flag, f"{value} is below {low}", f"use {low} or more")
@@ -278,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         methods=_methods(args.methods),
         serving_platform=args.serving_platform,
         serving_vllm_version=serving_vllm_version(args.serving_vllm_version),
+        max_servers=args.max_servers,
         run=RunSettings(
             concurrencies=parse_concurrencies(args.concurrency),
             requests_per_run=args.requests_per_run,

@@ -146,16 +146,19 @@ def first_in_rounds(runs: Sequence[RecordedRun]) -> dict[str, int]:
 
 
 def order_note(runs: Sequence[RecordedRun]) -> str | None:
-    """A line where off started more rounds than some candidate: a cold first server is slow, which favours
-    the candidates that started fewer (tune's own order never does this: tune.rounds)."""
+    """A line where off started more rounds than some candidate served in every round off was: a cold first
+    server is slow, which favours the candidates that started fewer (tune's own order never does this:
+    tune.rounds). A candidate dropped early (tune.pruning) shares fewer rounds with off and is left out."""
     first = first_in_rounds(runs)
     if not first:
         return None
-    names = sorted({r.config for r in runs} - {OFF})
+    off_rounds = {r.round for r in runs if r.config == OFF}
+    served = {n: {r.round for r in runs if r.config == n} for n in {r.config for r in runs} - {OFF}}
+    names = sorted(n for n, rounds in served.items() if rounds >= off_rounds)
     behind = [n for n in names if first.get(n, 0) < first.get(OFF, 0)]
     if not behind:
         return None
-    rounds = len({r.round for r in runs if r.config == OFF})
+    rounds = len(off_rounds)
     return (
         f"tune: order: off started {first.get(OFF, 0)} of {rounds} rounds, "
         + ", ".join(f"{n} {first.get(n, 0)}" for n in behind)

@@ -1,11 +1,14 @@
-"""One `tune` session: rounds of servers, the model's choice after round 1, the decision on intervals.
+"""One `tune` session: a first round over the lineup, the model's choice, then rounds over what is left.
 
 Round 1: speculation off, each candidate at its largest K, and a draft model's server at K = 0 everywhere
-(what K = 0 in its schedule costs; it only feeds the fit). The cost model is fitted on those servers and
-chooses; its choice, unless it is exactly a configuration already in the lineup, joins the lineup at its
-end and is measured in round 1 too. Rounds 2 to `--rounds` serve the lineup rotated (tune.rounds.order_of).
-The recommendation is decided on the paired rounds (tune.decide), and the choice's prediction is judged at
-concurrencies its fit did not see (tune.verification).
+(what K = 0 in its schedule costs; it only feeds the fit). Before any candidate is served, a model-free
+method whose simulated acceptance cannot beat off is left out; after its first server, a candidate far
+below off is dropped (tune.pruning). The cost model is fitted on the rest and chooses; its choice, unless it
+is exactly a configuration already served, is measured in round 1 too. Rounds 2 to `--rounds` serve off and
+the candidates not dropped, rotated (tune.rounds.order_of); after each, one whose interval shows it slower
+than off, or than the leader by the margin, is dropped (tune.pruning). The recommendation is decided on the
+paired rounds (tune.decide), every candidate served counted in its family, and the choice's prediction is
+judged at concurrencies its fit did not see (tune.verification).
 
 Every server, before it is measured, gets the same prompt pass: every captured request once, greedy, with
 the token ids returned (runner.record_token_ids). Off's round-1 server keeps those ids for the simulators;
@@ -17,14 +20,14 @@ every prompt cached.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from nim_specdec.launch.resolve import plan_for, public
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.replay.trace_notes import trace_notes
-from nim_specdec_lab.tune import candidates as cand
+from nim_specdec_lab.tune import candidates as cand, pruning
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
 from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_prediction
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
@@ -43,7 +46,14 @@ from nim_specdec_lab.tune.runner import (
     server_name,
 )
 from nim_specdec_lab.tune.serving import without_dropped_schedule
-from nim_specdec_lab.tune.session_result import CHOICE, decided, lineup_name, result_files, write_result
+from nim_specdec_lab.tune.session_result import (
+    CHOICE,
+    decided,
+    lineup_name,
+    result_files,
+    traffic_weights,
+    write_result,
+)
 from nim_specdec_lab.tune.verification import held_out
 
 
@@ -58,6 +68,7 @@ class TuneOptions:
     methods: tuple[str, ...] = cand.MODEL_FREE
     serving_platform: str | None = None  # None: this machine's
     serving_vllm_version: str | None = None  # None: the installed vLLM
+    max_servers: int | None = None  # None: one sweep plus one (tune.pruning)
 
 
 def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:
@@ -118,24 +129,44 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         max_len,
         serving_runner(settings, *installed_vllm()),  # the servers' environments keep the user's runner choice
     )
-    candidates = cand.candidate_list(configured, model_free)
+    considered = cand.candidate_list(configured, model_free)
+    sweep = pruning.sweep_servers([c.kmax for c in considered])
+    hopeless = pruning.unservable(simulated, options.margin)
+    for method, bound in sorted(hopeless.items()):
+        _note(notes, say, f"{method} not served: {pruning.hopeless_line(bound, options.margin)}")
+    candidates = [c for c in considered if c.method not in hopeless]
+    weights, _ = traffic_weights(captured, table, run.concurrencies)
+    dropped: set[str] = set()
+    screened: set[str] = set()  # dropped after their first server
+
+    def screen(name: str) -> bool:
+        """Drop a configuration whose first server measured far below off (tune.pruning, rule 2)."""
+        ratio = pruning.first_round_ratio(table.figures("off"), table.figures(name), weights)
+        if ratio is None or ratio >= pruning.SCREEN:
+            return False
+        dropped.add(name)
+        screened.add(name)
+        _note(notes, say, f"{name} dropped after its first server: {pruning.screened_line(ratio)}")
+        return True
+
     for candidate in candidates:
         at_kmax, at_zero = lineup_name(candidate), f"{candidate.method}-k0"
         lineup.append((at_kmax, candidate.config))
         serve_round(at_kmax, candidate.config, 1)
-        if not candidate.simulated and drafted(table.server_runs(at_kmax, 1)):
+        if not screen(at_kmax) and not candidate.simulated and drafted(table.server_runs(at_kmax, 1)):
             # What K = 0 in this draft's schedule costs (its first pass still runs): measured, not assumed.
             # Round 1 only: it feeds the fit and is never recommended.
             serve_round(at_zero, cand.zero_k_config(candidate), 1)
 
     # A model-free method is predicted from its simulator only (one configured but left out of --methods: not).
-    fittable = [c for c in candidates if not c.simulated or c.method in simulated]
+    fittable = [c for c in candidates if (not c.simulated or c.method in simulated) and lineup_name(c) not in dropped]
 
     def method_runs(round_no: int) -> dict[str, MethodRuns]:
+        # A candidate later rounds did not serve again stands in with its first server.
         return {
             c.method: MethodRuns(
                 c.kmax,
-                table.server_runs(lineup_name(c), round_no),
+                table.server_runs(lineup_name(c), round_no) or table.server_runs(lineup_name(c), 1),
                 table.server_runs(f"{c.method}-k0", 1) if table.has(f"{c.method}-k0") else None,
                 simulated.get(c.method),
                 c.simulated,
@@ -181,11 +212,40 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         choice_name = CHOICE
         lineup.append((CHOICE, choice_config))
         serve_round(CHOICE, choice_config, 1)
-    say(f"tune: the model's choice is '{choice_name}'; the lineup of every round: " + ", ".join(n for n, _ in lineup))
+        screen(CHOICE)
     configs = dict(lineup)
+    contenders = [n for n, config in lineup if config is not None and n not in dropped]
+    say(
+        f"tune: the model's choice is '{choice_name}'; round 1 served "
+        + ", ".join(n for n, _ in lineup)
+        + (f"; rounds 2 to {run.rounds} serve off and " + ", ".join(contenders) if contenders else "")
+    )
+    budget = options.max_servers or sweep + 1
     for round_no in range(2, run.rounds + 1):
-        for name in order_of([n for n, _ in lineup], round_no):
+        serving = pruning.confirmed(
+            table.figures("off"),
+            {n: table.figures(n) for n in contenders},
+            weights,
+            choice_name,
+            budget - len(servers.starts),
+            run.rounds - round_no + 1,
+        )
+        if contenders and not serving:
+            _note(notes, say, f"no round {round_no}: the budget of {budget} servers is spent (--max-servers)")
+        for name in contenders:
+            if serving and name not in serving:
+                _note(notes, say, f"{name} not served from round {round_no} on: no room in {budget} servers")
+        if not serving:
+            break
+        for name in order_of(["off", *serving], round_no):
             serve_round(name, configs[name], round_no)
+        gone = pruning.to_drop(
+            table.figures("off"), {n: table.figures(n) for n in serving}, weights, choice_name, options.margin
+        )
+        for name, why in gone.items():
+            dropped.add(name)
+            _note(notes, say, f"{name} dropped after round {round_no}: {why}")
+        contenders = [n for n in serving if n not in gone]
 
     def predict(round_no: int, concurrency: int) -> float | None:
         return held_out_prediction(
@@ -194,6 +254,8 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
 
     held = held_out(choice_name, table.figures(choice_name), predict, options.margin)
     decision, level = decided(captured, table, lineup, choice_name, configured, run.concurrencies, options.margin)
+    if screened and all(n in screened for n, config in lineup if config is not None):
+        decision = replace(decision, cannot_tell=False, line=pruning.all_screened_line(sorted(screened)))
     say(decision.line)
     final = None if decision.recommended is None else dict(decision.recommended.config)
     shown_notes = trace_notes(
@@ -221,8 +283,19 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         engine=summary,
     )
     result["trace_notes"] = shown_notes
+    result["servers_started"] = len(servers.starts)
+    result["sweep_servers"] = sweep
+    result["dropped"] = sorted(dropped)
+    result["not_served"] = {m: round(b, 4) for m, b in sorted(hopeless.items())}
+    result["max_servers"] = budget
+    say(f"tune: {len(servers.starts)} servers started; a sweep measuring each K once would start {sweep}")
     result["order_by_round"] = table.order_by_round()
     write_result(out, result, say)
     for line in summary["differences"]:
         say("tune: serving engine: " + line)
     return result
+
+
+def _note(notes: list[str], say: Say, line: str) -> None:
+    notes.append(line)
+    say("tune: " + line)

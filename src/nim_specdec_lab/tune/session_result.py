@@ -40,8 +40,22 @@ def decided(
     concurrencies: Sequence[int],
     margin: float,
 ) -> tuple[Decision, float | None]:
-    """The decision on every speculating configuration of the lineup, weighted by the capture's level (requests
-    in flight, by Little's law from its timestamps and off's request latency at the lowest concurrency)."""
+    """The decision on every speculating configuration of the lineup, weighted by the capture's traffic."""
+    weights, level = traffic_weights(captured, table, concurrencies)
+    current = lineup_name(configured) if configured is not None else None
+    options = [
+        Option(name, config, table.figures(name), proposal=name == choice_name, current=name == current)
+        for name, config in lineup
+        if config is not None
+    ]
+    return decide(table.figures("off"), options, weights, margin), level
+
+
+def traffic_weights(
+    captured: Sequence[Any], table: Table, concurrencies: Sequence[int]
+) -> tuple[dict[int, float], float | None]:
+    """Each concurrency's weight on the capture's traffic, and its level (requests in flight, by Little's law
+    from its timestamps and off's request latency at the lowest concurrency)."""
     lowest = min(concurrencies)
     latencies = [
         e.run.server_means.get("latency_mean_s") or e.run.latency_s.get("p50")
@@ -49,14 +63,7 @@ def decided(
         if e.configuration == "off" and e.concurrency == lowest
     ]
     level = trace_level([c.timestamp_ms for c in captured], [t for t in latencies if t])
-    current = lineup_name(configured) if configured is not None else None
-    options = [
-        Option(name, config, table.figures(name), proposal=name == choice_name, current=name == current)
-        for name, config in lineup
-        if config is not None
-    ]
-    weights = stats.concurrency_weights(level, concurrencies)
-    return decide(table.figures("off"), options, weights, margin), level
+    return stats.concurrency_weights(level, concurrencies), level
 
 
 def chosen_entry(config: Mapping[str, Any] | None, score: float | None, name: str) -> dict[str, Any] | None:
