@@ -5,8 +5,10 @@
 Scenarios (each one `nim-specdec tune` run on the project's demo model, made offline):
   ngram  the demo model with speculation off, tune's default methods (n-gram, and suffix where installed):
          the demo's output cycles, so prompt lookup is accepted and speculation should measure faster.
-  draft  the user configured a draft that disagrees with the target (draft_model, the demo's
-         draft-other); tune also tries n-gram. Target: the disagreeing draft is never chosen.
+  draft  the user configured a draft that disagrees with the target (draft_model at K = 4, the demo's
+         draft-other); tune also tries n-gram (--max-k 4, tune's default). Targets: the disagreeing draft
+         is never chosen and is served once; tune starts at most one sweep plus one servers (a sweep: off
+         and both candidates at K = 1 to 4, 9 servers).
   mixed  n-gram on traffic whose outputs are short next to their prompts: prompt lookup finds matches
          that the target mostly rejects, so verification costs more than it gains once the batch is
          large. Target: a schedule with K > 0 at small batch sizes and less at large ones that beats off
@@ -73,12 +75,12 @@ SCENARIOS = {
     "draft": {
         "prompt_words": 12,
         "max_tokens": 48,
-        "max_k": 3,
+        "max_k": 4,
         "env": lambda demo: {
             "NIM_SPECDEC_ENABLE": "1",
             "NIM_DRAFT_MODEL_PATH": str(demo / "draft-other"),
             "NIM_SPECDEC_ARGS": json.dumps(
-                {"speculative_config": {"method": "draft_model", "model": "draft", "num_speculative_tokens": 3}}
+                {"speculative_config": {"method": "draft_model", "model": "draft", "num_speculative_tokens": 4}}
             ),
         },
     },
@@ -291,9 +293,19 @@ def report(name: str, result: dict) -> list[tuple[str, bool]]:
                 )
             )
         verdicts.append((f"c={row['concurrency']}: held-out error has its interval", bool(held.get("error_interval"))))
+    print(
+        f"[{name}] servers started: {result['servers_started']} (a sweep measuring each K once: "
+        f"{result['sweep_servers']}; budget {result['max_servers']}); dropped: {', '.join(result['dropped']) or '-'}; "
+        f"not served: {', '.join(result['not_served']) or '-'}; wall {result['wall_s'] / 60:.1f} min"
+    )
+    for note in result.get("notes", []):
+        print(f"  note: {note}")
     chosen = result["recommendation"]
+    verdicts.append(("at most one sweep plus one servers", result["servers_started"] <= result["sweep_servers"] + 1))
     if name == "draft":
         verdicts.append(("the disagreeing draft is never chosen", not chosen or chosen["method"] != "draft_model"))
+        draft_servers = [s["name"] for s in result["servers"] if s["name"].startswith("draft_model")]
+        verdicts.append((f"the disagreeing draft is served once ({', '.join(draft_servers)})", len(draft_servers) == 1))
     return verdicts
 
 
