@@ -134,6 +134,8 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
     assert [s["name"] for s in result["servers"]] == [name if r == 1 else f"{name}-r{r}" for name, r in expected]
     assert result["rounds"] == ROUNDS and len(result["runs"]) == 2 * len(expected)
     assert result["servers_started"] == len(expected) <= result["sweep_servers"] + 1 == 1 + 3 + 1
+    # One definition per column: every run judged on the server's own figure (its histograms answered).
+    assert {run["judged_of"] for run in result["runs"]} == {"server"}
     assert {(run["configuration"], run["round"], run["position"]) for run in result["runs"]} == {
         (name, r, order.index(name) + 1) for r, order in ((1, lineup), (2, second)) for name in order
     }

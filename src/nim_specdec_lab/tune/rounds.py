@@ -107,6 +107,8 @@ class Table:
                 "position": e.position,
                 "kept": e.run is kept[e.configuration][e.concurrency],
                 "judged_tokens_per_s": round(judged_tokens_per_s(e.run), 3),
+                # Whose figure that is: the server's own where its histograms answered, else the client's.
+                "judged_of": "client" if e.run.server_tokens_per_s is None else "server",
                 **e.run.to_json(),
             }
             for e in self.entries
