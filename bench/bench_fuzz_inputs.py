@@ -30,12 +30,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from nim_specdec.cli.main import main
 from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
 from nim_specdec.text.redact import MASK, preview, redact_argv, redact_text
-from nim_specdec.plan.builtin import entry_from_json
+from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.config.sources import parse_source
-from nim_specdec.plan.specargs import parse_specdec_args
-from nim_specdec.plan.vllm_argv import parse_vllm_args
+from nim_specdec.plan.argv.specargs import parse_specdec_args
+from nim_specdec.plan.argv.user_args import parse_vllm_args
 from nim_specdec.errors import LauncherError, printable
 from nim_specdec.observe.spec_counters import counters_problem, parse_prometheus, report, result_problem
 from nim_specdec.preflight.config_file import count_problem

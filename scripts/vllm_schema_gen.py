@@ -1,9 +1,9 @@
-"""Writes plan/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
+"""Writes plan/engine/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
 speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, enum values, bounds
 and nullable fields, and the module that holds its serve argument parser.
 
 The launcher reads the JSON of the vLLM version it runs with (microseconds) instead of importing vLLM
-(seconds); tests/plan/test_spec_schema_drift.py regenerates the installed version's in memory and compares, so
+(seconds); tests/plan/engine/test_vllm_schema_drift.py regenerates the installed version's in memory and compares, so
 a vLLM upgrade that changes any of it fails the tests. Run `python scripts/vllm_schema_gen.py` after
 upgrading vLLM. A GPU wheel can be read on a CPU machine without installing it: unzip it and put the
 directory first on PYTHONPATH (its config and argument-parser modules import with the CPU torch).
@@ -21,7 +21,7 @@ import typing
 from importlib import metadata
 from pathlib import Path
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "src" / "nim_specdec" / "plan" / "vllm_schemas"
+OUT_DIR = Path(__file__).resolve().parent.parent / "src" / "nim_specdec" / "plan" / "engine" / "vllm_schemas"
 # Where vLLM keeps make_arg_parser and validate_parsed_serve_args, newest first (moved in 0.33).
 CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args")
 INTERNAL_FIELDS = frozenset(

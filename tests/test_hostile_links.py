@@ -165,7 +165,7 @@ OTHER_READERS = {
     "nim_specdec/files/volume.py": "/proc/self/mountinfo, the kernel's view of the cache volume's mount",
     "nim_specdec/launch/compile_cache/claim.py": "the compile cache's lock and index, never followed as links",
     "nim_specdec/launch/compile_cache/prune.py": "directory descriptors of the compile cache, O_NOFOLLOW",
-    "nim_specdec/plan/vllm_schema.py": "schemas shipped inside the package",
+    "nim_specdec/plan/engine/vllm_schema.py": "schemas shipped inside the package",
     "nim_specdec/preflight/device.py": "/proc/cpuinfo",
     "nim_specdec/preflight/driver.py": "torch's version.py in the installed package",
     "nim_specdec_lab/cli/cmd_alert_rules.py": "a tune.json the user names (read_regular, capped)",
@@ -203,7 +203,7 @@ def test_the_model_and_builtin_readers_read_inside_their_folder():
         "nim_specdec/preflight/config_file.py",
         "nim_specdec/preflight/safetensors_header.py",
         "nim_specdec/preflight/pickled_weights.py",
-        "nim_specdec/plan/builtin.py",
+        "nim_specdec/plan/method/builtin.py",
         "nim_specdec_lab/replay/measure.py",
         "nim_specdec_lab/demo_model.py",
     ):

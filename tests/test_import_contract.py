@@ -104,6 +104,38 @@ def test_no_stage_imports_a_higher_one():
     assert upward == []
 
 
+# The planner's sub-packages, lowest first: a plan module imports its own sub-package and those listed before it;
+# the plan's front door (the modules directly in plan/: build, plan_front, plan_facts, plan_model, plan_sections)
+# sits above them all and no sub-package imports it.
+PLAN_LAYERS = ("engine", "schedule", "argv", "method")
+PLAN = "nim_specdec.plan"
+
+
+def _plan_layer(module: str) -> int | None:
+    """The rank of a plan module (its sub-package's, or one above them all for the front door); None outside plan
+    and for the package itself, which holds no code."""
+    if not module.startswith(PLAN + "."):
+        return None
+    parts = module[len(PLAN) + 1 :].split(".")
+    return PLAN_LAYERS.index(parts[0]) if parts[0] in PLAN_LAYERS else len(PLAN_LAYERS)
+
+
+def test_the_contract_sees_every_plan_sub_package():
+    """A sub-package added to plan/ or renamed must be given its place in PLAN_LAYERS."""
+    on_disk = {p.parent.name for p in (LAUNCHER / "plan").glob("*/__init__.py")}
+    assert on_disk == set(PLAN_LAYERS)
+
+
+def test_no_plan_sub_package_imports_a_higher_one():
+    upward = []
+    for module, targets in LAUNCHER_GRAPH.items():
+        own = _plan_layer(module)
+        if own is None:
+            continue
+        upward += [f"{module} -> {t}" for t in sorted(targets) if (_plan_layer(t) or 0) > own]
+    assert upward == []
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     # Tarjan's strongly connected components; any component of two or more modules is a cycle.
     index: dict[str, int] = {}
@@ -208,6 +240,8 @@ def test_the_labs_packages_import_each_other_one_way():
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert _stage("nim_specdec.plan.build") == "plan"
+    assert _plan_layer("nim_specdec.plan.engine.vllm_schema") < _plan_layer("nim_specdec.plan.method.draft")
+    assert _plan_layer("nim_specdec.plan.build") == len(PLAN_LAYERS) and _plan_layer("nim_specdec.plan") is None
     assert _behind_a_face(
         {"a.x": {"a.pkg.face", "a.pkg.inner"}, "a.pkg.face": {"a.pkg.inner"}}, {"a.pkg": {"face"}}
     ) == ["a.x -> a.pkg.inner"]

@@ -14,7 +14,7 @@ import pytest
 from fuzz_plan_cases import EAGLE3, LLAMA
 from nim_specdec.cli.main import main
 from nim_specdec.files.regular_file import open_regular_text, read_regular
-from nim_specdec.plan.builtin import load_registry
+from nim_specdec.plan.method.builtin import load_registry
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.fetchers.digests import file_digest
 from nim_specdec.preflight.config_file import read_bounded

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nim_specdec.plan.builtin import default_config_dir, find, load_registry
+from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
 
 from k8s_manifests import K8S_DIR, SECRET_STAND_IN, by_kind, container_env, container_named, documents
 

@@ -102,7 +102,7 @@ def test_a_real_port_that_closes_is_a_lost_leader():
     ],
 )
 def test_a_headless_rank_on_the_cpu_build_runs_vllms_serve_subcommand(flavor, headless, expected):
-    from nim_specdec.plan.vllm_command import program
+    from nim_specdec.plan.argv.engine_command import program
 
     assert program(flavor, "py", "/m", headless) == expected
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import REGISTRY, facts
-from nim_specdec.plan.builtin import entry_from_json
+from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError, MaterializeError
 from nim_specdec.launch.facts import importable, require_method_package
 from nim_specdec.plan.plan_model import plan_json

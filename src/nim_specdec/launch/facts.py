@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from nim_specdec.files.writable import unreadable_reason
-from nim_specdec.plan.builtin import default_config_dir, load_registry
+from nim_specdec.plan.method.builtin import default_config_dir, load_registry
 from nim_specdec.text.redact import preview
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.plan.model_runner import target_platform
+from nim_specdec.plan.engine.runner_choice import target_platform
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
-from nim_specdec.plan.vllm_schema import release_tuple
+from nim_specdec.plan.engine.vllm_schema import release_tuple
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config

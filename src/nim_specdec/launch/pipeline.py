@@ -25,7 +25,7 @@ from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import settled
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.plan.target import TARGET_LINK
+from nim_specdec.plan.method.target import TARGET_LINK
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import commit_of
 from nim_specdec.fetchers.context import fetch_context, shared_trust_warning

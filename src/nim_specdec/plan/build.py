@@ -11,30 +11,30 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.capture.launcher import capture_middleware_args
-from nim_specdec.plan.compile_cache import cache_key, compile_cache_plan
-from nim_specdec.plan.cpu_preload import preload_plan
-from nim_specdec.plan.vllm_command import ENDPOINTS_MIDDLEWARE, build_argv, program
-from nim_specdec.plan.engine_view import engine_view
-from nim_specdec.plan.engine_facts import EnginePlan
-from nim_specdec.plan.engine_numbers import validate_engine_numbers
+from nim_specdec.plan.engine.compile_dirs import cache_key, compile_cache_plan
+from nim_specdec.plan.engine.cpu_preload import preload_plan
+from nim_specdec.plan.argv.engine_command import ENDPOINTS_MIDDLEWARE, build_argv, program
+from nim_specdec.plan.argv.engine_view import engine_view
+from nim_specdec.plan.engine.engine_facts import EnginePlan
+from nim_specdec.plan.engine.engine_numbers import validate_engine_numbers
 from nim_specdec.errors import ConfigError
 from nim_specdec.config import variables as var
-from nim_specdec.plan.merge import engine_layers, merge_engine
+from nim_specdec.plan.argv.merge import engine_layers, merge_engine
 from nim_specdec.plan.plan_model import CapturePlan, DraftPlan, Plan, SpeculativePlan, TargetPlan
 from nim_specdec.plan.plan_sections import Launch
-from nim_specdec.plan.method_infer import effective_method
-from nim_specdec.plan.model_runner import target_platform
-from nim_specdec.plan.runner_plan import plan_model_runner
+from nim_specdec.plan.method.method_infer import effective_method
+from nim_specdec.plan.engine.runner_choice import target_platform
+from nim_specdec.plan.schedule.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.text.redact import MASK, is_secret_key, mask_json, redact_argv
 from nim_specdec.config.settings import Settings
-from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
-from nim_specdec.plan.target import served_names, vllm_model
-from nim_specdec.plan.vllm_schema import VllmKnowledge
+from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
+from nim_specdec.plan.method.target import served_names, vllm_model
+from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
 from nim_specdec.plan.plan_facts import Facts
-from nim_specdec.plan.release_changes import is_custom_method
+from nim_specdec.plan.engine.release_changes import is_custom_method
 from nim_specdec.plan.plan_front import Front, plan_front
-from nim_specdec.plan.command_view import read_command, served_name_warning
+from nim_specdec.plan.argv.command_view import read_command, served_name_warning
 
 
 def _reason(enabled: bool, config: dict, origin: dict, base: Sequence, base_reason: str, known: VllmKnowledge) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from nim_specdec.plan.builtin import BuiltinEntry
-from nim_specdec.plan.engine_facts import DevicePlan
-from nim_specdec.plan.vllm_schema import VllmKnowledge, knowledge_for
+from nim_specdec.plan.method.builtin import BuiltinEntry
+from nim_specdec.plan.engine.engine_facts import DevicePlan
+from nim_specdec.plan.engine.vllm_schema import VllmKnowledge, knowledge_for
 from nim_specdec.text.frozen_json import freeze
 
 

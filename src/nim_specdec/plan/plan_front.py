@@ -11,21 +11,21 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.plan.arctic import refuse_arctic_plugin
-from nim_specdec.plan.draft import Draft, resolve_draft
-from nim_specdec.plan.engine_view import lower_view_of, tensor_parallel
-from nim_specdec.plan.merge import merge_spec
-from nim_specdec.plan.method_choice import choose
-from nim_specdec.plan.method_infer import infer_method
+from nim_specdec.plan.method.arctic import refuse_arctic_plugin
+from nim_specdec.plan.method.draft import Draft, resolve_draft
+from nim_specdec.plan.argv.engine_view import lower_view_of, tensor_parallel
+from nim_specdec.plan.argv.merge import merge_spec
+from nim_specdec.plan.method.method_choice import choose
+from nim_specdec.plan.method.method_infer import infer_method
 from nim_specdec.plan.plan_facts import Facts
-from nim_specdec.plan.release_changes import deprecation_warnings
+from nim_specdec.plan.engine.release_changes import deprecation_warnings
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.plan.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.plan.specargs import parse_specdec_args, refuse_launcher_arguments
-from nim_specdec.plan.target import Target, resolve_target
-from nim_specdec.plan.vllm_argv import ParsedArgs, parse_vllm_args
-from nim_specdec.plan.vllm_schema import VllmKnowledge
+from nim_specdec.plan.method.spec_schema import normalise_keys, validate_complete, validate_fields
+from nim_specdec.plan.argv.specargs import parse_specdec_args, refuse_launcher_arguments
+from nim_specdec.plan.method.target import Target, resolve_target
+from nim_specdec.plan.argv.user_args import ParsedArgs, parse_vllm_args
+from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
 from nim_specdec.errors import ConfigError
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from nim_specdec.plan.compile_cache import CompileCachePlan
-from nim_specdec.plan.cpu_preload import CpuPreloadPlan
-from nim_specdec.plan.engine_facts import DevicePlan, EnginePlan
+from nim_specdec.plan.engine.compile_dirs import CompileCachePlan
+from nim_specdec.plan.engine.cpu_preload import CpuPreloadPlan
+from nim_specdec.plan.engine.engine_facts import DevicePlan, EnginePlan
 from nim_specdec.plan.plan_sections import CheckRecord, Launch, PreflightSection, VllmCheckResult
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.plan.spec_schedule import ScheduleRow
+from nim_specdec.plan.schedule.runner_plan import ModelRunnerPlan
+from nim_specdec.plan.schedule.spec_schedule import ScheduleRow
 from nim_specdec.config.variable_check import IgnoredVariable
 
 # Marks a field that never reaches the JSON.
@@ -68,15 +69,6 @@ class CapturePlan:
     path: str
     format: str
     endpoint_pattern: str
-
-
-@dataclass(frozen=True)
-class ModelRunnerPlan:
-    runner: str  # "v1" or "v2": vLLM's model runner for this plan (plan.model_runner)
-    reason: str
-    platform: str  # the platform the plan assumes: cuda, rocm, xpu or cpu
-    vllm_version: str  # the vLLM version whose rules decided
-    cudagraph_downgrade: str | None = None  # "FULL_AND_PIECEWISE -> PIECEWISE" when a schedule costs full graphs
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from nim_specdec.plan.method_choice import MTP_KEYS, mtp_heads
+from nim_specdec.plan.method.method_choice import MTP_KEYS, mtp_heads
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.compat_eagle import eagle_checks

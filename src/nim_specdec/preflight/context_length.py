@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping
 
-from nim_specdec.plan.model_runner import rules_version, version_key
+from nim_specdec.plan.engine.runner_choice import rules_version, version_key
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.memory import parse_length
 from nim_specdec.preflight.results import COMPATIBILITY, WARN, Check

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from nim_specdec.plan.engine_facts import DevicePlan
+from nim_specdec.plan.engine.engine_facts import DevicePlan
 from nim_specdec.preflight.gpu import text, visible_handles
 from nim_specdec.preflight.nvml import nvml_session
 

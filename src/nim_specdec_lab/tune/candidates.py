@@ -14,9 +14,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.plan.spec_schedule import KEY as SCHEDULE_KEY, k_at as schedule_k_at
-from nim_specdec.plan.specargs import SPEC_KEY, parse_specdec_args
-from nim_specdec.plan.vllm_argv import SPEC_OPTION, split_options
+from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY, k_at as schedule_k_at
+from nim_specdec.plan.argv.specargs import SPEC_KEY, parse_specdec_args
+from nim_specdec.plan.argv.user_args import SPEC_OPTION, split_options
 
 # Model-free methods tune adds, each with an exact simulator of its acceptance.
 MODEL_FREE = ("ngram", "suffix")

@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nim_specdec.plan.async_rules import keeps_async
-from nim_specdec.plan.model_runner import (
+from nim_specdec.plan.engine.async_rules import keeps_async
+from nim_specdec.plan.engine.runner_choice import (
     RunnerInputs,
     choose_model_runner,
     cudagraph_mode_given,
     rules_version,
     version_key,
 )
-from nim_specdec.plan.schedule_rules import ScheduleDrop, schedule_cudagraph_downgrade, schedule_drop
+from nim_specdec.plan.schedule.schedule_rules import ScheduleDrop, schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec_lab.tune.engine_log import LoggedEngine
 
 LOG, PLAN, RULE = "server log", "launcher plan", "launcher plan (vLLM's rules)"

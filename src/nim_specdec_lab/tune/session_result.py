@@ -69,7 +69,7 @@ def traffic_weights(
 def chosen_entry(config: Mapping[str, Any] | None, score: float | None, name: str) -> dict[str, Any] | None:
     if config is None:
         return None
-    from nim_specdec.plan.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
+    from nim_specdec.plan.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
 
     ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
     return {

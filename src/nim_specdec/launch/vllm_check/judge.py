@@ -97,7 +97,7 @@ def cli_args_module():
     release keeps it: each known release's place, newest first (0.33 moved it to entrypoints/common)."""
     import importlib  # noqa: PLC0415
 
-    from nim_specdec.plan.vllm_schema import knowledge_for, known_versions  # noqa: PLC0415
+    from nim_specdec.plan.engine.vllm_schema import knowledge_for, known_versions  # noqa: PLC0415
 
     places = dict.fromkeys(knowledge_for(v).data["cli_args_module"] for v in reversed(known_versions()))
     for name in places:

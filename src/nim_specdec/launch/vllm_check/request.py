@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from nim_specdec.plan.vllm_argv import SPEC_OPTION
+from nim_specdec.plan.argv.user_args import SPEC_OPTION
 
 if TYPE_CHECKING:  # vllm_boot, in the server's process, builds requests without the plan's modules
     from nim_specdec.plan.plan_model import Plan

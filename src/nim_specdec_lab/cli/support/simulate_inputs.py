@@ -70,7 +70,7 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
 def current_setting(args: argparse.Namespace, specdec_args: str | None = None):
     """The n-gram setting in use now (NgramParams), or None when there is none or it is another method.
     `specdec_args`: NIM_SPECDEC_ARGS as the command's edge read it (--current wins)."""
-    from nim_specdec.plan.specargs import parse_specdec_args  # noqa: PLC0415
+    from nim_specdec.plan.argv.specargs import parse_specdec_args  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
 
     text = args.current or specdec_args

@@ -1,0 +1,172 @@
+"""Every shipped built-in entry obeys the guide's order (MTP, else a published EAGLE3 draft, else
+n-gram) given the model's real config.json, stored under tests/data/model_configs/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core_fixtures import validate_spec_config
+from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
+from nim_specdec.plan.method.method_choice import draft_method, mtp_heads
+from nim_specdec.config.sources import parse_source
+from nim_specdec.errors import ConfigError
+from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_model import plan_json
+from nim_specdec.plan.method.spec_schema import MTP_METHODS
+
+DATA = Path(__file__).parents[2] / "data" / "model_configs"
+REGISTRY = load_registry(default_config_dir())
+ENTRIES = {entry.file: entry for entry in REGISTRY}
+RAW = {path.name: json.loads(path.read_text()) for path in sorted(default_config_dir().glob("*.json"))}
+
+
+def _expected_family(target_config: dict, has_draft: bool) -> str:
+    if mtp_heads(target_config):
+        return "mtp"
+    return "eagle3" if has_draft else "ngram"
+
+
+def _family(method: str) -> str:
+    return "mtp" if method in MTP_METHODS else method
+
+
+def test_the_registry_ships_every_method():
+    families = [_family(entry.method) for entry in REGISTRY]
+    assert families.count("eagle3") >= 2
+    assert families.count("mtp") >= 2
+    assert families.count("ngram") >= 2
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_entry_obeys_the_method_order(file):
+    entry = ENTRIES[file]
+    target_config = json.loads((DATA / RAW[file]["test_config"] / "config.json").read_text())
+    assert _family(entry.method) == _expected_family(target_config, entry.draft_source is not None)
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_entry_is_valid(file):
+    entry = ENTRIES[file]
+    validate_spec_config(entry.speculative_config, file)
+    parse_source(entry.source, file)
+    if entry.draft_source:
+        parse_source(entry.draft_source, file)
+        assert entry.draft_published_at and entry.draft_published_at.startswith("https://")
+        assert "/" not in entry.speculative_config["model"]  # a bare name, materialized from the draft source
+    else:
+        assert "model" not in entry.speculative_config
+
+
+def test_names_are_unique():
+    """No two entries share a name (compared case-insensitively, as NIM_MODEL_NAME selects); within one entry a
+    NIM name may be its repository id in lower case: vLLM compares served names exactly, so it is served too."""
+    names = [name for entry in REGISTRY for name in {n.lower() for n in entry.names()}]
+    assert len(names) == len(set(names))
+    for entry in REGISTRY:
+        assert find(REGISTRY, [entry.model_id.upper()]) is entry
+        assert not {alias.lower() for alias in entry.aliases} & {entry.model_id.lower()}
+
+
+# The name NIM for LLMs serves each built-in under (build.nvidia.com's publisher/model, NIM's model name), or
+# None where no NIM for LLMs of that model is published: a client written for that NIM asks for this name.
+NIM_NAMES = {
+    "llama-3.1-8b-instruct.json": "meta/llama-3.1-8b-instruct",
+    "llama-3.3-70b-instruct.json": "meta/llama-3.3-70b-instruct",
+    "mistral-7b-instruct-v0.3.json": "mistralai/mistral-7b-instruct-v0.3",
+    "qwen2.5-7b-instruct.json": "qwen/qwen2.5-7b-instruct",
+    "kimi-k2-instruct.json": "moonshotai/kimi-k2-instruct",
+    "deepseek-v3.json": None,
+    "glm-5.json": None,
+    "qwen3.5-27b.json": None,
+}
+
+
+def test_every_entry_says_its_nim_name():
+    assert {file: entry.nim_name for file, entry in ENTRIES.items()} == NIM_NAMES
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_a_builtin_is_served_under_its_nim_name_first(file):
+    """--served-model-name: the NIM name (exactly as NIM spells it), then the repository id; selecting the
+    entry by its NIM name in any case finds it."""
+    entry = ENTRIES[file]
+    expected = [NIM_NAMES[file], entry.model_id] if NIM_NAMES[file] else [entry.model_id]
+    assert entry.served_names() == expected
+    if entry.nim_name:
+        assert find(REGISTRY, [entry.nim_name.upper()]) is entry
+
+
+@pytest.mark.parametrize(
+    "directory,heads",
+    [
+        ("deepseek-ai--DeepSeek-V3", ("num_nextn_predict_layers", 1)),
+        ("zai-org--GLM-5", ("num_nextn_predict_layers", 1)),
+        ("Qwen--Qwen3.5-27B", ("text_config.mtp_num_hidden_layers", 1)),
+        ("Qwen--Qwen3-Next-80B-A3B-Thinking", ("model_type=qwen3_next", 1)),  # no key: vLLM maps the type
+        ("moonshotai--Kimi-K2-Instruct", None),  # num_nextn_predict_layers: 0 is an explicit "none"
+        ("meta-llama--Llama-3.1-8B-Instruct", None),
+        ("Qwen--Qwen2.5-7B-Instruct", None),
+    ],
+)
+def test_mtp_detection_on_real_configs(directory, heads):
+    assert mtp_heads(json.loads((DATA / directory / "config.json").read_text())) == heads
+
+
+@pytest.mark.parametrize(
+    "directory,method",
+    [
+        ("yuhuili--EAGLE3-LLaMA3.1-Instruct-8B", "eagle3"),  # architectures says LlamaForCausalLM
+        ("AQ-MedAI--Kimi-K2-Instruct-eagle3", "eagle3"),
+        ("nm-testing--EAGLE3-LLaMA3.1-Instruct-8B-converted", "eagle3"),
+        ("meta-llama--Llama-3.1-8B-Instruct", "draft_model"),
+    ],
+)
+def test_draft_method_on_real_configs(directory, method):
+    assert draft_method(json.loads((DATA / directory / "config.json").read_text())) == method
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        '{"model_id": 7, "source": "hf://a/b", "speculative_config": {}}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": []}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "aliases": [1]}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": "x"}',
+        '{"model_id": "a/b", "source": "hf://a/b", "speculative_config": {}, "draft": {"source": 3}}',
+        '{"model_id": "a/b", "source": null, "speculative_config": {}}',
+        '["not", "an", "object"]',
+        "[" * 100000,
+        '{"model_id": ' + "9" * 5000 + "}",
+        '{"x": NaN}',
+        "\xff",
+    ],
+)
+def test_a_built_in_config_of_the_wrong_shape_is_one_configuration_error(tmp_path, document):
+    (tmp_path / "bad.json").write_bytes(document.encode("utf-8", "surrogateescape") if document != "\xff" else b"\xff")
+    with pytest.raises(ConfigError) as err:
+        load_registry(tmp_path)
+    assert "built-in config bad.json" in err.value.one_line() and err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("file", sorted(f for f, name in NIM_NAMES.items() if name))
+def test_the_plan_serves_each_builtin_under_its_nim_name(file, tmp_path):
+    """Selected by its NIM name, the plan hands vLLM both names, NIM's first (what /v1/models then lists)."""
+    env = {"NIM_CACHE_PATH": str(tmp_path), "NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": NIM_NAMES[file]}
+    shipped = Facts(registry=REGISTRY, flavor="vllm", python="python3")  # the shipped files, not a test registry
+    plan = plan_json(plan_for(env, [], shipped)[1])
+    argv = plan["argv"]
+    at = argv.index("--served-model-name")
+    assert argv[at + 1 : at + 3] == [NIM_NAMES[file], ENTRIES[file].model_id]
+    assert plan["target"]["served_model_names"] == [NIM_NAMES[file], ENTRIES[file].model_id]
+
+
+@pytest.mark.parametrize("file", sorted(ENTRIES))
+def test_entry_notes_say_what_vllm_034_changes_for_it(file):
+    notes = RAW[file]["notes"]
+    assert isinstance(notes, str) and notes.startswith("vLLM 0.34.0: checked against its schema")
+    if ENTRIES[file].method == "ngram":  # the one family where 0.34 offers another method without a draft
+        assert "suffix" in notes and "async scheduling on" in notes
