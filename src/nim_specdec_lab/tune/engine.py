@@ -2,8 +2,8 @@
 
 Each server's record takes a value from the server's own log where vLLM states it (tune.engine_log), else
 from the launcher's plan for that server's environment, and names the source of each. The serving engine is
-the launcher's runner choice (plan.model_runner) for `--serving-platform` / `--serving-vllm-version`; a
-schedule it would drop (plan.schedule_rules) is not recommended, and what differs from the measured
+the launcher's runner choice (plan.engine.runner_choice) for `--serving-platform` / `--serving-vllm-version`; a
+schedule it would drop (plan.schedule.schedule_rules) is not recommended, and what differs from the measured
 servers is said in words, with what it means for the figures.
 """
 
