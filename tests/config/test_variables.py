@@ -275,7 +275,7 @@ def test_plan_warns_about_a_misspelt_variable_and_strict_stops(models):
 
 
 def test_the_download_table_of_sources_md_agrees():
-    """docs/sources.md keeps its own table of the download variables (with more words); defaults are the table's."""
+    """docs/sources.md's table of the download variables (generated from their rows); defaults are the table's."""
     rows = re.findall(r"^\| `(NIM_[A-Z0-9_]+)` \| ([^|]*) \|", (ROOT / "docs" / "sources.md").read_text(), re.M)
     assert len(rows) >= 8
     for name, default in rows:
