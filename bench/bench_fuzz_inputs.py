@@ -34,7 +34,7 @@ from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.config.sources import parse_source
-from nim_specdec.plan.argv.specargs import parse_specdec_args
+from nim_specdec.config.specdec_args import parse_specdec_args
 from nim_specdec.plan.argv.user_args import parse_vllm_args
 from nim_specdec.errors import LauncherError, printable
 from nim_specdec.observe.spec_counters import counters_problem, parse_prometheus, report, result_problem

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from nim_specdec.config import variables as var
 from nim_specdec.processes.child_process import die_with_parent, group_alive, kill_group
 from nim_specdec.errors import ServerStartError
 from nim_specdec.observe.smoke import http_get
@@ -121,7 +122,7 @@ def _command(spec: ServerSpec) -> list[str]:
 
 def start_server(spec: ServerSpec) -> RunningServer:
     port = spec.port if spec.port is not None else free_port()
-    env = {**spec.env, "NIM_SERVER_PORT": str(port)}
+    env = {**spec.env, var.SERVER_PORT: str(port)}
     if spec.log_path is None:
         handle, name = tempfile.mkstemp(prefix="nim-specdec-server-", suffix=".log")
         os.close(handle)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec_lab.ngram.grid import Scored, specdec_args_of as specdec_args
 from nim_specdec_lab.ngram.simulator import NgramParams
 
@@ -103,7 +104,7 @@ def edge_line(note: dict[str, Any], flags: dict[str, str]) -> str:
 
 def recommended(best: Scored) -> dict[str, Any]:
     config = speculative_config(best.result.params)
-    return {"NIM_SPECDEC_ARGS": specdec_args(config), "speculative_config": config, **row(best)}
+    return {var.SPECDEC_ARGS: specdec_args(config), "speculative_config": config, **row(best)}
 
 
 def recommendation_line(label: str, best: Scored) -> str:
@@ -113,7 +114,7 @@ def recommendation_line(label: str, best: Scored) -> str:
     args = specdec_args(speculative_config(best.result.params))
     return (
         f"{label}: predicted speedup {best.speedup:.3f}x, acceptance length {best.result.acceptance_length:.3f}\n"
-        f"  NIM_SPECDEC_ARGS='{args}'"
+        f"  {var.SPECDEC_ARGS}='{args}'"
     )
 
 

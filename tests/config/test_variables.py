@@ -26,10 +26,15 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 
 ROOT = Path(__file__).resolve().parents[2]
-LAUNCHER = ROOT / "src" / "nim_specdec"
+SRC = ROOT / "src"  # the launcher and the lab
 # Where NIM_* names are spelt as strings on purpose: the table itself, NIM's names it does not implement, and
 # text/redact.py (text sits below config; test_constants_agree keeps its one name equal to the table's).
-SPELLERS = {"config/variables.py", "config/variable_check.py", "text/redact.py"}
+SPELLERS = {
+    "nim_specdec/config/variables.py",
+    "nim_specdec/config/download_variables.py",
+    "nim_specdec/config/variable_check.py",
+    "nim_specdec/text/redact.py",
+}
 NAME = re.compile(r"\bNIM_[A-Z0-9_]*[A-Z0-9]\b")
 
 
@@ -80,25 +85,27 @@ def _string_literals(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_module_spells_a_variable_of_its_own():
-    """A variable is named through config.variables; a string that starts with a NIM_ name is a second spelling."""
+    """A variable is named through config.variables, in the launcher and the lab alike; a string that starts with
+    a NIM_ name (after blanks) is a second spelling."""
     found = []
-    for path in sorted(LAUNCHER.rglob("*.py")):
-        where = path.relative_to(LAUNCHER).as_posix()
+    for path in sorted(SRC.rglob("*.py")):
+        where = path.relative_to(SRC).as_posix()
         if where in SPELLERS:
             continue
-        found += [f"{where}:{line}: {text[:60]}" for line, text in _string_literals(path) if NAME.match(text)]
+        found += [f"{where}:{line}: {text[:60]}" for line, text in _string_literals(path) if NAME.match(text.lstrip())]
     assert found == []
 
 
 def test_every_name_the_launcher_mentions_exists():
-    """Comments and messages too: a name that is in neither table is a typo or a variable nobody reads."""
+    """Comments and messages too, the lab's as well: a name that is in neither table is a typo or a variable nobody
+    reads."""
     known = set(var.TABLE) | set(UNIMPLEMENTED_NIM_VARIABLES) | {"NIM_SPECDEC_ENABLED"}  # an example typo
     prefixes = {name[: i + 1] for name in known for i, c in enumerate(name) if c == "_"}
     unknown = set()
-    for path in LAUNCHER.rglob("*.py"):
+    for path in SRC.rglob("*.py"):
         for name in NAME.findall(path.read_text(encoding="utf-8")):
             if name not in known and name + "_" not in prefixes:
-                unknown.add(f"{path.relative_to(LAUNCHER)}: {name}")
+                unknown.add(f"{path.relative_to(SRC)}: {name}")
     assert sorted(unknown) == []
 
 
@@ -268,7 +275,7 @@ def test_plan_warns_about_a_misspelt_variable_and_strict_stops(models):
 
 
 def test_the_download_table_of_sources_md_agrees():
-    """docs/sources.md keeps its own table of the download variables (with more words); defaults are the table's."""
+    """docs/sources.md's table of the download variables (generated from their rows); defaults are the table's."""
     rows = re.findall(r"^\| `(NIM_[A-Z0-9_]+)` \| ([^|]*) \|", (ROOT / "docs" / "sources.md").read_text(), re.M)
     assert len(rows) >= 8
     for name, default in rows:

@@ -9,7 +9,7 @@ import sys
 import pytest
 import strict_json
 
-from nim_specdec.plan.argv.specargs import parse_specdec_args
+from nim_specdec.config.specdec_args import parse_specdec_args
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.http_replay import save_records
 from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from nim_specdec.plan.argv.specargs import parse_specdec_args
+from nim_specdec.config.specdec_args import parse_specdec_args
 from nim_specdec_lab.tune.candidates import (
     Candidate,
     candidate_list,

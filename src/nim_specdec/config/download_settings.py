@@ -1,6 +1,5 @@
-"""The download section of the settings (pure: the caller passes the mapping; config.settings holds the rest).
-
-Each variable's default, range and meaning is declared in config.variables (docs/sources.md lists them).
+"""The download section of the settings: one field per row of config.download_variables (docs/sources.md lists
+them), each parsed by its row (config.table_reader); config.settings reads it with the rest.
 """
 
 from __future__ import annotations
@@ -8,66 +7,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nim_specdec.config import variables as var
-from nim_specdec.config.env_values import _TRUE, parse_bool, read_choice, read_number
-from nim_specdec.errors import ConfigError
+from nim_specdec.config import download_variables as dvar
+from nim_specdec.config.table_reader import read_rows, section, table_fields
 
-
-def _default(name: str) -> Any:
-    return var.TABLE[name].default
+SECTION = "download"  # the rows whose field is "download.NAME"
 
 
 @dataclass(frozen=True)
+@table_fields(SECTION)
 class DownloadSettings:
-    # The declared defaults (what an empty environment gives).
-    timeout: float = _default(var.DOWNLOAD_TIMEOUT)
-    retries: int = _default(var.DOWNLOAD_RETRIES)
-    concurrency: int = _default(var.DOWNLOAD_CONCURRENCY)
-    chunk_bytes: int = _default(var.DOWNLOAD_CHUNK_MB) * 1024 * 1024
-    verify_checksums: bool = _default(var.DOWNLOAD_VERIFY) == "checksum"
-    lock_timeout: float = _default(var.CACHE_LOCK_TIMEOUT)
-    progress_interval: float = _default(var.PROGRESS_INTERVAL)
-    s3_anonymous: bool = _default(var.S3_ANONYMOUS)
-    s5cmd: str = _default(var.S5CMD)  # "auto" | "on" | "off"
-    deadline: float = _default(var.DOWNLOAD_DEADLINE)  # seconds for one source's download in all; 0: none
-    min_rate: float = _default(var.DOWNLOAD_MIN_RATE_KB) * 1024.0  # bytes/s averaged over 4 x timeout; 0: none
-    hf_resolve_timeout: float = _default(var.HF_RESOLVE_TIMEOUT)  # seconds to ask for a branch's commit, cache held
-    hf_branch_follow: float = _default(var.HF_BRANCH_FOLLOW)  # seconds a branch's resolved commit is followed
+    # The rows' fields, typed here; each default is its row's (what an empty environment gives).
+    timeout: float
+    retries: int
+    concurrency: int
+    chunk_bytes: int  # NIM_DOWNLOAD_CHUNK_MB in bytes
+    verify_checksums: bool  # NIM_DOWNLOAD_VERIFY=checksum
+    lock_timeout: float
+    progress_interval: float
+    s3_anonymous: bool
+    s5cmd: str  # "auto" | "on" | "off"
+    deadline: float  # seconds for one source's download in all; 0: none
+    min_rate: float  # bytes/s averaged over 4 x timeout; 0: none
+    hf_resolve_timeout: float  # seconds to ask for a branch's commit, cache held
+    hf_branch_follow: float  # seconds a branch's resolved commit is followed
     # NIM_DOWNLOAD_TIMEOUT was set: only then does it replace the timeout a client library reads itself.
     timeout_given: bool = False
 
 
-# Unlike parse_bool, an empty value is not "off" here: it means the default, auto.
-_OFF = {"0", "false", "no", "off"}
-
-
-def _s5cmd_choice(raw: str) -> str:
-    value = raw.strip().lower()
-    if value in ("", "auto"):
-        return "auto"
-    if value in _TRUE:
-        return "on"
-    if value in _OFF:
-        return "off"
-    raise ConfigError(
-        var.S5CMD, f"invalid value {raw.strip()[:40]!r}", "use auto (default), 1 (require s5cmd) or 0 (boto3)"
-    )
-
-
-def download_settings(env: Mapping[str, str]) -> DownloadSettings:
-    return DownloadSettings(
-        timeout=read_number(env, var.DOWNLOAD_TIMEOUT),
-        retries=int(read_number(env, var.DOWNLOAD_RETRIES, whole=True)),
-        concurrency=int(read_number(env, var.DOWNLOAD_CONCURRENCY, whole=True)),
-        chunk_bytes=int(read_number(env, var.DOWNLOAD_CHUNK_MB, whole=True)) * 1024 * 1024,
-        verify_checksums=read_choice(env, var.DOWNLOAD_VERIFY) == "checksum",
-        lock_timeout=read_number(env, var.CACHE_LOCK_TIMEOUT),
-        progress_interval=read_number(env, var.PROGRESS_INTERVAL),
-        s3_anonymous=bool(parse_bool(env, var.S3_ANONYMOUS)),
-        s5cmd=_s5cmd_choice(env.get(var.S5CMD, "")),
-        deadline=read_number(env, var.DOWNLOAD_DEADLINE),
-        min_rate=read_number(env, var.DOWNLOAD_MIN_RATE_KB) * 1024,
-        hf_resolve_timeout=read_number(env, var.HF_RESOLVE_TIMEOUT),
-        hf_branch_follow=read_number(env, var.HF_BRANCH_FOLLOW),
-        timeout_given=var.DOWNLOAD_TIMEOUT in env,
-    )
+def download_settings(env: Mapping[str, str], read: Mapping[str, Any] | None = None) -> DownloadSettings:
+    """The section from `env`; `read`: the table's reading of it already made (config.settings reads every row
+    once), else this section's rows are read here."""
+    values = section(read_rows(env, within=SECTION) if read is None else read, SECTION)
+    return DownloadSettings(**values, timeout_given=dvar.DOWNLOAD_TIMEOUT in env)

@@ -1,8 +1,9 @@
 """How one environment value is read, by its kind in config.variables: the one boolean rule, integers and
 numbers within the declared range, choices from the declared list, and the lenient flag of other tools' variables.
 
-Every reader takes the variable's range, choices and default from its declaration; a bad value is a
-ConfigError (exit 2) naming the variable, the value and what is accepted.
+Every reader takes the variable's range, choices and default from its declaration (the launcher's table's,
+or the row given as `decl`); a bad value is a ConfigError (exit 2) naming the variable, the value and what
+is accepted.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from nim_specdec.config.variables import CACHE_PATH, TABLE
+from nim_specdec.config.variables import CACHE_PATH, TABLE, Variable
 from nim_specdec.errors import ConfigError
 
 # Where the download cache lives unless NIM_CACHE_PATH says otherwise (settings, and the capture file's default).
@@ -34,9 +35,9 @@ def parse_bool(env: Mapping[str, str], name: str, default: bool | None = False) 
     raise ConfigError(name, f"invalid value {raw!r}", "use 1 or 0 (also true/false, yes/no, on/off)")
 
 
-def read_int(env: Mapping[str, str], name: str) -> int | None:
+def read_int(env: Mapping[str, str], name: str, decl: Variable | None = None) -> int | None:
     """A declared integer: its default when unset or empty, else a whole number in its range."""
-    decl = TABLE[name]
+    decl = decl or TABLE[name]
     lo, hi = int(decl.lo or 0), int(decl.hi or 0)
     raw = env.get(name, "").strip()
     if not raw:
@@ -52,10 +53,10 @@ def read_int(env: Mapping[str, str], name: str) -> int | None:
     return value
 
 
-def read_number(env: Mapping[str, str], name: str, whole: bool = False) -> float:
+def read_number(env: Mapping[str, str], name: str, whole: bool = False, decl: Variable | None = None) -> float:
     """A declared number (seconds, sizes): its default when unset or empty, else a finite number in its range;
     `whole`: an integer written either way (`8`, `8.0`)."""
-    decl = TABLE[name]
+    decl = decl or TABLE[name]
     lo, hi = float(decl.lo or 0), float(decl.hi or 0)
     raw = env.get(name, "").strip()
     if not raw:
@@ -74,14 +75,15 @@ def read_number(env: Mapping[str, str], name: str, whole: bool = False) -> float
     return value
 
 
-def read_choice(env: Mapping[str, str], name: str, upper: bool = False) -> str | None:
-    """A declared choice: its default when unset or empty, else one of its choices (case-insensitive)."""
-    decl = TABLE[name]
+def read_choice(env: Mapping[str, str], name: str, decl: Variable | None = None) -> str | None:
+    """A declared choice: its default when unset or empty, else one of its choices (case-insensitive), spelt
+    as declared (`debug` is DEBUG, `SIZE` is size)."""
+    decl = decl or TABLE[name]
     raw = env.get(name, "").strip()
     if not raw:
         return decl.default  # type: ignore[return-value]
-    value = raw.upper() if upper else raw.lower()
-    if value not in decl.choices:
+    value = {choice.lower(): choice for choice in decl.choices}.get(raw.lower())
+    if value is None:
         raise ConfigError(name, f"invalid value {raw!r}", f"use one of: {', '.join(decl.choices)}")
     return value
 

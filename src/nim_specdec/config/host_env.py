@@ -2,7 +2,8 @@
 
 The plan depends on a few variables the launcher does not own: whether the user set LD_PRELOAD or one of
 vLLM's cache folders (theirs then stay theirs), which GPUs CUDA_VISIBLE_DEVICES leaves visible, the image's
-CUDA_VERSION, whether HF_HUB_OFFLINE keeps hf:// sources offline, which values are secrets to mask, and
+CUDA_VERSION, whether HF_HUB_OFFLINE keeps hf:// sources offline, which values are secrets to mask,
+whether ARCTIC_INFERENCE_ENABLED turns on arctic-inference's vLLM plugin (plan.arctic refuses it), and
 VLLM_USE_V2_MODEL_RUNNER as vLLM reads it.
 They are read here into a typed value, so nothing below the edge reads the environment for them.
 Credentials and endpoints of the download backends are not here: the fetchers read those from their
@@ -19,6 +20,7 @@ from nim_specdec.config.env_values import truthy
 from nim_specdec.errors import ConfigError
 
 USE_V2_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+ARCTIC_ENV = "ARCTIC_INFERENCE_ENABLED"  # on when exactly "1", as arctic_inference/envs.py reads it
 # vLLM's cache variables -> the sub-directory of the compile cache's key directory each points at
 # (plan.engine.compile_dirs). vLLM puts Inductor's cache under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT
 # modules under FLASHINFER_WORKSPACE_BASE.
@@ -32,6 +34,7 @@ class HostEnv:
     cuda_visible_devices: str | None = None  # None: unset (every GPU is visible)
     cuda_version: str | None = None  # CUDA_VERSION of NVIDIA's images, as written
     hf_hub_offline: bool = False  # HF_HUB_OFFLINE: hf:// sources from the cache only, as the Hub's library does
+    arctic_plugin: bool = False  # ARCTIC_INFERENCE_ENABLED=1: arctic-inference's vLLM plugin would patch vLLM
     shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
     secrets: tuple[str, ...] = field(default=(), compare=False, repr=False)  # secret values, longest first
 
@@ -43,6 +46,7 @@ def read_host_env(env: Mapping[str, str]) -> HostEnv:
         cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
         cuda_version=env.get("CUDA_VERSION"),
         hf_hub_offline=truthy(env.get("HF_HUB_OFFLINE")),
+        arctic_plugin=env.get(ARCTIC_ENV) == "1",
         shown_env=redact_env(env),
         secrets=tuple(secret_values(env)),
     )

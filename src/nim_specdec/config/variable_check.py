@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.config import variables as var
+from nim_specdec.config import download_variables as dvar, variables as var
 
 UNKNOWN = "unknown"
 NOT_IMPLEMENTED = "not implemented"
@@ -48,7 +48,7 @@ UNIMPLEMENTED_NIM_VARIABLES: dict[str, str] = {
     "NIM_CORS_ALLOW_HEADERS": f"{_PASS} (--allowed-headers)",
     "NIM_CORS_EXPOSE_HEADERS": "vLLM's server has no such setting",
     "NIM_CORS_MAX_AGE": "vLLM's server has no such setting",
-    "NIM_CACHE_PROBE_TIMEOUT": f"use {var.DOWNLOAD_TIMEOUT}",
+    "NIM_CACHE_PROBE_TIMEOUT": f"use {dvar.DOWNLOAD_TIMEOUT}",
     "NIM_KVCACHE_PERCENT": f"{_PASS} (--gpu-memory-utilization)",
     "NIM_NUM_KV_CACHE_SEQ_LENS": f"{_PASS} (--max-num-seqs)",
     "NIM_ENABLE_KV_CACHE_HOST_OFFLOAD": f"{_PASS} (--kv-offloading-size)",

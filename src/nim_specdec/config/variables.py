@@ -1,9 +1,11 @@
-"""Every NIM_* variable the launcher reads, declared once: name, type, default, range or choices, meaning.
+"""Every NIM_* variable the launcher reads, declared once: name, type, default, range or choices, meaning, and
+the settings field it lands on (the download variables are declared the same way in config.download_variables).
 
-The parsers (config.settings and the modules it calls) take each variable's range, choices and default from
-here, docs/configuration.md's variables table is generated from here (scripts/variables_doc.py; a test
-compares the two), and the rest of the launcher names a variable through the constants below, never as a
-string of its own. Standard library only: the vLLM server process imports it too, and start-up time counts.
+A row is all a new variable takes: config.settings reads the environment by the table (config.table_reader:
+each row's reader, range, choices and default) into the field the row names, docs/configuration.md's
+variables table and docs/sources.md's are generated from it (scripts/variables_doc.py; a test compares them),
+and the launcher and the lab name a variable through the constants below, never as a string of their own.
+Standard library only: the vLLM server process imports it too, and start-up time counts.
 
 `nim` says where NIM for LLMs documents a variable of the same name: "2.x" (2.1.x's Environment Variables
 reference, https://docs.nvidia.com/nim/large-language-models/2.1.5/reference/environment-variables.html, the
@@ -32,6 +34,7 @@ SPECDEC_ENABLE = _declare(
     False,
     "`1` applies the model's built-in speculative config (also `true/false`, `yes/no`, `on/off`, any case).",
     nim="2.x",
+    field="enable",
 )
 SPECDEC_ARGS = _declare(
     "NIM_SPECDEC_ARGS",
@@ -41,6 +44,7 @@ SPECDEC_ARGS = _declare(
     "JSON string; other keys (`gpu_memory_utilization`, `max_num_seqs`, ...) become vLLM arguments. Used only when "
     "`NIM_SPECDEC_ENABLE=1`; ignored with a warning otherwise.",
     nim="2.x",
+    field="specdec_args",
 )
 DRAFT_MODEL_PATH = _declare(
     "NIM_DRAFT_MODEL_PATH",
@@ -49,9 +53,15 @@ DRAFT_MODEL_PATH = _declare(
     "Where the draft comes from: `ngc://ORG/[TEAM/]NAME:VERSION`, `hf://ORG/NAME[@REV]`, `s3://BUCKET/PREFIX`, "
     "`gs://BUCKET/PREFIX` or an absolute directory. Wins over the draft shipped with a built-in model.",
     nim="2.x",
+    field="draft_source",
 )
 MODEL_PATH = _declare(
-    "NIM_MODEL_PATH", "source", None, "Model-free mode: the target model, from the same kinds of locations.", nim="2.x"
+    "NIM_MODEL_PATH",
+    "source",
+    None,
+    "Model-free mode: the target model, from the same kinds of locations.",
+    nim="2.x",
+    field="model_source",
 )
 MODEL_NAME = _declare(
     "NIM_MODEL_NAME",
@@ -59,6 +69,7 @@ MODEL_NAME = _declare(
     None,
     "Model-specific mode: a built-in model (file in `configs/builtin_specdec/`), by NIM name, repository id or alias.",
     nim="1.x",
+    field="model_name",
 )
 SERVED_MODEL_NAME = _declare(
     "NIM_SERVED_MODEL_NAME",
@@ -69,9 +80,18 @@ SERVED_MODEL_NAME = _declare(
     nim="2.x",
     vllm="served_model_name",
     shown_default="built-in names, or the remote source's name",
+    field="served_model_name",
 )
 MAX_MODEL_LEN = _declare(
-    "NIM_MAX_MODEL_LEN", "int", None, "`--max-model-len`.", nim="2.x", lo=1, hi=MAX_INT, vllm="max_model_len"
+    "NIM_MAX_MODEL_LEN",
+    "int",
+    None,
+    "`--max-model-len`.",
+    nim="2.x",
+    lo=1,
+    hi=MAX_INT,
+    vllm="max_model_len",
+    field="max_model_len",
 )
 TENSOR_PARALLEL_SIZE = _declare(
     "NIM_TENSOR_PARALLEL_SIZE",
@@ -109,7 +129,9 @@ ENABLE_KV_CACHE_REUSE = _declare(
     nim="1.x",
     vllm="enable_prefix_caching",
 )
-SERVER_PORT = _declare("NIM_SERVER_PORT", "int", 8000, "`--port`.", nim="2.x", lo=1, hi=65535, vllm="port")
+SERVER_PORT = _declare(
+    "NIM_SERVER_PORT", "int", 8000, "`--port`.", nim="2.x", lo=1, hi=65535, vllm="port", field="port"
+)
 SHUTDOWN_TIMEOUT = _declare(
     "NIM_SHUTDOWN_TIMEOUT",
     "int",
@@ -120,11 +142,18 @@ SHUTDOWN_TIMEOUT = _declare(
     hi=86400,
     vllm="shutdown_timeout",
 )
-PASSTHROUGH_ARGS = _declare("NIM_PASSTHROUGH_ARGS", "args", None, "Extra vLLM arguments, shell-quoted.", nim="2.x")
+PASSTHROUGH_ARGS = _declare(
+    "NIM_PASSTHROUGH_ARGS", "args", None, "Extra vLLM arguments, shell-quoted.", nim="2.x", field="passthrough_args"
+)
 
 # Where files go.
 CACHE_PATH = _declare(
-    "NIM_CACHE_PATH", "path", "/opt/nim/.cache", "Download cache (shared by replicas on one volume).", nim="2.x"
+    "NIM_CACHE_PATH",
+    "path",
+    "/opt/nim/.cache",
+    "Download cache (shared by replicas on one volume).",
+    nim="2.x",
+    field="cache_path",
 )
 WORKSPACE = _declare(
     "NIM_WORKSPACE",
@@ -133,6 +162,8 @@ WORKSPACE = _declare(
     "Where the target and drafts are linked under their bare names. The image sets `/opt/nim/workspace`, in "
     "each container's own file system: containers sharing a cache volume never share it.",
     shown_default="`$NIM_CACHE_PATH/workspace`",
+    field="workspace",
+    reader="workspace",
 )
 CACHE_TRUST_SHARED = _declare(
     "NIM_CACHE_TRUST_SHARED",
@@ -141,9 +172,15 @@ CACHE_TRUST_SHARED = _declare(
     "`1`: the platform vouches that only this workload's pods mount the cache volume, so a volume whose "
     "owners and modes cannot prove it (root-owned `0777` without the sticky bit; SMB reporting every file as "
     "root's and `0777`) is used, with one warning at every start. Prefer the fixes of docs/deploy.md.",
+    field="cache_trust_shared",
 )
 DISABLE_MODEL_DOWNLOAD = _declare(
-    "NIM_DISABLE_MODEL_DOWNLOAD", "bool", False, "`1`: use the cache only, never the network.", nim="2.x"
+    "NIM_DISABLE_MODEL_DOWNLOAD",
+    "bool",
+    False,
+    "`1`: use the cache only, never the network.",
+    nim="2.x",
+    field="disable_download",
 )
 BUILTIN_CONFIG_DIR = _declare(
     "NIM_BUILTIN_CONFIG_DIR",
@@ -151,6 +188,7 @@ BUILTIN_CONFIG_DIR = _declare(
     None,
     "Directory of built-in config files (for testing a new entry).",
     shown_default="the packaged configs",
+    field="builtin_config_dir",
 )
 
 # Logging, checks and records.
@@ -161,8 +199,11 @@ LOG_LEVEL = _declare(
     "Log level.",
     nim="2.x",
     choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+    field="log_level",
 )
-JSONL_LOGGING = _declare("NIM_JSONL_LOGGING", "bool", False, "`1`: one JSON object per log line.", nim="2.x")
+JSONL_LOGGING = _declare(
+    "NIM_JSONL_LOGGING", "bool", False, "`1`: one JSON object per log line.", nim="2.x", field="jsonl_logging"
+)
 STRICT_VARIABLES = _declare(
     "NIM_STRICT_VARIABLES",
     "bool",
@@ -177,6 +218,8 @@ SPECDEC_PREFLIGHT = _declare(
     "What a failed pre-flight check does, for every category (see [Pre-flight checks](preflight.md)).",
     choices=("error", "warn", "off"),
     shown_default="`error` for compatibility, `warn` for memory",
+    field="preflight",
+    reader="preflight",
 )
 CAPTURE_ENABLE = _declare(
     "NIM_CAPTURE_ENABLE",
@@ -185,6 +228,8 @@ CAPTURE_ENABLE = _declare(
     "`1` records the request bodies the server receives, for replay with AIPerf (see "
     "[Payload capture](capture.md#payload-capture)). **The file holds real prompts.**",
     nim="2.x",
+    field="capture",
+    reader="capture",
 )
 CAPTURE_ARGS = _declare(
     "NIM_CAPTURE_ARGS",
@@ -202,6 +247,8 @@ TUNED_FOR = _declare(
     'Written by `nim-specdec tune` with its recommendation: the engine it was measured on, `{"vllm": "0.32.0", '
     '"runner": "v1", "platform": "cpu", "device": "AMD EPYC 7B12"}`. The plan warns where its own engine differs; '
     "a malformed value is exit 2.",
+    field="tuned_for",
+    reader="tuned_for",
 )
 PLAN_VLLM_VERSION = _declare(
     "NIM_PLAN_VLLM_VERSION",
@@ -211,101 +258,14 @@ PLAN_VLLM_VERSION = _declare(
     "on the CUDA platform; the plan names the snapshot it read. `prepare` and `serve` refuse a value other than "
     "the installed release (exit 2).",
     shown_default="the installed vLLM",
-)
-
-# Downloads (docs/sources.md).
-DOWNLOAD_TIMEOUT = _declare(
-    "NIM_DOWNLOAD_TIMEOUT",
-    "number",
-    30.0,
-    "Seconds a connection or read may stall before it fails.",
-    lo=0.1,
-    hi=86400,
-)
-DOWNLOAD_RETRIES = _declare(
-    "NIM_DOWNLOAD_RETRIES",
-    "int",
-    3,
-    "Whole-download retries after a transient failure (timeouts, dropped connections, 5xx), with backoff.",
-    lo=0,
-    hi=100,
-)
-DOWNLOAD_CONCURRENCY = _declare(
-    "NIM_DOWNLOAD_CONCURRENCY", "int", 10, "Parallel transfers (files and ranged parts).", lo=1, hi=256
-)
-DOWNLOAD_CHUNK_MB = _declare(
-    "NIM_DOWNLOAD_CHUNK_MB", "int", 8, "Part size of ranged downloads (s3), in MiB.", lo=1, hi=4096
-)
-DOWNLOAD_VERIFY = _declare(
-    "NIM_DOWNLOAD_VERIFY",
-    "choice",
-    "checksum",
-    "`size` skips hashing the files (faster for large drafts).",
-    choices=("checksum", "size"),
-)
-DOWNLOAD_DEADLINE = _declare(
-    "NIM_DOWNLOAD_DEADLINE",
-    "number",
-    86400.0,
-    "Seconds one source's download may take in all before it is given up and its lock released (`0`: none).",
-    lo=0,
-    hi=30 * 86400,
-)
-DOWNLOAD_MIN_RATE_KB = _declare(
-    "NIM_DOWNLOAD_MIN_RATE_KB",
-    "number",
-    16.0,
-    "KiB/s a download must average over 4 x `NIM_DOWNLOAD_TIMEOUT`, else it is cut off (`0`: none).",
-    lo=0,
-    hi=10**7,
-)
-CACHE_LOCK_TIMEOUT = _declare(
-    "NIM_CACHE_LOCK_TIMEOUT",
-    "number",
-    7200.0,
-    "Seconds to wait for another launcher's download (`0`: no limit).",
-    lo=0,
-    hi=7 * 86400,
-)
-PROGRESS_INTERVAL = _declare(
-    "NIM_PROGRESS_INTERVAL",
-    "number",
-    5.0,
-    "Seconds between progress lines (bytes, rate, ETA) when stderr is not a terminal.",
-    lo=0.1,
-    hi=86400,
-)
-HF_RESOLVE_TIMEOUT = _declare(
-    "NIM_HF_RESOLVE_TIMEOUT_S",
-    "number",
-    10.0,
-    "Seconds a start may spend asking the Hub which commit an `hf://` branch or tag names (all attempts "
-    "together) when a commit of it is complete in the cache; past it, or on a refused token (401/403) or a "
-    "5xx, that commit is served with one warning. Nothing cached: `NIM_DOWNLOAD_TIMEOUT` and "
-    "`NIM_DOWNLOAD_RETRIES` apply.",
-    lo=0.5,
-    hi=3600,
-)
-HF_BRANCH_FOLLOW = _declare(
-    "NIM_HF_BRANCH_FOLLOW_S",
-    "number",
-    1800.0,
-    "Seconds the commit one start resolved an `hf://` branch or tag to is served by every start sharing the cache, "
-    "without asking the Hub again, so that the pods of one rollout serve one commit (`0`: every start asks). "
-    "`hf://ORG/NAME@COMMIT` pins a commit for good.",
-    lo=0,
-    hi=30 * 86400,
-)
-S3_ANONYMOUS = _declare("NIM_S3_ANONYMOUS", "bool", False, "`1`: unsigned S3 requests (public buckets).")
-S5CMD = _declare(
-    "NIM_S5CMD",
-    "choice",
-    "auto",
-    "s3:// transfer client: `auto` = `s5cmd` when installed, else boto3; `1` = `s5cmd`, required; `0` = boto3.",
-    choices=("auto", "1", "0"),
+    field="plan_vllm_version",
+    reader="release",
 )
 
 # Written by the launcher into the environment of the vLLM process it execs.
 VLLM_CHECK_CONTEXT = _declare(
     "NIM_VLLM_CHECK_CONTEXT", "json", None, "What the in-process vLLM check logs with.", internal=True
 )
+
+# The download variables (docs/sources.md) follow in the table; their rows and constants are that module's.
+from nim_specdec.config import download_variables as _downloads  # noqa: E402, F401

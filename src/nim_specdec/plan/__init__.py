@@ -20,8 +20,8 @@ schedule/               the K schedule: checked as vLLM checks it, and its fate 
   runner_plan.py        the plan's `model_runner`: the runner, and the schedule refused or kept with a warning
 argv/                   the engine arguments: the user's read, merged by layer, resolved, and our command written
   user_args.py          the user's vLLM arguments (command line, NIM_PASSTHROUGH_ARGS) read as vLLM reads them
-  specargs.py           NIM_SPECDEC_ARGS: its speculative_config and engine arguments
-  merge.py              the layers folded, lowest precedence first, with where each key came from
+  merge.py              the layers folded, lowest precedence first, with where each key came from; keys the
+                        launcher sets itself refused
   engine_view.py        the resolved engine arguments as plain values, for the checks and for people
   engine_command.py     the vLLM command the launcher execs: program, model, arguments, speculative config
   command_view.py       the served names and speculative config read back from that command

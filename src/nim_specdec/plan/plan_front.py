@@ -7,6 +7,7 @@ front the last pass made. Pure, like build_plan.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -14,7 +15,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.plan.method.arctic import refuse_arctic_plugin
 from nim_specdec.plan.method.draft import Draft, resolve_draft
 from nim_specdec.plan.argv.engine_view import lower_view_of, tensor_parallel
-from nim_specdec.plan.argv.merge import merge_spec
+from nim_specdec.plan.argv.merge import merge_spec, refuse_launcher_arguments
 from nim_specdec.plan.method.method_choice import choose
 from nim_specdec.plan.method.method_infer import infer_method
 from nim_specdec.plan.plan_facts import Facts
@@ -22,7 +23,6 @@ from nim_specdec.plan.engine.release_changes import deprecation_warnings
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.method.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.plan.argv.specargs import parse_specdec_args, refuse_launcher_arguments
 from nim_specdec.plan.method.target import Target, resolve_target
 from nim_specdec.plan.argv.user_args import ParsedArgs, parse_vllm_args
 from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
@@ -136,21 +136,21 @@ def _keep_inferred_method(
 
 def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Front:
     known = facts.vllm
-    refuse_arctic_plugin(settings.environ, facts.vllm_version)
+    refuse_arctic_plugin(settings.host.arctic_plugin, facts.vllm_version)
     warnings: list[str] = [item.warning() for item in settings.ignored]
     if not known.exact:
         warnings.append(known.unknown_warning())
     cli = parse_vllm_args(list(cli_tokens), "argument", known)
     pt = parse_vllm_args(list(settings.passthrough_args), var.PASSTHROUGH_ARGS, known)
     spec_env, engine_env = None, {}
-    if settings.specdec_args is not None:
-        if settings.enable:
-            spec_env, engine_env = parse_specdec_args(settings.specdec_args)
-            refuse_launcher_arguments(engine_env, known)
-        else:
-            warnings.append(
-                f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
-            )
+    if settings.specdec is not None:  # parsed with the settings, NIM_SPECDEC_ENABLE being on
+        # This pass's own copies, as a parse per pass gave: nothing the plan builds on them reaches the settings.
+        spec_env, engine_env = copy.deepcopy((settings.specdec.speculative_config, settings.specdec.engine))
+        refuse_launcher_arguments(engine_env, known)
+    elif settings.specdec_args is not None:
+        warnings.append(
+            f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
+        )
     target = resolve_target(
         settings,
         (cli.model, cli.model_where) if cli.model is not None else None,

@@ -8,14 +8,18 @@ error naming the file and the line, so that a typo never silently measures the w
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterable, Mapping
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FIX = "write one NAME=VALUE a line (docker run --env-file format)"
-SIDE_OWN = "NIM_SPECDEC_"  # taken from a side's file only, never from the current environment
+# Taken from a side's file only, never from the current environment: the speculative-decoding variables'
+# common prefix (NIM_SPECDEC_), so that a misspelt one in the environment is left out too.
+SIDE_OWN = os.path.commonprefix([var.SPECDEC_ENABLE, var.SPECDEC_ARGS, var.SPECDEC_PREFLIGHT])
 
 
 def parse_env_file(lines: Iterable[str], option: str, path: str, environ: Mapping[str, str]) -> dict[str, str]:
@@ -47,6 +51,6 @@ def side_env(environ: Mapping[str, str], overrides: Mapping[str, str] | None, sp
     if overrides is None:
         env = dict(environ)
         if speculation_off:
-            env["NIM_SPECDEC_ENABLE"] = "0"
+            env[var.SPECDEC_ENABLE] = "0"
         return env
     return {**{k: v for k, v in environ.items() if not k.startswith(SIDE_OWN)}, **overrides}

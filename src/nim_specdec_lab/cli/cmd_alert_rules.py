@@ -16,6 +16,7 @@ import re
 
 import yaml
 
+from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads_object
 from nim_specdec.errors import ConfigError, printable
 from nim_specdec.files.output_files import write_atomically
@@ -81,7 +82,7 @@ def _expected(result: dict, configuration: str | None) -> Expected:
         raise ConfigError(
             "--configuration" if configuration else "TUNE_JSON",
             chosen,
-            "name a measured configuration with --configuration, or serve with NIM_SPECDEC_ENABLE=0",
+            f"name a measured configuration with --configuration, or serve with {var.SPECDEC_ENABLE}=0",
         )
     if chosen.low is None:
         raise ConfigError(

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.cli.support.bench_common import (
     concurrencies as _concurrencies,
@@ -113,7 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
         help="--serve: env file (docker --env-file form) of the baseline "
-        "(default: the current environment with NIM_SPECDEC_ENABLE=0)",
+        f"(default: the current environment with {var.SPECDEC_ENABLE}=0)",
     )
     parser.add_argument(
         "--candidate",

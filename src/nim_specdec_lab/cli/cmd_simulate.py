@@ -66,7 +66,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     grid.add_argument(
         "--current",
         help="the n-gram setting in use now, shown beside the grid: a speculative_config object or "
-        "a NIM_SPECDEC_ARGS value (default: $NIM_SPECDEC_ARGS, else what the server at --url runs)",
+        f"a {var.SPECDEC_ARGS} value (default: ${var.SPECDEC_ARGS}, else what the server at --url runs)",
     )
 
 

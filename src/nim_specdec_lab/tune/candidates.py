@@ -14,8 +14,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.config import variables as var
+from nim_specdec.config.specdec_args import SPEC_KEY, parse_specdec_args
 from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY, k_at as schedule_k_at
-from nim_specdec.plan.argv.specargs import SPEC_KEY, parse_specdec_args
 from nim_specdec.plan.argv.user_args import SPEC_OPTION, split_options
 
 # Model-free methods tune adds, each with an exact simulator of its acceptance.
@@ -103,20 +104,20 @@ def engine_keys(specdec_args: str | None) -> dict[str, Any]:
 def spec_env(engine: Mapping[str, Any], config: Mapping[str, Any] | None) -> dict[str, str]:
     """NIM_SPECDEC_ENABLE and NIM_SPECDEC_ARGS for a config (None: speculation off)."""
     if config is None:
-        return {"NIM_SPECDEC_ENABLE": "0"}
+        return {var.SPECDEC_ENABLE: "0"}
     return {
-        "NIM_SPECDEC_ENABLE": "1",
-        "NIM_SPECDEC_ARGS": json.dumps({**engine, SPEC_KEY: dict(config)}, separators=(", ", ": ")),
+        var.SPECDEC_ENABLE: "1",
+        var.SPECDEC_ARGS: json.dumps({**engine, SPEC_KEY: dict(config)}, separators=(", ", ": ")),
     }
 
 
 def candidate_env(
     user_env: Mapping[str, str], engine: Mapping[str, Any], config: Mapping[str, Any] | None
 ) -> dict[str, str]:
-    env = {k: v for k, v in user_env.items() if k != "NIM_SPECDEC_ARGS"}
-    passthrough = env.get("NIM_PASSTHROUGH_ARGS")
+    env = {k: v for k, v in user_env.items() if k != var.SPECDEC_ARGS}
+    passthrough = env.get(var.PASSTHROUGH_ARGS)
     if passthrough:
-        env["NIM_PASSTHROUGH_ARGS"] = shlex.join(strip_spec_args(shlex.split(passthrough)))
+        env[var.PASSTHROUGH_ARGS] = shlex.join(strip_spec_args(shlex.split(passthrough)))
     env.update(spec_env(engine, config))  # off: the launcher ignores NIM_SPECDEC_ARGS, engine keys included
     return env
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.plan.argv.specargs import parse_json_scalar
+from nim_specdec.config.jsonvalue import loads
 from nim_specdec.plan.argv.user_args import ParsedArgs
 from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge, is_negative
 
@@ -41,3 +41,11 @@ def engine_view(lower: dict, options: Sequence, known: VllmKnowledge = DEFAULT) 
         else:
             view[option.name] = parse_json_scalar(values[0]) if len(values) == 1 else list(values)
     return view
+
+
+def parse_json_scalar(text: str) -> Any:
+    """A dotted `--speculative-config.KEY VALUE` value: JSON where it parses, else the raw string."""
+    try:
+        return loads(text, "")
+    except Exception:  # noqa: BLE001 - any non-JSON text is a plain string, as vLLM treats it
+        return text

@@ -1,5 +1,6 @@
 """Which layer each engine argument and speculative_config key takes its value from: the layers folded lowest
-precedence first, remembering where each key came from."""
+precedence first, remembering where each key came from; and no layer may set an argument the launcher sets
+itself."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any, Iterable, Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.settings import Settings
+from nim_specdec.errors import ConfigError
+from nim_specdec.plan.engine.vllm_schema import VllmKnowledge, resolve_option
 
 Layer = tuple[str, Mapping[str, Any] | None]  # (origin label, values)
 
@@ -55,3 +58,20 @@ def engine_layers(settings: Settings, names: list[str], engine_env: Mapping[str,
     layers += [(name, {argument: value}) for name, argument, value in settings.engine_variables]
     layers.append((var.SPECDEC_ARGS, engine_env))
     return layers
+
+
+# Arguments the launcher sets itself, and where the user sets them instead: vLLM keeps the last of two,
+# so a second --model would serve another model than the one the plan, pre-flight and trust rules checked.
+_LAUNCHER_SET = {
+    "--model": "set the target with NIM_MODEL_PATH (or --model on the command line)",
+    "--middleware": "the launcher sets --middleware itself; capture is NIM_CAPTURE_ENABLE and NIM_CAPTURE_ARGS",
+}
+
+
+def refuse_launcher_arguments(engine_env: Mapping[str, Any], known: VllmKnowledge) -> None:
+    for key in engine_env:
+        option = resolve_option("--" + key.replace("_", "-"), known)
+        if option in _LAUNCHER_SET:
+            raise ConfigError(
+                var.SPECDEC_ARGS, f"key {key!r} sets {option}, which the launcher sets itself", _LAUNCHER_SET[option]
+            )

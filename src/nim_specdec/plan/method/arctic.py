@@ -10,16 +10,15 @@ asked for; refusing says so in one line, before any download.
 
 from __future__ import annotations
 
-from typing import Mapping
-
+from nim_specdec.config.host_env import ARCTIC_ENV as ENV
 from nim_specdec.errors import ConfigError
 
-ENV = "ARCTIC_INFERENCE_ENABLED"
 PATCHED_FOR = "0.26.0"  # arctic_inference.utils.VLLM_PATCH_VERSION of arctic-inference 0.3.0
 
 
-def refuse_arctic_plugin(environ: Mapping[str, str], vllm_version: str) -> None:
-    if environ.get(ENV) != "1":
+def refuse_arctic_plugin(plugin_on: bool, vllm_version: str) -> None:
+    """`plugin_on`: the switch as the settings read it (HostEnv.arctic_plugin)."""
+    if not plugin_on:
         return
     running = f"vLLM {vllm_version}" if vllm_version else "the image's vLLM"
     raise ConfigError(

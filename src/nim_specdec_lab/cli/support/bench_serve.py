@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.cli.support.bench_common import concurrencies, write_report
@@ -125,7 +126,7 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
             side: "--per-request-spec-decode-metrics" in argv for side, argv in facts["argv"].items()
         },
         "sides": {
-            name: path or ("the current environment" + (" with NIM_SPECDEC_ENABLE=0" if name == "baseline" else ""))
+            name: path or ("the current environment" + (f" with {var.SPECDEC_ENABLE}=0" if name == "baseline" else ""))
             for name, path in zip(names, [args.baseline, *files])
         },
     }

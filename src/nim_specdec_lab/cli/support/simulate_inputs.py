@@ -70,12 +70,12 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
 def current_setting(args: argparse.Namespace, specdec_args: str | None = None):
     """The n-gram setting in use now (NgramParams), or None when there is none or it is another method.
     `specdec_args`: NIM_SPECDEC_ARGS as the command's edge read it (--current wins)."""
-    from nim_specdec.plan.argv.specargs import parse_specdec_args  # noqa: PLC0415
+    from nim_specdec.config.specdec_args import VARIABLE, parse_specdec_args  # noqa: PLC0415
     from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
 
     text = args.current or specdec_args
     if text:
-        where = "--current" if args.current else "NIM_SPECDEC_ARGS"
+        where = "--current" if args.current else VARIABLE
         obj = loads(text, where)  # depth, duplicate keys and numbers checked: one line naming `where`
         config = parse_specdec_args(text)[0] if isinstance(obj, dict) and "speculative_config" in obj else obj
         params = ngram_params(config)

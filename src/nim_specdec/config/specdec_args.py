@@ -1,17 +1,20 @@
-"""NIM_SPECDEC_ARGS: a JSON object of vLLM runtime-config keys.
+"""NIM_SPECDEC_ARGS: a JSON object of vLLM runtime-config keys, parsed once, with the settings.
 
-`speculative_config` may be a JSON object or a JSON-encoded string (the guide's examples use
-the string form); every other key becomes a vLLM engine argument.
+`speculative_config` may be a JSON object or a JSON-encoded string (the guide's examples use the string form);
+every other key becomes a vLLM engine argument. The settings parse it only when NIM_SPECDEC_ENABLE=1: with
+speculation off the plan ignores the variable with a warning, so a value that would not parse stops nothing.
+What depends on the vLLM release (an engine key that names an argument the launcher sets itself) is the
+plan's to refuse.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from nim_specdec.config import variables as var
-from nim_specdec.config.jsonvalue import loads, loads_object, snake
-from nim_specdec.plan.engine.vllm_schema import VllmKnowledge, resolve_option
+from nim_specdec.config.jsonvalue import loads_object, snake
 from nim_specdec.errors import ConfigError
 
 VARIABLE = var.SPECDEC_ARGS
@@ -19,10 +22,14 @@ _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 SPEC_KEY = "speculative_config"
 
 
+@dataclass(frozen=True)
+class SpecdecArgs:
+    speculative_config: dict[str, Any] | None  # None: the object has no speculative_config key
+    engine: dict[str, Any]  # every other key, in snake case: vLLM engine arguments
+
+
 def parse_spec_value(value: Any, where: str) -> dict[str, Any]:
     """A speculative_config value as written in JSON: a non-empty object, or a JSON string holding one."""
-    from nim_specdec.errors import ConfigError  # noqa: PLC0415
-
     if isinstance(value, str) and value.strip():
         return loads_object(value, f"{where} (speculative_config string)")
     if isinstance(value, dict) and value:
@@ -40,8 +47,6 @@ def parse_spec_value(value: Any, where: str) -> dict[str, Any]:
 
 def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Return (speculative_config or None, engine arguments keyed in snake_case)."""
-    from nim_specdec.errors import ConfigError  # noqa: PLC0415
-
     obj = loads_object(raw, VARIABLE)
     spec: dict[str, Any] | None = None
     spec_value: Any = None
@@ -67,26 +72,8 @@ def parse_specdec_args(raw: str) -> tuple[dict[str, Any] | None, dict[str, Any]]
     return spec, engine
 
 
-def parse_json_scalar(text: str) -> Any:
-    """A dotted `--speculative-config.KEY VALUE` value: JSON where it parses, else the raw string."""
-    try:
-        return loads(text, "")
-    except Exception:  # noqa: BLE001 - any non-JSON text is a plain string, as vLLM treats it
-        return text
-
-
-# Arguments the launcher sets itself, and where the user sets them instead: vLLM keeps the last of two,
-# so a second --model would serve another model than the one the plan, pre-flight and trust rules checked.
-_LAUNCHER_SET = {
-    "--model": "set the target with NIM_MODEL_PATH (or --model on the command line)",
-    "--middleware": "the launcher sets --middleware itself; capture is NIM_CAPTURE_ENABLE and NIM_CAPTURE_ARGS",
-}
-
-
-def refuse_launcher_arguments(engine_env: Mapping[str, Any], known: VllmKnowledge) -> None:
-    for key in engine_env:
-        option = resolve_option("--" + key.replace("_", "-"), known)
-        if option in _LAUNCHER_SET:
-            raise ConfigError(
-                var.SPECDEC_ARGS, f"key {key!r} sets {option}, which the launcher sets itself", _LAUNCHER_SET[option]
-            )
+def specdec_args(enable: bool, raw: str | None) -> SpecdecArgs | None:
+    """The settings' typed NIM_SPECDEC_ARGS: None when unset, blank, or speculation is off."""
+    if not enable or raw is None:
+        return None
+    return SpecdecArgs(*parse_specdec_args(raw))
