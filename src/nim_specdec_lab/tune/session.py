@@ -29,9 +29,10 @@ from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.replay.trace_notes import trace_notes
 from nim_specdec_lab.tune import candidates as cand, pruning
 from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
+from nim_specdec_lab.tune.confirming import Budget, confirm
 from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_prediction
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
-from nim_specdec_lab.tune.rounds import Table, order_of
+from nim_specdec_lab.tune.rounds import Table
 from nim_specdec_lab.tune.runner import (
     RunSettings,
     Say,
@@ -221,31 +222,16 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         + (f"; rounds 2 to {run.rounds} serve off and " + ", ".join(contenders) if contenders else "")
     )
     budget = options.max_servers or sweep + 1
-    for round_no in range(2, run.rounds + 1):
-        serving = pruning.confirmed(
-            table.figures("off"),
-            {n: table.figures(n) for n in contenders},
-            weights,
-            choice_name,
-            budget - len(servers.starts),
-            run.rounds - round_no + 1,
-        )
-        if contenders and not serving:
-            _note(notes, say, f"no round {round_no}: the budget of {budget} servers is spent (--max-servers)")
-        for name in contenders:
-            if serving and name not in serving:
-                _note(notes, say, f"{name} not served from round {round_no} on: no room in {budget} servers")
-        if not serving:
-            break
-        for name in order_of(["off", *serving], round_no):
-            serve_round(name, configs[name], round_no)
-        gone = pruning.to_drop(
-            table.figures("off"), {n: table.figures(n) for n in serving}, weights, choice_name, options.margin
-        )
-        for name, why in gone.items():
-            dropped.add(name)
-            _note(notes, say, f"{name} dropped after round {round_no}: {why}")
-        contenders = [n for n in serving if n not in gone]
+    dropped |= confirm(
+        table,
+        contenders,
+        weights,
+        choice_name,
+        Budget(budget, run.rounds, options.margin),
+        lambda: len(servers.starts),
+        lambda name, round_no: serve_round(name, configs[name], round_no),
+        lambda line: _note(notes, say, line),
+    )
 
     def predict(round_no: int, concurrency: int) -> float | None:
         return held_out_prediction(
