@@ -14,7 +14,6 @@ answer or answered wrongly.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -191,53 +190,6 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-MAX_RUNS_BYTES = 256 * 1024**2
-
-
-def _read(path: str, flag: str) -> str:
-    from nim_specdec.files.regular_file import open_regular_text  # noqa: PLC0415
-
-    try:
-        with open_regular_text(Path(path), MAX_RUNS_BYTES) as src:
-            return src.read()
-    except OSError as err:
-        raise ConfigError(flag, f"cannot read {path} ({err.strerror})", "point it at a readable file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(flag, f"{path} is not UTF-8 text", "point it at a JSON Lines file") from None
-
-
-def _decide(args: argparse.Namespace, margin: float) -> int:
-    from nim_specdec_lab.tune import recorded_runs as rec  # noqa: PLC0415
-
-    runs = rec.parse_runs(_read(args.decide, "--decide").splitlines(), f"--decide {args.decide}")
-    weights = rec.parse_weights(args.weights, sorted({r.concurrency for r in runs if r.config == rec.OFF}))
-    decision = rec.redecide(runs, weights, margin)
-    note = rec.order_note(runs)
-    if note:
-        print(note, file=sys.stderr, flush=True)
-    print(decision.line, file=sys.stderr, flush=True)
-    if args.json:
-        print(json.dumps(rec.decision_json(decision, weights, margin, runs), indent=2, allow_nan=False))
-    return 0
-
-
-def _export(path: str) -> int:
-    from nim_specdec.config.jsonvalue import loads  # noqa: PLC0415
-    from nim_specdec_lab.tune.recorded_runs import export_lines  # noqa: PLC0415
-
-    result = loads(_read(path, "--export-runs"), f"--export-runs {path}")
-    if not isinstance(result, dict) or not isinstance(result.get("runs"), list):
-        raise ConfigError("--export-runs", f"{path} holds no tune runs", "point it at the tune.json tune wrote")
-    try:
-        lines = export_lines(result)
-    except (KeyError, TypeError, AttributeError):
-        raise ConfigError(
-            "--export-runs", f"{path} has a run without its figures", "use tune's own tune.json"
-        ) from None
-    sys.stdout.write("".join(json.dumps(line, allow_nan=False) + "\n" for line in lines))
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
     # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
     from nim_specdec_lab.stats import DEFAULT_MARGIN  # noqa: PLC0415
@@ -248,9 +200,12 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--weights" if args.weights is not None else "--json", "needs --decide", "add --decide RUNS")
     if args.decide is not None or args.export_runs is not None:
         _check(args)
+        from nim_specdec_lab.tune import from_recorded  # noqa: PLC0415 - --decide never loads the cost model
+
         if args.export_runs is not None:
-            return _export(args.export_runs)
-        return _decide(args, DEFAULT_MARGIN if args.margin is None else args.margin)
+            return from_recorded.export_runs(args.export_runs)
+        margin = DEFAULT_MARGIN if args.margin is None else args.margin
+        return from_recorded.decide_again(args.decide, args.weights, margin, args.json)
     if args.trace is None:
         raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
     from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
