@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.support.bench_common import (
+from nim_specdec_lab.cli.support.bench_io import (
     concurrencies as _concurrencies,
     workloads as _workloads,
     write_report,
@@ -212,14 +212,14 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
+    from nim_specdec_lab.cli.support import bench_serve_flow  # noqa: PLC0415
     from nim_specdec_lab.replay.measure import MEASUREMENT_JSON, read_measurement  # noqa: PLC0415
     from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415
     from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415
     from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415
 
-    if bench_serve.has_rounds(out):
-        return bench_serve.build_serve_report(out)
+    if bench_serve_flow.has_rounds(out):
+        return bench_serve_flow.build_serve_report(out)
 
     found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
     for mode in MODES:
@@ -245,11 +245,11 @@ def build_report(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.serve:
-        from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
+        from nim_specdec_lab.cli.support import bench_serve_flow  # noqa: PLC0415
 
         if args.url or args.mode or args.report_only:
             raise ConfigError("--serve", "starts its own servers", "drop --url, --mode and --report-only with --serve")
-        bench_serve.run_serve(args, _workloads(args), out, _say)
+        bench_serve_flow.run_serve(args, _workloads(args), out, _say)
     elif not args.report_only:
         if not (args.url and args.mode):
             raise ConfigError(

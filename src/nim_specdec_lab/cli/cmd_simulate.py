@@ -170,7 +170,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     installed, version = mr.installed_vllm()
     version = serving_vllm_version(args.serving_vllm_version) or version
     platform = args.platform or installed
-    ngram_runner = mr.resolve(args.model_runner, platform, version)
+    ngram_runner = mr.ngram_runner(args.model_runner, platform, version)
     suffix_runner = mr.suffix_runner(platform, version)
     grids = {}
     if "ngram" in methods:

@@ -24,7 +24,7 @@ def installed_vllm() -> tuple[str, str]:
     return target_platform(flavor, version), version
 
 
-def resolve(choice: str, platform: str, version: str = "", use_v2: bool | None = None) -> str:
+def ngram_runner(choice: str, platform: str, version: str = "", use_v2: bool | None = None) -> str:
     """The runner serving method "ngram": `choice` itself, or for "auto" the one vLLM `version` picks on
     `platform` (with VLLM_USE_V2_MODEL_RUNNER as `use_v2`, None when unset)."""
     if choice != "auto":
@@ -36,7 +36,7 @@ def serving_runner(settings: Settings, platform: str, version: str = "") -> str:
     """The runner a server started with these settings on `platform` uses for n-gram (their
     VLLM_USE_V2_MODEL_RUNNER, as the launcher parsed it); a V2 that cannot run there is refused (exit 2) as
     the launcher refuses it."""
-    return resolve("auto", platform, version, settings.use_v2_model_runner)
+    return ngram_runner("auto", platform, version, settings.use_v2_model_runner)
 
 
 def suffix_runner(platform: str, version: str) -> str:

@@ -1,5 +1,5 @@
-"""What bench's two flows share: the workloads (--trace, --speed-bench), the --concurrency values and writing
-report.json, report.md and the plots."""
+"""What bench's two flows read and write: the workloads (--trace, --speed-bench), the --concurrency values, and
+report.json, report.md and the plots under --out."""
 
 from __future__ import annotations
 
