@@ -39,8 +39,8 @@ def _token(env) -> str | bool:
 
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from huggingface_hub import HfApi, close_session, constants, snapshot_download  # noqa: PLC0415
-        from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
+        from huggingface_hub import HfApi, close_session, constants, snapshot_download  # noqa: PLC0415 - the hf extra, only for an hf:// source
+        from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
         if job.settings.timeout_given:
             # The library reads its download timeout once, from os.environ at import; ours wins when set.
@@ -130,7 +130,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    from huggingface_hub import errors as hub  # noqa: PLC0415
+    from huggingface_hub import errors as hub  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
     # GatedRepoError is a RepositoryNotFoundError: it comes first.
     return (
@@ -155,7 +155,7 @@ def _rules() -> tuple[error_map.Rule, ...]:
 
 def _quiet_tqdm():
     """The library's own bars would mix with our progress lines; ours report the bytes."""
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from tqdm.auto import tqdm  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
     class Quiet(tqdm):
         def __init__(self, *args, **kwargs):

@@ -24,7 +24,7 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers import digests, error_map
+from nim_specdec.fetchers import digests, error_map, s5cmd
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.s3_redirects import StoreRedirect, refuse_unbounded_redirect
 from nim_specdec.fetchers.s3_transfer_hooks import OpenBodies, TransferSubscriber
@@ -44,15 +44,15 @@ def _service_models():
     """botocore's loader of service models, shared by the clients of one process: each new session
     would read and parse S3's model again (0.12 s to 0.3 s here), and a launch makes several clients
     (the early check's fetch_only, then the download, per source). It holds only botocore's own files."""
-    from botocore.loaders import create_loader  # noqa: PLC0415
+    from botocore.loaders import create_loader  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
     return create_loader()
 
 
 def make_client(env: Mapping[str, str], settings: DownloadSettings):
-    import botocore.session  # noqa: PLC0415
-    from botocore import UNSIGNED  # noqa: PLC0415
-    from botocore.config import Config  # noqa: PLC0415
+    import botocore.session  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    from botocore import UNSIGNED  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    from botocore.config import Config  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
     endpoint = endpoint_url(env)
     config = Config(
@@ -158,7 +158,7 @@ def with_store_crcs(
 
 class S3Backend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415
+        from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
         client = make_client(job.env, job.settings)
         try:
@@ -175,8 +175,6 @@ class S3Backend:
         if not todo:
             return files
         if job.settings.s5cmd != "off":
-            from nim_specdec.fetchers import s5cmd  # noqa: PLC0415
-
             binary = s5cmd.find_s5cmd(job.env)
             if binary is None and job.settings.s5cmd == "on":
                 raise s5cmd.require_s5cmd(job.uri)
@@ -226,9 +224,9 @@ class S3Backend:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import boto3.exceptions  # noqa: PLC0415
-    import botocore.exceptions as bc  # noqa: PLC0415
-    import urllib3.exceptions  # noqa: PLC0415
+    import boto3.exceptions  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    import botocore.exceptions as bc  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    import urllib3.exceptions  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
     return (
         error_map.Rule(

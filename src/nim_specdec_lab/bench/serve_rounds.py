@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.errors import LauncherError
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.observe.smoke import post_json
+from nim_specdec_lab.ngram.http_replay import http_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model
@@ -73,8 +75,6 @@ def warmup_for(concurrency: int, asked: int | None) -> int:
 def speculates(env: Mapping[str, str], args: Sequence[str]) -> bool:
     """Whether the launcher's plan for this side speculates (a plan that cannot resolve: no; its server's
     start reports why)."""
-    from nim_specdec.launch.resolve import plan_for  # noqa: PLC0415
-
     try:
         return bool(plan_for(env, list(args))[1].speculative.enabled)
     except LauncherError:
@@ -98,8 +98,6 @@ def prompt_lengths(url: str, model: str, requests: Sequence[Mapping[str, Any]]) 
 def served_tokenizer(url: str) -> str:
     """The served model's own directory (vLLM's /v1/models `root`) when it is on this machine: AIPerf
     needs a tokenizer to start, and its builtin one is downloaded on first use."""
-    from nim_specdec_lab.ngram.http_replay import http_json  # noqa: PLC0415
-
     try:
         root = http_json(url.rstrip("/") + "/v1/models", timeout=30)["data"][0].get("root")
     except (LauncherError, KeyError, IndexError, TypeError, AttributeError):

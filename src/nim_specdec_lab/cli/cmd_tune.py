@@ -20,7 +20,12 @@ import signal
 import sys
 from pathlib import Path
 
+from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError
+from nim_specdec.files.regular_file import open_regular_text
+from nim_specdec_lab.server_key import keyless
+# The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
+from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 MAX_CONCURRENCY = 1024
 # Rounds by default: the fewest whose intervals can tell a gain from noise at all (two rounds give one degree
@@ -139,8 +144,8 @@ def parse_concurrencies(text: str) -> tuple[int, ...]:
 
 
 def _methods(text: str | None) -> tuple[str, ...]:
-    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415
-    from nim_specdec_lab.tune.candidates import MODEL_FREE  # noqa: PLC0415
+    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415 - +30 modules (~50 ms) on --help
+    from nim_specdec_lab.tune.candidates import MODEL_FREE  # noqa: PLC0415 - +6 modules (~9 ms) on --help
 
     if text is None:
         return ("ngram", "suffix") if importable("arctic_inference.suffix_decoding") else ("ngram",)
@@ -187,8 +192,6 @@ MAX_RUNS_BYTES = 256 * 1024**2
 
 
 def _read(path: str, flag: str) -> str:
-    from nim_specdec.files.regular_file import open_regular_text  # noqa: PLC0415
-
     try:
         with open_regular_text(Path(path), MAX_RUNS_BYTES) as src:
             return src.read()
@@ -199,7 +202,7 @@ def _read(path: str, flag: str) -> str:
 
 
 def _decide(args: argparse.Namespace, margin: float) -> int:
-    from nim_specdec_lab.tune import recorded_runs as rec  # noqa: PLC0415
+    from nim_specdec_lab.tune import recorded_runs as rec  # noqa: PLC0415 - +2 modules (~7 ms) on --help
 
     runs = rec.parse_runs(_read(args.decide, "--decide").splitlines(), f"--decide {args.decide}")
     weights = rec.parse_weights(args.weights, sorted({r.concurrency for r in runs if r.config == rec.OFF}))
@@ -214,8 +217,7 @@ def _decide(args: argparse.Namespace, margin: float) -> int:
 
 
 def _export(path: str) -> int:
-    from nim_specdec.config.jsonvalue import loads  # noqa: PLC0415
-    from nim_specdec_lab.tune.recorded_runs import export_lines  # noqa: PLC0415
+    from nim_specdec_lab.tune.recorded_runs import export_lines  # noqa: PLC0415 - +2 modules (~7 ms) on --help
 
     result = loads(_read(path, "--export-runs"), f"--export-runs {path}")
     if not isinstance(result, dict) or not isinstance(result.get("runs"), list):
@@ -231,9 +233,6 @@ def _export(path: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
-    from nim_specdec_lab.stats import DEFAULT_MARGIN  # noqa: PLC0415
-
     if args.decide is not None and args.export_runs is not None:
         raise ConfigError("--decide", "given with --export-runs", "give one of them")
     if args.decide is None and (args.weights is not None or args.json):
@@ -245,9 +244,9 @@ def run(args: argparse.Namespace) -> int:
         return _decide(args, DEFAULT_MARGIN if args.margin is None else args.margin)
     if args.trace is None:
         raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
-    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
-    from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415
-    from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415
+    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
+    from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415 - +52 modules (~80 ms) on --help
+    from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
 
     _check(args)
     vllm_args = list(args.vllm_args or [])
@@ -261,8 +260,6 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "tune", f"{flag} is chosen by tune (a free loopback port)", f"drop {flag} from the vLLM arguments"
             )
-    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415
-
     env, key_note = keyless(os.environ, vllm_args, "tune")
     out = Path(args.out)
     try:

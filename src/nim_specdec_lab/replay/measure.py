@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -95,8 +96,6 @@ def server_spec_config(base: str, metrics_text: str) -> dict[str, Any]:
 
 def warm_up(base: str, endpoint: str, spec: ReplaySpec) -> None:
     """Send the warm-up requests, `concurrency` at a time; any failure means the replay would fail too."""
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
-
     url = base + ("/v1/chat/completions" if endpoint == CHAT else "/v1/completions")
     with ThreadPoolExecutor(max_workers=max(1, min(spec.concurrency, spec.warmup))) as pool:
         answers = list(pool.map(lambda body: post_json(url, body, timeout=600), warmup_bodies(spec)))

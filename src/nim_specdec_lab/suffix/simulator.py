@@ -69,7 +69,7 @@ class SuffixParams:
 
 def new_cache(params: SuffixParams):
     """The cache vLLM's proposer builds at start-up (imported here: the package is optional)."""
-    from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: PLC0415
+    from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: PLC0415 - optional: installed apart (the Makefile builds it)
 
     return SuffixDecodingCache(max_tree_depth=params.max_tree_depth, max_cached_requests=params.max_cached_requests)
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.cli.support.bench_io import concurrencies, write_report
+from nim_specdec_lab.replay import checked
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec.files.regular_file import read_json_inside, read_regular
 from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES, MEASUREMENT_JSON, read_measurement
@@ -182,8 +183,6 @@ def _context_problem(context: Any) -> str | None:
 def _check_numbers(context: Any, path: Path) -> None:
     """The numbers the report computes with: the margin in [0, 1) and the capture's timestamps finite and
     in range (replay.checked), or one line naming the file."""
-    from nim_specdec_lab.replay import checked  # noqa: PLC0415
-
     try:
         if not isinstance(context, dict) or not isinstance(context.get("timestamps_ms"), dict):
             raise ValueError("no timestamps_ms object")
