@@ -60,8 +60,7 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
     )
     budget = ListingBudget(job.uri, job.settings.timeout)
     crc32c = digests.available("crc32c")
-    for blob in blobs:
-        budget.step()
+    for blob in budget.counted(blobs):
         rel = blob.name[len(prefix) + 1 :] if prefix else blob.name
         if blob.name.endswith("/") and not blob.size:
             continue  # a "folder" placeholder
@@ -83,13 +82,8 @@ class GCSBackend:
         from google.cloud.storage import transfer_manager  # noqa: PLC0415 - the gcs extra, only for a gs:// source
 
         client = make_client(job.env)
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             listed = list_blobs(client, job)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
         files = [f for _, f in listed]
         wanted = {f.name for f in job.to_fetch(files)}
         listed = [(name, f) for name, f in listed if f.name in wanted]

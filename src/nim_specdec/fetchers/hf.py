@@ -48,7 +48,7 @@ class HFBackend:
         endpoint = job.env.get("HF_ENDPOINT") or None
         api = HfApi(endpoint=endpoint, token=_token(job.env))
         revision = job.ref.revision or "main"
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             # A commit is what the fetcher hands over; only fetch_only's early read may name a branch.
             sha = (
                 revision
@@ -56,16 +56,8 @@ class HFBackend:
                 else api.repo_info(job.ref.location, revision=revision, timeout=job.settings.timeout).sha
             )
             budget = ListingBudget(job.uri, job.settings.timeout)
-            tree = []
-            for entry in api.list_repo_tree(job.ref.location, recursive=True, revision=sha):
-                budget.step()
-                if isinstance(entry, RepoFile) and job.selects(entry.path):
-                    tree.append(entry)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
+            listing = budget.counted(api.list_repo_tree(job.ref.location, recursive=True, revision=sha))
+            tree = [entry for entry in listing if isinstance(entry, RepoFile) and job.selects(entry.path)]
         files = []
         for f in tree:
             target_path(job.uri, job.dest, f.path)

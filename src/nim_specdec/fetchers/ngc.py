@@ -64,19 +64,11 @@ class NGCBackend:
         from ngcsdk import Client  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
 
         client = Client()
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             # The team travels in the target; configuring it too would make the SDK list the org's teams first.
             client.configure(api_key=api_key(job.env), org_name=org)
             budget = ListingBudget(job.uri, job.settings.timeout)
-            listing = []
-            for item in client.registry.model.list_files(target, org=org, team=team):
-                budget.step()
-                listing.append(item)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
+            listing = list(budget.counted(client.registry.model.list_files(target, org=org, team=team)))
         files = []
         for item in (i for i in listing if job.selects(i.path)):
             # The SDK joins these names to its directory unchecked: an absolute or '..' name must stop here.

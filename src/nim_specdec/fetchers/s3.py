@@ -89,10 +89,8 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "")
     budget = ListingBudget(job.uri, job.settings.timeout)
     advertised: dict[str, list[str] | None] = {}
-    for page in pages:
-        budget.step()
-        for obj in page.get("Contents", []):
-            budget.step()
+    for page in budget.counted(pages):
+        for obj in budget.counted(page.get("Contents", [])):
             key = obj["Key"]
             rel = key[len(prefix) + 1 :] if prefix else key
             if key.endswith("/") and obj["Size"] == 0:
@@ -161,13 +159,8 @@ class S3Backend:
         from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
         client = make_client(job.env, job.settings)
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             listed = list_objects(client, job)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001 - translate the permanent ones, let materialize retry the rest
-            _raise_permanent(job.uri, err)
-            raise
         files = [f for _, _, f in listed]
         todo = job.to_fetch(files)
         wanted = {f.name for f in todo}

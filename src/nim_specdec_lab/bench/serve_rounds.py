@@ -23,6 +23,7 @@ from nim_specdec.launch.resolve import plan_for
 from nim_specdec.observe.smoke import post_json
 from nim_specdec_lab.ngram.http_replay import http_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
+from nim_specdec_lab.replay.measure import warmup_for
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model
 from nim_specdec_lab.bench.inputs import Workload
@@ -64,12 +65,6 @@ def order_of(round_no: int, sides: Sequence[str] = (BASELINE, CANDIDATE)) -> tup
     """Round `round_no`'s order: the sides rotated by round_no - 1 places."""
     shift = (round_no - 1) % len(sides)
     return (*sides[shift:], *sides[:shift])
-
-
-def warmup_for(concurrency: int, asked: int | None) -> int:
-    """At least 2 x concurrency + 2 unmeasured requests by default: the first steps of a fresh server at a
-    new batch shape are slow (tune measured the first run up to 1.5x slow with `concurrency` alone)."""
-    return 2 * concurrency + 2 if asked is None else asked
 
 
 def speculates(env: Mapping[str, str], args: Sequence[str]) -> bool:

@@ -163,6 +163,7 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
     from nim_specdec_lab.ngram.http_replay import server_model  # noqa: PLC0415 - +10 modules (~10 ms) on --help
     from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415 - +10 modules (~15 ms) on --help
     from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415 - +10 modules (~15 ms) on --help
+    from nim_specdec_lab.replay.measure import warmup_for  # noqa: PLC0415 - +10 modules (~15 ms) on --help
 
     workloads = _workloads(args)
     aiperf = find_aiperf(args.aiperf)  # before anything is sent
@@ -203,7 +204,7 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
             ignore_eos=args.ignore_eos,
             tokenizer=tokenizer,
             metrics_path=args.metrics_path,
-            warmup=2 * concurrency + 2 if args.warmup is None else args.warmup,
+            warmup=warmup_for(concurrency, args.warmup),
             aiperf_extra=tuple(args.extra),
             labels=workload.request_labels(),
         )

@@ -24,6 +24,7 @@ from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec_lab.server_key import keyless
+
 # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
 from nim_specdec_lab.stats import DEFAULT_MARGIN
 

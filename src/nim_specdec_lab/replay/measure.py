@@ -94,6 +94,12 @@ def server_spec_config(base: str, metrics_text: str) -> dict[str, Any]:
     return spec_config_from_metrics(metrics_text)
 
 
+def warmup_for(concurrency: int, asked: int | None) -> int:
+    """At least 2 x concurrency + 2 unmeasured requests by default: the first steps of a fresh server at a
+    new batch shape are slow (tune measured the first run up to 1.5x slow with `concurrency` alone)."""
+    return 2 * concurrency + 2 if asked is None else asked
+
+
 def warm_up(base: str, endpoint: str, spec: ReplaySpec) -> None:
     """Send the warm-up requests, `concurrency` at a time; any failure means the replay would fail too."""
     url = base + ("/v1/chat/completions" if endpoint == CHAT else "/v1/completions")
