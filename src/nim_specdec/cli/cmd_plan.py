@@ -18,6 +18,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
 from nim_specdec.launch.facts import base_facts, require_method_package
 from nim_specdec.launch.resolve import public, resolve_with_facts
+from nim_specdec.plan.plan_model import plan_schema
 from nim_specdec.preflight.shell import with_preflight
 
 SCHEMA_FLAG = "--schema"
@@ -28,8 +29,6 @@ CHECK_FLAG = "--check-vllm"  # vLLM has no such option, so it can lead the vLLM 
 
 def run(args: argparse.Namespace) -> int:
     if args.vllm_args == [SCHEMA_FLAG]:  # vLLM has no --schema: alone, it is ours
-        from nim_specdec.plan.plan_model import plan_schema  # noqa: PLC0415
-
         json.dump(plan_schema(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
@@ -60,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning(warning)
     plan = with_preflight(plan, settings, log.warning, facts.sources)
     if check:
-        from nim_specdec.launch.vllm_check.request import check_request  # noqa: PLC0415
-        from nim_specdec.launch.vllm_check.gate import run_check  # noqa: PLC0415 - imports vLLM: seconds
+        from nim_specdec.launch.vllm_check.request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
+        from nim_specdec.launch.vllm_check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan
 
         plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))
     json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)

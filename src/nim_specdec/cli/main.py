@@ -12,9 +12,12 @@ import os
 import signal
 import sys
 import threading
+from importlib.util import find_spec
 from typing import Sequence
 
+from nim_specdec.config.settings import ignored_or_refused
 from nim_specdec.errors import EXIT_CONFIG, EXIT_INTERNAL, LauncherError, Terminated
+from nim_specdec.text.redact import secret_values
 
 # (name, module, one-line help). The module defines run(args) -> int, and add_arguments(parser) unless
 # its arguments all go to vLLM (PASSTHROUGH).
@@ -78,8 +81,6 @@ LAB_MISSING = "{name}: the lab is not installed; install it with pip install 'ni
 
 
 def lab_installed() -> bool:
-    from importlib.util import find_spec  # noqa: PLC0415
-
     try:
         return all(find_spec(name) is not None for name in (LAB_PACKAGE, *LAB_REQUIREMENTS))
     except (ImportError, ValueError):  # a module set to None in sys.modules, or a broken finder
@@ -182,8 +183,6 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     try:
         if args.command in {name for name, _, _ in LAB_SUBCOMMANDS}:
-            from nim_specdec.config.settings import ignored_or_refused  # noqa: PLC0415
-
             ignored_or_refused(os.environ)  # the lab reads NIM_* variables too: NIM_STRICT_VARIABLES holds there
         return importlib.import_module(args._module).run(args)
     except Terminated:
@@ -210,7 +209,6 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def error_line(text: str) -> None:
-    from nim_specdec.text.logs import error_line as write  # lazily: serve imports nothing it does not need  # noqa: PLC0415
-    from nim_specdec.text.redact import secret_values  # noqa: PLC0415
+    from nim_specdec.text.logs import error_line as write  # noqa: PLC0415 - an error only: logging is +4 modules on --help
 
     write(text, secret_values(os.environ))  # the command's edge: the environment it was started with

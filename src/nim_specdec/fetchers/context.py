@@ -57,7 +57,7 @@ def stderr_logger(settings: Settings) -> Callable[[str], None]:
 
 def stderr_loggers(settings: Settings) -> tuple[Callable[[str], None], Callable[[str], None]]:
     """(info, warning) in the launcher's own log format."""
-    from nim_specdec.text.logs import setup_logging  # noqa: PLC0415
+    from nim_specdec.text.logs import setup_logging  # noqa: PLC0415 - logging: +4 modules (~6 ms) on every parser build
 
     logger = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
     return logger.info, logger.warning

@@ -56,7 +56,7 @@ class _Crc:
 
 def _crt(name: str, width: int) -> Callable[[], Digest]:
     def make() -> Digest:
-        from awscrt import checksums  # noqa: PLC0415
+        from awscrt import checksums  # noqa: PLC0415 - the s3 extra's (boto3[crt]), only where present
 
         return _Crc(getattr(checksums, name), width)
 
@@ -66,7 +66,7 @@ def _crt(name: str, width: int) -> Callable[[], Digest]:
 def _crc32c() -> Digest:
     if importlib.util.find_spec("awscrt") is not None:
         return _crt("crc32c", 4)()
-    import google_crc32c  # noqa: PLC0415
+    import google_crc32c  # noqa: PLC0415 - the gcs extra's, only without awscrt
 
     return _Crc(lambda data, value: google_crc32c.extend(value, data), 4)
 

@@ -7,8 +7,9 @@ rule whose types match. A transient error is retried; a permanent one ends the d
 from __future__ import annotations
 
 import errno
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from nim_specdec.errors import MaterializeError
 
@@ -19,6 +20,19 @@ class Rule:
     transient: bool = False
     problem: str = ""  # a permanent rule's message; "" leaves the error to the generic download failure line
     fix: str = ""
+
+
+@contextmanager
+def permanent_errors(uri: str, raise_permanent: Callable[[str, BaseException], None]) -> Iterator[None]:
+    """A library's error inside becomes the backend's one line where `raise_permanent` knows it for permanent;
+    any other goes on as it was (a MaterializeError too), for materialize to retry or report."""
+    try:
+        yield
+    except MaterializeError:
+        raise
+    except Exception as err:  # noqa: BLE001 - translate the permanent ones, let materialize retry the rest
+        raise_permanent(uri, err)
+        raise
 
 
 def transient_status(status: int | None) -> bool | None:

@@ -8,6 +8,7 @@ points the client at an emulator or a compatible store, without credentials.
 from __future__ import annotations
 
 import base64
+import http.client
 from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
@@ -21,8 +22,8 @@ from nim_specdec.config.download_settings import DownloadSettings
 
 
 def make_client(env: Mapping[str, str]):
-    from google.auth.credentials import AnonymousCredentials  # noqa: PLC0415
-    from google.cloud import storage  # noqa: PLC0415
+    from google.auth.credentials import AnonymousCredentials  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+    from google.cloud import storage  # noqa: PLC0415 - the gcs extra, only for a gs:// source
 
     emulator = env.get("STORAGE_EMULATOR_HOST")
     if emulator:
@@ -33,8 +34,8 @@ def make_client(env: Mapping[str, str]):
             credentials=AnonymousCredentials(),
             client_options={"api_endpoint": emulator},
         )
-    import google.auth  # noqa: PLC0415
-    from google.auth.exceptions import DefaultCredentialsError  # noqa: PLC0415
+    import google.auth  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+    from google.auth.exceptions import DefaultCredentialsError  # noqa: PLC0415 - the gcs extra, only for a gs:// source
 
     try:
         credentials, project = google.auth.default()
@@ -44,7 +45,7 @@ def make_client(env: Mapping[str, str]):
 
 
 def _retry(settings: DownloadSettings):
-    from google.cloud.storage.retry import DEFAULT_RETRY  # noqa: PLC0415
+    from google.cloud.storage.retry import DEFAULT_RETRY  # noqa: PLC0415 - the gcs extra, only for a gs:// source
 
     # The library retries 5xx, 429 and connection errors; bound its total time per call.
     return DEFAULT_RETRY.with_timeout(settings.timeout * 2).with_delay(initial=0.2, maximum=4.0)
@@ -59,8 +60,7 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
     )
     budget = ListingBudget(job.uri, job.settings.timeout)
     crc32c = digests.available("crc32c")
-    for blob in blobs:
-        budget.step()
+    for blob in budget.counted(blobs):
         rel = blob.name[len(prefix) + 1 :] if prefix else blob.name
         if blob.name.endswith("/") and not blob.size:
             continue  # a "folder" placeholder
@@ -79,16 +79,11 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
 
 class GCSBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from google.cloud.storage import transfer_manager  # noqa: PLC0415
+        from google.cloud.storage import transfer_manager  # noqa: PLC0415 - the gcs extra, only for a gs:// source
 
         client = make_client(job.env)
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             listed = list_blobs(client, job)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
         files = [f for _, f in listed]
         wanted = {f.name for f in job.to_fetch(files)}
         listed = [(name, f) for name, f in listed if f.name in wanted]
@@ -141,13 +136,11 @@ class GCSBackend:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import http.client  # noqa: PLC0415
-
-    import google.api_core.exceptions  # noqa: PLC0415
-    import google.auth.exceptions  # noqa: PLC0415
-    import google.resumable_media.common  # noqa: PLC0415
-    import requests.exceptions as rq  # noqa: PLC0415
-    import urllib3.exceptions  # noqa: PLC0415
+    import google.api_core.exceptions  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+    import google.auth.exceptions  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+    import google.resumable_media.common  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+    import requests.exceptions as rq  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+    import urllib3.exceptions  # noqa: PLC0415 - the gcs extra, only for a gs:// source
 
     # The client speaks HTTP through requests and urllib3; google-auth and resumable-media add their own.
     return (

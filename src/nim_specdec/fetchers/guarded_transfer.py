@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from nim_specdec.errors import LauncherError, MaterializeError
+from nim_specdec.fetchers.error_map import disk_full
 from nim_specdec.fetchers.materialize import Job, RemoteFile, first_line
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.processes.child_process import die_with_parent
@@ -134,8 +135,6 @@ def _send(fd: int, message: tuple) -> None:  # pragma: no cover - runs in the ch
 
 
 def _disk_full(err: BaseException) -> bool:
-    from nim_specdec.fetchers.error_map import disk_full  # noqa: PLC0415
-
     return disk_full(err)
 
 

@@ -39,8 +39,8 @@ def _token(env) -> str | bool:
 
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from huggingface_hub import HfApi, close_session, constants, snapshot_download  # noqa: PLC0415
-        from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415
+        from huggingface_hub import HfApi, close_session, constants, snapshot_download  # noqa: PLC0415 - the hf extra, only for an hf:// source
+        from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
         if job.settings.timeout_given:
             # The library reads its download timeout once, from os.environ at import; ours wins when set.
@@ -48,7 +48,7 @@ class HFBackend:
         endpoint = job.env.get("HF_ENDPOINT") or None
         api = HfApi(endpoint=endpoint, token=_token(job.env))
         revision = job.ref.revision or "main"
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             # A commit is what the fetcher hands over; only fetch_only's early read may name a branch.
             sha = (
                 revision
@@ -56,16 +56,8 @@ class HFBackend:
                 else api.repo_info(job.ref.location, revision=revision, timeout=job.settings.timeout).sha
             )
             budget = ListingBudget(job.uri, job.settings.timeout)
-            tree = []
-            for entry in api.list_repo_tree(job.ref.location, recursive=True, revision=sha):
-                budget.step()
-                if isinstance(entry, RepoFile) and job.selects(entry.path):
-                    tree.append(entry)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
+            listing = budget.counted(api.list_repo_tree(job.ref.location, recursive=True, revision=sha))
+            tree = [entry for entry in listing if isinstance(entry, RepoFile) and job.selects(entry.path)]
         files = []
         for f in tree:
             target_path(job.uri, job.dest, f.path)
@@ -130,7 +122,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    from huggingface_hub import errors as hub  # noqa: PLC0415
+    from huggingface_hub import errors as hub  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
     # GatedRepoError is a RepositoryNotFoundError: it comes first.
     return (
@@ -155,7 +147,7 @@ def _rules() -> tuple[error_map.Rule, ...]:
 
 def _quiet_tqdm():
     """The library's own bars would mix with our progress lines; ours report the bytes."""
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from tqdm.auto import tqdm  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
     class Quiet(tqdm):
         def __init__(self, *args, **kwargs):

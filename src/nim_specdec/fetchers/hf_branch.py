@@ -25,7 +25,7 @@ from nim_specdec.fetchers import branch_refs, cache, hf_choice, materialize
 from nim_specdec.fetchers.base import FetchContext
 
 # (source, context, seconds the asking may take in all or None) -> the commit, or UnansweredError / MaterializeError
-Resolver = Callable[[SourceRef, FetchContext, "float | None"], str]
+CommitResolver = Callable[[SourceRef, FetchContext, "float | None"], str]
 
 
 class UnansweredError(MaterializeError):
@@ -42,12 +42,12 @@ def marker_fields(ref: SourceRef, commit: str) -> dict[str, str]:
     return {"commit": commit, "requested": cache.normalized_uri(ref)}
 
 
-def fetch(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resolve: Resolver) -> Path:
-    return fetch_with_reason(ref, ctx, backend, resolve)[0]
+def fetch(ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resolve_commit: CommitResolver) -> Path:
+    return fetch_with_reason(ref, ctx, backend, resolve_commit)[0]
 
 
 def fetch_with_reason(
-    ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resolve: Resolver
+    ref: SourceRef, ctx: FetchContext, backend: materialize.Backend, resolve_commit: CommitResolver
 ) -> tuple[Path, str]:
     """The files, and why they are that commit (the plan's `commit_reason`)."""
     if branch_refs.is_commit(ref.revision):
@@ -59,7 +59,7 @@ def fetch_with_reason(
         return _offline(ref, ctx, backend), describe(ref, ctx)
     uri, revision = cache.normalized_uri(ref), ref.revision or "main"
     state = branch_state(ref, ctx)
-    choice, asked_at = _choose(ref, ctx, resolve, state)
+    choice, asked_at = _choose(ref, ctx, resolve_commit, state)
     _announce(ctx, choice)
     assert choice.commit is not None
     commit = choice.commit
@@ -83,7 +83,7 @@ def fetch_with_reason(
 
 
 def _choose(
-    ref: SourceRef, ctx: FetchContext, resolve: Resolver, state: hf_choice.BranchState
+    ref: SourceRef, ctx: FetchContext, resolve_commit: CommitResolver, state: hf_choice.BranchState
 ) -> tuple[hf_choice.Choice, float]:
     """The commit to serve (followed, asked, or the cached one when the Hub does not answer), and when the Hub
     was asked; raises the resolution's error when nothing can be served."""
@@ -94,7 +94,7 @@ def _choose(
     if choice is not None:
         return choice, asked_at
     try:
-        answer = resolve(ref, ctx, hf_choice.budget(state, settings.hf_resolve_timeout))
+        answer = resolve_commit(ref, ctx, hf_choice.budget(state, settings.hf_resolve_timeout))
     except UnansweredError as err:
         choice = hf_choice.after_asking(uri, revision, state, time.time(), err.failed, settings.hf_resolve_timeout)
         if choice.commit is None:

@@ -40,10 +40,10 @@ def point_sdk(env, timeout: float | None) -> None:
     does for the other schemes. In a launcher the context's environment is the process's, so this
     changes nothing there.
     """
-    import ngcbase.api.authentication as authentication  # noqa: PLC0415
-    import ngcbase.environ as environ  # noqa: PLC0415
-    import ngcbase.transfer.async_download as async_download  # noqa: PLC0415
-    import ngcbase.util.utils as utils  # noqa: PLC0415
+    import ngcbase.api.authentication as authentication  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
+    import ngcbase.environ as environ  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
+    import ngcbase.transfer.async_download as async_download  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
+    import ngcbase.util.utils as utils  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
 
     api_url = env.get("NGC_CLI_API_URL") or env.get("NGC_CLI_URL")
     if api_url:
@@ -61,22 +61,14 @@ class NGCBackend:
         org, team, name = split_target(job.ref.location)
         target = f"{job.ref.location}:{job.ref.revision}"
         point_sdk(job.env, job.settings.timeout if job.settings.timeout_given else None)
-        from ngcsdk import Client  # noqa: PLC0415
+        from ngcsdk import Client  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
 
         client = Client()
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             # The team travels in the target; configuring it too would make the SDK list the org's teams first.
             client.configure(api_key=api_key(job.env), org_name=org)
             budget = ListingBudget(job.uri, job.settings.timeout)
-            listing = []
-            for item in client.registry.model.list_files(target, org=org, team=team):
-                budget.step()
-                listing.append(item)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            _raise_permanent(job.uri, err)
-            raise
+            listing = list(budget.counted(client.registry.model.list_files(target, org=org, team=team)))
         files = []
         for item in (i for i in listing if job.selects(i.path)):
             # The SDK joins these names to its directory unchecked: an absolute or '..' name must stop here.
@@ -118,7 +110,7 @@ class NGCBackend:
 
 
 def _chunk_size() -> int:
-    import ngcbase.environ  # noqa: PLC0415
+    import ngcbase.environ  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
 
     return int(getattr(ngcbase.environ, "NGC_CLI_TRANSFER_CHUNK_SIZE", 128 * 1024))
 
@@ -133,9 +125,9 @@ REFUSED = ("NGC refused the credentials", "set NGC_CLI_API_KEY or NGC_API_KEY")
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import aiohttp  # noqa: PLC0415
-    import requests.exceptions as rq  # noqa: PLC0415
-    from ngcbase import errors as ngc  # noqa: PLC0415
+    import aiohttp  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
+    import requests.exceptions as rq  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
+    from ngcbase import errors as ngc  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
 
     # The SDK lists through requests and downloads through aiohttp.
     return (
@@ -161,7 +153,7 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
         raise MaterializeError(uri, *NOT_FOUND) from None
     if status in (401, 403):
         raise MaterializeError(uri, *REFUSED) from None
-    from ngcbase import errors as ngc  # noqa: PLC0415
+    from ngcbase import errors as ngc  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
 
     # The SDK reports an unreachable endpoint as an argument error: that one is retried, the others are final.
     if isinstance(err, (ngc.InvalidArgumentError, ngc.NgcException)) and "is not reachable" not in str(err):

@@ -6,6 +6,7 @@ Thread-safe: transfer managers report bytes from their worker threads.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Callable, TextIO
@@ -130,8 +131,6 @@ class DirectoryWatch:
             self.last_growth = time.monotonic()
 
     def _measure(self) -> int:
-        import os  # noqa: PLC0415
-
         total = 0
         for dirpath, dirnames, filenames in os.walk(self._root):
             dirnames[:] = [d for d in dirnames if d != ".cache"]  # SDK bookkeeping, not model bytes

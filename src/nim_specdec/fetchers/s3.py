@@ -24,7 +24,7 @@ from typing import Mapping
 
 from nim_specdec.errors import MaterializeError, printable
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers import digests, error_map
+from nim_specdec.fetchers import digests, error_map, s5cmd
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.s3_redirects import StoreRedirect, refuse_unbounded_redirect
 from nim_specdec.fetchers.s3_transfer_hooks import OpenBodies, TransferSubscriber
@@ -44,15 +44,15 @@ def _service_models():
     """botocore's loader of service models, shared by the clients of one process: each new session
     would read and parse S3's model again (0.12 s to 0.3 s here), and a launch makes several clients
     (the early check's fetch_only, then the download, per source). It holds only botocore's own files."""
-    from botocore.loaders import create_loader  # noqa: PLC0415
+    from botocore.loaders import create_loader  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
     return create_loader()
 
 
 def make_client(env: Mapping[str, str], settings: DownloadSettings):
-    import botocore.session  # noqa: PLC0415
-    from botocore import UNSIGNED  # noqa: PLC0415
-    from botocore.config import Config  # noqa: PLC0415
+    import botocore.session  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    from botocore import UNSIGNED  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    from botocore.config import Config  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
     endpoint = endpoint_url(env)
     config = Config(
@@ -89,10 +89,8 @@ def list_objects(client, job: Job) -> list[tuple[str, str, RemoteFile]]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "")
     budget = ListingBudget(job.uri, job.settings.timeout)
     advertised: dict[str, list[str] | None] = {}
-    for page in pages:
-        budget.step()
-        for obj in page.get("Contents", []):
-            budget.step()
+    for page in budget.counted(pages):
+        for obj in budget.counted(page.get("Contents", [])):
             key = obj["Key"]
             rel = key[len(prefix) + 1 :] if prefix else key
             if key.endswith("/") and obj["Size"] == 0:
@@ -158,16 +156,11 @@ def with_store_crcs(
 
 class S3Backend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415
+        from s3transfer.manager import TransferConfig, TransferManager  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
         client = make_client(job.env, job.settings)
-        try:
+        with error_map.permanent_errors(job.uri, _raise_permanent):
             listed = list_objects(client, job)
-        except MaterializeError:
-            raise
-        except Exception as err:  # noqa: BLE001 - translate the permanent ones, let materialize retry the rest
-            _raise_permanent(job.uri, err)
-            raise
         files = [f for _, _, f in listed]
         todo = job.to_fetch(files)
         wanted = {f.name for f in todo}
@@ -175,8 +168,6 @@ class S3Backend:
         if not todo:
             return files
         if job.settings.s5cmd != "off":
-            from nim_specdec.fetchers import s5cmd  # noqa: PLC0415
-
             binary = s5cmd.find_s5cmd(job.env)
             if binary is None and job.settings.s5cmd == "on":
                 raise s5cmd.require_s5cmd(job.uri)
@@ -226,9 +217,9 @@ class S3Backend:
 
 @error_map.lazy
 def _rules() -> tuple[error_map.Rule, ...]:
-    import boto3.exceptions  # noqa: PLC0415
-    import botocore.exceptions as bc  # noqa: PLC0415
-    import urllib3.exceptions  # noqa: PLC0415
+    import boto3.exceptions  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    import botocore.exceptions as bc  # noqa: PLC0415 - the s3 extra, only for an s3:// source
+    import urllib3.exceptions  # noqa: PLC0415 - the s3 extra, only for an s3:// source
 
     return (
         error_map.Rule(

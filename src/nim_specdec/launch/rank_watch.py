@@ -14,11 +14,15 @@ leader serves, and a TCP connect to it asks nothing of the server.
 from __future__ import annotations
 
 import functools
+import os
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from nim_specdec.errors import UnreachableError
+from nim_specdec.text.logs import error_line
 
 INTERVAL_S = 5.0
 MISSES = 6  # about 30 s from the leader's loss to the worker's exit
@@ -116,12 +120,7 @@ def watch(
 
 def _stop_rank(secrets: Sequence[str], line: str) -> None:
     """The shell: the one line, then this rank's engine processes, then this process, with exit 4."""
-    import os  # noqa: PLC0415
-
     import psutil  # noqa: PLC0415 - vLLM's own dependency, present wherever a rank runs
-
-    from nim_specdec.text.logs import error_line  # noqa: PLC0415
-    from nim_specdec.errors import UnreachableError  # noqa: PLC0415
 
     error_line(f"nim-specdec: error: {line}", secrets)
     for child in psutil.Process().children(recursive=True):

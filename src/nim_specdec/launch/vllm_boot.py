@@ -25,8 +25,14 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.text.logs import LOG_LEVELS
+from nim_specdec.errors import LauncherError, UnreachableError
+from nim_specdec.launch import rank_watch
+from nim_specdec.launch.rank_watch import leader_lost_rank_line
+from nim_specdec.launch.vllm_check.judge import check_plan
 from nim_specdec.launch.vllm_check.request import CheckRequest
+from nim_specdec.processes import engine_death
+from nim_specdec.text.logs import LOG_LEVELS, error_line, setup_logging
+from nim_specdec.text.redact import secret_values
 
 CONTEXT_VAR = var.VLLM_CHECK_CONTEXT
 MODULE = "nim_specdec.launch.vllm_boot"
@@ -85,8 +91,6 @@ def server_entry(program: Sequence[str]) -> tuple[str, str, list[str]]:
 
 
 def _run_server(program: Sequence[str], secrets: Sequence[str]) -> int:
-    from nim_specdec.launch import rank_watch  # noqa: PLC0415
-
     rank_watch.start(program, secrets)  # a headless rank of a multi-node launch stops when its leader is gone
     kind, name, argv = server_entry(program)
     sys.argv = argv
@@ -101,8 +105,6 @@ def _run_server(program: Sequence[str], secrets: Sequence[str]) -> int:
 
 
 def _check(request: CheckRequest, secrets: Sequence[str], info: Callable[[str], None]) -> None:
-    from nim_specdec.launch.vllm_check.judge import check_plan  # noqa: PLC0415
-
     start = time.monotonic()
     note = check_plan(request, secrets, {})  # raises ConfigError on a refusal
     took = time.monotonic() - start
@@ -113,14 +115,9 @@ def _check(request: CheckRequest, secrets: Sequence[str], info: Callable[[str], 
 
 
 def main(program: Sequence[str]) -> int:
-    from nim_specdec.text.redact import secret_values  # noqa: PLC0415
-
     raw = os.environ.pop(CONTEXT_VAR, None)
     secrets = secret_values(os.environ)  # this process's edge: the environment it was given
     if raw is not None:
-        from nim_specdec.text.logs import error_line, setup_logging  # noqa: PLC0415
-        from nim_specdec.errors import LauncherError  # noqa: PLC0415
-
         context = _context(raw)
         try:
             log = setup_logging(context["log_level"], context["jsonl_logging"] is True, secrets)
@@ -134,15 +131,9 @@ def main(program: Sequence[str]) -> int:
         if stop.code not in (0, None):
             raise
         code = 0
-    from nim_specdec.launch.rank_watch import leader_lost_rank_line  # noqa: PLC0415
-    from nim_specdec.processes import engine_death  # noqa: PLC0415
-
     lost = leader_lost_rank_line(program, engine_death.died())
     if lost is None:
         return code
-    from nim_specdec.text.logs import error_line  # noqa: PLC0415
-    from nim_specdec.errors import UnreachableError  # noqa: PLC0415
-
     error_line(f"nim-specdec: error: {lost}", secrets)
     return UnreachableError.exit_code
 

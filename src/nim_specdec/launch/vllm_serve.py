@@ -17,11 +17,11 @@ from typing import Sequence
 
 
 def main(argv: Sequence[str]) -> None:
-    from vllm.entrypoints.cli.serve import ServeSubcommand  # noqa: PLC0415
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args  # noqa: PLC0415
-    from vllm.entrypoints.serve.utils.api_utils import cli_env_setup  # noqa: PLC0415
-    from vllm.logger import configure_logging_from_args  # noqa: PLC0415
-    from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: PLC0415
+    from vllm.entrypoints.cli.serve import ServeSubcommand  # noqa: PLC0415 - imports vLLM: seconds
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args  # noqa: PLC0415 - imports vLLM: seconds
+    from vllm.entrypoints.serve.utils.api_utils import cli_env_setup  # noqa: PLC0415 - imports vLLM: seconds
+    from vllm.logger import configure_logging_from_args  # noqa: PLC0415 - imports vLLM: seconds
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: PLC0415 - imports vLLM: seconds
 
     cli_env_setup()
     args = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(list(argv))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
+from prometheus_client.parser import text_string_to_metric_families
+
 TTFT = "vllm:time_to_first_token_seconds"
 TPOT = "vllm:request_time_per_output_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
@@ -23,8 +25,6 @@ FAMILIES = {"ttft_mean_s": TTFT, "tpot_mean_s": TPOT, "latency_mean_s": E2E}
 
 def histogram_totals(text: str) -> dict[str, tuple[float, float]]:
     """(sum, count) of each of FAMILIES' histograms in a /metrics scrape, summed over label sets."""
-    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
-
     wanted = set(FAMILIES.values())
     totals = {family: [0.0, 0.0] for family in wanted}
     for family in text_string_to_metric_families(text):

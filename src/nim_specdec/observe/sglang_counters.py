@@ -65,7 +65,7 @@ def is_sglang(text: str) -> bool:
 def parse_sglang(text: str) -> dict[str, SglangSpec]:
     """SGLang's speculative figures per model_name: counters summed over label sets, gauges averaged (one
     series per tensor-parallel rank holds the same interval's figure)."""
-    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415 - +37 modules (~17 ms) on every parser build
 
     counters: dict[str, dict[str, float]] = {}
     gauges: dict[str, dict[str, list[float]]] = {}

@@ -22,6 +22,14 @@ from typing import Any, Mapping
 
 from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
 from nim_specdec.observe.http_client import request, request_json
+from nim_specdec.observe.spec_counters import (
+    counters_problem,
+    difference,
+    parse_prometheus,
+    render_text,
+    report,
+    result_problem,
+)
 
 PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
 # Every request has an overall deadline (its timeout) and a size cap: a server that trickles or never
@@ -91,8 +99,6 @@ def bearer(api_key: str | None) -> dict[str, str]:
 
 
 def spec_counters(base: str, headers: Headers | None = None):
-    from nim_specdec.observe.spec_counters import parse_prometheus  # noqa: PLC0415
-
     status, text = http_get(base + "/v1/metrics", headers=headers)
     if status != 200:
         raise RuntimeError(f"GET /v1/metrics answered {status}")
@@ -115,8 +121,6 @@ def send_requests(base: str, model: str, max_tokens: int = 32, headers: Headers 
 
 
 def run(base: str, expect_spec: bool, deadline_s: float, api_key: str | None = None) -> int:
-    from nim_specdec.observe.spec_counters import counters_problem, difference, render_text, report, result_problem  # noqa: PLC0415
-
     base, headers = base.rstrip("/"), bearer(api_key)
     try:
         wait_ready(base, deadline_s)

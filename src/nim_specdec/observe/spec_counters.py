@@ -96,7 +96,7 @@ def _accumulate(builders: dict[str, _Builder], family: str, labels: dict, value:
 
 def parse_prometheus(text: str) -> dict[str, SpecCounters]:
     """Spec-decode counters per model_name from a /metrics scrape (empty dict when there are none)."""
-    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415 - +37 modules (~17 ms) on every parser build
 
     builders: dict[str, _Builder] = {}
     for family in text_string_to_metric_families(text):
@@ -118,7 +118,7 @@ def summed(per_model: dict[str, SpecCounters]) -> SpecCounters:
 
 def counter_totals(text: str, families: tuple[str, ...]) -> dict[str, float]:
     """Each named counter family (e.g. "vllm:generation_tokens") summed over all its label sets; absent reads 0."""
-    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415 - +37 modules (~17 ms) on every parser build
 
     totals = {name: 0.0 for name in families}
     for family in text_string_to_metric_families(text):

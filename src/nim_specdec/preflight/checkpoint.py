@@ -49,8 +49,7 @@ def read_checkpoint(directory: Path, where: str = "model weights") -> Checkpoint
     legacy = sorted(directory.glob("pytorch_model*.bin"))
     if not legacy:
         return None
-    # Imported here: zipfile and pickletools cost start-up time, and torch files are the rare case.
-    from nim_specdec.preflight.pickled_weights import read_pickled_tensors  # noqa: PLC0415
+    from nim_specdec.preflight.pickled_weights import read_pickled_tensors  # noqa: PLC0415 - torch .bin files are rare: +13 modules (~8 ms) a plan
 
     found: dict[str, TensorInfo] | None = {}
     for path in legacy:

@@ -9,6 +9,7 @@ which a CPU machine's `plan` should not pay for an answer it knows.
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 from nim_specdec.plan.engine.engine_facts import DevicePlan
 from nim_specdec.preflight.gpu import text, visible_handles
@@ -29,8 +30,6 @@ def cpu_model(cpuinfo: str) -> str | None:
 
 
 def cpu_device(cpuinfo: str, count: int | None) -> DevicePlan:
-    import platform  # noqa: PLC0415
-
     return DevicePlan("cpu", cpu_model(cpuinfo) or platform.machine() or "unknown CPU", count or 0, None, None)
 
 

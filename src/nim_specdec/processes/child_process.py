@@ -20,7 +20,7 @@ def die_with_parent(signum: int = signal.SIGKILL) -> Callable[[], None] | None:
 
     def request() -> None:  # pragma: no cover - runs in the child between fork and exec
         try:
-            import ctypes  # noqa: PLC0415
+            import ctypes  # noqa: PLC0415 - +3 modules (~3 ms) on serve; Linux children only
 
             PR_SET_PDEATHSIG = 1  # noqa: N806
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum)

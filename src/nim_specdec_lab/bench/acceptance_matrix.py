@@ -6,7 +6,7 @@ else alphabetical), then `Overall`, the plain mean of the row's categories; one 
 and one for acceptance rate. Where AIPerf needs one run per category (its figures come from the server's
 counters), here every figure comes from the responses of one run per configuration: each response carries
 its own acceptance (replay.request_acceptance), and its request's category says where it counts. Each cell
-is a measured ratio and carries its 95% interval (bench.ratio_stats).
+is a measured ratio and carries its 95% interval (bench.acceptance_interval).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
-from nim_specdec_lab.bench.ratio_stats import METHOD, Ratio, mean_of, ratio
+from nim_specdec_lab.bench.acceptance_interval import METHOD, Ratio, mean_of, ratio
 
 THROUGHPUT_TIERS = ("low_entropy", "mixed", "high_entropy")
 OVERALL = "Overall"

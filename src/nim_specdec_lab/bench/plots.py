@@ -11,10 +11,10 @@ LABELS = {"off": "speculation off", "on": "speculation on"}
 
 
 def _pyplot():
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 - ~300 ms; only a report with plots pays it
 
     matplotlib.use("Agg")  # files only, never a display
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - after use("Agg"): the backend is chosen first
 
     return plt
 

@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.errors import LauncherError
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.observe.smoke import post_json
+from nim_specdec_lab.ngram.http_replay import http_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
+from nim_specdec_lab.replay.measure import warmup_for
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model
 from nim_specdec_lab.bench.inputs import Workload
@@ -37,7 +40,7 @@ Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class ServeSettings:
+class ServeRunOptions:
     rounds: int
     concurrencies: tuple[int, ...]
     request_count: int | None
@@ -64,17 +67,9 @@ def order_of(round_no: int, sides: Sequence[str] = (BASELINE, CANDIDATE)) -> tup
     return (*sides[shift:], *sides[:shift])
 
 
-def warmup_for(concurrency: int, asked: int | None) -> int:
-    """At least 2 x concurrency + 2 unmeasured requests by default: the first steps of a fresh server at a
-    new batch shape are slow (tune measured the first run up to 1.5x slow with `concurrency` alone)."""
-    return 2 * concurrency + 2 if asked is None else asked
-
-
 def speculates(env: Mapping[str, str], args: Sequence[str]) -> bool:
     """Whether the launcher's plan for this side speculates (a plan that cannot resolve: no; its server's
     start reports why)."""
-    from nim_specdec.launch.resolve import plan_for  # noqa: PLC0415
-
     try:
         return bool(plan_for(env, list(args))[1].speculative.enabled)
     except LauncherError:
@@ -98,8 +93,6 @@ def prompt_lengths(url: str, model: str, requests: Sequence[Mapping[str, Any]]) 
 def served_tokenizer(url: str) -> str:
     """The served model's own directory (vLLM's /v1/models `root`) when it is on this machine: AIPerf
     needs a tokenizer to start, and its builtin one is downloaded on first use."""
-    from nim_specdec_lab.ngram.http_replay import http_json  # noqa: PLC0415
-
     try:
         root = http_json(url.rstrip("/") + "/v1/models", timeout=30)["data"][0].get("root")
     except (LauncherError, KeyError, IndexError, TypeError, AttributeError):
@@ -115,37 +108,37 @@ def run_rounds(
     envs: Mapping[str, Mapping[str, str]],
     args: Sequence[str],
     workloads: Sequence[Workload],
-    settings: ServeSettings,
+    options: ServeRunOptions,
     out: Path,
     say: Say,
 ) -> dict[str, Any]:
     """Every round's measurements under OUT/serve; returns what the report needs beyond them. `envs`: each
     side's environment, the baseline's first."""
     run = RunSettings(
-        concurrencies=settings.concurrencies,
-        requests_per_run=settings.request_count,
-        max_tokens=settings.max_tokens,
-        ignore_eos=settings.ignore_eos,
-        aiperf_bin=settings.aiperf,
-        ready_timeout_s=settings.ready_timeout_s,
+        concurrencies=options.concurrencies,
+        requests_per_run=options.request_count,
+        max_tokens=options.max_tokens,
+        ignore_eos=options.ignore_eos,
+        aiperf_bin=options.aiperf,
+        ready_timeout_s=options.ready_timeout_s,
     )
     sides = tuple(envs)  # the baseline first, then the candidates in the order given
     argv = {side: with_per_request_metrics(args, speculates(envs[side], args)) for side in sides}
     log, facts = ServerLog(), {"max_model_len": None, "prompt_tokens": None}
     started = time.monotonic()
-    say(f"bench: {settings.rounds} rounds x {len(sides)} servers; {ORDER}")
-    orders = {str(n): list(order_of(n, sides)) for n in range(1, settings.rounds + 1)}
-    for round_no in range(1, settings.rounds + 1):
+    say(f"bench: {options.rounds} rounds x {len(sides)} servers; {ORDER}")
+    orders = {str(n): list(order_of(n, sides)) for n in range(1, options.rounds + 1)}
+    for round_no in range(1, options.rounds + 1):
         for side in order_of(round_no, sides):
             with served(f"{side}-r{round_no}", envs[side], argv[side], out, run, log, say, "bench") as server:
                 model, max_len = served_model(server.url)
-                tokenizer = settings.tokenizer or served_tokenizer(server.url)
+                tokenizer = options.tokenizer or served_tokenizer(server.url)
                 if facts["prompt_tokens"] is None:
                     facts["max_model_len"] = max_len
                     facts["prompt_tokens"] = {
                         w.category: prompt_lengths(server.url, model, w.requests) for w in workloads
                     }
-                for concurrency in settings.concurrencies:
+                for concurrency in options.concurrencies:
                     for workload in workloads:
                         spec = ReplaySpec(
                             url=server.url,
@@ -153,20 +146,20 @@ def run_rounds(
                             requests=workload.requests,
                             concurrency=concurrency,
                             schedule="closed",
-                            request_count=settings.request_count,
-                            greedy=settings.greedy,
-                            max_tokens=settings.max_tokens,
-                            ignore_eos=settings.ignore_eos,
+                            request_count=options.request_count,
+                            greedy=options.greedy,
+                            max_tokens=options.max_tokens,
+                            ignore_eos=options.ignore_eos,
                             tokenizer=tokenizer,
-                            warmup=warmup_for(concurrency, settings.warmup),
-                            aiperf_extra=settings.aiperf_extra,
+                            warmup=warmup_for(concurrency, options.warmup),
+                            aiperf_extra=options.aiperf_extra,
                             labels=workload.request_labels(),
                         )
                         result = run_replay(
-                            spec, run_dir(out, round_no, side, concurrency, workload.category), settings.aiperf
+                            spec, run_dir(out, round_no, side, concurrency, workload.category), options.aiperf
                         )
                         say(
-                            f"bench: round {round_no}/{settings.rounds}, {side}, {workload.category}, concurrency "
+                            f"bench: round {round_no}/{options.rounds}, {side}, {workload.category}, concurrency "
                             f"{concurrency}: {result.output_tokens_per_s:.1f} output tokens/s "
                             f"({result.ok_count}/{result.request_count} ok)"
                         )

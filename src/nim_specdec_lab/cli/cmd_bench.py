@@ -24,11 +24,14 @@ from typing import Sequence
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.support.bench_common import (
+from nim_specdec.files.regular_file import read_json_inside
+from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
+from nim_specdec_lab.cli.support.bench_io import (
     concurrencies as _concurrencies,
     workloads as _workloads,
     write_report,
 )
+from nim_specdec_lab.server_key import aiperf_cannot_carry
 
 EXTRA = "--extra"
 
@@ -50,8 +53,6 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES  # noqa: PLC0415
-
     parser.add_argument("--url", help="base URL of the server under test, e.g. http://localhost:8000")
     parser.add_argument("--mode", choices=("on", "off"), help="whether that server speculates")
     data = parser.add_mutually_exclusive_group()
@@ -143,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _tokenizer(url: str) -> str:
-    from nim_specdec_lab.bench.serve_rounds import served_tokenizer  # noqa: PLC0415
+    from nim_specdec_lab.bench.serve_rounds import served_tokenizer  # noqa: PLC0415 - +53 modules (~80 ms) on --help
 
     return served_tokenizer(url)
 
@@ -160,10 +161,10 @@ def _say(line: str) -> None:
 
 
 def _measure(args: argparse.Namespace, out: Path) -> None:
-    from nim_specdec_lab.ngram.http_replay import server_model  # noqa: PLC0415
-    from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415
-    from nim_specdec_lab.server_key import aiperf_cannot_carry  # noqa: PLC0415
-    from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415
+    from nim_specdec_lab.ngram.http_replay import server_model  # noqa: PLC0415 - +10 modules (~10 ms) on --help
+    from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415 - +10 modules (~15 ms) on --help
+    from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415 - +10 modules (~15 ms) on --help
+    from nim_specdec_lab.replay.measure import warmup_for  # noqa: PLC0415 - +10 modules (~15 ms) on --help
 
     workloads = _workloads(args)
     aiperf = find_aiperf(args.aiperf)  # before anything is sent
@@ -204,7 +205,7 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
             ignore_eos=args.ignore_eos,
             tokenizer=tokenizer,
             metrics_path=args.metrics_path,
-            warmup=2 * concurrency + 2 if args.warmup is None else args.warmup,
+            warmup=warmup_for(concurrency, args.warmup),
             aiperf_extra=tuple(args.extra),
             labels=workload.request_labels(),
         )
@@ -213,14 +214,14 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
 
 def build_report(out: Path) -> Path:
     """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
-    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON, read_measurement  # noqa: PLC0415
-    from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415
-    from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415
-    from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415
+    from nim_specdec_lab.cli.support import bench_serve_flow  # noqa: PLC0415 - +60 modules (~90 ms) on --help
+    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON, read_measurement  # noqa: PLC0415 - +10 modules (~15 ms) on --help
+    from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415 - +10 modules (~15 ms) on --help
+    from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415 - +12 modules (~20 ms) on --help
+    from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415 - +11 modules (~17 ms) on --help
 
-    if bench_serve.has_rounds(out):
-        return bench_serve.build_serve_report(out)
+    if bench_serve_flow.has_rounds(out):
+        return bench_serve_flow.build_serve_report(out)
 
     found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
     for mode in MODES:
@@ -236,7 +237,7 @@ def build_report(out: Path) -> Path:
     report["warnings"] += notes
     ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
     if ignore_eos:
-        from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415
+        from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415 - +57 modules (~90 ms) on --help
 
         report["warnings"].append(IGNORE_EOS)
     write_report(report, out)
@@ -246,11 +247,11 @@ def build_report(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.serve:
-        from nim_specdec_lab.cli.support import bench_serve  # noqa: PLC0415
+        from nim_specdec_lab.cli.support import bench_serve_flow  # noqa: PLC0415 - +60 modules (~90 ms) on --help
 
         if args.url or args.mode or args.report_only:
             raise ConfigError("--serve", "starts its own servers", "drop --url, --mode and --report-only with --serve")
-        bench_serve.run_serve(args, _workloads(args), out, _say)
+        bench_serve_flow.run_serve(args, _workloads(args), out, _say)
     elif not args.report_only:
         if not (args.url and args.mode):
             raise ConfigError(
@@ -259,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         if args.vllm_args:
             raise ConfigError("bench", "vLLM arguments after -- are for --serve", "drop them, or use --serve")
         if args.ignore_eos:
-            from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415
+            from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415 - +57 modules (~90 ms) on --help
 
             _say(f"warning: {IGNORE_EOS}")
         _measure(args, out)
@@ -268,8 +269,7 @@ def run(args: argparse.Namespace) -> int:
     _say(f"report: {report}, {out / 'report.json'}, plots: {', '.join(p.name for p in sorted(out.glob('*.png')))}")
     print(report.read_text(), end="")
     if args.serve:
-        from nim_specdec.files.regular_file import read_json_inside  # noqa: PLC0415
-        from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES  # noqa: PLC0415
+        from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES  # noqa: PLC0415 - +10 modules (~15 ms) on --help
 
         built = read_json_inside(out / "report.json", out, MAX_RUN_JSON_BYTES, ConfigError, "--out")
         for line in built.get("trace_notes") or []:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from nim_specdec.errors import ConfigError
+from nim_specdec_lab.demo_model import make_demo_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,13 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path  # noqa: PLC0415
-
     root = Path(args.dir).absolute()
     if root.exists() and not root.is_dir():
         raise ConfigError(str(root), "exists and is not a directory", "choose another DIR")
-    from nim_specdec_lab.demo_model import make_demo_model  # noqa: PLC0415
-
     try:
         written = make_demo_model(root)
     except ImportError as err:

@@ -15,8 +15,25 @@ import sys
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
+from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab.cli.support.simulate_grids import ngram_grid, suffix_grid
 from nim_specdec_lab.cli.support.simulate_inputs import current_setting, load_records
+from nim_specdec_lab.ngram.corpus import build_corpus
+from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank
+from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate
+from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
+from nim_specdec_lab.sim_report import (
+    edge_line,
+    edge_notes,
+    overall,
+    recommendation_line,
+    speculative_config,
+    summary,
+    table,
+)
+from nim_specdec_lab.suffix import grid as sg
+from nim_specdec_lab.suffix.simulator import simulate_suffix
+from nim_specdec_lab.suffix.simulator_gpu import native_grid, simulate_suffix_gpu
 
 METHODS = ("ngram", "suffix")
 # A capture is read whole into memory: larger than this is not a trace to simulate.
@@ -71,8 +88,6 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from nim_specdec_lab.suffix import grid as sg  # noqa: PLC0415
-
     parser.add_argument(
         "--method",
         help="comma-separated methods to simulate: ngram, suffix (default both; suffix only where "
@@ -139,7 +154,7 @@ def _edge_flags(args: argparse.Namespace, method: str) -> dict[str, str]:
 
 
 def _suffix_available(explicit: bool, notes: list[str]) -> bool:
-    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415
+    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415 - +30 modules (~50 ms) on --help
 
     if explicit:
         require_method_package("suffix")  # exit 3 with the install line
@@ -154,14 +169,8 @@ def _suffix_available(explicit: bool, notes: list[str]) -> bool:
 
 
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
-    from nim_specdec_lab.ngram.corpus import build_corpus  # noqa: PLC0415
-    from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, Scored, predicted_speedup, rank  # noqa: PLC0415
-    from nim_specdec.files.output_files import write_atomically  # noqa: PLC0415
-    from nim_specdec_lab.ngram import model_runner as mr  # noqa: PLC0415
-    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
-    from nim_specdec_lab.ngram.simulator import requests_near_model_length, simulate  # noqa: PLC0415
-    from nim_specdec_lab.ngram.simulator_v2 import simulate_v2  # noqa: PLC0415
-    from nim_specdec_lab.sim_report import edge_line, edge_notes, recommendation_line, overall, summary, table  # noqa: PLC0415
+    from nim_specdec_lab.ngram import model_runner as mr  # noqa: PLC0415 - +5 modules (~5 ms) on --help
+    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if not verify_cost >= 0:
@@ -170,7 +179,7 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
     installed, version = mr.installed_vllm()
     version = serving_vllm_version(args.serving_vllm_version) or version
     platform = args.platform or installed
-    ngram_runner = mr.resolve(args.model_runner, platform, version)
+    ngram_runner = mr.ngram_runner(args.model_runner, platform, version)
     suffix_runner = mr.suffix_runner(platform, version)
     grids = {}
     if "ngram" in methods:
@@ -212,14 +221,10 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
             result = result or simulate_ngram(corpus, current_params, length)
             current = Scored(result, predicted_speedup(result, verify_cost))
     if "suffix" in grids and suffix_runner == "v2":
-        from nim_specdec_lab.suffix.simulator_gpu import native_grid, simulate_suffix_gpu  # noqa: PLC0415
-
         by_method["suffix"] = rank(
             [simulate_suffix_gpu(records, p, length) for p in native_grid(grids["suffix"])], verify_cost
         )
     elif "suffix" in grids:
-        from nim_specdec_lab.suffix.simulator import simulate_suffix  # noqa: PLC0415
-
         by_method["suffix"] = rank([simulate_suffix(records, p, length) for p in grids["suffix"]], verify_cost)
 
     for note in notes:
@@ -267,8 +272,6 @@ def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command
 
 
 def speculative_config_method(scored) -> str:
-    from nim_specdec_lab.sim_report import speculative_config  # noqa: PLC0415
-
     return speculative_config(scored.result.params)["method"]
 
 

@@ -20,6 +20,10 @@ import sys
 from pathlib import Path
 
 from nim_specdec.errors import ConfigError
+from nim_specdec_lab.server_key import keyless
+
+# The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
+from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 MAX_CONCURRENCY = 1024
 # Rounds by default: the fewest whose intervals can tell a gain from noise at all (two rounds give one degree
@@ -145,8 +149,8 @@ def parse_concurrencies(text: str) -> tuple[int, ...]:
 
 
 def _methods(text: str | None) -> tuple[str, ...]:
-    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415
-    from nim_specdec_lab.tune.candidates import MODEL_FREE  # noqa: PLC0415
+    from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415 - +30 modules (~50 ms) on --help
+    from nim_specdec_lab.tune.candidates import MODEL_FREE  # noqa: PLC0415 - +6 modules (~9 ms) on --help
 
     if text is None:
         return ("ngram", "suffix") if importable("arctic_inference.suffix_decoding") else ("ngram",)
@@ -191,9 +195,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
-    from nim_specdec_lab.stats import DEFAULT_MARGIN  # noqa: PLC0415
-
     if args.decide is not None and args.export_runs is not None:
         raise ConfigError("--decide", "given with --export-runs", "give one of them")
     if args.decide is None and (args.weights is not None or args.json):
@@ -208,9 +209,9 @@ def run(args: argparse.Namespace) -> int:
         return from_recorded.decide_again(args.decide, args.weights, margin, args.json)
     if args.trace is None:
         raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
-    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415
-    from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415
-    from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415
+    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
+    from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415 - +52 modules (~80 ms) on --help
+    from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
 
     _check(args)
     vllm_args = list(args.vllm_args or [])
@@ -224,8 +225,6 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "tune", f"{flag} is chosen by tune (a free loopback port)", f"drop {flag} from the vLLM arguments"
             )
-    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415
-
     env, key_note = keyless(os.environ, vllm_args, "tune")
     out = Path(args.out)
     try:

@@ -24,15 +24,21 @@ MAX_VALUE = 1024
 MAX_GRID = 4096
 
 
+def list_items(text: str) -> list[str]:
+    """The stripped, non-empty items of a comma-separated list as typed; ValueError for a list longer than
+    10000 characters or one without an item."""
+    if len(text) > 10000:
+        raise ValueError("the list is longer than 10000 characters")
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if not items:
+        raise ValueError(f"no values in {text!r}")
+    return items
+
+
 def parse_int_set(text: str) -> tuple[int, ...]:
     """'1,2,4-6' -> (1, 2, 4, 5, 6). Raises ValueError on anything else."""
     values: set[int] = set()
-    if len(text) > 10000:
-        raise ValueError("the list is longer than 10000 characters")
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in list_items(text):
         low, dash, high = part.partition("-")
         if len(low.strip()) > 6 or len(high.strip()) > 6:
             raise ValueError(f"bad range {part[:40]!r}: need integers from 1 to {MAX_VALUE}")
@@ -42,8 +48,6 @@ def parse_int_set(text: str) -> tuple[int, ...]:
         if hi > MAX_VALUE:
             raise ValueError(f"bad range {part!r}: need integers from 1 to {MAX_VALUE}")
         values.update(range(lo, hi + 1))
-    if not values:
-        raise ValueError(f"no values in {text!r}")
     return tuple(sorted(values))
 
 

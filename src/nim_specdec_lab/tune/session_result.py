@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.files.output_files import write_atomically
+from nim_specdec.plan.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule
 from nim_specdec_lab import stats
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve
@@ -17,7 +18,9 @@ from nim_specdec_lab.tune.choice import Choice, static_prediction
 from nim_specdec_lab.tune.cost_model import CostModel
 from nim_specdec_lab.tune.decide import Decision, Option, decide
 from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
+from nim_specdec_lab.tune.plots import write_plots
 from nim_specdec_lab.tune.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
+from nim_specdec_lab.tune.report_md import render_markdown
 from nim_specdec_lab.tune.rounds import Table
 from nim_specdec_lab.tune.runner import RunSettings, Say, judged_tokens_per_s
 from nim_specdec_lab.tune.verification import HeldOut, verification_rows
@@ -69,8 +72,6 @@ def traffic_weights(
 def chosen_entry(config: Mapping[str, Any] | None, score: float | None, name: str) -> dict[str, Any] | None:
     if config is None:
         return None
-    from nim_specdec.plan.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule  # noqa: PLC0415
-
     ranges = config.get("num_speculative_tokens_per_batch_size") or [[1, 1, config["num_speculative_tokens"]]]
     return {
         "configuration": name,
@@ -188,9 +189,6 @@ def result_files(
 
 
 def write_result(out: Path, result: Mapping[str, Any], say: Say) -> None:
-    from nim_specdec_lab.tune.plots import write_plots  # noqa: PLC0415
-    from nim_specdec_lab.tune.report_md import render_markdown  # noqa: PLC0415
-
     write_atomically(str(out / "tune.json"), json.dumps(result, indent=2, allow_nan=False) + "\n", "--out")
     write_atomically(str(out / "tune.md"), render_markdown(result), "--out")
     plots = write_plots(result, out)

@@ -8,6 +8,7 @@ from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST, make_grid, rank
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.simulator_v2 import simulate_v2
+from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 from nim_specdec_lab.tune import candidates as cand
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, curve_from_simulation
 
@@ -62,8 +63,6 @@ def suffix_curve(
 ) -> AcceptanceCurve:
     """Suffix decoding as the measured server runs it: the replay sends every captured request more than
     once, so its global tree already holds each answer (`history`); new traffic accepts less."""
-    from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix  # noqa: PLC0415
-
     keys = {field: config[key] for key, field in SUFFIX_KEYS.items() if config.get(key) is not None}
     total = sum(len(r.output) for r in records)
     runs = []

@@ -16,6 +16,7 @@ the outcome is "not checked" (Note.checked False) and the server's start checks 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import itertools
 import logging
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.errors import ConfigError
+from nim_specdec.plan.engine.vllm_schema import knowledge_for, known_versions
 from nim_specdec.text.redact import MASK, is_secret_name, redact_text
 from nim_specdec.launch.vllm_check.request import CheckRequest, local_paths, serve_args, substitute_paths, unavailable
 
@@ -95,10 +97,6 @@ def _stage(err: BaseException) -> str:
 def cli_args_module():
     """vLLM's serve-argument module (make_arg_parser, validate_parsed_serve_args), wherever the running
     release keeps it: each known release's place, newest first (0.33 moved it to entrypoints/common)."""
-    import importlib  # noqa: PLC0415
-
-    from nim_specdec.plan.engine.vllm_schema import knowledge_for, known_versions  # noqa: PLC0415
-
     places = dict.fromkeys(knowledge_for(v).data["cli_args_module"] for v in reversed(known_versions()))
     for name in places:
         try:
@@ -110,7 +108,7 @@ def cli_args_module():
 
 
 def _make_parser():
-    from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: PLC0415
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: PLC0415 - imports vLLM: seconds
 
     make_arg_parser = cli_args_module().make_arg_parser
 
@@ -129,9 +127,9 @@ def judge(args: Sequence[str]) -> Verdict:
 
 
 def _judge(args: Sequence[str]) -> Verdict:
-    from vllm.engine.arg_utils import AsyncEngineArgs  # noqa: PLC0415
-    from vllm.usage.usage_lib import UsageContext  # noqa: PLC0415
-    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup  # noqa: PLC0415
+    from vllm.engine.arg_utils import AsyncEngineArgs  # noqa: PLC0415 - imports vLLM: seconds
+    from vllm.usage.usage_lib import UsageContext  # noqa: PLC0415 - imports vLLM: seconds
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup  # noqa: PLC0415 - imports vLLM: seconds
 
     # vLLM logs its config again when it starts; here its INFO lines would also break `prepare`'s JSON
     # on stdout, and some of its loggers set their own levels, so logging is muted below ERROR meanwhile.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from nim_specdec.errors import ConfigError
+from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
+from nim_specdec_lab.suffix import grid as sg
 
 
 def ngram_grid(args: argparse.Namespace):
-    from nim_specdec_lab.ngram.grid import make_grid, parse_int_set  # noqa: PLC0415
-
     flags = args._flags
     sets = {}
     for dest in ("ngram_k", "ngram_min", "ngram_max"):
@@ -35,8 +35,6 @@ def ngram_grid(args: argparse.Namespace):
 
 
 def suffix_grid(args: argparse.Namespace):
-    from nim_specdec_lab.suffix import grid as sg  # noqa: PLC0415
-
     specs = (
         ("--suffix-k", args.suffix_k, int, 1, None, "positive integers, e.g. 8,16"),
         ("--suffix-depth", args.suffix_depth, int, 1, None, "positive integers, e.g. 24,32"),

@@ -9,6 +9,9 @@ import os
 from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
+from nim_specdec.observe.smoke import http_get
+from nim_specdec_lab.ngram.grid import ngram_params
+from nim_specdec_lab.ngram.trace import parse_capture
 from nim_specdec_lab.server_key import server_key
 
 MAX_TRACE_BYTES = 4 * 1024**3
@@ -16,8 +19,7 @@ MAX_TRACE_BYTES = 4 * 1024**3
 
 def load_records(args: argparse.Namespace, k_max: int, command: str):
     """(records, model length, notes) from saved records or from a replay."""
-    from nim_specdec_lab.ngram import http_replay  # noqa: PLC0415
-    from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
+    from nim_specdec_lab.ngram import http_replay  # noqa: PLC0415 - the replay: +10 modules (~10 ms) on --help
 
     if args.records:
         if args.trace or args.url:
@@ -70,8 +72,7 @@ def load_records(args: argparse.Namespace, k_max: int, command: str):
 def current_setting(args: argparse.Namespace, specdec_args: str | None = None):
     """The n-gram setting in use now (NgramParams), or None when there is none or it is another method.
     `specdec_args`: NIM_SPECDEC_ARGS as the command's edge read it (--current wins)."""
-    from nim_specdec.config.specdec_args import VARIABLE, parse_specdec_args  # noqa: PLC0415
-    from nim_specdec_lab.ngram.grid import ngram_params  # noqa: PLC0415
+    from nim_specdec.config.specdec_args import VARIABLE, parse_specdec_args  # noqa: PLC0415 - +3 modules (~6 ms) on --help
 
     text = args.current or specdec_args
     if text:
@@ -85,8 +86,6 @@ def current_setting(args: argparse.Namespace, specdec_args: str | None = None):
             )
         return params
     if args.url:
-        from nim_specdec.observe.smoke import http_get  # noqa: PLC0415
-
         # The launcher's endpoint: what the server at --url runs (usually nothing: it should not speculate).
         status, body = http_get(args.url.rstrip("/") + "/v1/specdec/config", timeout=30)
         if status == 200:

@@ -17,13 +17,14 @@ from typing import Any, Callable, Sequence
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.output_files import write_atomically
-from nim_specdec_lab.cli.support.bench_common import concurrencies, write_report
+from nim_specdec_lab.cli.support.bench_io import concurrencies, write_report
+from nim_specdec_lab.replay import checked
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec.files.regular_file import read_json_inside, read_regular
 from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES, MEASUREMENT_JSON, read_measurement
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
-from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeSettings, run_rounds, side_names
+from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeRunOptions, run_rounds, side_names
 from nim_specdec_lab.replay.trace_notes import trace_notes
 from nim_specdec_lab.server_key import keyless
 from nim_specdec_lab.stats import DEFAULT_MARGIN
@@ -80,7 +81,7 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
     envs = {name: env for name, (env, _) in keyed.items()}
     for note in sorted({note for _, note in keyed.values() if note}):
         say(note)
-    settings = ServeSettings(
+    options = ServeRunOptions(
         rounds=args.rounds,
         concurrencies=levels_c,
         request_count=args.request_count,
@@ -107,7 +108,7 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
     # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C, so that the server running now is
     # stopped by its context manager instead of outliving bench.
     signal.signal(signal.SIGTERM, _interrupt)
-    facts = run_rounds(envs, vllm_args, workloads, settings, out, say)
+    facts = run_rounds(envs, vllm_args, workloads, options, out, say)
     context = {
         "rounds": args.rounds,
         "margin": args.margin,
@@ -183,8 +184,6 @@ def _context_problem(context: Any) -> str | None:
 def _check_numbers(context: Any, path: Path) -> None:
     """The numbers the report computes with: the margin in [0, 1) and the capture's timestamps finite and
     in range (replay.checked), or one line naming the file."""
-    from nim_specdec_lab.replay import checked  # noqa: PLC0415
-
     try:
         if not isinstance(context, dict) or not isinstance(context.get("timestamps_ms"), dict):
             raise ValueError("no timestamps_ms object")

@@ -1,4 +1,5 @@
-"""How sure a measured ratio is, where the units are requests (pure: numbers in, numbers out).
+"""How sure an acceptance figure is: the interval of a ratio whose units are prompts (pure: numbers in, numbers
+out). How sure a speedup is, from paired rounds, is nim_specdec_lab.stats'.
 
 Acceptance is a ratio of two sums over a category's requests: accepted drafts / verify steps (acceptance
 length - 1), accepted / drafted tokens (acceptance rate). The interval is the standard one of a ratio
