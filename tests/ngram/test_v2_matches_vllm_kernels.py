@@ -131,7 +131,7 @@ def test_known_records_equal_a_replay_through_the_kernels(kernels, k, min_n, max
     _assert_all_agree(kernels, KNOWN_RECORDS, NgramParams(k, min_n, max_n), 64)
 
 
-def test_simulate_model_runner_v2_reports_the_kernels_counters(kernels, tmp_path):
+def test_serving_runner_v2_reports_the_kernels_counters(kernels, tmp_path):
     """The command users run: `simulate --model-runner v2 --json` over saved records."""
     import subprocess
     import sys

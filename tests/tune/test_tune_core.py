@@ -243,9 +243,9 @@ def test_a_draft_that_pays_small_but_loses_large_is_not_chosen():
     ],
 )
 def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
-    from nim_specdec_lab.tune.runner import RunSettings, run_count
+    from nim_specdec_lab.tune.runner import MeasureOptions, run_count
 
-    settings = RunSettings((1,), explicit, None, False, None, 60.0)
+    settings = MeasureOptions((1,), explicit, None, False, None, 60.0)
     assert run_count(settings, trace_len, concurrency, mean_output) == expected
 
 

@@ -25,7 +25,7 @@ from nim_specdec_lab.ngram.http_replay import http_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
 from nim_specdec_lab.replay.measure import warmup_for
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
-from nim_specdec_lab.tune.runner import RunSettings, ServerLog, served, served_model
+from nim_specdec_lab.tune.runner import MeasureOptions, ServerLog, served, served_model
 from nim_specdec_lab.bench.inputs import Workload
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -114,7 +114,7 @@ def run_rounds(
 ) -> dict[str, Any]:
     """Every round's measurements under OUT/serve; returns what the report needs beyond them. `envs`: each
     side's environment, the baseline's first."""
-    run = RunSettings(
+    run = MeasureOptions(
         concurrencies=options.concurrencies,
         requests_per_run=options.request_count,
         max_tokens=options.max_tokens,

@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace is None:
         raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
     from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
-    from nim_specdec_lab.tune.runner import RunSettings  # noqa: PLC0415 - +52 modules (~80 ms) on --help
+    from nim_specdec_lab.tune.runner import MeasureOptions  # noqa: PLC0415 - +52 modules (~80 ms) on --help
     from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
 
     _check(args)
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         serving_platform=args.serving_platform,
         serving_vllm_version=serving_vllm_version(args.serving_vllm_version),
         max_servers=args.max_servers,
-        run=RunSettings(
+        run=MeasureOptions(
             concurrencies=parse_concurrencies(args.concurrency),
             requests_per_run=args.requests_per_run,
             max_tokens=args.max_tokens,

@@ -19,6 +19,9 @@ from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec_lab.server_process import ServerSpec, running_server
 from nim_specdec.observe.smoke import http_get
+from nim_specdec_lab.ngram.http_replay import replay
+from nim_specdec.launch.resolve import plan_for, public
+from nim_specdec_lab.ngram.trace import parse_capture
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.trace import CapturedRequest
 from nim_specdec_lab.replay import ReplayMeasurement, ReplaySpec, run_replay
@@ -28,7 +31,7 @@ Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class MeasureOptions:
     """How each measurement is made; the same for every server so that they compare."""
 
     concurrencies: tuple[int, ...]
@@ -71,7 +74,9 @@ MIN_RUN_TOKENS = 2048
 MAX_TRACE_BYTES = 4 * 1024**3
 
 
-def run_count(settings: RunSettings, trace_len: int, concurrency: int, mean_output_tokens: float | None = None) -> int:
+def run_count(
+    settings: MeasureOptions, trace_len: int, concurrency: int, mean_output_tokens: float | None = None
+) -> int:
     """Requests per run: --requests-per-run, else every captured request, at least 8 per slot, and at
     least MIN_RUN_TOKENS output tokens (by the recorded completions' mean length)."""
     if settings.requests_per_run is not None:
@@ -98,7 +103,7 @@ def served(
     env: Mapping[str, str],
     args: Sequence[str],
     out: Path,
-    settings: RunSettings,
+    settings: MeasureOptions,
     log: ServerLog,
     say: Say,
     who: str = "tune",
@@ -153,7 +158,7 @@ def measure(
     tokenizer: str | None,
     bodies: Sequence[Mapping[str, Any]],
     out: Path,
-    settings: RunSettings,
+    settings: MeasureOptions,
     say: Say,
     mean_output_tokens: float | None = None,
 ) -> dict[int, list[Round]]:
@@ -189,7 +194,7 @@ def _one_run(
     tokenizer: str | None,
     bodies: Sequence[Mapping[str, Any]],
     where: Path,
-    settings: RunSettings,
+    settings: MeasureOptions,
     concurrency: int,
     mean_output_tokens: float | None,
 ) -> ReplayMeasurement:
@@ -225,12 +230,11 @@ def record_token_ids(
     tail: int,
     concurrency: int,
     max_model_len: int | None,
-    settings: RunSettings,
+    settings: MeasureOptions,
     say: Say,
 ) -> list[RecordedRequest]:
     """Greedy prompt and output ids of every captured request (with the measured runs' max_tokens and
     ignore_eos), for the exact simulators of the model-free methods."""
-    from nim_specdec_lab.ngram.http_replay import replay  # noqa: PLC0415 - the token-id replay over HTTP
 
     forced = []
     for item in captured:
@@ -258,7 +262,6 @@ def record_token_ids(
 
 def local_model_dir(env: Mapping[str, str], args: Sequence[str]) -> str | None:
     """The target's local directory once a server has materialized it (its tokenizer is there)."""
-    from nim_specdec.launch.resolve import plan_for, public  # noqa: PLC0415
 
     settings, plan = plan_for(env, list(args))
     target = public(plan, settings.host.secrets)["target"]
@@ -267,7 +270,6 @@ def local_model_dir(env: Mapping[str, str], args: Sequence[str]) -> str | None:
 
 
 def read_trace(path: Path) -> list[CapturedRequest]:
-    from nim_specdec_lab.ngram.trace import parse_capture  # noqa: PLC0415
 
     try:
         with open_regular_text(path, MAX_TRACE_BYTES) as src:

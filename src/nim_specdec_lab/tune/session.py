@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from nim_specdec.launch.resolve import plan_for, public
+from nim_specdec_lab.replay.aiperf_run import find_aiperf
+from nim_specdec_lab.ngram.serving_runner import installed_vllm, serving_runner
+from nim_specdec_lab.tune.simulated import model_free_candidates
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.replay.trace_notes import trace_notes
 from nim_specdec_lab.tune import candidates as cand, pruning
@@ -34,7 +37,7 @@ from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_p
 from nim_specdec_lab.tune.measured import engine_summary, serving_target
 from nim_specdec_lab.tune.rounds import Table
 from nim_specdec_lab.tune.runner import (
-    RunSettings,
+    MeasureOptions,
     Say,
     ServerLog,
     judged_tokens_per_s,
@@ -62,7 +65,7 @@ from nim_specdec_lab.tune.verification import held_out
 class TuneOptions:
     trace: Path
     out: Path
-    run: RunSettings
+    run: MeasureOptions
     vllm_args: tuple[str, ...] = ()
     max_k: int = 4
     margin: float = DEFAULT_MARGIN
@@ -74,7 +77,6 @@ class TuneOptions:
 
 def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:
     started = time.monotonic()
-    from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415
 
     captured = read_trace(options.trace)
     bodies = [c.payload for c in captured]
@@ -119,9 +121,6 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
             table.add(name, round_no, measure(server, label, model, tokenizer, bodies, out, run, say, mean_output))
 
     # The servers tune measures run here: their platform (and env) decides the n-gram drafter.
-    from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner  # noqa: PLC0415
-    from nim_specdec_lab.tune.simulated import model_free_candidates  # noqa: PLC0415
-
     model_free, simulated = model_free_candidates(
         records,
         options.methods,

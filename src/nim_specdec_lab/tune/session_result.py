@@ -22,7 +22,7 @@ from nim_specdec_lab.tune.plots import write_plots
 from nim_specdec_lab.tune.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
 from nim_specdec_lab.tune.report_md import render_markdown
 from nim_specdec_lab.tune.rounds import Table
-from nim_specdec_lab.tune.runner import RunSettings, Say, judged_tokens_per_s
+from nim_specdec_lab.tune.runner import MeasureOptions, Say, judged_tokens_per_s
 from nim_specdec_lab.tune.verification import HeldOut, verification_rows
 
 CHOICE = "model-choice"  # the servers of the model's choice, where it is no configuration already measured
@@ -122,7 +122,7 @@ def result_files(
     curves: Mapping[str, AcceptanceCurve],
     recommended_env: Mapping[str, str],
     servers: Sequence[Mapping[str, Any]],
-    run: RunSettings,
+    run: MeasureOptions,
     margin: float,
     notes: Sequence[str],
     duration_s: float,
