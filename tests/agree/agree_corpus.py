@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from nim_specdec.plan.argv.user_args import to_cli
+from nim_specdec.plan.argv.engine_command import to_cli
 
 MISSING = object()
 

@@ -12,7 +12,8 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.config.settings import parse_bool, parse_settings
-from nim_specdec.plan.argv.user_args import parse_vllm_args, to_cli
+from nim_specdec.plan.argv.engine_command import to_cli
+from nim_specdec.plan.argv.user_args import parse_vllm_args
 
 MERGE_CASES = [
     (

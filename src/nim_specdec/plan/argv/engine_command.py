@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from nim_specdec.plan.argv.user_args import Option, to_cli
+from nim_specdec.config.jsonvalue import kebab
+from nim_specdec.errors import ConfigError
+from nim_specdec.plan.argv.user_args import Option, looks_like_value
+from nim_specdec.text.redact import is_secret_option, preview
 from nim_specdec.capture.launcher import MIDDLEWARE as CAPTURE_MIDDLEWARE
 
 # Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
@@ -59,3 +62,32 @@ def build_argv(
     if spec_config:
         argv += ["--speculative-config", json.dumps(dict(spec_config), separators=(",", ":"))]
     return argv + middleware_args(middlewares)
+
+
+def to_cli(name: str, value: Any) -> list[str]:
+    """One engine argument from JSON as vLLM's command line spells it."""
+    flag = "--" + kebab(name)
+    if value is True:
+        return [flag]
+    if value is False:
+        return ["--no-" + kebab(name)]
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [flag, json.dumps(value, separators=(",", ":"))]
+    if isinstance(value, list):
+        items = [json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]
+        if len(items) == 1 and not looks_like_value(items[0]):
+            return [f"{flag}={items[0]}"]
+        if not all(looks_like_value(item) for item in items):
+            # vLLM's parser would read `-x` as an option of its own; several values have no `=` spelling.
+            shown = "a value" if is_secret_option(flag) else f"value {preview(' '.join(items), 60)!r}"
+            raise ConfigError(
+                flag,
+                f"{shown} has an item starting with '-'",
+                "rename it, or give that single value alone",
+            )
+        return [flag, *items]
+    text = str(value)
+    # `--served-model-name -x` would reach vLLM as an option -x: the `=` spelling keeps it a value.
+    return [flag, text] if looks_like_value(text) else [f"{flag}={text}"]

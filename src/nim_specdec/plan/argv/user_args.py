@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.text.redact import is_secret_option, preview
-from nim_specdec.config.jsonvalue import kebab, loads, snake
+from nim_specdec.text.redact import is_secret_option
+from nim_specdec.config.jsonvalue import loads, snake
 from nim_specdec.plan.engine.vllm_schema import (
     DEFAULT,
     WHOLE,
@@ -67,7 +67,7 @@ class ParsedArgs:
         return {o.name for o in self.options}
 
 
-def _looks_like_value(token: str) -> bool:
+def looks_like_value(token: str) -> bool:
     if not token.startswith("-"):
         return True
     try:
@@ -83,7 +83,7 @@ def _option_name(flag: str) -> str:
 
 
 def _is_option(token: str, known: VllmKnowledge) -> bool:
-    return token.startswith("-") and not _looks_like_value(token)
+    return token.startswith("-") and not looks_like_value(token)
 
 
 def _value_of_previous(token: str, group: list[str] | None, known: VllmKnowledge) -> bool:
@@ -131,8 +131,8 @@ def split_options(tokens: list[str], known: VllmKnowledge = DEFAULT) -> tuple[li
 
 def _joined(group: list[str]) -> list[str]:
     """`--api-key -K` as vLLM must receive it: `--api-key=-K` (several values, one starting with '-', have
-    no spelling vLLM accepts: to_cli refuses them, naming the option)."""
-    if len(group) == 2 and "=" not in group[0] and not _looks_like_value(group[1]):
+    no spelling vLLM accepts: engine_command.to_cli refuses them, naming the option)."""
+    if len(group) == 2 and "=" not in group[0] and not looks_like_value(group[1]):
         return [f"{group[0]}={group[1]}"]
     return group
 
@@ -193,7 +193,7 @@ def extract_speculative(tokens: list[str], where: str, known: VllmKnowledge = DE
         flag, eq, inline_text = token.partition("=")
         inline = inline_text if eq else None
         head = flag.split(".", 1)[0]
-        role = speculative_role(head, known) if token.startswith("-") and not _looks_like_value(token) else None
+        role = speculative_role(head, known) if token.startswith("-") and not looks_like_value(token) else None
         if role is None:
             rest.append(token)
             i += 1
@@ -261,7 +261,7 @@ def parse_vllm_args(tokens: list[str], where: str, known: VllmKnowledge = DEFAUL
             parsed.options.append(Option("_positional", tuple(positionals[1:])))
     for group in groups:
         flag, values = group[0], group[1:]
-        if len(values) > 1 and not all(_looks_like_value(v) for v in values):
+        if len(values) > 1 and not all(looks_like_value(v) for v in values):
             raise ConfigError(
                 f"{where} {flag.split('=', 1)[0]}",
                 "has several values and one starts with '-' (vLLM would read it as an option)",
@@ -281,32 +281,3 @@ def parse_vllm_args(tokens: list[str], where: str, known: VllmKnowledge = DEFAUL
                 name = name[3:]
             parsed.options.append(Option(name, tuple(group)))
     return parsed
-
-
-def to_cli(name: str, value: Any) -> list[str]:
-    """One engine argument from JSON as vLLM's command line spells it."""
-    flag = "--" + kebab(name)
-    if value is True:
-        return [flag]
-    if value is False:
-        return ["--no-" + kebab(name)]
-    if value is None:
-        return []
-    if isinstance(value, dict):
-        return [flag, json.dumps(value, separators=(",", ":"))]
-    if isinstance(value, list):
-        items = [json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]
-        if len(items) == 1 and not _looks_like_value(items[0]):
-            return [f"{flag}={items[0]}"]
-        if not all(_looks_like_value(item) for item in items):
-            # vLLM's parser would read `-x` as an option of its own; several values have no `=` spelling.
-            shown = "a value" if is_secret_option(flag) else f"value {preview(' '.join(items), 60)!r}"
-            raise ConfigError(
-                flag,
-                f"{shown} has an item starting with '-'",
-                "rename it, or give that single value alone",
-            )
-        return [flag, *items]
-    text = str(value)
-    # `--served-model-name -x` would reach vLLM as an option -x: the `=` spelling keeps it a value.
-    return [flag, text] if _looks_like_value(text) else [f"{flag}={text}"]
