@@ -4,7 +4,7 @@ docs/tuning.md quote.
     python bench/bench_power.py [--worlds 2000] [--record bench/recorded/bench_power.md]
 
 Sections (each between `<!-- figures:NAME -->` and `<!-- /figures -->`; the docs hold the same blocks and
-tests/test_docs_figures.py fails where a doc and the recorded output disagree; rerun with --record after
+tests/contract/test_docs_figures.py fails where a doc and the recorded output disagree; rerun with --record after
 changing the statistics, then copy the blocks into the docs):
 - `mde`: for each number of rounds and each true spread of one round's log ratio, the minimum detectable
   effect at that spread (80% power, margin 0.03, nim_specdec_lab.power) and the share of simulated runs

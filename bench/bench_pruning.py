@@ -3,7 +3,7 @@ printed as the table docs/tuning.md quotes.
 
     python bench/bench_pruning.py [--worlds 2000] [--record bench/recorded/bench_pruning.md]
 
-One section, `pruning` (between `<!-- figures:pruning -->` and `<!-- /figures -->`; tests/test_docs_figures.py
+One section, `pruning` (between `<!-- figures:pruning -->` and `<!-- /figures -->`; tests/contract/test_docs_figures.py
 fails where the doc and the recorded output disagree): for each world, the share of worlds in which the
 pruned tune (tune.pruning: the first-round screen, drops on intervals, a server budget) recommends what the
 full sweep (every configuration in every round) does, with its 95% Wilson interval; the servers the pruned

@@ -6,8 +6,8 @@ prints, per release and speculator, the drafts compared and how many differ, and
 differences to --out. vLLM need not be installed: the speculator sources are read from a folder, made
 here beforehand from the installed release and the wheels:
 
-    PYTHONPATH=src:tests:tests/suffix python bench/gpu_speculators.py --extract build/gpu-sources
-    PYTHONPATH=src:tests/suffix python bench/gpu_speculators.py --sources build/gpu-sources [--device cuda]
+    PYTHONPATH=src:tests:tests/lab/suffix python bench/gpu_speculators.py --extract build/gpu-sources
+    PYTHONPATH=src:tests/lab/suffix python bench/gpu_speculators.py --sources build/gpu-sources [--device cuda]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Hostile `nim-specdec plan` cases: environment, vLLM arguments and model files drawn from a random source,
 run in-process, and the rules every outcome must follow.
 
-Shared by tests/test_fuzz_plan.py (hypothesis, bounded) and bench/fuzz_plan.py (10,000+ cases, counts by
+Shared by tests/contract/test_fuzz_plan.py (hypothesis, bounded) and bench/fuzz_plan.py (10,000+ cases, counts by
 exit code). In-process because a subprocess per case would cost a second each.
 """
 

@@ -12,7 +12,7 @@ third of the truth. A power figure computed at the measured spread would promise
 support, so the spread used is its upper confidence bound at SPREAD_CONFIDENCE (90%) from the chi-square
 distribution of the sample variance: s * sqrt(df / chi2_{0.10}(df)). The minimum detectable effect (MDE)
 then means: at any spread the data leave plausible at 90%, an effect of that size is found in 80% of runs
-like this one. In 90% of runs it is at or above the true MDE (checked by simulation in tests/replay).
+like this one. In 90% of runs it is at or above the true MDE (checked by simulation in tests/lab/test_stats.py).
 
 scipy.special is imported where the figures are computed, never at module import: the launcher imports no
 lab code, and the lab's commands that print no interval never pay for it.

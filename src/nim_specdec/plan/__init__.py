@@ -1,7 +1,7 @@
 """The planner: the settings and the sources' facts merged into a typed plan and the vLLM command. No I/O.
 
 The entry point is build.build_plan. The sub-packages, lowest first (each imports only those above it in this
-list, and none imports the modules directly in plan/; tests/test_import_contract.py checks it):
+list, and none imports the modules directly in plan/; tests/contract/test_import_contract.py checks it):
 
 engine/                 the engine: what the vLLM release accepts, which runner and modes it settles, caches, preloads
   vllm_schema.py        what each supported release's command line and SpeculativeConfig accept (VllmKnowledge)

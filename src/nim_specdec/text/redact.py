@@ -36,7 +36,7 @@ SHOWN_PREFIXES = (
     "TOKENIZERS_",
 )
 # The options of the pinned vLLM release whose value is a secret (checked against the installed parser
-# by tests/test_redaction.py).
+# by tests/text/test_redact.py).
 SECRET_OPTIONS = ("--api-key", "--hf-token")
 # Those that take several values (vLLM's `--api-key K1 K2`, a list): every value up to the next option is masked.
 MULTI_VALUE_OPTIONS = ("--api-key",)

@@ -27,7 +27,7 @@ from nim_specdec_lab.stats import DEFAULT_MARGIN
 
 MAX_CONCURRENCY = 1024
 # Rounds by default: the fewest whose intervals can tell a gain from noise at all (two rounds give one degree
-# of freedom, an interval 12.7 standard errors wide); tests/tune/test_tune_decision_noise.py measures what
+# of freedom, an interval 12.7 standard errors wide); tests/lab/tune/test_tune_decision_noise.py measures what
 # three rounds resolve at this machine's noise, and what more would.
 DEFAULT_ROUNDS = 3
 

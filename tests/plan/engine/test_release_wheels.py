@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import facts, make_models
-from test_guide_plans import CASES as GUIDE_CASES, ROOT
+from contract.test_guide_plans import CASES as GUIDE_CASES, ROOT
 from vllm_release_source import INSTALLED, unpacked
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_check.request import serve_args

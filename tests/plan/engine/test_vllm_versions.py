@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import facts, make_models, validate_spec_config
-from test_guide_plans import CASES as GUIDE_CASES, ROOT
+from contract.test_guide_plans import CASES as GUIDE_CASES, ROOT
 from nim_specdec.plan.method import spec_schema
 from nim_specdec.plan.method.builtin import default_config_dir, load_registry
 from nim_specdec.plan.plan_facts import SourceFacts

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "bench" / "recorded" / "bench_power.md"
 SCRIPTS = ("bench_power", "bench_pruning")  # each records bench/recorded/<script>.md
 DOCS = (ROOT / "docs" / "measuring.md", ROOT / "docs" / "tuning.md")

@@ -122,7 +122,7 @@ def test_uri_credentials_are_refused_and_never_echoed(models, uri, variable):
 def test_error_line_echoing_a_secret_value_is_masked():
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIM_")}
     env.update(NIM_LOG_LEVEL=SECRET, HF_TOKEN=SECRET, NIM_MODEL_PATH="/nonexistent")
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src")
     proc = subprocess.run(
         [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=60
     )

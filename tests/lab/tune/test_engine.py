@@ -115,7 +115,7 @@ def test_devices_in_one_line():
     assert cpu_device(None, None) == {"kind": "cpu", "cpu": "unknown", "cores": None, "source": "none"}
 
 
-# (id, engine arguments, platform, runner, method, vLLM, async scheduling); tests/tune/test_async_rule_vllm.py runs
+# (id, engine arguments, platform, runner, method, vLLM, async scheduling); tests/lab/tune/test_async_rule_vllm.py runs
 # the same rule against each release's own VllmConfig code.
 ASYNC = [
     ("cpu-always-off", {"async_scheduling": True}, "cpu", "v1", "eagle3", "0.32.0", False),

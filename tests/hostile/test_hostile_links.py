@@ -18,7 +18,7 @@ from nim_specdec.cli.main import main
 from nim_specdec.errors import MaterializeError
 
 SECRET = "hf_SeCrEtToKeN0123456789abcdefXYZ"
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _safetensors(header: dict) -> bytes:

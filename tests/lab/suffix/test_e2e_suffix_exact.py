@@ -36,7 +36,7 @@ pytestmark = pytest.mark.e2e
 # the tree depth, 24, and 10000 responses stay cached, so the global tree (the harder half of the model) is
 # used across requests. A configuration without the global tree (max_cached_requests 0) is the per-request
 # half alone: `simulate`'s grid below holds its row; the trees are arctic-inference's own (the simulator drives
-# its SuffixDecodingCache), and test_suffix_simulator.py checks that without a global tree requests stay apart.
+# its SuffixDecodingCache), and test_simulator.py checks that without a global tree requests stay apart.
 CONFIGS = [("defaults", {"method": "suffix"}, SuffixParams(24), "/v1/health/ready")]
 WORDS = "the fox jumps over a lazy dog while drafts verify tokens in one pass".split()
 

@@ -2,7 +2,7 @@
 compared with the plans saved in tests/data/guide_plans.json before the plan became a typed value.
 
 A change of the plan's shape or content shows here as a diff of plain JSON. To accept an intended
-change, regenerate the file and review the diff:  python tests/test_guide_plans.py --write
+change, regenerate the file and review the diff:  PYTHONPATH=src:tests python tests/contract/test_guide_plans.py --write
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.preflight import StaticProbe, preflight_inputs, run_preflight
 
-GOLDEN = Path(__file__).parent / "data" / "guide_plans.json"
+GOLDEN = Path(__file__).parents[1] / "data" / "guide_plans.json"
 ROOT = "{ROOT}"  # the test's temporary directory, in the saved plans
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 NGRAM_STRING_ARGS = json.dumps({"speculative_config": json.dumps(NGRAM)})
 EAGLE3_ARG = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
-# name -> (environment, vLLM arguments), as tests/test_guide_examples.py writes the guide's examples.
+# name -> (environment, vLLM arguments), as tests/contract/test_guide_examples.py writes the guide's examples.
 CASES: dict[str, tuple[dict[str, str], list[str]]] = {
     "builtin-eagle3": ({"NGC_API_KEY": "nvapi-secret", "NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": LLAMA}, []),
     "builtin-mtp": ({"NIM_SPECDEC_ENABLE": "1", "NIM_MODEL_NAME": "deepseek-ai/DeepSeek-V3"}, []),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 LAUNCHER = SRC / "nim_specdec"
 LAB = SRC / "nim_specdec_lab"
 

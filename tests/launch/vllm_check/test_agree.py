@@ -17,7 +17,7 @@ from nim_specdec.text.redact import secret_values
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.vllm_check.judge import check_plan
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 
 # Fast-path late failures the launcher leaves to the vLLM check (docs/configuration.md: "Left to the vLLM check").
 LEFT_TO_VLLM = {

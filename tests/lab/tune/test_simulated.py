@@ -19,7 +19,7 @@ RECORDS = [
 
 def test_the_curve_is_the_reference_proposer_at_every_k():
     # Expected from the naive reference model of vLLM's proposer (ngram.reference, checked against vLLM's own
-    # proposer in tests/ngram), not from the fast simulator the curve uses: tokens per slot = output tokens /
+    # proposer in tests/lab/ngram), not from the fast simulator the curve uses: tokens per slot = output tokens /
     # (output tokens - accepted), draft tokens per slot = draft tokens / the same slots.
     curve = ngram_curve(RECORDS, kmax=3, lookup_min=1, lookup_max=3, max_model_len=None)
     output = sum(len(r.output) for r in RECORDS)

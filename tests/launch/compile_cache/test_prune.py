@@ -159,7 +159,7 @@ def test_keys_whose_names_are_not_utf8_are_listed_escaped(tmp_path):
     os.chmod(tmp_path / "sources" / "entries", 0o700)
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src"),
         "NIM_CACHE_PATH": str(tmp_path),
     }
     for args in (["prune", "--older-than", "7"], ["prune", "--older-than", "7", "--json"], ["ls"], ["ls", "--json"]):

@@ -7,7 +7,7 @@ What is asserted is what a correct bench satisfies on any machine: each interval
 ones of its own rounds and the verdict follows from them; the n-gram verdict is never `slower` (n-gram is
 about 1.5x faster on the demo model: a two-round run reads `slower` in 0.3% of runs even at log sd 0.5 per
 round, simulated). A/A runs are not served here: their verdict rates are a matter of many runs, which
-tests/replay/test_bench_noise_worlds.py simulates over 1000 worlds of a model of the machine. The acceptance
+tests/lab/bench/test_bench_noise_worlds.py simulates over 1000 worlds of a model of the machine. The acceptance
 matrix comes from every response of the n-gram candidate, by category, and adds up to the server's own
 counters exactly.
 """

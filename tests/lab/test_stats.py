@@ -2,7 +2,7 @@
 sigma, its start and its runs together). A factor shared by both servers of a round cancels exactly in the
 ratio, so it is not simulated here (test_pairing_cancels_the_shared_drift shows it cancel); the machine's
 position and drift effects, and start effects shared by a server's concurrencies, are in
-test_bench_noise_worlds.py and tests/tune/test_tune_noise_worlds.py."""
+tests/lab/bench/test_bench_noise_worlds.py and tests/lab/tune/test_noise_study.py."""
 
 from __future__ import annotations
 

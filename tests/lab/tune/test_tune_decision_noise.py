@@ -8,7 +8,7 @@ rounds. The servers obey a true cost model; every run's figure is off by a log-n
 its own, every server by a start effect of its own shared by all its concurrencies (sd START_SD), and every
 server of a round shares a slow or fast stretch of the machine (sd 0.3, which cancels in a ratio). The
 capture has 3 requests in flight on average (weights on concurrencies 2 and 4). The worlds of
-test_tune_noise_worlds.py add a position effect, drift within a round and A/A candidates.
+test_noise_study.py add a position effect, drift within a round and A/A candidates.
 """
 
 from __future__ import annotations
