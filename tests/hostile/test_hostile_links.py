@@ -172,7 +172,7 @@ OTHER_READERS = {
     "nim_specdec_lab/cli/cmd_bench.py": "report.md the lab has just written",
     "nim_specdec_lab/cli/support/bench_io.py": "a prompts file the user names (read_regular, capped)",
     "nim_specdec_lab/cli/support/bench_serve_flow.py": "an env file the user names (read_regular, capped)",
-    "nim_specdec_lab/cli/cmd_tune.py": "recorded runs the user names (open_regular_text, capped)",
+    "nim_specdec_lab/tune/from_recorded.py": "recorded runs the user names (open_regular_text, capped)",
     "nim_specdec_lab/cli/support/simulate_inputs.py": "a trace the user names (open_regular_text, capped)",
     "nim_specdec_lab/ngram/http_replay.py": "records the user names (open_regular_text, capped)",
     "nim_specdec_lab/replay/aiperf_run.py": "AIPerf's log, which the lab writes",
