@@ -150,7 +150,7 @@ _PUBLIC_CLASSES = (
 
 def plan_schema() -> dict[str, Any]:
     """JSON Schema of plan_json's output, derived from the types above (pydantic is imported only here)."""
-    from pydantic import TypeAdapter  # noqa: PLC0415
+    from pydantic import TypeAdapter  # noqa: PLC0415 - +134 modules (~80 ms), for the plan's schema only
 
     schema = TypeAdapter(Plan).json_schema()
     defs = schema.get("$defs", {})
