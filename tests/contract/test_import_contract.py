@@ -105,8 +105,8 @@ def test_no_stage_imports_a_higher_one():
 
 
 # The planner's sub-packages, lowest first: a plan module imports its own sub-package and those listed before it;
-# the plan's front door (the modules directly in plan/: build, plan_front, plan_facts, plan_model, plan_sections)
-# sits above them all and no sub-package imports it.
+# the plan's front door (the modules directly in plan/: build, plan_front, plan_input, plan_facts, plan_model,
+# plan_sections) sits above them all and no sub-package imports it.
 PLAN_LAYERS = ("engine", "schedule", "argv", "method")
 PLAN = "nim_specdec.plan"
 

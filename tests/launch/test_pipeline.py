@@ -14,8 +14,7 @@ from dataclasses import replace
 
 from nim_specdec.plan.plan_sections import VllmCheckResult
 from nim_specdec.config.settings import parse_settings
-from nim_specdec.fetchers.context import fetch_context
-from nim_specdec.launch.pipeline import Steps
+from nim_specdec.launch.pipeline import steps_for
 
 EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'
 
@@ -26,9 +25,8 @@ def _steps_and_state(models):
         "NIM_DRAFT_MODEL_PATH": str(models["draft"]),
         "NIM_CACHE_PATH": str(models["cache"]),
     }
-    settings = parse_settings(env)
-    steps = Steps(logging.getLogger("test-pipeline"), fetch_context(settings), for_serve=True)
-    return steps, steps.resolve(settings, ["--speculative-config", EAGLE3])
+    steps = steps_for(parse_settings(env), logging.getLogger("test-pipeline"), for_serve=True)
+    return steps, steps.resolve(["--speculative-config", EAGLE3])
 
 
 def test_the_plan_is_kept_when_a_sources_facts_are_the_same(models):
@@ -110,6 +108,7 @@ def test_resolve_builds_the_plan_once_from_the_facts_it_gathered(models, monkeyp
     """The front names the sources and is made again once their facts are in; the plan itself is built once."""
     import nim_specdec.launch.resolve as resolve_module
     from nim_specdec.launch.facts import base_facts
+    from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
 
     calls = {"build_plan": 0, "plan_front": 0}
     for name in calls:
@@ -126,7 +125,12 @@ def test_resolve_builds_the_plan_once_from_the_facts_it_gathered(models, monkeyp
         "NIM_CACHE_PATH": str(models["cache"]),
     }
     settings = parse_settings(env)
-    plan, facts = resolve_module.resolve_with_facts(settings, ["--speculative-config", EAGLE3], base_facts(settings))
+    plan, facts = resolve_module.resolve_with_facts(
+        planner_input(settings),
+        ["--speculative-config", EAGLE3],
+        base_facts(facts_query(settings)),
+        fetch_context(settings),
+    )
     assert calls == {"build_plan": 1, "plan_front": 2}
     assert set(facts.sources) == {str(models["target"]), str(models["draft"])}
     assert plan.target.local_dir == str(models["target"]) and plan.draft.local_dir == str(models["draft"])

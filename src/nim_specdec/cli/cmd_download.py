@@ -10,9 +10,10 @@ import os
 import signal
 
 from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.fetchers.context import fetch_context, shared_trust_warning, stderr_loggers
+from nim_specdec.fetchers.context import shared_trust_warning, stderr_loggers
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.config.sources import parse_source
+from nim_specdec.launch.stage_inputs import fetch_context, log_format
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
 def download(uris: list[str], settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _stop)
-    ctx = fetch_context(settings, *stderr_loggers(settings))
+    ctx = fetch_context(settings, *stderr_loggers(log_format(settings)))
     warning = shared_trust_warning(ctx)
     if warning:
         ctx.warn(warning)

@@ -19,6 +19,7 @@ from nim_specdec.launch.custom_method import custom_method_note, require_custom_
 from nim_specdec.launch.facts import base_facts, require_method_package
 from nim_specdec.launch.resolve import public, resolve_with_facts
 from nim_specdec.plan.plan_model import plan_schema
+from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
 from nim_specdec.preflight.shell import with_preflight
 
 SCHEMA_FLAG = "--schema"
@@ -37,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     check = vllm_args[:1] == [CHECK_FLAG]
     if check:
         vllm_args = vllm_args[1:]
-    facts = base_facts(settings, for_plan=True)
-    plan, facts = resolve_with_facts(settings, vllm_args, facts)
+    facts = base_facts(facts_query(settings), for_plan=True)
+    plan, facts = resolve_with_facts(planner_input(settings), vllm_args, facts, fetch_context(settings))
     if plan.speculative.enabled:
         try:
             require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for warning in plan.warnings:
         log.warning(warning)
-    plan = with_preflight(plan, settings, log.warning, facts.sources)
+    plan = with_preflight(plan, settings.preflight, settings.host.cuda_visible_devices, log.warning, facts.sources)
     if check:
         from nim_specdec.launch.vllm_check.request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
         from nim_specdec.launch.vllm_check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan

@@ -17,6 +17,7 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import vllm_flavor
 from nim_specdec.launch.handoff import exec_plan, hand_off
 from nim_specdec.launch.pipeline import prepare
+from nim_specdec.launch.stage_inputs import log_format
 
 
 def launcher_log(settings: Settings) -> logging.Logger:
@@ -26,8 +27,10 @@ def launcher_log(settings: Settings) -> logging.Logger:
 def run(args: argparse.Namespace) -> int:
     if vllm_flavor() is None:  # before any download: nothing could run what it fetched
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
-    settings = parse_settings(os.environ)  # the one parse of the environment; everything below takes this
+    settings = parse_settings(os.environ)  # the one parse of the environment; each step below is given its part
     log = launcher_log(settings)
     plan = prepare(settings, args.vllm_args, log, for_serve=True)
-    exec_plan(hand_off(plan, settings, log), settings.environ, log)
+    vouched = settings.cache_path if settings.cache_trust_shared else None
+    plan = hand_off(plan, log, log_format(settings), settings.host.cuda_version, vouched)
+    exec_plan(plan, settings.environ, log)
     return 0  # not reached: exec replaced this process

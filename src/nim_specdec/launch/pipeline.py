@@ -18,21 +18,24 @@ import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
+from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import settled
-from nim_specdec.config.settings import Settings
+from nim_specdec.config.preflight_modes import PreflightModes
+from nim_specdec.config.settings import LogFormat, Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.method.target import TARGET_LINK
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import commit_of
-from nim_specdec.fetchers.context import fetch_context, shared_trust_warning
+from nim_specdec.fetchers.context import shared_trust_warning
 from nim_specdec.launch.vllm_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
 from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
-from nim_specdec.launch.facts import base_facts, read_config, require_method_package
-from nim_specdec.launch.resolve import resolve, resolve_with_facts
+from nim_specdec.launch.facts import FactsQuery, base_facts, read_config, require_method_package
+from nim_specdec.launch.resolve import resolve_with_facts
+from nim_specdec.launch.stage_inputs import facts_query, fetch_context, log_format, planner_input
 from nim_specdec.launch.vllm_check.request import check_request
 from nim_specdec.launch.vllm_check.gate import run_check
 from nim_specdec.launch.workspace import ensure_workspace, fetch_with_reason, link, refuse_foreign_link
@@ -42,7 +45,7 @@ from nim_specdec.preflight.shell import with_preflight
 
 @dataclass(frozen=True)
 class State:
-    settings: Settings
+    given: PlannerInput  # what the plan is built from: the settings', less a capture whose file cannot be written
     cli: tuple[str, ...]
     facts: Facts  # the machine and every source looked at so far; the plan is built from these
     plan: Plan
@@ -52,26 +55,34 @@ class State:
 
 @dataclass(frozen=True)
 class Steps:
+    """What every step is given, each stage's own part of the settings (launch/stage_inputs.py), made once."""
+
     log: logging.Logger
-    ctx: FetchContext
+    ctx: FetchContext  # the fetchers': the cache, the download policy, the backends' credentials
+    given: PlannerInput  # the planner's
+    machine: FactsQuery  # where the machine's facts are read: the built-in configs, the release, the GPUs
+    preflight: PreflightModes
+    log_format: LogFormat  # the download child logs as the launcher does; its secrets mask vLLM's words too
+    environ: Mapping[str, str]  # where a custom method's plugin is looked for
     for_serve: bool  # vLLM will run in this Python: its method's package must import, and the check is deferred
 
-    def resolve(self, settings: Settings, cli: Sequence[str]) -> State:
-        plan, facts = resolve_with_facts(settings, cli, base_facts(settings))
+    def resolve(self, cli: Sequence[str]) -> State:
+        given = self.given
+        plan, facts = resolve_with_facts(given, cli, base_facts(self.machine), self.ctx)
         custom = plan.speculative.custom_method
-        plugins = require_custom_method(custom, settings.environ, facts.vllm_version, facts.vllm.methods)
+        plugins = require_custom_method(custom, self.environ, facts.vllm_version, facts.vllm.methods)
         if plugins:
             self.log.warning(custom_method_note(custom, plugins))
         if self.for_serve and plan.speculative.enabled:
             require_method_package(plan.speculative.method, vllm_version=facts.vllm_version)
         for warning in plan.warnings:
             self.log.warning(warning)
-        unwritable = check_writable(settings.capture)
+        unwritable = check_writable(given.capture)
         if unwritable:  # capture stays off; serving goes on
             self.log.warning(unwritable)
-            settings = replace(settings, capture=None)
-            plan, facts = resolve_with_facts(settings, cli, facts)
-        return State(settings, tuple(cli), facts, plan)
+            given = replace(given, capture=None)
+            plan, facts = resolve_with_facts(given, cli, facts, self.ctx)
+        return State(given, tuple(cli), facts, plan)
 
     def folders(self, state: State) -> State:
         """A workspace already there that another user owns or can write is refused now, before vLLM's check,
@@ -79,7 +90,7 @@ class Steps:
         again when it links, and creates a workspace that is absent)."""
         plan, draft = state.plan, state.plan.draft
         remote_target = plan.target.ref is not None and not plan.target.ref.is_local
-        workspace = Path(state.settings.workspace)
+        workspace = Path(state.given.workspace)
         named_draft = draft is not None and draft.name is not None
         if not (remote_target or named_draft) or not os.path.lexists(workspace):
             return state
@@ -93,15 +104,16 @@ class Steps:
     def local_facts(self, state: State) -> State:
         """What is already here is checked before any download; vLLM's check runs now when the files it reads
         are here, else while the weights download (remote sources: their config.json first)."""
-        plan = with_preflight(state.plan, state.settings, self.log.warning, state.facts.sources)
-        plan = replace(plan, vllm_check=self._vllm_check(plan, state.settings, self.log.info))
+        plan = self._preflight(state.plan, state.facts)
+        plan = replace(plan, vllm_check=self._vllm_check(plan, self.log.info))
         if settled(plan.vllm_check):
             return replace(state, plan=plan)
 
         def replan(known: dict[str, SourceFacts]) -> Plan:
-            return resolve(state.settings, state.cli, replace(state.facts, sources={**state.facts.sources, **known}))
+            facts = replace(state.facts, sources={**state.facts.sources, **known})
+            return resolve_with_facts(state.given, state.cli, facts, self.ctx)[0]
 
-        early = check_while_downloading(plan, self.ctx, replan, state.settings, self.log.info)
+        early = check_while_downloading(plan, self.ctx, replan, self.log_format, self.log.info)
         return replace(state, plan=with_early_result(plan, early), early=early)
 
     def fetch_target(self, state: State) -> State:
@@ -128,12 +140,12 @@ class Steps:
         if state.facts.sources.get(ref.uri) == found:
             return state
         plan, facts = resolve_with_facts(
-            state.settings, state.cli, replace(state.facts, sources={**state.facts.sources, ref.uri: found})
+            state.given, state.cli, replace(state.facts, sources={**state.facts.sources, ref.uri: found}), self.ctx
         )
         return replace(state, facts=facts, plan=plan)
 
     def link(self, state: State) -> State:
-        workspace = Path(state.settings.workspace)
+        workspace = Path(state.given.workspace)
         for name, local in state.local:
             link(local, workspace / name, self.ctx.cache_dir, self.ctx.vouched)
         draft = state.plan.draft
@@ -146,15 +158,33 @@ class Steps:
         (the verdict given during the download counts when it judged this very command)."""
         plan = state.plan
         if plan.preflight is None:
-            plan = with_preflight(plan, state.settings, self.log.warning, state.facts.sources)
+            plan = self._preflight(plan, state.facts)
         if state.early is not None and plan.launch.argv == state.early.argv:
             plan = with_early_result(plan, state.early)
         if not settled(plan.vllm_check):
-            plan = replace(plan, vllm_check=self._vllm_check(plan, state.settings, self.log.warning))
+            plan = replace(plan, vllm_check=self._vllm_check(plan, self.log.warning))
         return replace(state, plan=plan)
 
-    def _vllm_check(self, plan: Plan, settings: Settings, warn):
-        return run_check(check_request(plan), settings.host.secrets, warn=warn, defer=self.for_serve)
+    def _preflight(self, plan: Plan, facts: Facts) -> Plan:
+        devices = self.machine.cuda_visible_devices  # the GPUs the server will see
+        return with_preflight(plan, self.preflight, devices, self.log.warning, facts.sources)
+
+    def _vllm_check(self, plan: Plan, warn):
+        return run_check(check_request(plan), self.log_format.secrets, warn=warn, defer=self.for_serve)
+
+
+def steps_for(settings: Settings, log: logging.Logger, for_serve: bool = False) -> Steps:
+    """The steps of one command, each stage given its part of `settings`; the fetchers log with `log`."""
+    return Steps(
+        log,
+        fetch_context(settings, log.info, log.warning),
+        planner_input(settings),
+        facts_query(settings),
+        settings.preflight,
+        log_format(settings),
+        settings.environ,
+        for_serve,
+    )
 
 
 def prepare(settings: Settings, cli: Sequence[str], log: logging.Logger, *, for_serve: bool = False) -> Plan:
@@ -162,11 +192,11 @@ def prepare(settings: Settings, cli: Sequence[str], log: logging.Logger, *, for_
 
     `for_serve`: vLLM will run in this Python, so the method's optional package must import here; and the
     vLLM check that nothing overlaps (no download runs meanwhile) is left to the exec'd process."""
-    steps = Steps(log, fetch_context(settings, log.info, log.warning), for_serve)
+    steps = steps_for(settings, log, for_serve)
     vouched = shared_trust_warning(steps.ctx)
     if vouched:
         log.warning(vouched)
-    state = steps.resolve(settings, cli)
+    state = steps.resolve(cli)
     for step in (
         steps.folders,
         steps.local_facts,

@@ -1,4 +1,4 @@
-"""The planner: the settings and the sources' facts merged into a typed plan and the vLLM command. No I/O.
+"""The planner: its part of the settings and the sources' facts merged into a typed plan and the vLLM command. No I/O.
 
 The entry point is build.build_plan. The sub-packages, lowest first (each imports only those above it in this
 list, and none imports the modules directly in plan/; tests/contract/test_import_contract.py checks it):
@@ -20,8 +20,8 @@ schedule/               the K schedule: checked as vLLM checks it, and its fate 
   runner_plan.py        the plan's `model_runner`: the runner, and the schedule refused or kept with a warning
 argv/                   the engine arguments: the user's read, merged by layer, resolved, and our command written
   user_args.py          the user's vLLM arguments (command line, NIM_PASSTHROUGH_ARGS) read as vLLM reads them
-  merge.py              the layers folded, lowest precedence first, with where each key came from; keys the
-                        launcher sets itself refused
+  merge.py              the layers folded, lowest precedence first, with where each key came from (the NIM
+                        variables' layer from EngineVariables); keys the launcher sets itself refused
   engine_view.py        the resolved engine arguments as plain values, for the checks and for people
   engine_command.py     the vLLM command the launcher execs: program, model, arguments, speculative config
   command_view.py       the served names and speculative config read back from that command
@@ -34,7 +34,8 @@ method/                 the speculative method: the target, the method and why, 
   spec_rules.py         vLLM's cross-field rules for the speculative config
   draft.py              which draft checkpoint the config refers to, and where it is linked
   arctic.py             ARCTIC_INFERENCE_ENABLED=1 refused before anything starts
-build.py                the entry point: build_plan, the whole plan from the settings, the arguments and the facts
+build.py                the entry point: build_plan, the whole plan from its input, the arguments and the facts
+plan_input.py           what the plan is built from of the settings (PlannerInput), made at the command's edge
 plan_front.py           the plan's first half, run alone while facts are gathered: arguments, target, config, draft
 plan_facts.py           what the shell knows when it builds a plan (Facts): built-ins, vLLM, device, sources
 plan_model.py           the plan as an immutable typed value (Plan), its public JSON and its JSON Schema

@@ -27,11 +27,11 @@ from nim_specdec.plan.engine.runner_choice import target_platform
 from nim_specdec.plan.schedule.runner_plan import plan_model_runner
 from nim_specdec.config.tuned_for import tuned_for_warning
 from nim_specdec.text.redact import MASK, is_secret_key, mask_json, redact_argv
-from nim_specdec.config.settings import Settings
 from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY, describe_schedule, validate_batch_size_schedule
 from nim_specdec.plan.method.target import served_names, vllm_model
 from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
 from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.engine.release_changes import is_custom_method
 from nim_specdec.plan.plan_front import Front, plan_front
 from nim_specdec.plan.argv.command_view import read_command, served_name_warning
@@ -73,16 +73,16 @@ def _launch(argv: Sequence[str], compile_env: Mapping[str, str], preload: str | 
     return Launch(tuple(argv), {**compile_env, **({"LD_PRELOAD": preload} if preload else {})})
 
 
-def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, front: Front | None = None) -> Plan:
+def build_plan(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts, front: Front | None = None) -> Plan:
     """`front`: plan_front's result for these very arguments and facts, when the caller has it already."""
     known = facts.vllm
-    front = front or plan_front(settings, cli_tokens, facts)
+    front = front or plan_front(given, cli_tokens, facts)
     warnings = list(front.warnings)
     cli, pt, engine_env, target, enabled = front.cli, front.pt, front.engine_env, front.target, front.enabled
     config, origin, draft, base, base_reason = front.config, front.origin, front.draft, front.base, front.base_reason
 
-    names = served_names(target, settings)
-    lower, engine_origin = merge_engine(engine_layers(settings, names, engine_env))
+    names = served_names(target, given.engine.served_model_name)
+    lower, engine_origin = merge_engine(engine_layers(given.engine, names, engine_env))
     for option in pt.options:
         engine_origin[option.name] = var.PASSTHROUGH_ARGS
     for option in cli.options:
@@ -97,7 +97,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
     model_runner, runner_warnings = plan_model_runner(
         facts.vllm_version,
         platform,
-        settings.use_v2_model_runner,
+        given.use_v2_model_runner,
         view,
         config if enabled else None,
         method,
@@ -105,7 +105,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
     )
     warnings += runner_warnings
     tuned = tuned_for_warning(
-        settings.tuned_for,
+        given.tuned_for,
         model_runner.vllm_version,
         model_runner.runner,
         model_runner.platform,
@@ -113,8 +113,8 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
     )
     if tuned:
         warnings.append(tuned)
-    model = vllm_model(target, settings.workspace)
-    middlewares = (ENDPOINTS_MIDDLEWARE, *capture_middleware_args(settings.capture)[1::2])
+    model = vllm_model(target, given.workspace)
+    middlewares = (ENDPOINTS_MIDDLEWARE, *capture_middleware_args(given.capture)[1::2])
     prefix = program(facts.flavor, facts.python, model, view.get("headless") is True)
     argv = build_argv(
         prefix,
@@ -127,7 +127,7 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
     # What the plan reports is read back from the command itself: one reading of each value.
     carried = read_command(argv, len(prefix), known)
     overridden = served_name_warning(
-        settings.served_model_name, carried.served_model_names, engine_origin.get("served_model_name", "")
+        given.engine.served_model_name, carried.served_model_names, engine_origin.get("served_model_name", "")
     )
     if overridden:
         warnings.append(overridden)
@@ -145,9 +145,9 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
         config if enabled else None,
         view,
     )
-    compile_cache = compile_cache_plan(settings.cache_path, key, settings.host.compile_cache_user_set)
-    cpu_preload = preload_plan(facts.flavor, facts.cpu_preloads, settings.host.ld_preload_set)
-    capture = settings.capture
+    compile_cache = compile_cache_plan(given.cache_path, key, given.compile_cache_user_set)
+    cpu_preload = preload_plan(facts.flavor, facts.cpu_preloads, given.ld_preload_set)
+    capture = given.capture
     return Plan(
         mode=target.mode,
         target=TargetPlan(
@@ -185,14 +185,14 @@ def build_plan(settings: Settings, cli_tokens: Sequence[str], facts: Facts, fron
         ),
         engine_args=MappingProxyType({k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()}),
         engine_origin=MappingProxyType(dict(engine_origin)),
-        workspace=settings.workspace,
-        cache_path=settings.cache_path,
+        workspace=given.workspace,
+        cache_path=given.cache_path,
         compile_cache=compile_cache,
         cpu_preload=cpu_preload,
         argv=tuple(redact_argv(argv)),
-        env=MappingProxyType(dict(settings.host.shown_env)),
+        env=MappingProxyType(dict(given.shown_env)),
         warnings=tuple(warnings),
-        ignored_variables=settings.ignored,
+        ignored_variables=given.ignored,
         model_runner=model_runner,
         engine=EnginePlan(known.version or None, facts.flavor, known.snapshot, known.exact, facts.device),
         capture=None if capture is None else CapturePlan(capture.path, capture.format, capture.endpoint_pattern),

@@ -19,8 +19,8 @@ from nim_specdec.plan.argv.merge import merge_spec, refuse_launcher_arguments
 from nim_specdec.plan.method.method_choice import choose
 from nim_specdec.plan.method.method_infer import infer_method
 from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.engine.release_changes import deprecation_warnings
-from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.method.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.plan.method.target import Target, resolve_target
@@ -45,13 +45,13 @@ class Front:
     draft_config: dict[str, Any] | None  # the draft's config.json, where the facts hold it
 
 
-def named_sources(front: Front, settings: Settings) -> tuple[tuple[SourceRef, str], ...]:
-    """The sources the plan will name, typed, each with where it was named."""
+def named_sources(front: Front, draft_source: SourceRef | None) -> tuple[tuple[SourceRef, str], ...]:
+    """The sources the plan will name, typed, each with where it was named (`draft_source`: NIM_DRAFT_MODEL_PATH)."""
     refs: list[tuple[SourceRef, str]] = []
     if front.target.source is not None:
         refs.append((front.target.source, front.target.where))
-    if settings.draft_source is not None and front.enabled:
-        refs.append((settings.draft_source, var.DRAFT_MODEL_PATH))
+    if draft_source is not None and front.enabled:
+        refs.append((draft_source, var.DRAFT_MODEL_PATH))
     if front.draft is not None:
         refs.append((front.draft.source, front.draft.chosen_by))
     return tuple(refs)
@@ -90,9 +90,11 @@ def _explicitly_off(pt: ParsedArgs, cli: ParsedArgs) -> str | None:
     return None
 
 
-def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts) -> tuple[list, str | None, str]:
+def _base_layer(
+    enable: bool, draft_source: SourceRef | None, target: Target, explicit: list, facts: Facts
+) -> tuple[list, str | None, str]:
     """The config explicit layers are merged onto: built-in, auto-chosen, or none."""
-    if not settings.enable:
+    if not enable:
         return [], None, ""
     if target.builtin is not None:
         entry = target.builtin
@@ -105,11 +107,11 @@ def _base_layer(settings: Settings, target: Target, explicit: list, facts: Facts
         registered = target.registered
         return [], (registered.draft_source if registered else None), ""
     target_facts = facts.sources.get(target.source.uri) if target.source else None
-    draft_facts = facts.sources.get(settings.draft_source.uri) if settings.draft_source else None
+    draft_facts = facts.sources.get(draft_source.uri) if draft_source else None
     choice = choose(
         target_facts.config if target_facts else None,
         target.registered,
-        settings.draft_source is not None,
+        draft_source is not None,
         draft_facts.config if draft_facts else None,
     )
     return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
@@ -134,35 +136,38 @@ def _keep_inferred_method(
     return {**config, "method": before}, {**origin, "method": f"inferred from speculative_config.model {original!r}"}
 
 
-def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> Front:
+def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> Front:
     known = facts.vllm
-    refuse_arctic_plugin(settings.host.arctic_plugin, facts.vllm_version)
-    warnings: list[str] = [item.warning() for item in settings.ignored]
+    refuse_arctic_plugin(given.arctic_plugin, facts.vllm_version)
+    warnings: list[str] = [item.warning() for item in given.ignored]
     if not known.exact:
         warnings.append(known.unknown_warning())
     cli = parse_vllm_args(list(cli_tokens), "argument", known)
-    pt = parse_vllm_args(list(settings.passthrough_args), var.PASSTHROUGH_ARGS, known)
+    pt = parse_vllm_args(list(given.passthrough_args), var.PASSTHROUGH_ARGS, known)
     spec_env, engine_env = None, {}
-    if settings.specdec is not None:  # parsed with the settings, NIM_SPECDEC_ENABLE being on
+    if given.specdec is not None:  # parsed with the settings, NIM_SPECDEC_ENABLE being on
         # This pass's own copies, as a parse per pass gave: nothing the plan builds on them reaches the settings.
-        spec_env, engine_env = copy.deepcopy((settings.specdec.speculative_config, settings.specdec.engine))
+        spec_env, engine_env = copy.deepcopy((given.specdec.speculative_config, given.specdec.engine))
         refuse_launcher_arguments(engine_env, known)
-    elif settings.specdec_args is not None:
+    elif given.specdec_args_set:
         warnings.append(
             f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
         )
     target = resolve_target(
-        settings,
         (cli.model, cli.model_where) if cli.model is not None else None,
         (pt.model, pt.model_where) if pt.model is not None else None,
+        given.model_source,
+        given.model_name,
         facts.registry,
     )
     explicit = _spec_layers(spec_env, pt, cli, known)
     off_by = _explicitly_off(pt, cli)
-    enabled = (settings.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
-    if off_by is not None and (settings.enable or explicit):
+    enabled = (given.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
+    if off_by is not None and (given.enable or explicit):
         warnings.append(f"speculative decoding is off: {off_by} sets the speculative config to none, as vLLM reads it")
-    base, builtin_draft, base_reason = _base_layer(settings, target, explicit, facts) if enabled else ([], None, "")
+    base, builtin_draft, base_reason = (
+        _base_layer(given.enable, given.draft_source, target, explicit, facts) if enabled else ([], None, "")
+    )
     config, origin = merge_spec(base + explicit)
     draft = None
     if enabled:
@@ -171,7 +176,7 @@ def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> F
                 "--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}'
             )
         original_model = config.get("model")
-        chosen = resolve_draft(config, origin, settings.draft_source, builtin_draft, settings.workspace)
+        chosen = resolve_draft(config, origin, given.draft_source, builtin_draft, given.workspace)
         draft, config, origin = chosen.draft, chosen.config, chosen.origin
         warnings += chosen.warnings
         config, origin = _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
@@ -184,7 +189,7 @@ def plan_front(settings: Settings, cli_tokens: Sequence[str], facts: Facts) -> F
                 known,
             )
             warnings += deprecation_warnings(config, known)
-    elif settings.draft_source is not None:
+    elif given.draft_source is not None:
         warnings.append(
             f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"
         )

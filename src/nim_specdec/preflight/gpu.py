@@ -56,7 +56,7 @@ def visible(count: int, uuids: Sequence[str], cuda_visible_devices: str | None) 
 
 @dataclass(frozen=True)
 class NvmlProbe:
-    cuda_visible_devices: str | None = None  # as the server will see it (Settings.host); None: unset
+    cuda_visible_devices: str | None = None  # as the server will see it (config.host_env); None: unset
 
     def read(self) -> Sequence[Reading] | None:
         with nvml_session() as pynvml:

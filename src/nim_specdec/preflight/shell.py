@@ -18,7 +18,6 @@ from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import PreflightSection
 from nim_specdec.config.preflight_modes import PreflightModes
-from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.preflight.config_file import index_shards, read_model_config
@@ -181,12 +180,14 @@ def run_preflight(
 
 def with_preflight(
     plan: Plan,
-    settings: Settings,
+    modes: PreflightModes,
+    cuda_visible_devices: str | None,
     warn: Callable[[str], None],
     sources: Mapping[str, SourceFacts] = MappingProxyType({}),
 ) -> Plan:
-    """The plan with its `preflight` section, read on this machine (NVML sees the GPUs the server will see).
-    `sources`: the facts the plan was built from; their config.json files are not read again."""
-    probe = NvmlProbe(settings.host.cuda_visible_devices)
+    """The plan with its `preflight` section, read on this machine (NVML sees the GPUs the server will see:
+    `cuda_visible_devices`, None when unset). `modes`: NIM_SPECDEC_PREFLIGHT as parsed. `sources`: the facts the
+    plan was built from; their config.json files are not read again."""
+    probe = NvmlProbe(cuda_visible_devices)
     inputs = preflight_inputs(plan, sources)
-    return replace(plan, preflight=run_preflight(inputs, settings.preflight, probe, warn=warn))
+    return replace(plan, preflight=run_preflight(inputs, modes, probe, warn=warn))

@@ -39,7 +39,7 @@ class _JsonFormatter(logging.Formatter):
 
 
 def setup_logging(level: str, jsonl: bool, secrets: Sequence[str]) -> logging.Logger:
-    """`secrets`: the values masked in every line (Settings.host.secrets)."""
+    """`secrets`: the values masked in every line (the secret variables' values, config.host_env)."""
     logger = logging.getLogger(LOGGER)
     logger.handlers.clear()
     handler = logging.StreamHandler(sys.stderr)

@@ -9,7 +9,6 @@ a GPU serves it with vLLM's native V2 suffix speculator.
 from __future__ import annotations
 
 from nim_specdec.plan.engine.runner_choice import RunnerInputs, choose_model_runner, target_platform, version_key
-from nim_specdec.config.settings import Settings
 from nim_specdec.launch.facts import installed_vllm as read_installed
 
 RUNNERS = ("auto", "v1", "v2")
@@ -31,11 +30,11 @@ def ngram_runner(choice: str, platform: str, version: str = "", use_v2: bool | N
     return choose_model_runner(version, platform, RunnerInputs(method="ngram"), use_v2).runner
 
 
-def serving_runner(settings: Settings, platform: str, version: str = "") -> str:
-    """The runner a server started with these settings on `platform` uses for n-gram (their
-    VLLM_USE_V2_MODEL_RUNNER, as the launcher parsed it); a V2 that cannot run there is refused (exit 2) as
-    the launcher refuses it."""
-    return ngram_runner("auto", platform, version, settings.use_v2_model_runner)
+def serving_runner(use_v2: bool | None, platform: str, version: str = "") -> str:
+    """The runner a server started on `platform` uses for n-gram, with the VLLM_USE_V2_MODEL_RUNNER of its
+    environment as the launcher parsed it (`use_v2`, None when unset); a V2 that cannot run there is refused
+    (exit 2) as the launcher refuses it."""
+    return ngram_runner("auto", platform, version, use_v2)
 
 
 def suffix_runner(platform: str, version: str) -> str:

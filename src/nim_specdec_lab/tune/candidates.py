@@ -96,7 +96,7 @@ def has_spec_args(tokens: Sequence[str]) -> bool:
 
 
 def engine_keys(specdec_args: str | None) -> dict[str, Any]:
-    """The user's NIM_SPECDEC_ARGS (Settings.specdec_args: None when unset or blank) without its
+    """The user's NIM_SPECDEC_ARGS (as the settings read it: None when unset or blank) without its
     speculative_config (engine arguments such as max_num_seqs)."""
     return parse_specdec_args(specdec_args)[1] if specdec_args else {}
 

@@ -10,7 +10,6 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.plan.engine.runner_choice import runner_inputs
 from nim_specdec.plan.plan_model import Plan
-from nim_specdec.config.settings import Settings
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, PLATFORMS
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for, public
@@ -59,16 +58,16 @@ class ServingTarget:
         return serving_engine(self.vllm_version, self.platform, runner_inputs(self.view, config, method), self.use_v2)
 
 
-def serving_target(plan: Plan, settings: Settings, platform: str | None, version: str | None) -> ServingTarget:
+def serving_target(plan: Plan, use_v2: bool | None, platform: str | None, version: str | None) -> ServingTarget:
     """The serving engine: the given platform and version, else this machine's (the plan's model_runner),
-    with the launcher's reading of VLLM_USE_V2_MODEL_RUNNER."""
+    with the launcher's reading of VLLM_USE_V2_MODEL_RUNNER (`use_v2`, None when unset)."""
     assert platform is None or platform in PLATFORMS
     runner = plan.model_runner
     assert runner is not None  # build_plan always sets it
     return ServingTarget(
         version or runner.vllm_version,
         platform or runner.platform,
-        settings.use_v2_model_runner,
+        use_v2,
         dict(plan.engine_args),
     )
 

@@ -84,7 +84,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
     shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
-    target = serving_target(plan, settings, options.serving_platform, options.serving_vllm_version)
+    target = serving_target(plan, settings.use_v2_model_runner, options.serving_platform, options.serving_vllm_version)
     for method in ([configured.method] if configured else []) + list(options.methods):
         target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
     engine = cand.engine_keys(settings.specdec_args)
@@ -127,7 +127,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         options.max_k,
         configured,
         max_len,
-        serving_runner(settings, *installed_vllm()),  # the servers' environments keep the user's runner choice
+        serving_runner(settings.use_v2_model_runner, *installed_vllm()),  # the servers keep the user's runner choice
     )
     considered = cand.candidate_list(configured, model_free)
     sweep = pruning.sweep_servers([c.kmax for c in considered])

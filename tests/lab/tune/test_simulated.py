@@ -118,7 +118,7 @@ def test_the_serving_runner(env, platform, expected):
     from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
     from nim_specdec_lab.ngram.serving_runner import serving_runner  # noqa: PLC0415
 
-    assert serving_runner(parse_settings(env), platform) == expected
+    assert serving_runner(parse_settings(env).use_v2_model_runner, platform) == expected
 
 
 @pytest.mark.parametrize(
@@ -131,5 +131,5 @@ def test_a_serving_runner_vllm_would_refuse_is_exit_2(value, platform, problem):
     from nim_specdec_lab.ngram.serving_runner import serving_runner  # noqa: PLC0415
 
     with pytest.raises(ConfigError, match=problem) as caught:
-        serving_runner(parse_settings({"VLLM_USE_V2_MODEL_RUNNER": value}), platform)
+        serving_runner(parse_settings({"VLLM_USE_V2_MODEL_RUNNER": value}).use_v2_model_runner, platform)
     assert caught.value.exit_code == 2 and "VLLM_USE_V2_MODEL_RUNNER" in str(caught.value)

@@ -59,7 +59,7 @@ class _ParserError(Exception):
 
 
 def _secrets(args: Sequence[str], known: Sequence[str]) -> list[str]:
-    """`known`: the secret variables' values (Settings.host.secrets), with the command line's own."""
+    """`known`: the secret variables' values (config.host_env), with the command line's own."""
     values = list(known)
     for i, token in enumerate(args):
         name, _, inline = token.partition("=")

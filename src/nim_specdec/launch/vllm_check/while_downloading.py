@@ -2,8 +2,9 @@
 
 The check needs only config.json and the tokenizer files of the target and the draft. When either is a
 remote source that is not in the cache yet, those small files are read first into a private scratch
-directory, the weights start downloading in a child process (launch/vllm_check/download_child.py, given the parsed
-settings: the same cache and lock as always), and the check runs here meanwhile. A refusal kills the
+directory, the weights start downloading in a child process (launch/vllm_check/download_child.py, given the fetch
+context and log format made from the parsed settings: the same cache and lock as always), and the check runs here
+meanwhile. A refusal kills the
 child's process group (a SIGTERM there unwinds through the download's cleanup): nothing reaches the cache,
 what it verified stays in its own folder for the corrected start to resume, and the refusal is the one line
 the user sees. A source whose small
@@ -32,7 +33,7 @@ from nim_specdec.processes.child_process import die_with_parent, stop_group
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import VllmCheckResult
-from nim_specdec.config.settings import Settings
+from nim_specdec.config.settings import LogFormat
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
 from nim_specdec.fetchers.base import FetchContext
@@ -80,13 +81,13 @@ def check_while_downloading(
     plan: Plan,
     ctx: FetchContext,
     replan: Callable[[dict[str, SourceFacts]], Plan],
-    settings: Settings,
+    log_format: LogFormat,
     log: Callable[[str], None],
 ) -> EarlyCheck | None:
     """Run the vLLM check on the sources' small files while a child downloads the weights; None when
     there is nothing to download or the small files cannot be read first (the caller checks later).
-    The child is given `settings` (the context's environment: its credentials); their secrets are masked in
-    vLLM's words."""
+    The child is given `ctx` (its environment: the backends' credentials) and `log_format`, whose secrets are
+    masked in vLLM's words."""
     pending = pending_downloads(plan, ctx)
     if not pending or ctx.offline:
         return None
@@ -111,10 +112,10 @@ def check_while_downloading(
             if early.draft is not None and early.draft.ref.uri in known
             else None,
         )
-        child = _Download([ref for ref, _ in pending], settings)
+        child = _Download([ref for ref, _ in pending], ctx, log_format)
         log(f"vLLM check while downloading {', '.join(ref.uri for ref, _ in pending)}")
         try:
-            result = run_check(check_request(view), settings.host.secrets, warn=log)
+            result = run_check(check_request(view), log_format.secrets, warn=log)
         except BaseException:
             child.stop()
             raise
@@ -132,12 +133,12 @@ class _Download:
     """launch/vllm_check/download_child.py in its own process group, tied to this process's life; its refusal (one JSON
     line on a pipe of its own) becomes this process's error. Its log lines go to the stderr both share."""
 
-    def __init__(self, refs: Sequence[SourceRef], settings: Settings) -> None:
+    def __init__(self, refs: Sequence[SourceRef], ctx: FetchContext, log_format: LogFormat) -> None:
         self.report, report_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", CHILD_MODULE],
-                env=dict(settings.environ),  # the backends' credentials and endpoints, as the settings were parsed
+                env=dict(ctx.env),  # the backends' credentials and endpoints, as the settings were parsed
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 pass_fds=(report_w,),
@@ -148,7 +149,8 @@ class _Download:
             os.close(report_w)
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(pickle.dumps((tuple(refs), settings, report_w)))
+            # The context without its loggers (the child logs with its own, in `log_format`).
+            self.proc.stdin.write(pickle.dumps((tuple(refs), ctx.quiet(), log_format, report_w)))
             self.proc.stdin.close()
         except BrokenPipeError:  # it ended at once: wait() reports how
             pass

@@ -4,14 +4,26 @@ itself."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from nim_specdec.config import variables as var
-from nim_specdec.config.settings import Settings
 from nim_specdec.errors import ConfigError
 from nim_specdec.plan.engine.vllm_schema import VllmKnowledge, resolve_option
 
 Layer = tuple[str, Mapping[str, Any] | None]  # (origin label, values)
+
+
+@dataclass(frozen=True)
+class EngineVariables:
+    """The NIM variables that set vLLM engine arguments below NIM_SPECDEC_ARGS, as the settings read them."""
+
+    port: int
+    port_given: bool  # NIM_SERVER_PORT set (the plan names it as the port's origin)
+    served_model_name: str | None
+    max_model_len: int | None
+    # (NIM variable, vLLM argument, value) for the variables set that map to one vLLM argument and have no field.
+    one_argument: tuple[tuple[str, str, Any], ...] = ()
 
 
 def merge_spec(layers: Iterable[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -42,20 +54,20 @@ def merge_engine(layers: Iterable[Layer]) -> tuple[dict[str, Any], dict[str, str
     return merged, origin
 
 
-def engine_layers(settings: Settings, names: list[str], engine_env: Mapping[str, Any]) -> list[Layer]:
+def engine_layers(variables: EngineVariables, names: list[str], engine_env: Mapping[str, Any]) -> list[Layer]:
     """The engine-argument layers below the command line, lowest first: defaults < served names < the NIM
     variables that set one vLLM argument < NIM_SPECDEC_ARGS (NIM_PASSTHROUGH_ARGS and the command line follow)."""
-    layers: list[Layer] = [(var.SERVER_PORT if settings.port_given else "default", {"port": settings.port})]
-    if all(name != var.SHUTDOWN_TIMEOUT for name, _, _ in settings.engine_variables):
+    layers: list[Layer] = [(var.SERVER_PORT if variables.port_given else "default", {"port": variables.port})]
+    if all(name != var.SHUTDOWN_TIMEOUT for name, _, _ in variables.one_argument):
         # vLLM's own default, 0, aborts every request in flight on SIGTERM: a rollout would drop them.
         layers.append(("default", {"shutdown_timeout": var.TABLE[var.SHUTDOWN_TIMEOUT].default}))
     if names:
-        by = var.SERVED_MODEL_NAME if settings.served_model_name else "builtin"
+        by = var.SERVED_MODEL_NAME if variables.served_model_name else "builtin"
         # One name as a string, several as the list vLLM's nargs="+" option takes.
         layers.append((by, {"served_model_name": names[0] if len(names) == 1 else list(names)}))
-    if settings.max_model_len is not None:
-        layers.append((var.MAX_MODEL_LEN, {"max_model_len": settings.max_model_len}))
-    layers += [(name, {argument: value}) for name, argument, value in settings.engine_variables]
+    if variables.max_model_len is not None:
+        layers.append((var.MAX_MODEL_LEN, {"max_model_len": variables.max_model_len}))
+    layers += [(name, {argument: value}) for name, argument, value in variables.one_argument]
     layers.append((var.SPECDEC_ARGS, engine_env))
     return layers
 

@@ -12,7 +12,6 @@ from typing import Sequence
 from nim_specdec.config import variables as var
 from nim_specdec.plan.method.builtin import BuiltinEntry, find, require
 from nim_specdec.errors import ConfigError
-from nim_specdec.config.settings import Settings
 from nim_specdec.config.sources import SourceRef, parse_source
 
 TARGET_LINK = "target"  # workspace subdirectory a downloaded target is linked to
@@ -44,11 +43,13 @@ def _from_argument(value: str, where: str, registry: Sequence[BuiltinEntry]) -> 
 
 
 def resolve_target(
-    settings: Settings,
     cli_model: tuple[str, str] | None,
     passthrough_model: tuple[str, str] | None,
+    model_source: SourceRef | None,
+    model_name: str | None,
     registry: Sequence[BuiltinEntry],
 ) -> Target:
+    """`model_source`, `model_name`: NIM_MODEL_PATH and NIM_MODEL_NAME as the settings read them."""
     for given in (cli_model, passthrough_model):
         if given is not None:
             value, where = given
@@ -56,11 +57,11 @@ def resolve_target(
                 raise ConfigError(where, "is empty", "give a model directory or hub id")
             target = _from_argument(value, where, registry)
             return _with_registered(target, registry)
-    if settings.model_source is not None:
-        src = settings.model_source
+    if model_source is not None:
+        src = model_source
         return _with_registered(Target(MODEL_FREE, var.MODEL_PATH, src, src.uri, None, None), registry)
-    if settings.model_name is not None:
-        entry = require(tuple(registry), settings.model_name)
+    if model_name is not None:
+        entry = require(tuple(registry), model_name)
         source = parse_source(entry.source, f"built-in config {entry.file} source")
         return Target(MODEL_SPECIFIC, var.MODEL_NAME, source, source.uri, entry, entry)
     known = ", ".join(sorted(e.model_id for e in registry)) or "none"
@@ -87,11 +88,11 @@ def vllm_model(target: Target, workspace: str) -> str:
     return f"{workspace}/{TARGET_LINK}"
 
 
-def served_names(target: Target, settings: Settings) -> list[str]:
+def served_names(target: Target, served_model_name: str | None) -> list[str]:
     """The names clients use, the first the primary one; [] leaves vLLM's default (the model argument).
     NIM_SERVED_MODEL_NAME wins; a built-in model answers to its NIM name and its repository id."""
-    if settings.served_model_name:
-        return [settings.served_model_name]
+    if served_model_name:
+        return [served_model_name]
     if target.builtin is not None:
         return target.builtin.served_names()
     if target.source is not None and not target.source.is_local:

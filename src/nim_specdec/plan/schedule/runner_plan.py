@@ -1,6 +1,6 @@
 """The plan's `model_runner`: which runner vLLM will serve with, and what that does to a batch-size schedule.
 
-Pure: the platform and VLLM_USE_V2_MODEL_RUNNER arrive parsed (Facts, Settings); the engine arguments and the
+Pure: the platform and VLLM_USE_V2_MODEL_RUNNER arrive parsed (Facts, PlannerInput); the engine arguments and the
 speculative config are the plan's resolved ones.
 """
 

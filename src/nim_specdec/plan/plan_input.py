@@ -1,0 +1,46 @@
+"""What the plan is built from of the user's environment: the planner's part of the settings, typed.
+
+The launcher parses its environment once (config.settings) and gives each stage the part it reads; this is
+the planner's (launch/stage_inputs.py makes it). Nothing else of the environment reaches plan_front or
+build_plan: the sources' files and the installed vLLM arrive as Facts (plan.plan_facts), the vLLM arguments
+as tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from nim_specdec.config.capture_config import CaptureConfig
+from nim_specdec.config.sources import SourceRef
+from nim_specdec.config.specdec_args import SpecdecArgs
+from nim_specdec.config.tuned_for import TunedFor
+from nim_specdec.config.variable_check import IgnoredVariable
+from nim_specdec.plan.argv.merge import EngineVariables
+
+
+@dataclass(frozen=True)
+class PlannerInput:
+    # Speculation: NIM_SPECDEC_ENABLE, NIM_SPECDEC_ARGS and NIM_DRAFT_MODEL_PATH.
+    enable: bool
+    specdec: SpecdecArgs | None  # NIM_SPECDEC_ARGS parsed; None when unset, blank, or NIM_SPECDEC_ENABLE is off
+    specdec_args_set: bool  # NIM_SPECDEC_ARGS set (not blank): a warning says so when speculation is off
+    draft_source: SourceRef | None
+    # The target: NIM_MODEL_PATH (model-free mode), else NIM_MODEL_NAME (a built-in entry); the vLLM
+    # arguments and NIM_PASSTHROUGH_ARGS name a model before either (plan.method.target).
+    model_source: SourceRef | None
+    model_name: str | None
+    passthrough_args: tuple[str, ...]
+    engine: EngineVariables  # the NIM variables that set engine arguments (port, served name, ...)
+    # Where the launcher keeps files: the plan links into the workspace, keys its compile cache in the cache.
+    workspace: str
+    cache_path: str
+    capture: CaptureConfig | None  # None: capture off (or its file cannot be written)
+    tuned_for: TunedFor | None  # the engine a tune recommendation was measured on
+    # Other tools' variables the plan depends on (config.host_env).
+    use_v2_model_runner: bool | None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
+    arctic_plugin: bool  # ARCTIC_INFERENCE_ENABLED=1 (plan.method.arctic refuses it)
+    ld_preload_set: bool
+    compile_cache_user_set: tuple[str, ...]
+    shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
+    ignored: tuple[IgnoredVariable, ...] = ()  # NIM_* variables set but not read: each a warning of the plan
