@@ -24,6 +24,11 @@ largest speedup on this traffic. Where every one measured slower than off on thi
 tune cannot tell, says so in one line and recommends the safer choice: the configuration the user already
 runs, where it was measured with an interval, is estimated at least at off's on the traffic and at every
 heavy concurrency and was never wholly below off (keeping it claims no gain); else speculation off.
+
+The interval shown for the configuration recommended is not its own: picked as the largest of m, its own
+reads high. It is the simultaneous interval over the m candidates (stats.picked_interval, Bonferroni at
+97.5%), which covers the pick's true speedup in at least 95% of the runs that pick it in the worlds the
+lab measured; its own interval is shown beside it, labelled as its own.
 """
 
 from __future__ import annotations
@@ -110,6 +115,31 @@ class Decision:
     cannot_tell: bool
     line: str
 
+    def picked(self) -> tuple[float, float] | None:
+        """The interval of the configuration recommended, picked among the candidates compared
+        (stats.picked_interval); None for off or without an interval."""
+        if self.recommended is None:
+            return None
+        found = self.comparison(self.recommended.name)
+        if found is None or found.traffic is None:
+            return None
+        return stats.picked_interval(found.traffic, len(self.comparisons))
+
+    def picked_json(self) -> dict[str, Any] | None:
+        """tune.json's `recommended_interval`: the interval as picked, its own beside it (labelled)."""
+        found = self.picked()
+        if found is None or self.recommended is None:
+            return None
+        own = self.comparison(self.recommended.name).traffic  # found: it has an interval
+        assert own is not None and own.interval is not None
+        return {
+            "speedup": round(own.speedup, 4),
+            "interval": [round(found[0], 4), round(found[1], 4)],
+            "own_interval": [round(own.interval[0], 4), round(own.interval[1], 4)],
+            "candidates": len(self.comparisons),
+            "method": stats.PICKED_METHOD,
+        }
+
     def comparison(self, name: str) -> Comparison | None:
         return next((c for c in self.comparisons if c.option.name == name), None)
 
@@ -128,6 +158,17 @@ def _shown(s: stats.Speedup | None) -> str:
     if s.interval is None:
         return f"{s.speedup:.3f}x (one round: no interval)"
     return f"{s.speedup:.3f}x [{s.interval[0]:.3f}, {s.interval[1]:.3f}] over {s.rounds} rounds"
+
+
+def _picked(s: stats.Speedup | None, family: int) -> str:
+    found = None if s is None else stats.picked_interval(s, family)
+    if s is None or found is None:
+        return _shown(s)
+    among = "as the only candidate" if family < 2 else f"as picked among {family} candidates"
+    return (
+        f"{s.speedup:.3f}x [{found[0]:.3f}, {found[1]:.3f}] {among} "
+        f"(simultaneous over them: Bonferroni at {stats.PICKED_LEVEL:.1%})"
+    )
 
 
 def _slower(c: Comparison) -> str:
@@ -177,7 +218,8 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
                 lead = f"the model's choice ({proposal.option.name}) did not measure faster than off; "
         heavy = ", ".join(f"c={k}" for k in chosen.heavy())
         line = (
-            f"tune: {lead}recommending {chosen.option.name}: {_shown(chosen.traffic)} of off on this traffic, "
+            f"tune: {lead}recommending {chosen.option.name}: {_picked(chosen.traffic, len(comparisons))}; "
+            f"its own interval {_shown(chosen.traffic)} of off on this traffic, "
             f"faster{_family(comparisons)}; not shown slower at any concurrency (a loss beyond {margin:.0%} "
             f"ruled out at {heavy}, each {HEAVY:.0%} or more of the traffic)"
         )

@@ -231,6 +231,7 @@ def decision_json(
         "recommended": OFF if decision.recommended is None else decision.recommended.name,
         "cannot_tell": decision.cannot_tell,
         "line": decision.line,
+        "recommended_interval": decision.picked_json(),
         "margin": margin,
         "weights": {str(c): round(w, 6) for c, w in sorted(weights.items())},
         "method": stats.METHOD,
