@@ -18,7 +18,9 @@ A configuration that speculates is recommended only where all hold:
   the margin (its low end above 1 - margin): a loss where much of the traffic runs is an interval question,
   not a point estimate's, and the margin is the one a gain must clear, so a true loss of exactly the
   margin there passes only where its interval misses on the high side (2.5% of runs);
-- at no measured concurrency does its interval lie wholly below 1 (it measured slower than off there).
+- at no measured concurrency does its interval lie wholly below 1 (it measured slower than off there);
+- the order its servers started in does not favour it beyond tune's own (a file for `tune --decide` in
+  which off started two or more rounds more than it: tune.recorded_runs.order_biased).
 The model's own choice comes first where it qualifies; otherwise the qualifying configuration with the
 largest speedup on this traffic. Where every one measured slower than off on this traffic, off. Otherwise
 tune cannot tell, says so in one line and recommends the safer choice: the configuration the user already
@@ -27,7 +29,7 @@ heavy concurrency and was never wholly below off (keeping it claims no gain); el
 
 The interval shown for the configuration recommended is not its own: picked as the largest of m, its own
 reads high. It is the simultaneous interval over the m candidates (stats.picked_interval, Bonferroni at
-97.5%), which covers the pick's true speedup in at least 95% of the runs that pick it in the worlds the
+99%), which covers the pick's true speedup in at least 95% of the runs that pick it in the worlds the
 lab measured; its own interval is shown beside it, labelled as its own.
 """
 
@@ -50,6 +52,7 @@ class Option:
     figures: Figures
     proposal: bool = False  # the model's own choice
     current: bool = False  # what the user runs now
+    order: str | None = None  # why the servers' order favours it beyond tune's own (recorded_runs.order_biased)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class Comparison:
             and self.holm
             and not self.below_where_heavy()
             and not self.slower_at()
+            and self.option.order is None
         )
 
 
@@ -238,10 +242,13 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
         for c in comparisons
         if c.below_where_heavy()
     ]
+    slower += [f"{c.option.name} not recommended: {c.option.order}" for c in comparisons if c.option.order]
     kept = next((c.option for c in comparisons if c.option.current and _safe_to_keep(c)), None)
     safer = f"keeping your configuration ({kept.name})" if kept else "recommending speculation off"
     if best.traffic is None or best.traffic.verdict != stats.FASTER:
         lead = "cannot tell whether speculation beats off on this traffic"
+    elif best.option.order is not None:
+        lead = "faster on this traffic, in an order that favours it"
     elif not best.holm:
         lead = (
             f"faster on this traffic on its own, not across the {len(comparisons)} candidates measured "

@@ -218,8 +218,8 @@ def test_the_statistics_margin_is_tunes():
 
 
 def test_the_recommendation_is_shown_with_the_interval_of_a_pick_among_the_candidates():
-    # Two candidates: the interval shown for the one picked is the two-sided t-interval at 1 - 2.5% / 2
-    # (Bonferroni at 97.5% over the two: 0.625% in each tail), from scipy.stats on the per-round log ratios.
+    # Two candidates: the interval shown for the one picked is the two-sided t-interval at 1 - 1% / 2
+    # (Bonferroni at 99% over the two: 0.25% in each tail), from scipy.stats on the per-round log ratios.
     options = [option("ngram-k3", NGRAM, 1.6, 1.5, wobble=0.03), option("draft_model-k2", DRAFT, 1.1, 1.1)]
     decision = decide(OFF, options, EVEN, 0.03)
     assert decision.recommended is not None and decision.recommended.name == "ngram-k3"
@@ -227,7 +227,7 @@ def test_the_recommendation_is_shown_with_the_interval_of_a_pick_among_the_candi
     logs = [0.5 * math.log(1.6 * s) + 0.5 * math.log(1.5 * s) for s in shake]
     mean = sum(logs) / 3
     se = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2 / 3)
-    q = scipy_stats.t.ppf(1 - 0.00625, 2)
+    q = scipy_stats.t.ppf(1 - 0.0025, 2)
     expected = (math.exp(mean - q * se), math.exp(mean + q * se))
     assert decision.picked() == pytest.approx(expected, rel=1e-9)
     own = decision.comparison("ngram-k3").traffic.interval
