@@ -87,8 +87,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-servers",
         type=int,
         default=None,
-        help="servers a tune may start in all (default: one sweep plus one, a sweep being off and every "
-        "candidate at every K once); later rounds serve fewer candidates, or stop, to stay within it",
+        help="servers a tune may start in all, counting round 1's K = 0 and model-choice servers (default: one sweep "
+        "plus one, a sweep being off and every candidate at every K once, or what serving off and every "
+        "candidate in every round needs where that is more); later rounds serve fewer candidates, or stop, "
+        "to stay within it, and tune says so before starting",
     )
     parser.add_argument(
         "--repeat",

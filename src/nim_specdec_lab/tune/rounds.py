@@ -13,8 +13,8 @@ cycle off takes the last places and a candidate the first: over any number of ro
 rounds than any candidate and each candidate at most one more than off, for every lineup size, two
 included, so a first-server effect p (in log) moves a speedup by at most p / R over R rounds, against
 speculation where it does (`position_bias`, printed for every size by bench/bench_order.py). Every
-entry records its server's position in its round. A server measures each concurrency `--repeat` times; its median run is that
-server's figure.
+entry records its server's position in its round. A server measures each concurrency `--repeat` times; its
+median run is that server's figure.
 """
 
 from __future__ import annotations

@@ -49,8 +49,7 @@ def coverage(
     measured = simulate(machine, true_log, orders, worlds, seed)
     total = math.fsum(weights[c] for c in concurrencies)
     truth = {
-        k: math.exp(math.fsum(weights[c] * true_log[k, i] for i, c in enumerate(concurrencies)) / total)
-        for k in ratios
+        k: math.exp(math.fsum(weights[c] * true_log[k, i] for i, c in enumerate(concurrencies)) / total) for k in ratios
     }
     picked = own = hits = 0
     for w in range(worlds):
