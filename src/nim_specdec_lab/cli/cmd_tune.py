@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.server_key import keyless
 
 # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
 from nim_specdec_lab.stats import DEFAULT_MARGIN
@@ -214,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
     from nim_specdec_lab.tune.runner import MeasureOptions  # noqa: PLC0415 - +52 modules (~80 ms) on --help
     from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
+    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415 - numpy and the launcher's settings: not for --decide
 
     _check(args)
     vllm_args = list(args.vllm_args or [])
