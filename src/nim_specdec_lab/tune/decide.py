@@ -187,14 +187,14 @@ def _below(c: Comparison) -> str:
 
 
 def _would_tell(s: stats.Speedup | None, margin: float) -> str:
-    """How many rounds would tell a gain of this size, where the point estimate is one: at the spread's
-    upper confidence bound (stats.rounds_to_resolve), so the figure errs long; nothing beyond 100 rounds."""
+    """How many rounds would tell a gain of this size, where the point estimate is one: 80% power at the
+    measured effect and spread (stats.rounds_to_resolve, a forecast); nothing beyond 100 rounds."""
     if s is None or s.log_sd is None or s.speedup <= 1 + margin:
         return ""
     needed = stats.rounds_to_resolve(s)
     if needed is None or needed <= s.rounds:
         return ""
-    return f"; about {needed} rounds (--rounds) would tell a gain of this size at a spread this run cannot rule out"
+    return f"; about {needed} rounds (--rounds) would tell a gain of this size at the spread measured"
 
 
 def _family(comparisons: Sequence[Comparison]) -> str:
