@@ -28,17 +28,17 @@ never per concurrency.
 
 The configuration tune recommends is picked: the largest qualified speedup among m candidates, whose
 estimate therefore reads high (the winner's curse), and whose own interval covers its truth in far fewer
-than 95% of the runs where it is picked (the lab measured 62% with 8 candidates at 3 rounds). The interval
+than 95% of the runs where it is picked (60% with 8 candidates at 3 rounds: bench/bench_selection.py). The interval
 shown for the pick (`picked_interval`) is simultaneous over the family: each candidate's t-interval at
 1 - (1 - PICKED_LEVEL) / m (Bonferroni at 99%), so all m cover their truths together in at least 99% of
 runs, whatever the correlation their shared baseline gives them, and the pick with them. Why Bonferroni
 and not max-t: the candidates share off's servers, so their ratios are correlated, and with 3 rounds the
 m x m correlation a max-t needs has rank 2 and cannot be estimated (nor resampled). Why 99% and not 95%:
 the coverage that matters is the one in the runs where a pick is made, and those are the runs whose
-estimates read high: one candidate at a true 1.3x, 3 rounds, normal noise, was covered in 93.5% of the
-runs that picked it at 97.5% simultaneous, 97.1% at 99% (bench/bench_selection.py, normal, t(3)-tailed and
-loaded worlds). No interval computed from the same rounds keeps 95% where a pick is rare and barely made
-(a true gain close to the margin): only a round held out of the choice would.
+estimates read high: at 97.5% simultaneous a single candidate picked at 3 rounds was covered less than 95%
+of the times it was picked (bench/bench_selection.py measures 99% on normal, t(3)-tailed and loaded
+worlds). No interval computed from the same rounds keeps 95% where a pick is rare and barely made (a true
+gain close to the margin): only a round held out of the choice would.
 """
 
 from __future__ import annotations
