@@ -170,7 +170,8 @@ def sections(worlds: int) -> list[tuple[str, list[str]]]:
     for label, found in WORLDS.items():
         for true in (1.3, 1.2):
             got = power_study.realised_power(found, true, worlds=worlds)
-            resolve.append(f"| {label} | {true}x | {got.said} | {got.median_rounds:g} | {got.power} |")
+            middle = "-" if got.median_rounds is None else f"{got.median_rounds:g}"
+            resolve.append(f"| {label} | {true}x | {got.said} | {middle} | {got.power} |")
     return [
         ("mde", mde),
         ("mde_tails", tails),
