@@ -1,6 +1,6 @@
 """`nim-specdec tune` end to end on the CPU: the demo model, whose user runs n-gram, tuned in two rounds.
 
-Four or five server starts (round 1: off, the user's n-gram, and the model's choice where it is no
+Four to six server starts (round 1: off, the user's n-gram, and the model's choice where it is no
 configuration already in the lineup; round 2: off and every configuration not dropped, as the budget allows:
 one sweep plus one, or what serving every candidate in every round needs where that is more),
 each with --enforce-eager (no torch.compile: half the
