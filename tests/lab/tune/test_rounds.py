@@ -18,7 +18,7 @@ def test_rounds_rotate_into_a_latin_square():
     # Over three rounds every configuration holds every position once; off is not always first.
     for position in range(3):
         assert sorted(o[position] for o in orders[:3]) == sorted(lineup)
-    # Past the lineup's length the rotations by 1 and 2 places again, never off first.
+    # Past the lineup's length the rotations by 1 and 2 places again, then off first (a new cycle).
     assert orders[3] == orders[1] and orders[4] == orders[2]
 
 
