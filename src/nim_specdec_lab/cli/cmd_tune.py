@@ -79,8 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_ROUNDS,
         help=f"rounds: round 1 serves off and every candidate; each later round serves off and the candidates "
         f"not yet dropped, the order rotated (off first in round 1; every configuration first as often, within "
-        f"one round); the recommendation is decided on the paired rounds' 95%% intervals (default {DEFAULT_ROUNDS}; one round gives no interval, so tune then "
-        "keeps the safer choice)",
+        f"one round); the recommendation is decided on the paired rounds' 95%% intervals (default "
+        f"{DEFAULT_ROUNDS}; one round gives no interval, so tune then keeps the safer choice)",
     )
     parser.add_argument(
         "--max-servers",
