@@ -7,7 +7,8 @@ noise model of the lab's tests (nim_specdec_lab.noise_worlds, seed fixed); one c
 told apart from off in that world: the answer says how many rounds would tell it, the power figures that
 cost the most), one equal to off. Each call is `python -m nim_specdec tune --decide RUNS --json` from a
 cold interpreter, as a user re-deciding would run it; `python -c "import numpy"` is timed beside it as
-the floor of any lab call.
+the floor of any lab call, and `python -c "import scipy.special"` as the floor of any call that prints an
+interval (the t quantiles and tails come from it).
 """
 
 from __future__ import annotations
@@ -59,17 +60,23 @@ def main() -> None:
         runs = Path(tmp) / "runs.jsonl"
         runs.write_text("\n".join(recorded_lines()) + "\n")
         decide = [sys.executable, "-m", "nim_specdec", "tune", "--decide", str(runs), "--json"]
-        floor = [sys.executable, "-c", "import numpy"]
+        floors = {
+            "import numpy": [sys.executable, "-c", "import numpy"],
+            "import scipy.special": [sys.executable, "-c", "import scipy.special"],
+        }
         _time(decide, env)  # warm the page cache and the bytecode
-        times: dict[str, list[float]] = {"tune --decide": [], "import numpy": []}
-        for _ in range(calls):
+        times: dict[str, list[float]] = {"tune --decide": [], **{name: [] for name in floors}}
+        for _ in range(calls):  # interleaved: a busy stretch of the machine falls on all three alike
             times["tune --decide"].append(_time(decide, env))
-            times["import numpy"].append(_time(floor, env))
+            for name, cmd in floors.items():
+                times[name].append(_time(cmd, env))
     for name, values in times.items():
         print(
             f"{name}: median {statistics.median(values):.3f} s, min {min(values):.3f} s, max {max(values):.3f} s "
             f"over {calls} calls"
         )
+    ratio = [d / f for d, f in zip(times["tune --decide"], times["import numpy"])]
+    print(f"tune --decide / import numpy, call by call: median {statistics.median(ratio):.2f}x")
 
 
 if __name__ == "__main__":

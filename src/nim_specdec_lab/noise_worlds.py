@@ -9,6 +9,12 @@ round's order, and each server measures every concurrency. What moves a measured
   speeding up while the round runs;
 - each run's own noise (sd `run_sd`);
 - and the configuration's true log speedup at that concurrency.
+Beside that normal machine, a harsh one (`HARSH`) the lab's decisions must also survive, since a real shared
+machine is not normal: start and run noise with Student t tails (`tails` degrees of freedom, scaled to the
+same sd: t(3) puts 1.5% of draws beyond 3 sd where the normal puts 0.3%), a share of rounds on a loaded
+machine (`loaded_share`, every server of such a round `loaded_factor` times as noisy), and a drift across
+the whole tune (a slope per server started, sd `tune_drift_sd` per world), which no pairing within a round
+cancels entirely.
 A factor shared by every server of a round cancels in every ratio, so it is left out: a model made only of
 that (as the lab's first noise tests were) cannot tell a good design from a bad one.
 """
@@ -27,6 +33,22 @@ class Machine:
     run_sd: float = 0.02
     position: tuple[float, ...] = (-0.04,)  # log effect of the 1st, 2nd, ... server of a round; 0 beyond
     drift_sd: float = 0.02
+    tails: float | None = None  # Student t degrees of freedom of start and run noise; None: normal
+    loaded_share: float = 0.0  # the chance that a round runs on a loaded machine
+    loaded_factor: float = 3.0  # how many times noisier every server of a loaded round is
+    tune_drift_sd: float = 0.0  # sd of a world's log drift per server started, across the whole tune
+
+
+NORMAL = Machine()
+HEAVY = Machine(tails=3.0)  # t(3) start and run noise at the normal machine's sd
+HARSH = Machine(tails=3.0, loaded_share=0.25, loaded_factor=3.0, tune_drift_sd=0.005)
+WORLDS = {"normal": NORMAL, "t(3) tails": HEAVY, "t(3), loaded rounds, drift": HARSH}
+
+
+def _noise(rng: np.random.Generator, sd: float, tails: float | None, shape: tuple[int, ...]) -> np.ndarray:
+    if tails is None:
+        return rng.normal(0.0, sd, shape)
+    return rng.standard_t(tails, shape) * (sd * np.sqrt((tails - 2.0) / tails))
 
 
 def simulate(
@@ -47,10 +69,17 @@ def simulate(
         for p, k in enumerate(order):
             place[r, k] = p
     effect = np.array([machine.position[p] if p < len(machine.position) else 0.0 for p in range(configs)])
-    start = rng.normal(0.0, machine.start_sd, (worlds, rounds, configs, 1))
+    start = _noise(rng, machine.start_sd, machine.tails, (worlds, rounds, configs, 1))
     slope = rng.normal(0.0, machine.drift_sd, (worlds, rounds, 1, 1))
-    run = rng.normal(0.0, machine.run_sd, (worlds, rounds, configs, conc))
+    run = _noise(rng, machine.run_sd, machine.tails, (worlds, rounds, configs, conc))
+    if machine.loaded_share > 0:  # drawn after the normal machine's draws: its worlds stay as they were
+        loaded = rng.random((worlds, rounds, 1, 1)) < machine.loaded_share
+        scale = np.where(loaded, machine.loaded_factor, 1.0)
+        start, run = start * scale, run * scale
     log = start + run + (effect[place] + 0.0)[None, :, :, None] + slope * place[None, :, :, None]
+    if machine.tune_drift_sd > 0:
+        started = (np.arange(rounds)[:, None] * configs + place)[None, :, :, None]  # servers started before
+        log = log + rng.normal(0.0, machine.tune_drift_sd, (worlds, 1, 1, 1)) * started
     base = 100.0 * np.arange(1, conc + 1, dtype=float)
     return base * np.exp(log + true_log[None, None, :, :])
 

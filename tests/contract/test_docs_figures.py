@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "bench" / "recorded" / "bench_power.md"
-SCRIPTS = ("bench_power", "bench_pruning")  # each records bench/recorded/<script>.md
+SCRIPTS = ("bench_power", "bench_pruning", "bench_selection", "bench_order")  # each records bench/recorded/<script>.md
 DOCS = (ROOT / "docs" / "measuring.md", ROOT / "docs" / "tuning.md")
 BLOCK = re.compile(r"<!-- figures:(\w+) -->\n(.*?)\n *<!-- /figures -->", re.S)
 

@@ -14,6 +14,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 import stats_reference as ref
+from nim_specdec_lab.tune.noise_study import Share
 from nim_specdec_lab.power import noncentral_t_tail, required_ncp, spread_factor
 from nim_specdec_lab.stats import (
     FASTER,
@@ -89,7 +90,7 @@ def test_interval_by_hand():
     assert result.interval == pytest.approx((math.exp(0.2 - half), math.exp(0.2 + half)), abs=2e-4)
     assert result.verdict == NO_DIFFERENCE  # low = 0.95: the interval reaches below 1 + margin
     # The MDE: 1.03 x exp(ncp x sigma / sqrt(n)), ncp the noncentrality that gives 80% power at t(2), sigma
-    # the spread's 90% upper bound (scipy.stats by root finding).
+    # the spread's 90% upper bound times the loaded machine's allowance (scipy.stats by root finding).
     assert result.mde == pytest.approx(ref.mde(0.1, 3), rel=1e-6)
     assert result.p_faster == pytest.approx(ref.p_faster([0.1, 0.2, 0.3]), rel=1e-9)
     data = result.to_json()
@@ -158,9 +159,12 @@ def test_weighted_by_round_takes_the_log_ratio_within_each_round():
     half = ref.t975(2) * sd / math.sqrt(3)
     assert both.rounds == 3 and both.speedup == pytest.approx(math.exp(mean))
     assert both.interval == pytest.approx((math.exp(mean - half), math.exp(mean + half)))
-    # All the weight on one concurrency: that concurrency's own paired result.
+    # All the weight on one concurrency: that concurrency's own t-interval, computed here by hand.
     alone = weighted_by_round(base, cand, {1: 1.0, 4: 0.0})
-    assert alone.interval == pytest.approx(paired([(100.0, cand[1][r]) for r in (1, 2, 3)]).interval)
+    one = [math.log(cand[1][r] / 100.0) for r in (1, 2, 3)]
+    one_mean = sum(one) / 3
+    one_half = ref.t975(2) * math.sqrt(sum((x - one_mean) ** 2 for x in one) / 2) / math.sqrt(3)
+    assert alone.interval == pytest.approx((math.exp(one_mean - one_half), math.exp(one_mean + one_half)))
     # A round missing at a weighted concurrency is left out; one round left: no interval.
     gap = {1: {1: 120.0, 2: 125.0}, 4: {1: 180.0, 3: 186.0}}
     assert weighted_by_round(base, gap, {1: 0.5, 4: 0.5}).interval is None
@@ -213,10 +217,11 @@ def test_an_effect_of_the_true_mde_is_found_in_80_percent_of_runs():
 
 
 @pytest.mark.parametrize("rounds", [3, 5])
-def test_the_reported_mde_covers_the_true_one_in_90_percent_of_runs(rounds):
-    # The spread is measured, not known: the reported MDE (at the spread's 90% upper bound) must be at or
-    # above the MDE at the true spread in about 90% of runs. The measured spread plugged in as the truth
-    # (the former figure) covers it in only about half of them: printed beside it, the test sees the rule.
+def test_the_reported_mde_covers_the_true_one_in_90_percent_of_runs_or_more(rounds):
+    # The spread is measured, not known: the reported MDE (at the spread's bound) must be at or above the MDE
+    # at the true spread in at least 90% of runs, here on normal rounds (heavy-tailed and loaded ones:
+    # tests/lab/test_power_study.py). The measured spread plugged in as the truth (the former figure) covers
+    # it in only about half of them: printed beside it, the test sees the rule.
     sigma, runs = 0.1, 4000
     truth = ref.mde(sigma, rounds, upper=False)[0]
     rng = random.Random(17)
@@ -225,7 +230,7 @@ def test_the_reported_mde_covers_the_true_one_in_90_percent_of_runs(rounds):
         result = paired([(100.0, 100.0 * math.exp(rng.gauss(0, sigma))) for _ in range(rounds)])
         covered += result.mde[0] >= truth
         plugged += ref.mde(result.log_sd, rounds, upper=False)[0] >= truth
-    assert 0.88 <= covered / runs <= 0.92, covered
+    assert Share(covered, runs).interval()[0] >= 0.9, covered
     assert plugged / runs <= 0.6, plugged
 
 
@@ -249,40 +254,21 @@ def test_wholly_below_one(pairs, below):
     assert wholly_below(None) is False
 
 
-def test_rounds_to_resolve_is_where_the_bounded_mde_reaches_the_effect():
-    # Three rounds measured a log spread of 0.14: the fewest rounds whose MDE, at the spread's 90% upper
-    # bound from those three rounds (scipy.stats reference), reaches the effect.
+def test_rounds_to_resolve_is_where_the_power_at_the_measured_spread_reaches_the_effect():
+    # Three rounds measured a log spread of 0.14: the fewest rounds with 80% power (scipy.stats reference,
+    # by root finding) at that spread for each effect: a forecast at the point estimate, not at a bound.
     three = paired([(100.0, 100.0 * math.exp(0.14 * z)) for z in _unit_sd(3)])
-    sigma = ref.spread_upper(0.14, 2)
     for effect in (1.3, 1.8, 0.7):
         n = rounds_to_resolve(replace(three, speedup=effect))
         need = abs(math.log(effect / 1.03 if effect > 1 else effect / 0.97))
         expected = next(
-            k for k in range(2, 101) if ref.ncp_for_power(k - 1, ref.t975(k - 1)) * sigma / math.sqrt(k) <= need
+            k for k in range(2, 101) if ref.ncp_for_power(k - 1, ref.t975(k - 1)) * 0.14 / math.sqrt(k) <= need
         )
         assert n == expected, (effect, n, expected)
     assert rounds_to_resolve(replace(three, speedup=1.02)) is None  # inside the margin
-    assert rounds_to_resolve(replace(three, speedup=1.05)) is None  # beyond 100 rounds
+    assert rounds_to_resolve(replace(three, speedup=1.035)) is None  # beyond 100 rounds
     result = paired([(100, 100 * math.exp(0.1)), (100, 100 * math.exp(0.2)), (100, 100 * math.exp(0.3))])
     assert result.log_sd == pytest.approx(0.1)
-
-
-def test_rounds_to_resolve_covers_the_rounds_truly_needed():
-    # Coverage by simulation: runs of 3 rounds at a true spread of 0.14 and a true 1.3x; the rounds said to
-    # resolve it are at or above the rounds truly needed (at the true spread) in about 90% of runs or more.
-    sigma, effect = 0.14, 1.3
-    truly = next(
-        k
-        for k in range(2, 101)
-        if ref.ncp_for_power(k - 1, ref.t975(k - 1)) * sigma / math.sqrt(k) <= math.log(effect / 1.03)
-    )
-    rng = random.Random(23)
-    said = []
-    for _ in range(2000):
-        run = paired([(100.0, 100.0 * math.exp(rng.gauss(0, sigma))) for _ in range(3)])
-        said.append(rounds_to_resolve(replace(run, speedup=effect)))
-    covered = sum(n is None or n >= truly for n in said) / len(said)
-    assert covered >= 0.88, (covered, truly)
 
 
 def _unit_sd(n: int) -> list[float]:

@@ -110,7 +110,9 @@ class _OneLineParser(argparse.ArgumentParser):
 _DOWNLOADING = {"serve", "prepare", "download", "download-to-cache"}
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with `only`, the arguments of that subcommand alone (the others are named,
+    not imported: `tune --decide` need not load the simulators another subcommand brings)."""
     parser = _OneLineParser(
         prog="nim-specdec",
         description="Serve an LLM through vLLM with speculative decoding configured from NIM_* variables.",
@@ -121,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(_module=module)
         if name in PASSTHROUGH:
             p.add_argument("vllm_args", nargs=argparse.REMAINDER, help="arguments passed on to vLLM")
-        else:
+        elif only is None or name == only:
             importlib.import_module(module).add_arguments(p)
     return parser
 
@@ -173,7 +175,7 @@ def _main(argv: Sequence[str] | None) -> int:
             # A subcommand may normalise its own arguments first (bench: `--extra --flag`).
             rewrite = getattr(importlib.import_module(modules[argv[0]]), "rewrite_argv", None)
             argv = [argv[0], *rewrite(argv[1:])] if rewrite else argv
-        args = _parser().parse_args(argv)
+        args = _parser(argv[0] if argv and argv[0] in modules else None).parse_args(argv)
     if not getattr(args, "_module", None):
         _parser().print_help()
         return 2

@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.server_key import keyless
 
 # The statistics' margin is tune's (both 3%); --decide reads it there and never loads the cost model.
 from nim_specdec_lab.stats import DEFAULT_MARGIN
@@ -79,16 +78,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_ROUNDS,
         help=f"rounds: round 1 serves off and every candidate; each later round serves off and the candidates "
-        f"not yet dropped, the order rotated (off first in round 1 only); the recommendation is decided on the "
-        f"paired rounds' 95%% intervals (default {DEFAULT_ROUNDS}; one round gives no interval, so tune then "
-        "keeps the safer choice)",
+        f"not yet dropped, the order rotated (off first in round 1; every configuration first as often, within "
+        f"one round); the recommendation is decided on the paired rounds' 95%% intervals (default "
+        f"{DEFAULT_ROUNDS}; one round gives no interval, so tune then keeps the safer choice)",
     )
     parser.add_argument(
         "--max-servers",
         type=int,
         default=None,
-        help="servers a tune may start in all (default: one sweep plus one, a sweep being off and every "
-        "candidate at every K once); later rounds serve fewer candidates, or stop, to stay within it",
+        help="servers a tune may start in all, counting round 1's K = 0 and model-choice servers (default: one sweep "
+        "plus one, a sweep being off and every candidate at every K once, or what serving off and every "
+        "candidate in every round needs where that is more); later rounds serve fewer candidates, or stop, "
+        "to stay within it, and tune says so before starting",
     )
     parser.add_argument(
         "--repeat",
@@ -212,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
     from nim_specdec_lab.tune.runner import MeasureOptions  # noqa: PLC0415 - +52 modules (~80 ms) on --help
     from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
+    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415 - numpy and the launcher's settings: not for --decide
 
     _check(args)
     vllm_args = list(args.vllm_args or [])

@@ -5,6 +5,10 @@ ratio within each round, then the interval over rounds (stats.weighted_by_round)
 Rounds pair by position: the recommendation's n-th server with off's n-th, started in the same pass over
 tune's lineup (tune.rounds). They were measured minutes apart on different servers, so the interval carries
 the drift between them too: it is wide, which is what it should be.
+
+The interval shown is the one for a configuration picked among `family` candidates (stats.picked_interval:
+simultaneous over them), since the recommendation was picked as the largest; the recommendation's own
+interval is kept beside it as `own_interval`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ def answer(
     recommended: Mapping[int, Mapping[int, float]] | None,
     level: float | None,
     margin: float,
+    family: int = 1,
 ) -> dict[str, Any]:
     """`off[c]` / `recommended[c]`: round -> judged tokens/s of that round's server at concurrency c;
     `recommended` None: the recommendation is speculation off. `level`: requests the capture had in flight."""
@@ -54,7 +59,25 @@ def answer(
             "verdict": None,
             "line": "tune: expected speedup on this traffic: no round measured every concurrency it weighs",
         }
-    result = {**base, **combined.to_json(), "line": "tune: " + stats.one_line(combined, f"on this traffic ({where})")}
+    picked = stats.picked_interval(combined, family)
+    own = combined.to_json()
+    result = {
+        **base,
+        **own,
+        "speedup_interval": None if picked is None else [round(picked[0], 4), round(picked[1], 4)],
+        "own_interval": own["speedup_interval"],
+        "candidates": family,
+        "interval_method": stats.PICKED_METHOD,
+        "line": "tune: " + stats.one_line(combined, f"on this traffic ({where})"),
+    }
+    if picked is not None:
+        among = "the only candidate" if family < 2 else f"the configuration picked among {family} candidates"
+        result["line"] = (
+            f"tune: expected speedup on this traffic ({where}): {combined.speedup:.3f}x, 95% interval "
+            f"[{picked[0]:.3f}, {picked[1]:.3f}] for {among} (simultaneous, Bonferroni at "
+            f"{stats.PICKED_LEVEL:.1%}); its own interval [{combined.interval[0]:.3f}, {combined.interval[1]:.3f}] "
+            f"over {combined.rounds} rounds: {combined.verdict}"
+        )
     if combined.verdict != stats.FASTER:
         result["line"] += "; these rounds cannot tell it from off (more --rounds narrow the interval)"
     return result

@@ -18,12 +18,19 @@ A configuration that speculates is recommended only where all hold:
   the margin (its low end above 1 - margin): a loss where much of the traffic runs is an interval question,
   not a point estimate's, and the margin is the one a gain must clear, so a true loss of exactly the
   margin there passes only where its interval misses on the high side (2.5% of runs);
-- at no measured concurrency does its interval lie wholly below 1 (it measured slower than off there).
+- at no measured concurrency does its interval lie wholly below 1 (it measured slower than off there);
+- the order its servers started in does not favour it beyond tune's own (a file for `tune --decide` in
+  which off started two or more rounds more than it: tune.recorded_runs.order_biased).
 The model's own choice comes first where it qualifies; otherwise the qualifying configuration with the
 largest speedup on this traffic. Where every one measured slower than off on this traffic, off. Otherwise
 tune cannot tell, says so in one line and recommends the safer choice: the configuration the user already
 runs, where it was measured with an interval, is estimated at least at off's on the traffic and at every
 heavy concurrency and was never wholly below off (keeping it claims no gain); else speculation off.
+
+The interval shown for the configuration recommended is not its own: picked as the largest of m, its own
+reads high. It is the simultaneous interval over the m candidates (stats.picked_interval, Bonferroni at
+99%), which covers the pick's true speedup in at least 95% of the runs that pick it in the worlds the
+lab measured; its own interval is shown beside it, labelled as its own.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ class Option:
     figures: Figures
     proposal: bool = False  # the model's own choice
     current: bool = False  # what the user runs now
+    order: str | None = None  # why the servers' order favours it beyond tune's own (recorded_runs.order_biased)
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class Comparison:
             and self.holm
             and not self.below_where_heavy()
             and not self.slower_at()
+            and self.option.order is None
         )
 
 
@@ -110,6 +119,31 @@ class Decision:
     cannot_tell: bool
     line: str
 
+    def picked(self) -> tuple[float, float] | None:
+        """The interval of the configuration recommended, picked among the candidates compared
+        (stats.picked_interval); None for off or without an interval."""
+        if self.recommended is None:
+            return None
+        found = self.comparison(self.recommended.name)
+        if found is None or found.traffic is None:
+            return None
+        return stats.picked_interval(found.traffic, len(self.comparisons))
+
+    def picked_json(self) -> dict[str, Any] | None:
+        """tune.json's `recommended_interval`: the interval as picked, its own beside it (labelled)."""
+        found = self.picked()
+        if found is None or self.recommended is None:
+            return None
+        own = self.comparison(self.recommended.name).traffic  # found: it has an interval
+        assert own is not None and own.interval is not None
+        return {
+            "speedup": round(own.speedup, 4),
+            "interval": [round(found[0], 4), round(found[1], 4)],
+            "own_interval": [round(own.interval[0], 4), round(own.interval[1], 4)],
+            "candidates": len(self.comparisons),
+            "method": stats.PICKED_METHOD,
+        }
+
     def comparison(self, name: str) -> Comparison | None:
         return next((c for c in self.comparisons if c.option.name == name), None)
 
@@ -130,6 +164,17 @@ def _shown(s: stats.Speedup | None) -> str:
     return f"{s.speedup:.3f}x [{s.interval[0]:.3f}, {s.interval[1]:.3f}] over {s.rounds} rounds"
 
 
+def _picked(s: stats.Speedup | None, family: int) -> str:
+    found = None if s is None else stats.picked_interval(s, family)
+    if s is None or found is None:
+        return _shown(s)
+    among = "as the only candidate" if family < 2 else f"as picked among {family} candidates"
+    return (
+        f"{s.speedup:.3f}x [{found[0]:.3f}, {found[1]:.3f}] {among} "
+        f"(simultaneous over them: Bonferroni at {stats.PICKED_LEVEL:.1%})"
+    )
+
+
 def _slower(c: Comparison) -> str:
     return ", ".join(f"c={k} {_shown(c.by_c[k])}" for k in c.slower_at())
 
@@ -142,14 +187,14 @@ def _below(c: Comparison) -> str:
 
 
 def _would_tell(s: stats.Speedup | None, margin: float) -> str:
-    """How many rounds would tell a gain of this size, where the point estimate is one: at the spread's
-    upper confidence bound (stats.rounds_to_resolve), so the figure errs long; nothing beyond 100 rounds."""
+    """How many rounds would tell a gain of this size, where the point estimate is one: 80% power at the
+    measured effect and spread (stats.rounds_to_resolve, a forecast); nothing beyond 100 rounds."""
     if s is None or s.log_sd is None or s.speedup <= 1 + margin:
         return ""
     needed = stats.rounds_to_resolve(s)
     if needed is None or needed <= s.rounds:
         return ""
-    return f"; about {needed} rounds (--rounds) would tell a gain of this size at a spread this run cannot rule out"
+    return f"; about {needed} rounds (--rounds) would tell a gain of this size at the spread measured"
 
 
 def _family(comparisons: Sequence[Comparison]) -> str:
@@ -177,7 +222,8 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
                 lead = f"the model's choice ({proposal.option.name}) did not measure faster than off; "
         heavy = ", ".join(f"c={k}" for k in chosen.heavy())
         line = (
-            f"tune: {lead}recommending {chosen.option.name}: {_shown(chosen.traffic)} of off on this traffic, "
+            f"tune: {lead}recommending {chosen.option.name}: {_picked(chosen.traffic, len(comparisons))}; "
+            f"its own interval {_shown(chosen.traffic)} of off on this traffic, "
             f"faster{_family(comparisons)}; not shown slower at any concurrency (a loss beyond {margin:.0%} "
             f"ruled out at {heavy}, each {HEAVY:.0%} or more of the traffic)"
         )
@@ -196,10 +242,13 @@ def decide(off: Figures, options: Sequence[Option], weights: Mapping[int, float]
         for c in comparisons
         if c.below_where_heavy()
     ]
+    slower += [f"{c.option.name} not recommended: {c.option.order}" for c in comparisons if c.option.order]
     kept = next((c.option for c in comparisons if c.option.current and _safe_to_keep(c)), None)
     safer = f"keeping your configuration ({kept.name})" if kept else "recommending speculation off"
     if best.traffic is None or best.traffic.verdict != stats.FASTER:
         lead = "cannot tell whether speculation beats off on this traffic"
+    elif best.option.order is not None:
+        lead = "faster on this traffic, in an order that favours it"
     elif not best.holm:
         lead = (
             f"faster on this traffic on its own, not across the {len(comparisons)} candidates measured "

@@ -13,8 +13,11 @@ no more than that plus one, with intervals, by serving less where the outcome is
 2. After its first server, a candidate measured below SCREEN of off on the traffic is dropped at once (no
    K = 0 server, no later round, no place in the cost model's choice). SCREEN is set from the machine model
    the lab's noise studies use (nim_specdec_lab.noise_worlds.Machine: a server's start moves its figure by
-   10% sd in log, so one round's ratio of two servers by 14%): a candidate truly equal to off measures below
-   0.6x in about 1 round of 6,600, a candidate truly 0.97x (off by the margin) in about 1 of 2,900.
+   10% sd in log, so one round's ratio of two servers by 14%). How often it drops a candidate it should
+   not depends on the tails of that noise, and is stated for each noise world it is tested on
+   (bench/bench_pruning.py, docs/tuning.md): on the normal machine a candidate truly equal to off in
+   about 1 round of 12,500, with t(3) tails 1 in 380, on the harsh machine (t(3), loaded rounds, drift)
+   1 in 55.
 3. Rounds 2 to N serve off and the contenders: every candidate not dropped. After each round from the
    second on, a contender is dropped where its interval on the traffic lies wholly below off's (measured
    slower than off), or, against the leader (the model's choice while it contends, else the contender
@@ -22,10 +25,16 @@ no more than that plus one, with intervals, by serving less where the outcome is
    by more than the margin a gain must clear). The leader is confirmed, not re-swept: no other K is served.
    A dropped candidate keeps the rounds it was served in and stays in Holm's family (tune.decide): the
    family is every candidate served in round 1.
-4. The servers of a tune stay within a budget, by default one sweep plus one (`--max-servers`): each later
-   round serves off and as many contenders as the servers left allow over the rounds left (the leader first,
-   then the fastest so far); a contender a round has no room for keeps the rounds it has (no interval after
-   one: never recommended), and where off and the leader no longer fit, no further round is served.
+4. The servers of a tune stay within a budget (`--max-servers`) that counts every server it starts: round 1's
+   (off, every candidate, a draft model's K = 0 server, the model's choice where it is a configuration of
+   its own) and every later round's. By default it is one sweep plus one, or where that leaves no room for
+   off and every candidate in every round (`servers_needed`: the full sweep's servers, the rounds every
+   interval needs), that many: a pick among candidates some of which went without their rounds is not
+   the full sweep's pick (at `--max-k` 1 round 1 alone spent one sweep plus one). Each later round serves
+   off and as many contenders as the servers left allow over the rounds left (the leader first, then the
+   fastest so far); a contender a round has no room for keeps the rounds it has (no interval after one:
+   never recommended), and where off and the leader no longer fit, no further round is served. A
+   `--max-servers` below `servers_needed` is said before any server starts, with the value that would do.
 """
 
 from __future__ import annotations
@@ -136,6 +145,44 @@ def confirmed(
 def sweep_servers(kmax_by_candidate: Sequence[int]) -> int:
     """One sweep: off and every candidate at every K from 1 to its largest, one server each."""
     return 1 + sum(kmax_by_candidate)
+
+
+def servers_needed(candidates: int, zero_k: int, rounds: int, choice: bool = True) -> int:
+    """The most servers a tune of `candidates` starts where every round serves off and every candidate (and the
+    model's choice, where it is a configuration of its own: `choice`): round 1's with `zero_k` draft models'
+    K = 0 servers, then the same lineup in every later round. What the full sweep starts."""
+    lineup = 1 + candidates + (1 if choice else 0)
+    return lineup * max(1, rounds) + zero_k
+
+
+def leader_needs(candidates: int, zero_k: int, rounds: int) -> int:
+    """The fewest servers that give the leader an interval: round 1 whole, then off and the leader each round."""
+    return 1 + candidates + 1 + zero_k + 2 * (max(1, rounds) - 1)
+
+
+def default_budget(sweep: int, candidates: int, zero_k: int, rounds: int) -> int:
+    """One sweep plus one, or the servers every candidate's rounds need where that is more."""
+    return max(sweep + 1, servers_needed(candidates, zero_k, rounds))
+
+
+def budget_line(budget: int, candidates: int, zero_k: int, rounds: int) -> str | None:
+    """What a `--max-servers` below what the rounds need costs, and the value that would do; None where it is
+    enough."""
+    needed = servers_needed(candidates, zero_k, rounds)
+    if budget >= needed:
+        return None
+    lineup = 1 + candidates + 1
+    what = (
+        "may leave no room for a second round (no interval: the safer choice kept)"
+        if budget < leader_needs(candidates, zero_k, rounds)
+        else "may leave room for the leader's rounds only (a candidate left out has no interval and is never "
+        "recommended, where serving every round might recommend it)"
+    )
+    return (
+        f"--max-servers {budget} {what} (round 1 starts up to {lineup + zero_k} servers, each of the "
+        f"{rounds - 1} later rounds up to {lineup}); --max-servers {needed} would serve off and every candidate "
+        f"in all {rounds} rounds"
+    )
 
 
 def hopeless_line(bound: float, margin: float) -> str:

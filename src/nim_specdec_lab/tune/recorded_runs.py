@@ -166,6 +166,31 @@ def order_note(runs: Sequence[RecordedRun]) -> str | None:
     )
 
 
+def order_biased(runs: Sequence[RecordedRun]) -> dict[str, str]:
+    """The candidates whose order favours them beyond what tune's own allows, each with why: off started two
+    or more rounds more than the candidate, of the rounds they share, where it served every round off was.
+    tune's rotation (tune.rounds.order_of) keeps every candidate within one first place of off, so that a
+    first-server effect p moves its speedup by at most p / R; a file in another order (off first in every
+    round) gives a slow first server k x p / R in the candidate's favour, which the interval does not know
+    of. Such a candidate is compared and shown, never recommended."""
+    first = first_in_rounds(runs)
+    if not first:
+        return {}
+    off_rounds = {r.round for r in runs if r.config == OFF}
+    out: dict[str, str] = {}
+    for name in sorted({r.config for r in runs} - {OFF}):
+        if {r.round for r in runs if r.config == name} < off_rounds:
+            continue
+        ahead = first.get(OFF, 0) - first.get(name, 0)
+        if ahead > 1:
+            out[name] = (
+                f"off started {first.get(OFF, 0)} of {len(off_rounds)} rounds and {name} {first.get(name, 0)}: "
+                f"a slow first server would read as a gain of up to {ahead} x its effect / {len(off_rounds)} "
+                "(tune's own order keeps them within one)"
+            )
+    return out
+
+
 def figures(runs: Sequence[RecordedRun], config: str) -> Figures:
     """Concurrency -> round -> that server's figure: the median of its runs (the lower middle of an even
     count, as tune.repeats takes it)."""
@@ -210,7 +235,9 @@ def parse_weights(text: str | None, measured: Sequence[int]) -> dict[int, float]
 
 def redecide(runs: Sequence[RecordedRun], weights: Mapping[int, float], margin: float) -> Decision:
     names = sorted({r.config for r in runs} - {OFF})
-    return decide(figures(runs, OFF), [Option(n, {}, figures(runs, n)) for n in names], weights, margin)
+    biased = order_biased(runs)
+    options = [Option(n, {}, figures(runs, n), order=biased.get(n)) for n in names]
+    return decide(figures(runs, OFF), options, weights, margin)
 
 
 def _part(s: stats.Speedup | None) -> dict[str, Any] | None:
@@ -227,10 +254,12 @@ def decision_json(
     return {
         "first_in_rounds": first_in_rounds(runs),
         "order_note": order_note(runs),
+        "order_biased": order_biased(runs),
         "tokens_per_s_of": kinds.pop() if kinds else None,
         "recommended": OFF if decision.recommended is None else decision.recommended.name,
         "cannot_tell": decision.cannot_tell,
         "line": decision.line,
+        "recommended_interval": decision.picked_json(),
         "margin": margin,
         "weights": {str(c): round(w, 6) for c, w in sorted(weights.items())},
         "method": stats.METHOD,

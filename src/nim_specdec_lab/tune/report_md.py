@@ -89,9 +89,11 @@ def _against_off(result: Mapping[str, Any]) -> list[str]:
         "",
         f"Round n pairs each configuration's n-th server with off's n-th, started in the same pass. {stats.METHOD}. "
         "A verdict is `faster` or `slower` only where the whole interval lies beyond 1 +/- the margin; a "
-        "configuration whose interval lies wholly below 1 at some concurrency is never recommended.",
+        "configuration whose interval lies wholly below 1 at some concurrency is never recommended. Each "
+        "interval here is the configuration's own; the recommendation, picked as the largest, is shown "
+        "below the table with its interval as picked among the candidates.",
         "",
-        "| configuration | " + " | ".join(f"c={c}" for c in conc) + " | this traffic |",
+        "| configuration | " + " | ".join(f"c={c}" for c in conc) + " | this traffic (own interval) |",
         "|---|" + "---|" * (len(conc) + 1),
     ]
     for row in result["configurations"]:
@@ -100,6 +102,14 @@ def _against_off(result: Mapping[str, Any]) -> list[str]:
         mark = " (recommended)" if row["recommended"] else ""
         cells = [speedup_cell(row["vs_off"].get(str(c))) for c in conc] + [speedup_cell(row["vs_off_on_traffic"])]
         lines.append(f"| {row['name']}{mark} | " + " | ".join(cells) + " |")
+    picked = (result.get("decision") or {}).get("recommended_interval")
+    if picked:
+        low, high = picked["interval"]
+        lines += [
+            "",
+            f"The recommendation on this traffic: {picked['speedup']:.3f}x, 95% interval [{low:.3f}, {high:.3f}] "
+            f"as picked among {picked['candidates']} candidate(s) ({picked['method']}).",
+        ]
     return lines + [""]
 
 

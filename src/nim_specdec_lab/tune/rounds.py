@@ -4,26 +4,30 @@ A round is one pass over the lineup: a fresh server for each configuration, so t
 shared machine falls on the servers of one round alike and a configuration's n-th server pairs with off's
 n-th. Round 1 runs the lineup in its own order (off, each candidate at its largest K, then the model's
 choice, which is made from round 1's servers and joins the lineup at its end) and also holds what only feeds
-the fit (a draft model's server at K = 0). Round 1 is the rotation by 0 places, and round n the lineup
-rotated by n - 1 places (`order_of`), so that over as many rounds as configurations each holds every
-position once: a first server that pays for a cold machine, or a round that drifts, weighs on every
-configuration alike. Off must start round 1 (its server records what the simulators read), so a rotation
-that would put off first again is never used: rounds past the lineup's length cycle through the rotations
-1 to L - 1 only, and where the rounds cannot share the first place evenly (two configurations, three
-rounds), the extra first place falls on a candidate, never on off: a cold first server then weighs against
-speculation, not for it. Every entry records its
-server's position in its round. A server measures each concurrency `--repeat` times; its median run is that
-server's figure.
+the fit (a draft model's server at K = 0). The rounds run in cycles of as many rounds as configurations
+(`order_of`): the first cycle rotates the lineup by 0, 1, ..., L - 1 places (round 1 by 0: off first, as its
+server records what the simulators read), every later cycle by 1, ..., L - 1 and then 0 places. Each
+complete cycle is a Latin square: every configuration holds every position once, so a first server that
+pays for a cold machine, or a round that drifts, weighs on every configuration alike. In an incomplete
+cycle off takes the last places and a candidate the first: over any number of rounds off starts no more
+rounds than any candidate and each candidate at most one more than off, for every lineup size, two
+included, so a first-server effect p (in log) moves a speedup by at most p / R over R rounds, against
+speculation where it does (`position_bias`, printed for every size by bench/bench_order.py). Every
+entry records its server's position in its round. A server measures each concurrency `--repeat` times; its
+median run is that server's figure.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 from nim_specdec_lab.replay import ReplayMeasurement
 from nim_specdec_lab.tune.repeats import median_run
 from nim_specdec_lab.tune.runner import Round, judged_tokens_per_s
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -37,14 +41,29 @@ class Entry:
     position: int  # the server's place among the servers started in its round, from 1
 
 
-def order_of(lineup: Sequence[str], round_no: int) -> list[str]:
-    """Round `round_no`'s order: round 1 as given (rotation 0, off first); round n the lineup rotated by
-    n - 1 places while that is short of its length, then by 1 to L - 1 places in turn (never 0 again)."""
-    size = len(lineup)
-    if round_no <= 1 or size < 2:
-        return list(lineup)
-    shift = round_no - 1 if round_no <= size else 1 + (round_no - 2) % (size - 1)
+def rotation(size: int, round_no: int) -> int:
+    """The places round `round_no` rotates a lineup of `size` by: 0, 1, ..., L - 1 in the first cycle of L
+    rounds, then 1, ..., L - 1, 0 in every later one."""
+    if size < 2 or round_no <= 1:
+        return 0
+    k = round_no - 1
+    return k if k < size else (1 + (k - size) % size) % size
+
+
+def order_of(lineup: Sequence[T], round_no: int) -> list[T]:
+    """Round `round_no`'s order: the lineup rotated by `rotation` places (round 1 as given, off first)."""
+    shift = rotation(len(lineup), round_no)
     return [*lineup[shift:], *lineup[:shift]]
+
+
+def position_bias(size: int, rounds: int, effect: Sequence[float]) -> float:
+    """The largest shift, in log, that a position effect moves a candidate's mean log ratio over off's by
+    in `rounds` rounds of a lineup of `size` served in tune's order: `effect[p]` is the log effect on the
+    server at place p (from 0; 0 beyond). Positive: for the candidate."""
+    at = lambda p: effect[p] if p < len(effect) else 0.0  # noqa: E731
+    orders = [order_of(list(range(size)), n) for n in range(1, rounds + 1)]
+    shifts = [math.fsum(at(o.index(k)) - at(o.index(0)) for o in orders) / rounds for k in range(1, size)]
+    return max(shifts, key=abs, default=0.0)
 
 
 @dataclass

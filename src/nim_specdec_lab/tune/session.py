@@ -72,7 +72,7 @@ class TuneOptions:
     methods: tuple[str, ...] = cand.MODEL_FREE
     serving_platform: str | None = None  # None: this machine's
     serving_vllm_version: str | None = None  # None: the installed vLLM
-    max_servers: int | None = None  # None: one sweep plus one (tune.pruning)
+    max_servers: int | None = None  # None: tune.pruning.default_budget
 
 
 def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:
@@ -97,6 +97,15 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         )
     servers, table = ServerLog(), Table()
     out, run = options.out, options.run
+    # The budget, known before any server starts: at most one candidate per method, and a K = 0 server for a
+    # configured draft model (tune.pruning, rule 4).
+    most = (1 if configured else 0) + len([m for m in options.methods if not (configured and configured.method == m)])
+    zero_k = 1 if configured is not None and not configured.simulated else 0
+    sweep_most = 1 + (configured.kmax if configured else 0) + options.max_k * (most - (1 if configured else 0))
+    budget = options.max_servers or pruning.default_budget(sweep_most, most, zero_k, run.rounds)
+    short = pruning.budget_line(budget, most, zero_k, run.rounds)
+    if short:
+        _note(notes, say, short)
     kmax_all = max([options.max_k] + ([configured.kmax] if configured else []))
     lineup: list[tuple[str, Mapping[str, Any] | None]] = [("off", None)]
 
@@ -220,7 +229,6 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         + ", ".join(n for n, _ in lineup)
         + (f"; rounds 2 to {run.rounds} serve off and " + ", ".join(contenders) if contenders else "")
     )
-    budget = options.max_servers or sweep + 1
     dropped |= confirm(
         table,
         contenders,

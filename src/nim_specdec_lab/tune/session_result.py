@@ -158,6 +158,7 @@ def result_files(
             "margin": margin,
             "method": stats.METHOD,
             "line": decision.line,
+            "recommended_interval": decision.picked_json(),
         },
         rows=rows,
         concurrencies=conc,
@@ -181,7 +182,9 @@ def result_files(
         notes=notes,
         duration_s=duration_s,
         engine=engine,
-        answer=answer(off, None if final is None else table.figures(recommended), level, margin),
+        answer=answer(
+            off, None if final is None else table.figures(recommended), level, margin, len(decision.comparisons)
+        ),
     )
     # Beside the recommendation: where live acceptance should land (what `nim-specdec alert-rules` alerts on).
     result["expected_acceptance"] = expected_acceptance(result)

@@ -71,8 +71,9 @@ def test_a_true_gain_is_found_faster_and_never_slower():
 
 def test_the_mde_is_found_with_80_percent_power_under_the_machine_model():
     # A true speedup equal to the MDE at the machine's true spread between rounds (scipy.stats reference) is
-    # found faster in about 80% of worlds; the MDE each world reports (at its spread's 90% upper bound) is at
-    # or above that true MDE in about 90% of them: the report's figure errs on the side of promising less.
+    # found faster in about 80% of worlds; the MDE each world reports (at its spread's 90% upper bound, with the
+    # loaded machine's allowance) is at or above that true MDE in 90% of them or more: on this normal machine
+    # the allowance covers it in nearly all, erring on the side of promising less.
     spread = float(np.sqrt(2 * 0.1**2 + 2 * 0.02**2 + 0.02**2 / 2 + 0.04**2 / 3))  # sd of one round's log ratio
     for rounds in (3, 5):
         mde = ref.mde(spread, rounds, MARGIN, upper=False)[0]
@@ -80,7 +81,7 @@ def test_the_mde_is_found_with_80_percent_power_under_the_machine_model():
         share = sum(v == stats.FASTER for v in found["comparison"]) / len(found["comparison"])
         assert 0.72 <= share <= 0.88, (rounds, mde, share)
         covered = sum(m >= mde for m in found["mde"]) / len(found["mde"])
-        assert 0.85 <= covered <= 0.95, (rounds, covered)
+        assert 0.9 <= covered, (rounds, covered)
 
 
 def _unit_sd(n: int) -> list[float]:

@@ -125,3 +125,29 @@ def test_help_names_the_rounds_and_their_default():
     text = " ".join(shown.stdout.split())
     assert "--rounds ROUNDS" in text and "(default 3;" in text and "--servers" not in text
     assert "--max-servers MAX_SERVERS" in text and "(default: one sweep plus one" in text
+
+
+def test_decide_imports_only_what_a_decision_needs(tmp_path):
+    # The modules `tune --decide` loads, from the interpreter's own import log: the decision and its
+    # statistics, never the simulators, the server key's launcher settings, the cost model or the session
+    # (other subcommands' modules are named to the parser, not imported).
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "".join(
+            json.dumps({"config": name, "round": r, "concurrency": 1, "output_tokens_per_s": v * r}) + "\n"
+            for r in (1, 2, 3)
+            for name, v in (("off", 100.0), ("ngram-k4", 130.0))
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "nim_specdec", "tune", "--decide", str(runs), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "nim_specdec_lab.tune.decide" in loaded and "nim_specdec_lab.stats" in loaded
+    unwanted = ("nim_specdec_lab.ngram", "nim_specdec_lab.suffix", "nim_specdec_lab.server_key")
+    unwanted += ("nim_specdec_lab.tune.session", "nim_specdec_lab.tune.cost_model", "nim_specdec_lab.bench")
+    assert not sorted(m for m in loaded if m.startswith(unwanted))

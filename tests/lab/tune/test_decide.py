@@ -215,3 +215,27 @@ def test_the_statistics_margin_is_tunes():
     from nim_specdec_lab.tune import choice
 
     assert stats.DEFAULT_MARGIN == choice.DEFAULT_MARGIN == 0.03
+
+
+def test_the_recommendation_is_shown_with_the_interval_of_a_pick_among_the_candidates():
+    # Two candidates: the interval shown for the one picked is the two-sided t-interval at 1 - 1% / 2
+    # (Bonferroni at 99% over the two: 0.25% in each tail), from scipy.stats on the per-round log ratios.
+    options = [option("ngram-k3", NGRAM, 1.6, 1.5, wobble=0.03), option("draft_model-k2", DRAFT, 1.1, 1.1)]
+    decision = decide(OFF, options, EVEN, 0.03)
+    assert decision.recommended is not None and decision.recommended.name == "ngram-k3"
+    shake = (1.0, 1.03, 0.97)
+    logs = [0.5 * math.log(1.6 * s) + 0.5 * math.log(1.5 * s) for s in shake]
+    mean = sum(logs) / 3
+    se = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2 / 3)
+    q = scipy_stats.t.ppf(1 - 0.0025, 2)
+    expected = (math.exp(mean - q * se), math.exp(mean + q * se))
+    assert decision.picked() == pytest.approx(expected, rel=1e-9)
+    own = decision.comparison("ngram-k3").traffic.interval
+    assert expected[0] < own[0] and own[1] < expected[1]
+    assert f"[{expected[0]:.3f}, {expected[1]:.3f}] as picked among 2 candidates" in decision.line
+    assert f"its own interval {math.exp(mean):.3f}x [{own[0]:.3f}, {own[1]:.3f}] over 3 rounds" in decision.line
+    shown = decision.picked_json()
+    assert shown["interval"] == pytest.approx(expected, abs=1e-4) and shown["candidates"] == 2
+    assert shown["own_interval"] == pytest.approx(own, abs=1e-4)
+    # Off recommended: no interval of a pick.
+    assert decide(OFF, [option("draft_model-k2", DRAFT, 0.5, 0.5)], EVEN, 0.03).picked() is None

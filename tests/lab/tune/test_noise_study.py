@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nim_specdec_lab import stats
-from nim_specdec_lab.noise_worlds import Machine, simulate
+from nim_specdec_lab.noise_worlds import HARSH, Machine, simulate
 from nim_specdec_lab.tune.noise_study import a_a, recommended
 from nim_specdec_lab.tune.noise_study import share as study_share
 from nim_specdec_lab.tune.rounds import order_of
@@ -45,14 +45,22 @@ CAPTURE = stats.concurrency_weights(3.0, (1, 2, 4, 8))  # 3 in flight: half on 2
 
 
 @pytest.mark.parametrize(
-    "candidates,concurrencies,weights",
-    [(2, (1, 4, 16), EVEN3), (3, (1, 2, 4, 8), CAPTURE), (2, (1, 2, 4, 8), CAPTURE)],
-    ids=["2-candidates-even", "3-candidates-capture", "2-candidates-capture"],
+    "candidates,concurrencies,weights,machine",
+    [
+        (2, (1, 4, 16), EVEN3, MACHINE),
+        (3, (1, 2, 4, 8), CAPTURE, MACHINE),
+        (2, (1, 2, 4, 8), CAPTURE, MACHINE),
+        (4, (1, 4, 16), EVEN3, HARSH),
+    ],
+    ids=["2-candidates-even", "3-candidates-capture", "2-candidates-capture", "4-candidates-harsh"],
 )
-def test_a_a_worlds_recommend_speculation_in_at_most_5_percent(candidates, concurrencies, weights):
-    # Measured: 1.6% / 2.3% / 3.0%.
-    picks = tune_worlds({k: [1.0] * len(concurrencies) for k in range(1, candidates + 1)}, concurrencies, weights)
-    assert share(picks, set(range(1, candidates + 1))) <= 0.05
+def test_a_a_worlds_recommend_speculation_in_at_most_5_percent(candidates, concurrencies, weights, machine):
+    # The rate's whole 95% interval at or under 5%, on the normal machine and on the harsh one (t(3) tails, a
+    # quarter of the rounds loaded, drift across the tune). Measured: 1.6% / 2.3% / 3.0% on the normal one.
+    ratios = {k: [1.0] * len(concurrencies) for k in range(1, candidates + 1)}
+    picks = tune_worlds(ratios, concurrencies, weights, machine=machine)
+    found = study_share(picks, set(range(1, candidates + 1)))
+    assert found.interval()[1] <= 0.05, str(found)
 
 
 @pytest.mark.parametrize("candidates", [1, 4, 8])

@@ -4,13 +4,11 @@ server, the useless draft served once."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
-from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
+from nim_specdec_lab.noise_worlds import HARSH, HEAVY, NORMAL, simulate, true_log_speedups
 from nim_specdec_lab.tune import pruning
 from nim_specdec_lab.tune.acceptance import AcceptanceCurve, AcceptancePoint
 from nim_specdec_lab.tune.noise_study import Share
@@ -46,16 +44,24 @@ def test_a_method_that_cannot_beat_off_even_for_free_is_not_served(points, hopel
         assert found["ngram"] == pytest.approx(max(points))
 
 
-def test_screen_threshold_is_rare_for_a_candidate_equal_to_off_on_the_lab_machine_model():
-    # One round's ratio of two servers carries two start effects: sd 0.10 * sqrt(2) in log.
-    spread = Machine().start_sd * math.sqrt(2)
-    assert norm.cdf(math.log(pruning.SCREEN) / spread) < 1 / 6000  # the module's "1 round of 6,600"
-    assert norm.cdf((math.log(pruning.SCREEN) - math.log(0.97)) / spread) < 1 / 2800  # "1 of 2,900"
-    # The same on the simulated machine (position and drift effects too): 40,000 first rounds of off and an
-    # equal candidate, the candidate started second as in tune.
-    measured = simulate(Machine(), true_log_speedups({1: [1.0, 1.0]}, 2), [[0, 1]], 40_000, seed=5)
+@pytest.mark.parametrize(
+    "machine, stated",
+    [(NORMAL, 1 / 12_500), (HEAVY, 1 / 382), (HARSH, 1 / 55)],
+    ids=["normal", "t3-tails", "harsh"],
+)
+def test_the_screens_rate_for_a_candidate_equal_to_off_is_the_one_stated_for_each_noise(machine, stated):
+    # 40,000 simulated first rounds of off and an equal candidate, the candidate started second as in tune
+    # (another seed than bench/bench_pruning.py's, whose rates tune.pruning and docs/tuning.md state): the
+    # stated rate lies inside this count's 95% interval. (The normal CDF the screen was set from said 1 in
+    # 6,600 for every machine; with t(3) tails it is 17 times that.)
+    rounds = 40_000
+    measured = simulate(machine, true_log_speedups({1: [1.0, 1.0]}, 2), [[0, 1]], rounds, seed=5)
     ratio = np.exp(np.log(measured[:, 0, 1, :] / measured[:, 0, 0, :]).mean(axis=1))
-    assert (ratio < pruning.SCREEN).mean() < 1 / 2000
+    found = Share(int((ratio < pruning.SCREEN).sum()), rounds)
+    low, high = found.interval()
+    assert low <= stated <= high, (str(found), stated)
+    if machine is NORMAL:
+        assert high < 1 / 2000
 
 
 @pytest.mark.parametrize(
@@ -128,16 +134,39 @@ def test_a_sweep_is_off_and_every_candidate_at_every_k():
     assert pruning.sweep_servers([]) == 1
 
 
-def test_demo_world_same_answer_as_the_full_sweep_within_one_sweep_plus_one():
-    # The demo with a useless draft (0.3x), n-gram at K = 4 and the model's n-gram schedule a little faster;
-    # a sweep at K = 1..4 of both candidates is 9 servers, so the budget is 10.
-    study = compare(
-        {1: [0.3, 0.3], 2: [1.3, 1.25], 3: [1.35, 1.3]}, (1, 4), EVEN, proposal=3, budget=10, worlds=1000, seed=3
-    )
-    agree = study.agreement()
-    assert agree.interval()[0] >= 0.95, str(agree)
-    assert max(study.servers) <= 10 < study.full_servers
-    assert all(served["1"] == 1 for served in study.rounds_served)  # the useless draft: served once
+DEMO = {1: [0.3, 0.3], 2: [1.3, 1.25], 3: [1.35, 1.3]}  # 1 a useless draft (a K = 0 server), 3 the model's choice
+CLOSE = {1: [0.9, 0.9], 2: [1.3, 1.25], 3: [1.3, 1.28]}  # the draft kept (its K = 0 server served): a close race
+
+
+def test_the_default_budget_counts_every_server_and_leaves_room_for_every_round():
+    # Two candidates (a draft model and n-gram), the model's choice a configuration of its own, 3 rounds:
+    # round 1 is off, 2 candidates, the draft's K = 0 server and the choice (5), each later round 4.
+    assert pruning.servers_needed(2, 1, 3) == 5 + 4 + 4
+    for max_k, sweep in ((1, 3), (2, 5), (3, 7), (4, 9), (8, 17)):
+        assert pruning.sweep_servers([max_k, max_k]) == sweep
+        assert pruning.default_budget(sweep, 2, 1, 3) == max(sweep + 1, 13)
+    assert pruning.budget_line(13, 2, 1, 3) is None
+    line = pruning.budget_line(4, 2, 1, 3)
+    assert line.startswith("--max-servers 4 may leave no room for a second round") and "--max-servers 13 would" in line
+    assert "the leader's rounds only" in pruning.budget_line(10, 2, 1, 3)
+
+
+@pytest.mark.parametrize("world", [DEMO, CLOSE], ids=["demo", "close-race"])
+@pytest.mark.parametrize("max_k", [1, 2, 3, 4])
+def test_same_answer_as_the_full_sweep_at_every_max_k(world, max_k):
+    # The budget tune takes at this --max-k (servers counted as tune counts them); the draft's K = 0 server
+    # counted where the screen keeps the draft.
+    budget = pruning.default_budget(pruning.sweep_servers([max_k, max_k]), 2, 1, 3)
+    study = compare(world, (1, 4), EVEN, proposal=3, budget=budget, worlds=300, seed=3, zero_k=(1,))
+    assert study.agreement().interval()[0] >= 0.95, str(study.agreement())
+    assert max(study.servers) <= budget
+    if world is DEMO:
+        assert all(served["1"] == 1 for served in study.rounds_served)  # the useless draft: served once
+        assert max(study.servers) < study.full_servers
+    # One sweep plus one, the budget before it counted the rounds: round 1 spends it below --max-k 4.
+    if max_k < 4:
+        starved = compare(world, (1, 4), EVEN, proposal=3, budget=2 * max_k + 2, worlds=300, seed=3, zero_k=(1,))
+        assert starved.agreement().interval()[1] < 0.95, str(starved.agreement())
 
 
 def test_demo_world_a_tight_budget_confirms_the_leader_only_and_says_how_often_that_differs():
@@ -153,9 +182,15 @@ def test_demo_world_a_tight_budget_confirms_the_leader_only_and_says_how_often_t
     assert study.agreement().rate < 0.95
 
 
-@pytest.mark.parametrize("candidates", [1, 4, 8])
-def test_pruning_keeps_the_family_wise_rate_in_a_a_worlds(candidates):
+@pytest.mark.parametrize(
+    "candidates, machine, worlds",
+    [(1, NORMAL, 1000), (4, NORMAL, 1500), (4, HARSH, 800), (8, HARSH, 600)],
+    ids=["1-normal", "4-normal", "4-harsh", "8-harsh"],
+)
+def test_pruning_keeps_the_family_wise_rate_in_a_a_worlds(candidates, machine, worlds):
+    # The rate's whole 95% interval at or under the family-wise 5%, on the normal machine and on the harsh
+    # one (t(3) tails, a quarter of the rounds loaded, drift across the tune).
     ratios = {k: [1.0, 1.0] for k in range(1, candidates + 1)}
-    study = compare(ratios, (1, 4), EVEN, proposal=None, worlds=600, seed=11)
+    study = compare(ratios, (1, 4), EVEN, proposal=None, worlds=worlds, seed=11, machine=machine)
     any_faster = Share(sum(p is not None for p in study.pruned), len(study.pruned))
-    assert any_faster.interval()[0] <= 0.05, str(any_faster)
+    assert any_faster.interval()[1] <= 0.05, str(any_faster)

@@ -267,3 +267,42 @@ def test_export_writes_one_definition_of_tokens_per_s():
     mixed = export_lines({"lineup": ["off"], "runs": [server, {**client, "round": 2}]})
     assert [(d["output_tokens_per_s"], d["tokens_per_s_of"]) for d in mixed] == [(90.0, "client"), (95.0, "client")]
     assert "tokens_per_s_of" not in export_lines({"lineup": ["off"], "runs": [run]})[0]
+
+
+def _world_runs(measured, world: int, orders, concurrencies) -> list:
+    from nim_specdec_lab.tune.recorded_runs import RecordedRun
+
+    runs = []
+    for r, order in enumerate(orders, start=1):
+        for place, k in enumerate(order, start=1):
+            for i, c in enumerate(concurrencies):
+                name = "off" if k == 0 else f"c{k}"
+                runs.append(RecordedRun(name, r, c, float(measured[world, r - 1, k, i]), place))
+    return runs
+
+
+def test_a_file_with_off_first_in_every_round_never_recommends_the_candidates_it_favours():
+    # A/A: four candidates equal to off, the first server of a round 8% slow (in log), off first in all three
+    # rounds (another order than tune's). Without the positions such files recommend speculation far more
+    # often than the family-wise 5% (counted below on the same worlds); with them, a candidate whose order
+    # favours it is shown and never recommended.
+    from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
+    from nim_specdec_lab.tune.noise_study import Share
+
+    concurrencies, worlds = (1, 4), 400
+    orders = [[0, 1, 2, 3, 4]] * 3
+    machine = Machine(position=(-0.08,))
+    measured = simulate(machine, true_log_speedups({k: [1.0, 1.0] for k in range(1, 5)}, 2), orders, worlds, 9)
+    weights = {1: 0.5, 4: 0.5}
+    with_positions = without = 0
+    for w in range(worlds):
+        runs = _world_runs(measured, w, orders, concurrencies)
+        decision = redecide(runs, weights, 0.03)
+        with_positions += decision.recommended is not None
+        bare = [type(r)(r.config, r.round, r.concurrency, r.tokens_per_s, None) for r in runs]
+        without += redecide(bare, weights, 0.03).recommended is not None
+    assert Share(with_positions, worlds).interval()[1] <= 0.05
+    assert Share(without, worlds).interval()[0] > 0.05  # the bias the positions guard against is there
+    runs = _world_runs(measured, 0, orders, concurrencies)
+    line = redecide(runs, weights, 0.03).line
+    assert "c1 not recommended: off started 3 of 3 rounds and c1 0" in line, line

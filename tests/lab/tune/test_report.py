@@ -79,7 +79,7 @@ def _result() -> dict:
     return build_result(
         recommended_env={"NIM_SPECDEC_ENABLE": "1", "NIM_SPECDEC_ARGS": '{"speculative_config": {"method": "ngram"}}'},
         chosen={"method": "ngram", "schedule": [{"batch_sizes": "1+", "k": 3}]},
-        decision={"line": decision.line},
+        decision={"line": decision.line, "recommended_interval": decision.picked_json()},
         rows=rows,
         concurrencies=[1, 8],
         verification=verification_rows(decision, held, [1, 8]),
@@ -117,6 +117,11 @@ def test_markdown_holds_the_variables_the_intervals_and_the_held_out_check():
     assert "| 1 | 1." in verification and "| -10.0% [" in verification
     assert "6 server starts in 3 round(s) (each round: off, ngram-k3); tune took 321 s." in text
     assert "- a note" in text
+    # The recommendation's interval as picked among the candidates, below the table of own intervals.
+    picked = _decision().picked_json()
+    low, high = picked["interval"]
+    assert f"95% interval [{low:.3f}, {high:.3f}] as picked among 1 candidate(s)" in text
+    assert "| this traffic (own interval) |" in text
 
 
 def test_markdown_of_off_says_so():
