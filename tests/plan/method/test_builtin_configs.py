@@ -82,6 +82,24 @@ NIM_NAMES = {
     "deepseek-v3.json": None,
     "glm-5.json": None,
     "qwen3.5-27b.json": None,
+    "gpt-oss-120b.json": "openai/gpt-oss-120b",
+    "gpt-oss-20b.json": "openai/gpt-oss-20b",
+    "llama-4-maverick-17b-128e-instruct.json": None,
+    "qwen3-235b-a22b.json": "qwen/qwen3-235b-a22b",
+    "qwen3-30b-a3b.json": None,
+    "qwen3-next-80b-a3b-thinking.json": None,
+    "deepseek-v3.2.json": "deepseek-ai/deepseek-v3.2",
+    "deepseek-v4-flash.json": None,
+    "deepseek-v4-pro.json": None,
+    "kimi-k2.6.json": "moonshotai/kimi-k2.6",
+    "glm-5.1.json": None,
+    "glm-5.2.json": "zai-org/glm-5.2",
+    "nemotron-3-super-120b-a12b.json": "nvidia/nemotron-3-super-120b-a12b",
+    "nemotron-3-ultra-550b-a55b.json": None,
+    "nemotron-3-nano-30b-a3b.json": None,
+    "nemotron-3.5-lightning-30b-a3b.json": None,
+    "minimax-m3.json": None,
+    "gemma-4-26b-a4b.json": None,
 }
 
 
@@ -107,6 +125,18 @@ def test_a_builtin_is_served_under_its_nim_name_first(file):
         ("zai-org--GLM-5", ("num_nextn_predict_layers", 1)),
         ("Qwen--Qwen3.5-27B", ("text_config.mtp_num_hidden_layers", 1)),
         ("Qwen--Qwen3-Next-80B-A3B-Thinking", ("model_type=qwen3_next", 1)),  # no key: vLLM maps the type
+        ("deepseek-ai--DeepSeek-V3.2", ("num_nextn_predict_layers", 1)),
+        ("deepseek-ai--DeepSeek-V4-Flash", ("num_nextn_predict_layers", 1)),
+        ("zai-org--GLM-5.2", ("num_nextn_predict_layers", 1)),
+        ("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8", ("num_nextn_predict_layers", 1)),
+        ("nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", ("num_nextn_predict_layers", 1)),
+        ("nvidia--MiniMax-M3-NVFP4", ("text_config.num_mtp_modules", 1)),  # the VL wrapper: heads on its text model
+        ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", None),  # nemotron_h without the key: no heads
+        ("nvidia--Kimi-K2.6-NVFP4", None),
+        ("openai--gpt-oss-120b", None),
+        ("meta-llama--Llama-4-Maverick-17B-128E-Instruct", None),
+        ("Qwen--Qwen3-235B-A22B", None),
+        ("google--gemma-4-26B-A4B", None),  # Gemma 4's MTP drafts are separate assistant checkpoints
         ("moonshotai--Kimi-K2-Instruct", None),  # num_nextn_predict_layers: 0 is an explicit "none"
         ("meta-llama--Llama-3.1-8B-Instruct", None),
         ("Qwen--Qwen2.5-7B-Instruct", None),
