@@ -4,6 +4,7 @@ n-gram) given the model's real config.json, stored under tests/data/model_config
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,8 @@ NIM_NAMES = {
     "mistral-7b-instruct-v0.3.json": "mistralai/mistral-7b-instruct-v0.3",
     "qwen2.5-7b-instruct.json": "qwen/qwen2.5-7b-instruct",
     "kimi-k2-instruct.json": "moonshotai/kimi-k2-instruct",
-    "deepseek-v3.json": None,
-    "glm-5.json": None,
+    "deepseek-v3.json": "deepseek-ai/deepseek-v3",
+    "glm-5.json": "zai-org/glm-5",
     "qwen3.5-27b.json": None,
     "gpt-oss-120b.json": "openai/gpt-oss-120b",
     "gpt-oss-20b.json": "openai/gpt-oss-20b",
@@ -116,6 +117,46 @@ def test_a_builtin_is_served_under_its_nim_name_first(file):
     assert entry.served_names() == expected
     if entry.nim_name:
         assert find(REGISTRY, [entry.nim_name.upper()]) is entry
+
+
+DOCS = [Path(__file__).parents[3] / "README.md", default_config_dir() / "README.md"] + sorted(
+    (Path(__file__).parents[3] / "docs").glob("*.md")
+)
+NIM_NAME_IN_TEXT = re.compile(r"`([a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9.-]*)`")
+
+
+def _nim_names_in_docs() -> dict[str, set[str]]:
+    """name -> documents: every value given to NIM_MODEL_NAME, and every `publisher/model` in backquotes that is
+    written the way NIM writes names (lower case) and has a NIM publisher's prefix."""
+    publishers = {name.split("/")[0] for name in NIM_NAMES.values() if name}
+    found: dict[str, set[str]] = {}
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        names = set(re.findall(r"NIM_MODEL_NAME=([A-Za-z0-9][A-Za-z0-9./_-]*)", text))
+        names |= {n for n in NIM_NAME_IN_TEXT.findall(text) if n.split("/")[0] in publishers and not n.endswith(".md")}
+        for name in names:
+            found.setdefault(name, set()).add(doc.name)
+    return found
+
+
+def test_docs_name_nim_models():
+    """The check below has something to check: the README's example and the served-names table."""
+    found = _nim_names_in_docs()
+    assert "meta/llama-3.1-8b-instruct" in found and "openai/gpt-oss-120b" in found
+
+
+@pytest.mark.parametrize("name", sorted(_nim_names_in_docs()))
+def test_every_nim_named_model_in_the_docs_resolves_to_its_entry(name):
+    """A name the docs give a client selects a built-in, and a NIM name selects the entry that carries it."""
+    entry = find(REGISTRY, [name])
+    assert entry is not None, f"{name} (in {sorted(_nim_names_in_docs()[name])}) selects no built-in"
+    if name in NIM_NAMES.values():
+        assert entry.nim_name == name
+
+
+def test_no_two_entries_share_a_nim_name():
+    nim_names = [entry.nim_name.lower() for entry in REGISTRY if entry.nim_name]
+    assert len(nim_names) == len(set(nim_names))
 
 
 @pytest.mark.parametrize(
