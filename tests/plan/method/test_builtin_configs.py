@@ -11,7 +11,7 @@ import pytest
 
 from core_fixtures import validate_spec_config
 from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
-from nim_specdec.plan.method.method_choice import draft_method, mtp_heads
+from nim_specdec.plan.method.method_choice import PARALLEL_DRAFTERS, draft_method, mtp_heads
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
@@ -25,7 +25,9 @@ ENTRIES = {entry.file: entry for entry in REGISTRY}
 RAW = {path.name: json.loads(path.read_text()) for path in sorted(default_config_dir().glob("*.json"))}
 
 
-def _expected_family(target_config: dict, has_draft: bool) -> str:
+def _expected_family(target_config: dict, has_draft: bool, method: str, evidence: str | None) -> str:
+    if has_draft and method in PARALLEL_DRAFTERS and evidence:  # ahead of the guide's order, on published evidence
+        return method
     if mtp_heads(target_config):
         return "mtp"
     return "eagle3" if has_draft else "ngram"
@@ -46,7 +48,21 @@ def test_the_registry_ships_every_method():
 def test_entry_obeys_the_method_order(file):
     entry = ENTRIES[file]
     target_config = json.loads((DATA / RAW[file]["test_config"] / "config.json").read_text())
-    assert _family(entry.method) == _expected_family(target_config, entry.draft_source is not None)
+    assert _family(entry.method) == _expected_family(
+        target_config, entry.draft_source is not None, entry.method, entry.evidence
+    )
+
+
+@pytest.mark.parametrize("file", sorted(f for f, e in ENTRIES.items() if e.method in PARALLEL_DRAFTERS))
+def test_a_parallel_drafter_entry_states_its_evidence(file):
+    """DFlash or DSpark ahead of the guide's order only with the published figures and where they are published."""
+    entry = ENTRIES[file]
+    assert entry.draft_source and entry.evidence
+    assert "@" in entry.evidence and re.search(r"\d+\.\d+ vs \d+\.\d+", entry.evidence)
+
+
+def test_the_catalogue_has_a_parallel_drafter():
+    assert any(entry.method in PARALLEL_DRAFTERS for entry in REGISTRY)
 
 
 @pytest.mark.parametrize("file", sorted(ENTRIES))

@@ -40,7 +40,11 @@ PUBLISHED = {
     "nvidia/nemotron-3-super-120b-a12b": ("mtp", None),
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": ("mtp", None),
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("eagle3", "hf://nvidia/EAGLE3-NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
-    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": ("mtp", None),
+    # DSpark ahead of the target's own MTP heads: NVIDIA's published vLLM figures (the entry's evidence)
+    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": (
+        "dspark",
+        "hf://nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DSpark",
+    ),
     "minimax-m3": ("mtp", None),
     "google/gemma-4-26B-A4B": ("ngram", None),
 }
@@ -136,3 +140,49 @@ def test_the_preflight_passes_each_entry_on_its_published_config(file, tmp_path)
         assert results["compatibility.mtp_heads"] == "pass"
     if family == "eagle3":
         assert results["compatibility.draft"] == "skipped"  # the draft's config.json is published, not stored
+
+
+LIGHTNING = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+
+
+@pytest.mark.parametrize(
+    "version,error",
+    [
+        ("0.32.0", "speculative_config key 'draft_lm_head_quantization' is new in vLLM 0.33.0"),
+        ("0.33.0", "draft_lm_head_quantization is not supported for method 'dspark'"),
+        ("0.34.0", None),
+    ],
+)
+def test_the_dspark_entrys_keys_are_checked_per_release(version, error, tmp_path):
+    """0.34 quantizes a DSpark head's LM head; 0.33 only EAGLE's and MTP's, 0.32 has no such key: one line each."""
+    env = {
+        **os.environ,
+        "NIM_CACHE_PATH": str(tmp_path),
+        "NIM_SPECDEC_ENABLE": "1",
+        "NIM_MODEL_NAME": LIGHTNING,
+        "NIM_PLAN_VLLM_VERSION": version,
+        "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": {"draft_lm_head_quantization": "fp8"}}),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan"], env=env, capture_output=True, text=True, timeout=120
+    )
+    if error is None:
+        assert done.returncode == 0, done.stderr
+        spec = json.loads(done.stdout)["speculative"]
+        assert spec["method"] == "dspark" and spec["config"]["draft_lm_head_quantization"] == "fp8"
+    else:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+        assert done.returncode == 2 and len(errors) == 1 and error in errors[0], done.stderr
+
+
+def test_model_free_the_registered_dspark_head_goes_ahead_of_the_targets_mtp_heads(tmp_path):
+    """Served by its repository id (model-free, the hub id as the model argument), the target declares MTP heads, yet
+    the registered head with its evidence is chosen; a draft the user names still wins over the registered one."""
+    shipped = Facts(registry=REGISTRY, flavor="vllm", python="python3")
+    env = {"NIM_CACHE_PATH": str(tmp_path), "NIM_SPECDEC_ENABLE": "1"}
+    plan = plan_json(plan_for(env, ["--model", LIGHTNING], shipped)[1])
+    assert plan["speculative"]["method"] == "dspark"
+    assert "ahead of the guide's order on published evidence" in plan["speculative"]["reason"]
+    mine = {**env, "NIM_DRAFT_MODEL_PATH": "hf://acme/my-eagle3-draft"}
+    plan = plan_json(plan_for(mine, ["--model", LIGHTNING], shipped)[1])
+    assert plan["speculative"]["method"] != "dspark"

@@ -1,5 +1,10 @@
 """The guide's order of methods: MTP when the target has MTP heads, else a published EAGLE3
 draft, else n-gram. Pure over the target's config.json (a dict) and the built-in registry.
+
+One exception, where published evidence says otherwise: a built-in entry that registers a DFlash or DSpark head
+(a parallel drafter, its publisher's head for that checkpoint, with the published measurement that puts it
+ahead of the guide's pick in the entry's `evidence`) is chosen before MTP and EAGLE3. Without such an entry the
+guide's order stands (configs/builtin_specdec/README.md, "How the method is chosen").
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ _SCOPES = ("text_config", "mtp_config")
 MTP_MODEL_TYPES = ("qwen3_next", "longcat_flash", "step3p5", "step3p7", "dots3_note", "minimax_m3_vl")
 MTP_ARCHITECTURES = ("MiMoV2ForCausalLM", "MiMoV2OmniForCausalLM", "MiMoV2FlashForCausalLM")
 
+# Parallel drafters: every position of a block drafted in one pass (vLLM's dflash and dspark methods).
+PARALLEL_DRAFTERS = ("dflash", "dspark")
 NGRAM_DEFAULT = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 MTP_DEFAULT_TOKENS = 1
 DEFAULT_DRAFT_NAME = "draft"
@@ -74,6 +81,16 @@ def choose(
     draft_config: Mapping[str, Any] | None,
 ) -> Choice:
     """Model-free auto choice when speculation is on and nobody gave a config."""
+    unknown = " (the target's config.json is not available before download, so MTP heads could not be checked)"
+    note = unknown if target_config is None else ""
+    parallel = builtin_entry is not None and builtin_entry.draft_source and builtin_entry.method in PARALLEL_DRAFTERS
+    if parallel and not has_draft_source:
+        return Choice(
+            dict(builtin_entry.speculative_config),
+            f"{builtin_entry.method}: a published {builtin_entry.method} head is registered for "
+            f"{builtin_entry.model_id} ({builtin_entry.file}), ahead of the guide's order on published evidence{note}",
+            builtin_entry.draft_source,
+        )
     heads = mtp_heads(target_config)
     if heads:
         declared, count = heads
@@ -82,8 +99,6 @@ def choose(
             {"method": "mtp", "num_speculative_tokens": MTP_DEFAULT_TOKENS},
             f"MTP: the target's config.json declares {shown}",
         )
-    unknown = " (the target's config.json is not available before download, so MTP heads could not be checked)"
-    note = unknown if target_config is None else ""
     if has_draft_source:
         method = draft_method(draft_config)
         return Choice(
