@@ -1,6 +1,6 @@
 """Writes plan/engine/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
-speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, enum values, bounds
-and nullable fields, and the module that holds its serve argument parser.
+speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, the targets it gives an MTP
+drafter, enum values, bounds and nullable fields, and the module that holds its serve argument parser.
 
 The launcher reads the JSON of the vLLM version it runs with (microseconds) instead of importing vLLM
 (seconds); tests/plan/engine/test_vllm_schema_drift.py regenerates the installed version's in memory and compares, so
@@ -115,6 +115,50 @@ def _bounds(field: dataclasses.Field) -> list[float | None] | None:
     return None if lo is None and hi is None else [lo, hi]
 
 
+def _stand_in(model_type: str, architecture: str):
+    """A target config with one MTP layer declared every way vLLM reads it, and the fields its rewrites touch."""
+    from transformers import PretrainedConfig
+
+    heads = {
+        "num_nextn_predict_layers": 1,
+        "mtp_num_hidden_layers": 1,
+        "num_mtp_modules": 1,
+        "mtp_config": {"num_nextn_predict_layers": 1},
+        "layer_types": [],
+        "hc_count": 1,  # Qwen4-Exp's MTP feedback streams
+        "mtp_num_experts": 1,  # InternS2-Mobius's MTP experts
+        "mtp_num_experts_per_tok": 1,
+        "num_attention_heads": 1,  # what vLLM's get_hf_text_config asks of a text config
+    }
+    config = PretrainedConfig(architectures=[architecture], text_config=PretrainedConfig(**heads), **heads)
+    config.model_type = model_type
+    return config
+
+
+def _mtp_targets(override, mtp_types: list[str]) -> dict[str, dict[str, str]]:
+    """The targets the release gives an MTP drafter: each model_type and first architecture that
+    SpeculativeConfig.hf_config_override rewrites into one of its MTP model types. The mapping is code, not a
+    table, so it is read by calling it on a stand-in target for every name its source compares with."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(override)))
+    names = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)})
+    found: dict[str, dict[str, str]] = {"model_types": {}, "architectures": {}}
+    for name in names:
+        if name in mtp_types:
+            continue  # an MTP checkpoint of its own, not a target
+        for kind, config in (("model_types", _stand_in(name, "Probe")), ("architectures", _stand_in("probe", name))):
+            try:
+                rewritten = getattr(override(config), "model_type", None)
+            except Exception:  # noqa: BLE001 - a branch that needs more than the stand-in holds: not a mapping
+                continue
+            if rewritten in mtp_types:
+                found[kind][name] = rewritten
+    return found
+
+
 def _negative(option: str, action) -> bool:
     """Whether the bare flag sets its boolean to False (--no-X; --disable-X for 0.33's --enable-X)."""
     if isinstance(action, argparse.BooleanOptionalAction):
@@ -151,6 +195,9 @@ def generate() -> dict:
         "fields": sorted(set(fields) - INTERNAL_FIELDS),
         "methods": list(dict.fromkeys(_literals(speculative.SpeculativeMethod))),
         "mtp_methods": list(dict.fromkeys(_literals(speculative.MTPModelTypes))),
+        "mtp_targets": _mtp_targets(
+            SpeculativeConfig.hf_config_override, list(dict.fromkeys(_literals(speculative.MTPModelTypes)))
+        ),
         "bounds": {name: value for name, value in sorted(bounds.items()) if value is not None},
         # Every spelling the parser accepts, hidden ones too (0.33 hides --no-enable-X behind --disable-X).
         "options": dict(sorted((o, action.dest) for o, action in parser._option_string_actions.items())),

@@ -11,7 +11,8 @@ import pytest
 
 from core_fixtures import validate_spec_config
 from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
-from nim_specdec.plan.method.method_choice import PARALLEL_DRAFTERS, draft_method, mtp_heads
+from nim_specdec.plan.method.method_choice import PARALLEL_DRAFTERS, draft_method, mtp_drafter, mtp_heads
+from nim_specdec.plan.engine.vllm_schema import knowledge_for, known_versions
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
@@ -28,7 +29,8 @@ RAW = {path.name: json.loads(path.read_text()) for path in sorted(default_config
 def _expected_family(target_config: dict, has_draft: bool, method: str, evidence: str | None) -> str:
     if has_draft and method in PARALLEL_DRAFTERS and evidence:  # ahead of the guide's order, on published evidence
         return method
-    if mtp_heads(target_config):
+    # MTP where the target declares heads and every known release has a drafter for it (the entries plan on each)
+    if mtp_heads(target_config) and all(mtp_drafter(target_config, knowledge_for(v)) for v in known_versions()):
         return "mtp"
     return "eagle3" if has_draft else "ngram"
 

@@ -1,5 +1,12 @@
 """The guide's order of methods: MTP when the target has MTP heads, else a published EAGLE3
-draft, else n-gram. Pure over the target's config.json (a dict) and the built-in registry.
+draft, else n-gram. Pure over the target's config.json (a dict), the built-in registry and what the vLLM
+release knows.
+
+MTP heads count only where the release has an MTP drafter for the target: vLLM serves them by rewriting the
+target's model_type (or first architecture) into one of its MTP model types, and a target it does not rewrite
+fails at start ("Unsupported speculative method: 'mtp'") whatever its config.json declares (MiniMax-M3's
+`minimax_m3` declares num_nextn_predict_layers and no release maps it). Such a target goes on down the order,
+and the plan's reason says why.
 
 One exception, where published evidence says otherwise: a built-in entry that registers a DFlash or DSpark head
 (a parallel drafter, its publisher's head for that checkpoint, with the published measurement that puts it
@@ -11,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
 
 # Every config.json key vLLM 0.32 reads for the number of MTP layers
 # (vllm/config/speculative.py, SpeculativeConfig.hf_config_override; configs/builtin_specdec/MTP_KEYS.md),
@@ -51,6 +60,19 @@ def mtp_heads(config: Mapping[str, Any] | None) -> tuple[str, int] | None:
     return None
 
 
+def mtp_drafter(config: Mapping[str, Any] | None, known: VllmKnowledge = DEFAULT) -> str | None:
+    """The MTP model type release `known` serves the target's MTP heads with, None where it has none."""
+    if not config:
+        return None
+    archs = config.get("architectures")
+    first = archs[0] if isinstance(archs, list) and archs else None
+    return known.mtp_drafter(config.get("model_type"), first)
+
+
+def _release(known: VllmKnowledge) -> str:
+    return f"vLLM {known.snapshot}" if known.exact else f"vLLM {known.version} (read as {known.snapshot})"
+
+
 def draft_method(draft_config: Mapping[str, Any] | None) -> str:
     """The method a draft checkpoint is meant for (EAGLE3 when its config is not known yet).
 
@@ -79,6 +101,7 @@ def choose(
     builtin_entry: Any | None,
     has_draft_source: bool,
     draft_config: Mapping[str, Any] | None,
+    known: VllmKnowledge = DEFAULT,
 ) -> Choice:
     """Model-free auto choice when speculation is on and nobody gave a config."""
     unknown = " (the target's config.json is not available before download, so MTP heads could not be checked)"
@@ -95,10 +118,15 @@ def choose(
     if heads:
         declared, count = heads
         shown = declared if "=" in declared else f"{declared}={count}"
-        return Choice(
-            {"method": "mtp", "num_speculative_tokens": MTP_DEFAULT_TOKENS},
-            f"MTP: the target's config.json declares {shown}",
-        )
+        drafter = mtp_drafter(target_config, known)
+        if drafter is not None:
+            return Choice(
+                {"method": "mtp", "num_speculative_tokens": MTP_DEFAULT_TOKENS},
+                f"MTP: the target's config.json declares {shown} ({_release(known)} drafts with {drafter})",
+            )
+        kind = (target_config or {}).get("model_type")
+        shown_kind = str(kind)[:60] if isinstance(kind, str) else "(none)"
+        note = f" (model type {shown_kind} has an MTP layer ({shown}) but {_release(known)} has no MTP drafter for it)"
     if has_draft_source:
         method = draft_method(draft_config)
         return Choice(
@@ -112,4 +140,9 @@ def choose(
             f" ({builtin_entry.file}){note}",
             builtin_entry.draft_source,
         )
-    return Choice(dict(NGRAM_DEFAULT), f"ngram: no MTP heads and no registered EAGLE3 draft for this model{note}")
+    why = (
+        "no registered EAGLE3 draft for this model"
+        if heads
+        else "no MTP heads and no registered EAGLE3 draft for this model"
+    )
+    return Choice(dict(NGRAM_DEFAULT), f"ngram: {why}{note}")
