@@ -5,6 +5,9 @@ its release cannot serve goes on down the guide's order, and the plan's reason s
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,4 +108,29 @@ def test_the_plan_of_minimax_m3_falls_back_and_says_why(version, tmp_path):
         "auto-chosen for model-free mode: ngram: no registered EAGLE3 draft for this model ("
         + NO_DRAFTER.format(v=version)
         + ")"
+    )
+
+
+def test_mtp_asked_for_on_minimax_m3_is_one_line_before_anything_starts(tmp_path):
+    """Given explicitly, the same target's MTP config stops the plan (the pre-flight's compatibility check), instead of
+    vLLM stopping at start with "Unsupported speculative method: 'mtp'"."""
+    env = {
+        **os.environ,
+        "NIM_CACHE_PATH": str(tmp_path),
+        "NIM_MODEL_PATH": str(DATA / "MiniMaxAI--MiniMax-M3"),
+        "NIM_PLAN_VLLM_VERSION": "0.34.0",
+    }
+    spec = json.dumps({"method": "mtp", "num_speculative_tokens": 1})
+    done = subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "plan", "--speculative-config", spec],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in done.stderr.splitlines() if line.startswith("nim-specdec: error:")]
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert (
+        "model type minimax_m3 has an MTP layer (num_nextn_predict_layers) but vLLM 0.34.0 has no MTP drafter"
+        in (errors[0])
     )

@@ -73,6 +73,10 @@ class VllmKnowledge:
     def enum(self, key: str) -> list[str]:
         return self.data["enums"][key]
 
+    def release(self) -> str:
+        """How a message names the release: "vLLM 0.34.0", or "vLLM 0.35.0 (read as 0.34.0)" without a snapshot."""
+        return f"vLLM {self.snapshot}" if self.exact else f"vLLM {self.version} (read as {self.snapshot})"
+
     def at_least(self, version: str) -> bool:
         return release_tuple(self.snapshot) >= release_tuple(version)
 

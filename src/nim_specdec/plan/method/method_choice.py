@@ -69,10 +69,6 @@ def mtp_drafter(config: Mapping[str, Any] | None, known: VllmKnowledge = DEFAULT
     return known.mtp_drafter(config.get("model_type"), first)
 
 
-def _release(known: VllmKnowledge) -> str:
-    return f"vLLM {known.snapshot}" if known.exact else f"vLLM {known.version} (read as {known.snapshot})"
-
-
 def draft_method(draft_config: Mapping[str, Any] | None) -> str:
     """The method a draft checkpoint is meant for (EAGLE3 when its config is not known yet).
 
@@ -122,11 +118,11 @@ def choose(
         if drafter is not None:
             return Choice(
                 {"method": "mtp", "num_speculative_tokens": MTP_DEFAULT_TOKENS},
-                f"MTP: the target's config.json declares {shown} ({_release(known)} drafts with {drafter})",
+                f"MTP: the target's config.json declares {shown} ({known.release()} drafts with {drafter})",
             )
         kind = (target_config or {}).get("model_type")
         shown_kind = str(kind)[:60] if isinstance(kind, str) else "(none)"
-        note = f" (model type {shown_kind} has an MTP layer ({shown}) but {_release(known)} has no MTP drafter for it)"
+        note = f" (model type {shown_kind} has an MTP layer ({shown}) but {known.release()} has no MTP drafter for it)"
     if has_draft_source:
         method = draft_method(draft_config)
         return Choice(
