@@ -115,7 +115,7 @@ def _bounds(field: dataclasses.Field) -> list[float | None] | None:
     return None if lo is None and hi is None else [lo, hi]
 
 
-def _stand_in(model_type: str, architecture: str):
+def _stand_in(model_type: str, architecture: str, text_model_type: str = ""):
     """A target config with one MTP layer declared every way vLLM reads it, and the fields its rewrites touch."""
     from transformers import PretrainedConfig
 
@@ -130,32 +130,47 @@ def _stand_in(model_type: str, architecture: str):
         "mtp_num_experts_per_tok": 1,
         "num_attention_heads": 1,  # what vLLM's get_hf_text_config asks of a text config
     }
-    config = PretrainedConfig(architectures=[architecture], text_config=PretrainedConfig(**heads), **heads)
+    text_config = PretrainedConfig(architectures=["Probe"], **heads)  # 0.34 reads a promoted one's architectures
+    text_config.model_type = text_model_type
+    config = PretrainedConfig(architectures=[architecture], text_config=text_config, **heads)
     config.model_type = model_type
     return config
 
 
-def _mtp_targets(override, mtp_types: list[str]) -> dict[str, dict[str, str]]:
+def _rewritten(override, config, mtp_types: list[str]) -> str | None:
+    try:
+        found = getattr(override(config), "model_type", None)
+    except Exception:  # noqa: BLE001 - a branch that needs more than the stand-in holds: not a mapping
+        return None
+    return found if found in mtp_types else None
+
+
+def _mtp_targets(override, mtp_types: list[str]) -> dict[str, dict]:
     """The targets the release gives an MTP drafter: each model_type and first architecture that
-    SpeculativeConfig.hf_config_override rewrites into one of its MTP model types. The mapping is code, not a
-    table, so it is read by calling it on a stand-in target for every name its source compares with."""
+    SpeculativeConfig.hf_config_override rewrites into one of its MTP model types, and the architectures whose
+    text_config it rewrites (a wrapper promoted to its language model: {architecture: {text model_type: MTP
+    type}}). The mapping is code, not a table, so it is read by calling it on a stand-in target for every name
+    its source compares with."""
     import ast
     import inspect
     import textwrap
 
     tree = ast.parse(textwrap.dedent(inspect.getsource(override)))
     names = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)})
-    found: dict[str, dict[str, str]] = {"model_types": {}, "architectures": {}}
+    names = [name for name in names if name not in mtp_types]  # an MTP checkpoint of its own is not a target
+    found: dict[str, dict] = {"model_types": {}, "architectures": {}, "text_config_architectures": {}}
     for name in names:
-        if name in mtp_types:
-            continue  # an MTP checkpoint of its own, not a target
         for kind, config in (("model_types", _stand_in(name, "Probe")), ("architectures", _stand_in("probe", name))):
-            try:
-                rewritten = getattr(override(config), "model_type", None)
-            except Exception:  # noqa: BLE001 - a branch that needs more than the stand-in holds: not a mapping
-                continue
-            if rewritten in mtp_types:
+            rewritten = _rewritten(override, config, mtp_types)
+            if rewritten:
                 found[kind][name] = rewritten
+    for name in names:
+        if name in found["architectures"]:
+            continue
+        for text_type in found["model_types"]:
+            rewritten = _rewritten(override, _stand_in("probe", name, text_type), mtp_types)
+            if rewritten:
+                found["text_config_architectures"].setdefault(name, {})[text_type] = rewritten
     return found
 
 

@@ -31,6 +31,13 @@ MINIMAX_M3_VL = _published("nvidia--MiniMax-M3-NVFP4")  # minimax_m3_vl, text_co
 DEEPSEEK_V3 = _published("deepseek-ai--DeepSeek-V3")
 STEP5 = {"model_type": "step5", "architectures": ["Step5ForCausalLM"], "num_nextn_predict_layers": 1}
 GLM4_MOE = {"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"], "num_nextn_predict_layers": 1}
+# A wrapper whose text_config vLLM promotes before it looks for MTP (hf_config_override's Nemotron-H Omni branch)
+OMNI = {
+    "model_type": "omni_wrapper",
+    "architectures": ["NemotronH_Super_Omni_Reasoning_V3"],
+    "text_config": {"model_type": "nemotron_h", "num_nextn_predict_layers": 1},
+}
+OMNI_LLAMA = {**OMNI, "text_config": {"model_type": "llama", "num_nextn_predict_layers": 1}}
 EAGLE3_ENTRY = BuiltinEntry(
     "MiniMaxAI/MiniMax-M3",
     (),
@@ -48,6 +55,22 @@ CASES = {
     "mapped by model_type": (DEEPSEEK_V3, known_versions(), None, False, "mtp", "vLLM {v} drafts with deepseek_mtp"),
     "mapped by the VL wrapper's type": (MINIMAX_M3_VL, known_versions(), None, False, "mtp", "minimax_m3_mtp"),
     "mapped by architecture": (GLM4_MOE, known_versions(), None, False, "mtp", "drafts with glm4_moe_mtp"),
+    "mapped through the promoted text_config": (
+        OMNI,
+        known_versions(),
+        None,
+        False,
+        "mtp",
+        "drafts with nemotron_h_mtp",
+    ),
+    "promoted, but its text model has no drafter": (
+        OMNI_LLAMA,
+        known_versions(),
+        None,
+        False,
+        "ngram",
+        "model type omni_wrapper has an MTP layer (text_config.num_nextn_predict_layers=1) but vLLM {v} has no MTP",
+    ),
     "declared, no drafter: n-gram": (MINIMAX_M3, known_versions(), None, False, "ngram", NO_DRAFTER),
     "declared, no drafter: the user's draft": (MINIMAX_M3, known_versions(), None, True, "eagle3", NO_DRAFTER),
     "declared, no drafter: the registered draft": (

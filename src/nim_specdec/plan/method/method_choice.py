@@ -66,7 +66,10 @@ def mtp_drafter(config: Mapping[str, Any] | None, known: VllmKnowledge = DEFAULT
         return None
     archs = config.get("architectures")
     first = archs[0] if isinstance(archs, list) and archs else None
-    return known.mtp_drafter(config.get("model_type"), first)
+    text = config.get("text_config")
+    return known.mtp_drafter(
+        config.get("model_type"), first, text.get("model_type") if isinstance(text, Mapping) else None
+    )
 
 
 def draft_method(draft_config: Mapping[str, Any] | None) -> str:
