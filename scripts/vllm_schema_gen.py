@@ -1,6 +1,6 @@
 """Writes plan/engine/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
-speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, enum values, bounds
-and nullable fields, and the module that holds its serve argument parser.
+speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, the targets it gives an MTP
+drafter, enum values, bounds and nullable fields, and the module that holds its serve argument parser.
 
 The launcher reads the JSON of the vLLM version it runs with (microseconds) instead of importing vLLM
 (seconds); tests/plan/engine/test_vllm_schema_drift.py regenerates the installed version's in memory and compares, so
@@ -115,6 +115,65 @@ def _bounds(field: dataclasses.Field) -> list[float | None] | None:
     return None if lo is None and hi is None else [lo, hi]
 
 
+def _stand_in(model_type: str, architecture: str, text_model_type: str = ""):
+    """A target config with one MTP layer declared every way vLLM reads it, and the fields its rewrites touch."""
+    from transformers import PretrainedConfig
+
+    heads = {
+        "num_nextn_predict_layers": 1,
+        "mtp_num_hidden_layers": 1,
+        "num_mtp_modules": 1,
+        "mtp_config": {"num_nextn_predict_layers": 1},
+        "layer_types": [],
+        "hc_count": 1,  # Qwen4-Exp's MTP feedback streams
+        "mtp_num_experts": 1,  # InternS2-Mobius's MTP experts
+        "mtp_num_experts_per_tok": 1,
+        "num_attention_heads": 1,  # what vLLM's get_hf_text_config asks of a text config
+    }
+    text_config = PretrainedConfig(architectures=["Probe"], **heads)  # 0.34 reads a promoted one's architectures
+    text_config.model_type = text_model_type
+    config = PretrainedConfig(architectures=[architecture], text_config=text_config, **heads)
+    config.model_type = model_type
+    return config
+
+
+def _rewritten(override, config, mtp_types: list[str]) -> str | None:
+    try:
+        found = getattr(override(config), "model_type", None)
+    except Exception:  # noqa: BLE001 - a branch that needs more than the stand-in holds: not a mapping
+        return None
+    return found if found in mtp_types else None
+
+
+def _mtp_targets(override, mtp_types: list[str]) -> dict[str, dict]:
+    """The targets the release gives an MTP drafter: each model_type and first architecture that
+    SpeculativeConfig.hf_config_override rewrites into one of its MTP model types, and the architectures whose
+    text_config it rewrites (a wrapper promoted to its language model: {architecture: {text model_type: MTP
+    type}}). The mapping is code, not a table, so it is read by calling it on a stand-in target for every name
+    its source compares with."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(override)))
+    names = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)})
+    names = [name for name in names if name not in mtp_types]  # an MTP checkpoint of its own is not a target
+    found: dict[str, dict] = {"model_types": {}, "architectures": {}, "text_config_architectures": {}}
+    for name in names:
+        for kind, config in (("model_types", _stand_in(name, "Probe")), ("architectures", _stand_in("probe", name))):
+            rewritten = _rewritten(override, config, mtp_types)
+            if rewritten:
+                found[kind][name] = rewritten
+    for name in names:
+        if name in found["architectures"]:
+            continue
+        for text_type in found["model_types"]:
+            rewritten = _rewritten(override, _stand_in("probe", name, text_type), mtp_types)
+            if rewritten:
+                found["text_config_architectures"].setdefault(name, {})[text_type] = rewritten
+    return found
+
+
 def _negative(option: str, action) -> bool:
     """Whether the bare flag sets its boolean to False (--no-X; --disable-X for 0.33's --enable-X)."""
     if isinstance(action, argparse.BooleanOptionalAction):
@@ -151,6 +210,9 @@ def generate() -> dict:
         "fields": sorted(set(fields) - INTERNAL_FIELDS),
         "methods": list(dict.fromkeys(_literals(speculative.SpeculativeMethod))),
         "mtp_methods": list(dict.fromkeys(_literals(speculative.MTPModelTypes))),
+        "mtp_targets": _mtp_targets(
+            SpeculativeConfig.hf_config_override, list(dict.fromkeys(_literals(speculative.MTPModelTypes)))
+        ),
         "bounds": {name: value for name, value in sorted(bounds.items()) if value is not None},
         # Every spelling the parser accepts, hidden ones too (0.33 hides --no-enable-X behind --disable-X).
         "options": dict(sorted((o, action.dest) for o, action in parser._option_string_actions.items())),

@@ -12,7 +12,7 @@ from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "vocab_size": 128256}
 EAGLE3 = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "vocab_size": 128256}
-MTP_TARGET = {"architectures": ["DeepseekV3ForCausalLM"], "num_nextn_predict_layers": 1}
+MTP_TARGET = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_nextn_predict_layers": 1}
 
 # A small registry with one entry per method, in the shipped file format.
 REGISTRY = tuple(

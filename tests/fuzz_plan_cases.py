@@ -125,6 +125,9 @@ CONFIG_NUMBER_KEYS = [
     "kv_lora_rank",
     "draft_vocab_size",
     "target_hidden_size",
+    # Keys the launcher carries but never computes with: NaN and Infinity are taken there, as Python writes them.
+    "time_step_limit",
+    "rope_theta",
 ]
 LLAMA = {
     "architectures": ["LlamaForCausalLM"],

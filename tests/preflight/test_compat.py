@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from preflight_data import eagle1_tensors, eagle3_tensors, load_config
 
+from nim_specdec.plan.engine.vllm_schema import knowledge_for
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks
 from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.safetensors_header import TensorInfo
@@ -27,6 +28,8 @@ QWEN35 = "Qwen--Qwen3.5-27B"
 QWEN3_NEXT = "Qwen--Qwen3-Next-80B-A3B-Thinking"
 QWEN25 = "Qwen--Qwen2.5-7B-Instruct"
 MISTRAL = "mistralai--Mistral-7B-Instruct-v0.3"
+MINIMAX_M3 = "MiniMaxAI--MiniMax-M3"  # minimax_m3: declares an MTP layer that no vLLM release has a drafter for
+MINIMAX_M3_VL = "nvidia--MiniMax-M3-NVFP4"  # minimax_m3_vl: the same model's VL checkpoint, which vLLM rewrites
 
 WHERE = "draft hf://org/draft"
 SET_EAGLE3 = 'set "method": "eagle3" in the speculative config (NIM_SPECDEC_ARGS or --speculative-config)'
@@ -219,6 +222,27 @@ CASES = [
         'set "num_speculative_tokens": 1 in the speculative config',
     ),
     ("kimi-k2-zero-mtp-layers", "mtp", KIMI, None, None, {}, {"compatibility.mtp_heads": "fail"}, NO_MTP),
+    (
+        "minimax-m3-mtp-without-a-drafter",
+        "mtp",
+        MINIMAX_M3,
+        None,
+        None,
+        {"num_speculative_tokens": 1},
+        {"compatibility.mtp_heads": "fail"},
+        "speculative_config: model type minimax_m3 has an MTP layer (num_nextn_predict_layers) but vLLM 0.32.0 has no "
+        "MTP drafter for it; use method eagle3 with a draft (NIM_DRAFT_MODEL_PATH) or method ngram",
+    ),
+    (
+        "minimax-m3-vl-mtp",
+        "mtp",
+        MINIMAX_M3_VL,
+        None,
+        None,
+        {"num_speculative_tokens": 1},
+        {"compatibility.mtp_heads": "pass", "compatibility.num_speculative_tokens": "pass"},
+        None,
+    ),
     ("llama-has-no-mtp", "mtp", L8B, None, None, {}, {"compatibility.mtp_heads": "fail"}, NO_MTP),
     ("ngram", "ngram", QWEN25, None, None, {"num_speculative_tokens": 3}, {"compatibility.ngram": "pass"}, None),
     ("suffix", "suffix", QWEN25, None, None, {"num_speculative_tokens": 8}, {"compatibility.suffix": "pass"}, None),
@@ -285,3 +309,14 @@ def test_checks_needing_the_target_are_skipped_without_it():
         "compatibility.hidden_size": "the target's config.json is not available locally",
         "compatibility.vocabulary": "the target's config.json is not available locally",
     }
+
+
+def test_the_release_decides_whether_declared_mtp_heads_have_a_drafter():
+    """step5's MTP drafter (step5_mtp) is new in vLLM 0.33.0: the same target fails on 0.32.0 and passes from 0.33.0."""
+    step5 = {"model_type": "step5", "architectures": ["Step5ForCausalLM"], "num_nextn_predict_layers": 1}
+    for version, result in [("0.32.0", "fail"), ("0.33.0", "pass"), ("0.34.0", "pass")]:
+        known = knowledge_for(version)
+        checks = compatibility_checks(
+            CompatInputs("mtp", {"num_speculative_tokens": 1}, step5, None, None, WHERE, known)
+        )
+        assert checks[0].name == "compatibility.mtp_heads" and checks[0].result == result, version

@@ -249,3 +249,37 @@ def test_pipeline_parallelism_splits_the_targets_weights_and_cache_across_stages
     assert staged["kv_cache_bytes_per_token_target"] * 2 == alone["kv_cache_bytes_per_token_target"]  # 80 layers / 2
     assert staged["draft_weight_bytes"] == alone["draft_weight_bytes"]
     assert staged["verify_activation_bytes"] == alone["verify_activation_bytes"]
+
+
+# A DSpark head in the speculators layout (a few decoder layers over the target's hidden states, block size 8): made
+# here, as no published DSpark head's config.json is stored.
+DSPARK = {
+    "architectures": ["DSparkDraftModel"],
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "num_hidden_layers": 5,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "draft_vocab_size": 32000,
+    "block_size": 8,
+    "torch_dtype": "bfloat16",
+}
+
+
+@pytest.mark.parametrize("method", ["dspark", "dflash"])
+def test_a_parallel_drafter_costs_its_weights_and_the_cache_of_its_layers(method):
+    weights = 2 * 1024**3
+    f = estimate(_inputs(method=method, draft=DSPARK, draft_weights=weights, spec={"num_speculative_tokens": 7}))
+    assert f["draft_weight_bytes"] == weights
+    assert f["kv_cache_bytes_per_token_draft"] == 2 * 5 * 8 * 128 * 2  # K and V, 5 layers, 8 KV heads, bf16
+    assert f["verify_activation_bytes"] == 1024 * 7 * (2 * 128256 + 32000) * 4
+
+
+def test_a_parallel_drafter_that_does_not_fit_names_the_lighter_methods():
+    check = check_headroom(
+        _inputs(method="dspark", draft=DSPARK, draft_weights=40 * GIB, engine={"max_model_len": 131072})
+    )
+    assert check.result == "fail" and check.message.endswith("or a lighter method (mtp or ngram)")

@@ -137,16 +137,18 @@ def read_json_inside(
     where: str,
     max_digits: int = FILE_INT_DIGITS,
     fix: str | None = None,
+    python_floats: bool = False,
 ) -> Any:
-    """A JSON file from a model, draft, built-in or cache folder, read by `read_inside` and parsed strictly.
-    Every problem is `error(where, ...)` naming the file and what is wrong with it, never quoting its
-    content: a file that is not what it should be may hold anything, a secret included."""
+    """A JSON file from a model, draft, built-in or cache folder, read by `read_inside` and parsed strictly
+    (`python_floats`: see strict_json.loads). Every problem is `error(where, ...)` naming the file and what is
+    wrong with it, never quoting its content: a file that is not what it should be may hold anything, a secret
+    included."""
     try:
         raw = read_inside(path, root, limit)
     except OSError as err:
         raise error(where, f"{path} {_os_problem(err)}", fix or _fix(err)) from None
     try:
-        return strict_loads(raw, where, error, max_digits, quote=False)
+        return strict_loads(raw, where, error, max_digits, quote=False, python_floats=python_floats)
     except error as err:
         raise error(where, f"{path}: {err.problem}", fix or err.fix) from None
 

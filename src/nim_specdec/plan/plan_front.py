@@ -113,6 +113,7 @@ def _base_layer(
         target.registered,
         draft_source is not None,
         draft_facts.config if draft_facts else None,
+        facts.vllm,
     )
     return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
 

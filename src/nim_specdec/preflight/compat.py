@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from nim_specdec.plan.method.method_choice import MTP_KEYS, mtp_heads
+from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.plan.method.method_choice import MTP_KEYS, mtp_drafter, mtp_heads
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.compat_eagle import eagle_checks
@@ -29,6 +30,7 @@ class CompatInputs:
     draft: mc.Config | None  # the draft's config.json, None when there is no draft or it is not local
     draft_weights: Checkpoint | None
     where: str  # how error messages name the draft, e.g. "draft hf://org/name"
+    known: VllmKnowledge = DEFAULT  # the vLLM release the plan is for: whether it has an MTP drafter for the target
 
 
 def _eagle(inputs: CompatInputs) -> list[Check]:
@@ -86,6 +88,21 @@ def _mtp(inputs: CompatInputs) -> list[Check]:
             )
         ]
     key, n_predict = heads
+    if mtp_drafter(inputs.target, inputs.known) is None:
+        # vLLM rewrites the target into its MTP drafter by model_type or architecture; without one it stops at
+        # start ("Unsupported speculative method: 'mtp'"), whatever the config.json declares.
+        kind = inputs.target.get("model_type")
+        shown = str(kind)[:60] if isinstance(kind, str) else "(none)"
+        return [
+            Check(
+                "compatibility.mtp_heads",
+                FAIL,
+                f"model type {shown} has an MTP layer ({key}) but {inputs.known.release()} has no MTP drafter for it",
+                "use method eagle3 with a draft (NIM_DRAFT_MODEL_PATH) or method ngram",
+                "speculative_config",
+                {"key": key, "model_type": shown},
+            )
+        ]
     return [passed("compatibility.mtp_heads", key=key, n_predict=n_predict), _mtp_tokens(inputs.spec_config, n_predict)]
 
 

@@ -1,6 +1,9 @@
 """Reading a model's `config.json` and `model.safetensors.index.json` as files from a store: inside the model
 folder (a link out of it is refused), bounded in size, strict JSON, and the figures the launcher computes with
 checked, so that a bad file is one line (exit 3) naming it instead of a crash somewhere in the arithmetic.
+A config.json may hold NaN and Infinity, as Python's json module writes them (transformers saves Nemotron-H's
+`time_step_limit` as [0.0, Infinity]; transformers and vLLM read it back): the JSON is taken as they take it,
+and the figures the launcher computes with are checked finite (`count_problem`, `_rope_problem`).
 No message quotes what the file holds: a file that is not what it should be may hold anything.
 """
 
@@ -136,7 +139,7 @@ def read_model_config(directory: Path, where: str) -> dict[str, Any]:
         raise MaterializeError(
             where, f"{directory} has no config.json", "point it at the model directory (config.json + weights)"
         )
-    data = read_json_inside(path, folder_root(directory), MAX_CONFIG_BYTES, MaterializeError, where)
+    data = read_json_inside(path, folder_root(directory), MAX_CONFIG_BYTES, MaterializeError, where, python_floats=True)
     if not isinstance(data, dict):
         raise MaterializeError(where, f"{path} is not a JSON object", _FIX)
     problem = count_problem(data)

@@ -31,7 +31,14 @@ NAME = "memory.headroom"
 # vLLM 0.32 defaults (config/cache.py, engine/arg_utils.py get_batch_defaults for the API server).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 LOGIT_BYTES = 4  # vLLM samples and verifies in float32
-LIGHTER = {"eagle3": "mtp or ngram", "eagle": "mtp or ngram", "draft_model": "mtp or ngram", "mtp": "ngram"}
+LIGHTER = {
+    "eagle3": "mtp or ngram",
+    "eagle": "mtp or ngram",
+    "draft_model": "mtp or ngram",
+    "dflash": "mtp or ngram",
+    "dspark": "mtp or ngram",
+    "mtp": "ngram",
+}
 
 
 @dataclass(frozen=True)

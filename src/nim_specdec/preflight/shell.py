@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from nim_specdec.plan.engine.vllm_schema import knowledge_for
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import PreflightSection
@@ -137,7 +138,15 @@ def run_preflight(
     checks: list[Check] = []
     if modes.compatibility != "off":
         checks = compatibility_checks(
-            CompatInputs(method, spec_config, target, draft, draft_weights, inputs.draft_where)
+            CompatInputs(
+                method,
+                spec_config,
+                target,
+                draft,
+                draft_weights,
+                inputs.draft_where,
+                knowledge_for(inputs.vllm_version),
+            )
         )
         shorter = v2_max_model_len_check(
             inputs.vllm_version,

@@ -1,6 +1,12 @@
 """Strict JSON, the one parser for every value the launcher and the lab read: no NaN or Infinity,
 bounded integers, nesting checked before parsing (the parser never recurses on hostile input), duplicate
-keys refused, and errors that name where the JSON came from."""
+keys refused, and errors that name where the JSON came from.
+
+One relaxation, asked for by the caller: `python_floats=True` takes NaN, Infinity and -Infinity, the spelling
+Python's json module writes for non-finite floats. A model's config.json is written that way by transformers
+(Nemotron-H's `time_step_limit` defaults to (0.0, inf)) and read that way by transformers and vLLM, so refusing
+it would refuse real checkpoints. Every other limit holds; a number too large for a float (1e999) is still
+refused, since Python never writes one."""
 
 from __future__ import annotations
 
@@ -24,11 +30,15 @@ FILE_INT_DIGITS = 64
 MAX_DEPTH = 64
 
 
-def _hooks(where: str, error: type[LauncherError], max_digits: int, quote: bool = True) -> dict[str, Any]:
+def _hooks(
+    where: str, error: type[LauncherError], max_digits: int, quote: bool = True, python_floats: bool = False
+) -> dict[str, Any]:
     def shown(text: str, limit: int) -> str:
         return f" {_preview(text, limit)}" if quote else ""
 
     def constant(name: str) -> Any:
+        if python_floats:  # the parser calls this for NaN, Infinity and -Infinity only
+            return float(name)
         raise error(where, f"{name} is not a JSON number", "give a finite number")
 
     def integer(text: str) -> int:
@@ -84,11 +94,13 @@ def loads(
     error: type[LauncherError] = ConfigError,
     max_digits: int = MAX_INT_DIGITS,
     quote: bool = True,
+    python_floats: bool = False,
 ) -> Any:
     """Strict JSON: no NaN or Infinity, integers of at most `max_digits` digits, nesting at most 64 deep.
     Errors are `error` (ConfigError for what the user wrote, MaterializeError for files from a store).
     `quote=False` for files: an error names the place and the problem, never the text (a file that is not
-    what it should be may hold a secret)."""
+    what it should be may hold a secret). `python_floats=True` for files Python's json module writes (see
+    the module's docstring): NaN, Infinity and -Infinity are read as Python reads them."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -97,7 +109,7 @@ def loads(
     if ("[" in text or "{" in text) and depth(text) > MAX_DEPTH:
         raise error(where, f"JSON nested more than {MAX_DEPTH} levels deep", "flatten the value")
     try:
-        return json.loads(text, **_hooks(where, error, max_digits, quote))
+        return json.loads(text, **_hooks(where, error, max_digits, quote, python_floats))
     except json.JSONDecodeError as err:
         raise error(
             where,

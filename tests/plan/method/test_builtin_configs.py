@@ -4,13 +4,15 @@ n-gram) given the model's real config.json, stored under tests/data/model_config
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from core_fixtures import validate_spec_config
 from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
-from nim_specdec.plan.method.method_choice import draft_method, mtp_heads
+from nim_specdec.plan.method.method_choice import PARALLEL_DRAFTERS, draft_method, mtp_drafter, mtp_heads
+from nim_specdec.plan.engine.vllm_schema import knowledge_for, known_versions
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
@@ -24,8 +26,11 @@ ENTRIES = {entry.file: entry for entry in REGISTRY}
 RAW = {path.name: json.loads(path.read_text()) for path in sorted(default_config_dir().glob("*.json"))}
 
 
-def _expected_family(target_config: dict, has_draft: bool) -> str:
-    if mtp_heads(target_config):
+def _expected_family(target_config: dict, has_draft: bool, method: str, evidence: str | None) -> str:
+    if has_draft and method in PARALLEL_DRAFTERS and evidence:  # ahead of the guide's order, on published evidence
+        return method
+    # MTP where the target declares heads and every known release has a drafter for it (the entries plan on each)
+    if mtp_heads(target_config) and all(mtp_drafter(target_config, knowledge_for(v)) for v in known_versions()):
         return "mtp"
     return "eagle3" if has_draft else "ngram"
 
@@ -45,7 +50,21 @@ def test_the_registry_ships_every_method():
 def test_entry_obeys_the_method_order(file):
     entry = ENTRIES[file]
     target_config = json.loads((DATA / RAW[file]["test_config"] / "config.json").read_text())
-    assert _family(entry.method) == _expected_family(target_config, entry.draft_source is not None)
+    assert _family(entry.method) == _expected_family(
+        target_config, entry.draft_source is not None, entry.method, entry.evidence
+    )
+
+
+@pytest.mark.parametrize("file", sorted(f for f, e in ENTRIES.items() if e.method in PARALLEL_DRAFTERS))
+def test_a_parallel_drafter_entry_states_its_evidence(file):
+    """DFlash or DSpark ahead of the guide's order only with the published figures and where they are published."""
+    entry = ENTRIES[file]
+    assert entry.draft_source and entry.evidence
+    assert "@" in entry.evidence and re.search(r"\d+\.\d+ vs \d+\.\d+", entry.evidence)
+
+
+def test_the_catalogue_has_a_parallel_drafter():
+    assert any(entry.method in PARALLEL_DRAFTERS for entry in REGISTRY)
 
 
 @pytest.mark.parametrize("file", sorted(ENTRIES))
@@ -79,9 +98,27 @@ NIM_NAMES = {
     "mistral-7b-instruct-v0.3.json": "mistralai/mistral-7b-instruct-v0.3",
     "qwen2.5-7b-instruct.json": "qwen/qwen2.5-7b-instruct",
     "kimi-k2-instruct.json": "moonshotai/kimi-k2-instruct",
-    "deepseek-v3.json": None,
-    "glm-5.json": None,
+    "deepseek-v3.json": "deepseek-ai/deepseek-v3",
+    "glm-5.json": "zai-org/glm-5",
     "qwen3.5-27b.json": None,
+    "gpt-oss-120b.json": "openai/gpt-oss-120b",
+    "gpt-oss-20b.json": "openai/gpt-oss-20b",
+    "llama-4-maverick-17b-128e-instruct.json": None,
+    "qwen3-235b-a22b.json": "qwen/qwen3-235b-a22b",
+    "qwen3-30b-a3b.json": None,
+    "qwen3-next-80b-a3b-thinking.json": None,
+    "deepseek-v3.2.json": "deepseek-ai/deepseek-v3.2",
+    "deepseek-v4-flash.json": None,
+    "deepseek-v4-pro.json": None,
+    "kimi-k2.6.json": "moonshotai/kimi-k2.6",
+    "glm-5.1.json": None,
+    "glm-5.2.json": "zai-org/glm-5.2",
+    "nemotron-3-super-120b-a12b.json": "nvidia/nemotron-3-super-120b-a12b",
+    "nemotron-3-ultra-550b-a55b.json": None,
+    "nemotron-3-nano-30b-a3b.json": None,
+    "nemotron-3.5-lightning-30b-a3b.json": None,
+    "minimax-m3.json": None,
+    "gemma-4-26b-a4b.json": None,
 }
 
 
@@ -100,6 +137,46 @@ def test_a_builtin_is_served_under_its_nim_name_first(file):
         assert find(REGISTRY, [entry.nim_name.upper()]) is entry
 
 
+DOCS = [Path(__file__).parents[3] / "README.md", default_config_dir() / "README.md"] + sorted(
+    (Path(__file__).parents[3] / "docs").glob("*.md")
+)
+NIM_NAME_IN_TEXT = re.compile(r"`([a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9.-]*)`")
+
+
+def _nim_names_in_docs() -> dict[str, set[str]]:
+    """name -> documents: every value given to NIM_MODEL_NAME, and every `publisher/model` in backquotes that is
+    written the way NIM writes names (lower case) and has a NIM publisher's prefix."""
+    publishers = {name.split("/")[0] for name in NIM_NAMES.values() if name}
+    found: dict[str, set[str]] = {}
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        names = set(re.findall(r"NIM_MODEL_NAME=([A-Za-z0-9][A-Za-z0-9./_-]*)", text))
+        names |= {n for n in NIM_NAME_IN_TEXT.findall(text) if n.split("/")[0] in publishers and not n.endswith(".md")}
+        for name in names:
+            found.setdefault(name, set()).add(doc.name)
+    return found
+
+
+def test_docs_name_nim_models():
+    """The check below has something to check: the README's example and the served-names table."""
+    found = _nim_names_in_docs()
+    assert "meta/llama-3.1-8b-instruct" in found and "openai/gpt-oss-120b" in found
+
+
+@pytest.mark.parametrize("name", sorted(_nim_names_in_docs()))
+def test_every_nim_named_model_in_the_docs_resolves_to_its_entry(name):
+    """A name the docs give a client selects a built-in, and a NIM name selects the entry that carries it."""
+    entry = find(REGISTRY, [name])
+    assert entry is not None, f"{name} (in {sorted(_nim_names_in_docs()[name])}) selects no built-in"
+    if name in NIM_NAMES.values():
+        assert entry.nim_name == name
+
+
+def test_no_two_entries_share_a_nim_name():
+    nim_names = [entry.nim_name.lower() for entry in REGISTRY if entry.nim_name]
+    assert len(nim_names) == len(set(nim_names))
+
+
 @pytest.mark.parametrize(
     "directory,heads",
     [
@@ -107,6 +184,18 @@ def test_a_builtin_is_served_under_its_nim_name_first(file):
         ("zai-org--GLM-5", ("num_nextn_predict_layers", 1)),
         ("Qwen--Qwen3.5-27B", ("text_config.mtp_num_hidden_layers", 1)),
         ("Qwen--Qwen3-Next-80B-A3B-Thinking", ("model_type=qwen3_next", 1)),  # no key: vLLM maps the type
+        ("deepseek-ai--DeepSeek-V3.2", ("num_nextn_predict_layers", 1)),
+        ("deepseek-ai--DeepSeek-V4-Flash", ("num_nextn_predict_layers", 1)),
+        ("zai-org--GLM-5.2", ("num_nextn_predict_layers", 1)),
+        ("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8", ("num_nextn_predict_layers", 1)),
+        ("nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", ("num_nextn_predict_layers", 1)),
+        ("nvidia--MiniMax-M3-NVFP4", ("text_config.num_mtp_modules", 1)),  # the VL wrapper: heads on its text model
+        ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", None),  # nemotron_h without the key: no heads
+        ("nvidia--Kimi-K2.6-NVFP4", None),
+        ("openai--gpt-oss-120b", None),
+        ("meta-llama--Llama-4-Maverick-17B-128E-Instruct", None),
+        ("Qwen--Qwen3-235B-A22B", None),
+        ("google--gemma-4-26B-A4B", None),  # Gemma 4's MTP drafts are separate assistant checkpoints
         ("moonshotai--Kimi-K2-Instruct", None),  # num_nextn_predict_layers: 0 is an explicit "none"
         ("meta-llama--Llama-3.1-8B-Instruct", None),
         ("Qwen--Qwen2.5-7B-Instruct", None),

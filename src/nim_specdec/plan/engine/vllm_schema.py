@@ -58,12 +58,26 @@ class VllmKnowledge:
     def mtp_methods(self) -> tuple[str, ...]:
         return tuple(self.data["mtp_methods"])
 
+    def mtp_drafter(self, model_type: Any, architecture: Any, text_model_type: Any = None) -> str | None:
+        """The MTP model type this release turns a target into (by its model_type, else its first architecture, else
+        the model_type of the text_config a wrapper architecture is promoted to, as SpeculativeConfig.hf_config_override
+        matches them): the drafter that serves the target's MTP layers. None where the release has none for it,
+        whatever the target's config.json declares."""
+        targets = self.data["mtp_targets"]
+        names = [n if isinstance(n, str) else "" for n in (model_type, architecture, text_model_type)]
+        promoted = targets["text_config_architectures"].get(names[1]) or {}
+        return targets["model_types"].get(names[0]) or targets["architectures"].get(names[1]) or promoted.get(names[2])
+
     @property
     def fields(self) -> frozenset[str]:
         return frozenset(self.data["fields"])
 
     def enum(self, key: str) -> list[str]:
         return self.data["enums"][key]
+
+    def release(self) -> str:
+        """How a message names the release: "vLLM 0.34.0", or "vLLM 0.35.0 (read as 0.34.0)" without a snapshot."""
+        return f"vLLM {self.snapshot}" if self.exact else f"vLLM {self.version} (read as {self.snapshot})"
 
     def at_least(self, version: str) -> bool:
         return release_tuple(self.snapshot) >= release_tuple(version)

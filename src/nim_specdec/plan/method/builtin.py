@@ -27,6 +27,7 @@ class BuiltinEntry:
     draft_published_at: str | None = None
     file: str = ""
     nim_name: str | None = None  # the name NIM for LLMs serves this model under (meta/llama-3.1-8b-instruct)
+    evidence: str | None = None  # DFlash/DSpark: the published measurement that puts the head ahead of the guide's pick
 
     @property
     def method(self) -> str | None:
@@ -67,6 +68,7 @@ def entry_from_json(data: Any, file: str) -> BuiltinEntry:
         draft_published_at=_field(draft, "published_at", str, optional=True),
         file=file,
         nim_name=_field(data, "nim_name", str, optional=True),
+        evidence=_field(data, "evidence", str, optional=True),
     )
 
 
