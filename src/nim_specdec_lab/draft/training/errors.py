@@ -1,0 +1,27 @@
+"""The training stage's typed errors: each one line naming the input and the fix, with the project's exit codes."""
+
+from __future__ import annotations
+
+from nim_specdec.errors import ConfigError, MaterializeError
+
+VENV_VARIABLE = "DRAFT_TRAIN_PYTHON"
+
+
+class DraftVenvMissing(ConfigError):
+    """The draft-training virtualenv's interpreter is not there (exit 2)."""
+
+
+class UnsupportedTarget(ConfigError):
+    """A target whose architecture, layers or vocabulary the library cannot train a head for (exit 2)."""
+
+
+class DiskTooSmall(ConfigError):
+    """The work directory's filesystem cannot hold what training writes (exit 2)."""
+
+
+class BadTrainingData(ConfigError):
+    """The regenerated-requests file has no usable line (exit 2)."""
+
+
+class TrainingFailed(MaterializeError):
+    """The library failed while training or exporting (exit 3); the message ends with its last log line."""
