@@ -208,6 +208,9 @@ def train_draft(
         checks.work_bytes(weights.total_bytes if weights else 0, head),
         str(job.work_dir),
     )
+    for stale in job.work_dir.glob("export-*"):  # staging dirs of a killed run: ours, never published
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale)
     stage = Path(tempfile.mkdtemp(prefix="export-", dir=job.work_dir))
     try:
         spec_file = job.work_dir / "train-spec.json"
