@@ -195,26 +195,28 @@ def train(spec: dict) -> dict:
     pad_id = target_config.pad_token_id if target_config.pad_token_id is not None else target_config.eos_token_id
     width = max(len(e["input_ids"]) for e in examples)
     collator = PadCollator(int(pad_id if isinstance(pad_id, int) else 0), width)
-    state = {"loss": None, "last": time.monotonic(), "tokens_at_last": 0, "step": 0}
+    state: dict = {"loss": None, "started": None, "first_step": 0}
     max_steps = int(spec["max_steps"])
 
     class Progress(TrainerCallback):
+        """One event per logged step; rates are averages since this run began (a resumed run counts its own)."""
+
+        def on_train_begin(self, args, trainer_state, control, **kwargs):
+            state.update(started=time.monotonic(), first_step=trainer_state.global_step)
+
         def on_log(self, args, trainer_state, control, logs=None, **kwargs):
             if not logs or "loss" not in logs:
                 return
-            now = time.monotonic()
-            steps = trainer_state.global_step - state["step"]
-            seconds = max(now - state["last"], 1e-9)
-            rate = (collator.tokens - state["tokens_at_last"]) / seconds
-            per_step = seconds / max(steps, 1)
-            state.update(loss=float(logs["loss"]), last=now, tokens_at_last=collator.tokens, step=trainer_state.global_step)
+            seconds = max(time.monotonic() - state["started"], 1e-9)
+            done = max(trainer_state.global_step - state["first_step"], 1)
+            state["loss"] = float(logs["loss"])
             emit(
                 "progress",
                 step=trainer_state.global_step,
                 max_steps=max_steps,
                 loss=state["loss"],
-                tokens_per_second=round(rate, 1),
-                seconds_left=round(per_step * (max_steps - trainer_state.global_step), 1),
+                tokens_per_second=round(collator.tokens / seconds, 1),
+                seconds_left=round(seconds / done * (max_steps - trainer_state.global_step), 1),
             )
 
         def on_save(self, args, trainer_state, control, **kwargs):
