@@ -10,12 +10,14 @@ from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.compat_eagle import eagle_checks
 from nim_specdec.preflight.results import FAIL
-from nim_specdec_lab.draft.training.errors import DiskTooSmall, TrainingFailed, UnsupportedTarget
+from nim_specdec_lab.draft.training.errors import DiskTooSmallError, TrainingFailedError, UnsupportedTargetError
 
 # Targets whose Hugging Face model Model Optimizer's EAGLE3 plugin drives (decoder layers under model.layers, a
 # Llama-style head) and whose vLLM 0.32 implementation hands auxiliary hidden states to an EAGLE3 draft.
 TRAINABLE_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
-_OTHER_TARGET = "train on a Llama, Mistral or Qwen2/3 text model, or bring a draft trained elsewhere (NIM_DRAFT_MODEL_PATH)"
+_OTHER_TARGET = (
+    "train on a Llama, Mistral or Qwen2/3 text model, or bring a draft trained elsewhere (NIM_DRAFT_MODEL_PATH)"
+)
 
 
 @dataclass(frozen=True)
@@ -31,23 +33,25 @@ class TargetShape:
 
 
 def target_shape(config: Mapping[str, Any], where: str) -> TargetShape:
-    """The target's shape from its config.json; UnsupportedTarget when the library cannot train a head for it."""
+    """The target's shape from its config.json; UnsupportedTargetError when the library cannot train a head for it."""
     model_type = str(config.get("model_type"))
     if model_type not in TRAINABLE_MODEL_TYPES or "text_config" in config:
-        raise UnsupportedTarget(where, f"model_type {model_type!r} has no EAGLE3 training path here", _OTHER_TARGET)
+        raise UnsupportedTargetError(
+            where, f"model_type {model_type!r} has no EAGLE3 training path here", _OTHER_TARGET
+        )
     numbers = {}
     for key in ("num_hidden_layers", "hidden_size", "vocab_size", "intermediate_size", "num_attention_heads"):
         value = config.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise UnsupportedTarget(where, f"config.json has no usable {key} ({value!r})", _OTHER_TARGET)
+            raise UnsupportedTargetError(where, f"config.json has no usable {key} ({value!r})", _OTHER_TARGET)
         numbers[key] = value
     heads = numbers["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads") or heads
     head_dim = config.get("head_dim") or numbers["hidden_size"] // heads
     if not isinstance(kv_heads, int) or not isinstance(head_dim, int) or kv_heads <= 0 or head_dim <= 0:
-        raise UnsupportedTarget(where, "config.json has no usable num_key_value_heads or head_dim", _OTHER_TARGET)
+        raise UnsupportedTargetError(where, "config.json has no usable num_key_value_heads or head_dim", _OTHER_TARGET)
     if numbers["vocab_size"] < 2:
-        raise UnsupportedTarget(where, f"a vocabulary of {numbers['vocab_size']} token", _OTHER_TARGET)
+        raise UnsupportedTargetError(where, f"a vocabulary of {numbers['vocab_size']} token", _OTHER_TARGET)
     return TargetShape(
         model_type,
         numbers["num_hidden_layers"],
@@ -71,7 +75,7 @@ def choose_aux_layers(layers: int, requested: tuple[int, ...] | None, where: str
     else:
         chosen = tuple(requested)
     if not chosen or len(set(chosen)) != len(chosen) or any(i < 1 or i > layers for i in chosen):
-        raise UnsupportedTarget(
+        raise UnsupportedTargetError(
             where,
             f"auxiliary layers {list(chosen)} do not exist in a {layers}-layer target",
             f"choose distinct layers from 1 to {layers}",
@@ -101,7 +105,7 @@ def work_bytes(target_weight_bytes: int, head_params: int, kept_checkpoints: int
 
 def check_disk(free_bytes: int, needed_bytes: int, where: str) -> None:
     if free_bytes < needed_bytes:
-        raise DiskTooSmall(
+        raise DiskTooSmallError(
             where,
             f"training needs about {needed_bytes / 2**20:.1f} MiB for checkpoints and the export, "
             f"{free_bytes / 2**20:.1f} MiB are free",
@@ -109,12 +113,14 @@ def check_disk(free_bytes: int, needed_bytes: int, where: str) -> None:
         )
 
 
-def check_export(draft_config: Mapping[str, Any], weights: Checkpoint | None, target: Mapping[str, Any], where: str) -> None:
-    """The launcher's own EAGLE3 pre-flight checks plus the auxiliary layers: TrainingFailed on any failure."""
+def check_export(
+    draft_config: Mapping[str, Any], weights: Checkpoint | None, target: Mapping[str, Any], where: str
+) -> None:
+    """The launcher's own EAGLE3 pre-flight checks plus the auxiliary layers: TrainingFailedError on any failure."""
     problems = [c.message for c in eagle_checks("eagle3", draft_config, weights, target, where) if c.result == FAIL]
     layers = mc.num_layers(target)
     aux = (draft_config.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
     if not isinstance(aux, list) or not aux or any(not isinstance(i, int) or i < 0 or i > layers for i in aux):
         problems.append(f"{where}: auxiliary layers {aux!r} do not exist in the {layers}-layer target")
     if problems:
-        raise TrainingFailed(where, f"the export does not fit its target: {problems[0]}", "report this as a bug")
+        raise TrainingFailedError(where, f"the export does not fit its target: {problems[0]}", "report this as a bug")

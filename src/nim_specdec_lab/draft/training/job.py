@@ -1,4 +1,4 @@
-"""What one training run is asked to do (TrainJob), what it reports while it runs (Progress), what it made (TrainResult)."""
+"""One training run: what it is asked to do (TrainJob), what it reports (Progress), what it made (TrainResult)."""
 
 from __future__ import annotations
 

@@ -23,17 +23,19 @@ from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec_lab.draft.training import checks
 from nim_specdec_lab.draft.training.errors import (
     VENV_VARIABLE,
-    BadTrainingData,
-    DraftVenvMissing,
-    TrainingFailed,
-    UnsupportedTarget,
+    BadTrainingDataError,
+    DraftVenvMissingError,
+    TrainingFailedError,
+    UnsupportedTargetError,
 )
 from nim_specdec_lab.draft.training.job import HIDDEN_STATES_ONLINE_HF, Progress, TrainJob, TrainResult
 
 DEFAULT_VENV_PYTHON = Path(".venv-draft") / "bin" / "python"
 PROVENANCE_FILE = "draft-training.json"
 WORKER = Path(__file__).with_name("worker.py")
-_VENV_FIX = f"run `make draft-venv` in the checkout, or set {VENV_VARIABLE} to the python of a venv with nvidia-modelopt"
+_VENV_FIX = (
+    f"run `make draft-venv` in the checkout, or set {VENV_VARIABLE} to the python of a venv with nvidia-modelopt"
+)
 _MAX_DATA_LINE = 4 * 2**20
 
 
@@ -43,27 +45,27 @@ def draft_python(environ: Mapping[str, str]) -> Path:
     python = Path(value) if value else Path.cwd() / DEFAULT_VENV_PYTHON
     where = f"{VENV_VARIABLE}={value}" if value else str(python)
     if not python.is_file() or not os.access(python, os.X_OK):
-        raise DraftVenvMissing(where, "no python interpreter there", _VENV_FIX)
+        raise DraftVenvMissingError(where, "no python interpreter there", _VENV_FIX)
     probe = subprocess.run(
         [str(python), "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('modelopt') is None)"],
         capture_output=True,
         timeout=60,
     )
     if probe.returncode != 0:
-        raise DraftVenvMissing(where, "that python has no nvidia-modelopt", _VENV_FIX)
+        raise DraftVenvMissingError(where, "that python has no nvidia-modelopt", _VENV_FIX)
     return python
 
 
 def count_training_tokens(path: Path) -> int:
-    """Prompt plus output tokens over the usable lines; BadTrainingData naming the first bad line."""
+    """Prompt plus output tokens over the usable lines; BadTrainingDataError naming the first bad line."""
     where = str(path)
     if not path.is_file():
-        raise BadTrainingData(where, "no such file", "pass the regenerated requests file (JSONL)")
+        raise BadTrainingDataError(where, "no such file", "pass the regenerated requests file (JSONL)")
     tokens = usable = 0
     with path.open("rb") as lines:
         for number, raw in enumerate(lines, 1):
             if len(raw) > _MAX_DATA_LINE:
-                raise BadTrainingData(f"{where}:{number}", "line longer than 4 MiB", "one request per line")
+                raise BadTrainingDataError(f"{where}:{number}", "line longer than 4 MiB", "one request per line")
             if not raw.strip():
                 continue
             try:
@@ -73,7 +75,7 @@ def count_training_tokens(path: Path) -> int:
             except (ValueError, KeyError, TypeError):
                 ok = False
             if not ok:
-                raise BadTrainingData(
+                raise BadTrainingDataError(
                     f"{where}:{number}",
                     "not a JSON object with prompt_token_ids and output_token_ids lists of token ids",
                     "regenerate the requests with return_token_ids",
@@ -82,7 +84,7 @@ def count_training_tokens(path: Path) -> int:
                 usable += 1
                 tokens += len(prompt) + len(output)
     if not usable:
-        raise BadTrainingData(where, "no request with both prompt and output tokens", "regenerate the requests")
+        raise BadTrainingDataError(where, "no request with both prompt and output tokens", "regenerate the requests")
     return tokens
 
 
@@ -118,9 +120,12 @@ def _run_worker(python: Path, spec_file: Path, log: Path, on_progress: Callable[
     start: dict = {}
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
     env.pop("PYTHONPATH", None)  # the worker imports only the draft venv's packages
-    with log.open("ab") as stderr, subprocess.Popen(
-        [str(python), str(WORKER), str(spec_file)], stdout=subprocess.PIPE, stderr=stderr, env=env
-    ) as proc:
+    with (
+        log.open("ab") as stderr,
+        subprocess.Popen(
+            [str(python), str(WORKER), str(spec_file)], stdout=subprocess.PIPE, stderr=stderr, env=env
+        ) as proc,
+    ):
         assert proc.stdout is not None
         for raw in proc.stdout:
             try:
@@ -148,13 +153,15 @@ def _run_worker(python: Path, spec_file: Path, log: Path, on_progress: Callable[
                 error = event
         code = proc.wait()
     if error.get("kind") == "unsupported-target":
-        raise UnsupportedTarget(str(spec_file.parent), str(error.get("message")), checks._OTHER_TARGET)
+        raise UnsupportedTargetError(str(spec_file.parent), str(error.get("message")), checks._OTHER_TARGET)
     if error.get("kind") == "bad-data":
-        raise BadTrainingData(str(spec_file.parent), str(error.get("message")), "regenerate the requests")
+        raise BadTrainingDataError(str(spec_file.parent), str(error.get("message")), "regenerate the requests")
     if code != 0 or not done:
         reason = error.get("message") or _last_line(log) or f"exit status {code}"
-        raise TrainingFailed(
-            str(log), f"the training worker failed ({reason})", "read that log; rerun to resume from the last checkpoint"
+        raise TrainingFailedError(
+            str(log),
+            f"the training worker failed ({reason})",
+            "read that log; rerun to resume from the last checkpoint",
         )
     done["resumed_from"] = start.get("resume_from")
     return done

@@ -69,7 +69,7 @@ def served(learnable, requests_file, tmp_path_factory):
 
 def test_the_trained_draft_is_loaded_with_the_targets_aux_layers(served):
     result, _, log = served
-    assert f"method='eagle3', model='" in log and "eagle3_draft" in log, log[-3000:]
+    assert "method='eagle3', model='" in log and "eagle3_draft" in log, log[-3000:]
     assert f"Using auxiliary layers from speculative config: {LEARNABLE_AUX_LAYERS}" in log, log[-3000:]
     assert result.aux_layer_ids == LEARNABLE_AUX_LAYERS
 

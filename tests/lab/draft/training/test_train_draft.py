@@ -21,11 +21,11 @@ from nim_specdec.errors import EXIT_CONFIG
 from nim_specdec_lab.demo_model import LEARNABLE_AUX_LAYERS
 from nim_specdec_lab.draft.training.errors import (
     VENV_VARIABLE,
-    BadTrainingData,
-    DraftVenvMissing,
-    UnsupportedTarget,
+    BadTrainingDataError,
+    DraftVenvMissingError,
+    UnsupportedTargetError,
 )
-from nim_specdec_lab.draft.training.job import HIDDEN_STATES_ONLINE_HF, TrainJob
+from nim_specdec_lab.draft.training.job import HIDDEN_STATES_ONLINE_HF
 from nim_specdec_lab.draft.training.runner import PROVENANCE_FILE, export_untrained, train_draft
 from training_fixtures import draft_environ, small_job
 
@@ -82,7 +82,8 @@ _TRAIN_IN_CHILD = textwrap.dedent(
     from pathlib import Path
     from nim_specdec_lab.draft.training.job import TrainJob
     from nim_specdec_lab.draft.training.runner import train_draft
-    train_draft(TrainJob(**{k: Path(v) if k.endswith(("_dir", "_file")) else v for k, v in json.loads(sys.argv[1]).items()}))
+    fields = json.loads(sys.argv[1])
+    train_draft(TrainJob(**{k: Path(v) if k.endswith(("_dir", "_file")) else v for k, v in fields.items()}))
     """
 )
 
@@ -120,7 +121,7 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(learnable, reque
 
 
 def test_a_missing_venv_is_one_line_naming_the_variable_and_the_make_target(learnable, requests_file, tmp_path):
-    with pytest.raises(DraftVenvMissing) as caught:
+    with pytest.raises(DraftVenvMissingError) as caught:
         train_draft(small_job(learnable, requests_file, tmp_path), environ={VENV_VARIABLE: str(tmp_path / "none")})
     line = caught.value.one_line()
     assert line.startswith(f"{VENV_VARIABLE}={tmp_path / 'none'}: no python interpreter there; run `make draft-venv`")
@@ -128,7 +129,7 @@ def test_a_missing_venv_is_one_line_naming_the_variable_and_the_make_target(lear
 
 
 def test_a_venv_without_the_library_is_named_too(learnable, requests_file, tmp_path):
-    with pytest.raises(DraftVenvMissing, match="that python has no nvidia-modelopt"):
+    with pytest.raises(DraftVenvMissingError, match="that python has no nvidia-modelopt"):
         train_draft(small_job(learnable, requests_file, tmp_path), environ={VENV_VARIABLE: sys.executable})
 
 
@@ -137,9 +138,9 @@ def test_a_target_the_library_cannot_train_for_is_refused_before_anything_runs(l
     shutil.copytree(learnable, target)
     config = json.loads((target / "config.json").read_text())
     (target / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))
-    with pytest.raises(UnsupportedTarget, match="model_type 'gpt2' has no EAGLE3 training path"):
+    with pytest.raises(UnsupportedTargetError, match="model_type 'gpt2' has no EAGLE3 training path"):
         train_draft(small_job(target, requests_file, tmp_path), environ=draft_environ())
-    with pytest.raises(UnsupportedTarget, match=r"auxiliary layers \[0, 1, 2\] do not exist in a 4-layer target"):
+    with pytest.raises(UnsupportedTargetError, match=r"auxiliary layers \[0, 1, 2\] do not exist in a 4-layer target"):
         train_draft(small_job(learnable, requests_file, tmp_path, aux_layer_ids=(0, 1, 2)), environ=draft_environ())
     assert not (tmp_path / "work").exists() and not (tmp_path / "draft").exists()
 
@@ -156,7 +157,7 @@ def test_a_target_the_library_cannot_train_for_is_refused_before_anything_runs(l
 def test_unusable_training_data_is_one_line_naming_the_file(learnable, tmp_path, content, words):
     data = tmp_path / "requests.jsonl"
     data.write_text(content)
-    with pytest.raises(BadTrainingData) as caught:
+    with pytest.raises(BadTrainingDataError) as caught:
         train_draft(small_job(learnable, data, tmp_path), environ=draft_environ())
     assert caught.value.one_line().startswith(str(data)) and words in caught.value.one_line()
 
@@ -165,13 +166,13 @@ _DISK_CHILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from nim_specdec_lab.draft.training.errors import DiskTooSmall
+    from nim_specdec_lab.draft.training.errors import DiskTooSmallError
     from nim_specdec_lab.draft.training.job import TrainJob
     from nim_specdec_lab.draft.training.runner import train_draft
     target, data, small = map(Path, sys.argv[1:4])
     try:
         train_draft(TrainJob(target_dir=target, data_file=data, work_dir=small / "work", output_dir=small / "draft"))
-    except DiskTooSmall as err:
+    except DiskTooSmallError as err:
         print(err.one_line())
         sys.exit(err.exit_code)
     """
@@ -182,9 +183,21 @@ def test_a_work_volume_too_small_for_the_run_is_refused_before_training(learnabl
     """A 512 KiB tmpfs in a mount namespace of its own (root, as FINDINGS describes) stands for a full volume."""
     small = tmp_path / "small"
     small.mkdir()
-    script = f'mount -t tmpfs -o size=512k tmpfs "$1" && exec "$2" -c "$3" "$4" "$5" "$1"'
+    script = 'mount -t tmpfs -o size=512k tmpfs "$1" && exec "$2" -c "$3" "$4" "$5" "$1"'
     run = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, "sh", str(small), sys.executable, _DISK_CHILD, str(learnable), str(requests_file)],
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(small),
+            sys.executable,
+            _DISK_CHILD,
+            str(learnable),
+            str(requests_file),
+        ],
         env={**draft_environ(), "PYTHONPATH": str(SRC)},
         capture_output=True,
         text=True,

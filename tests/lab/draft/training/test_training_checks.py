@@ -7,7 +7,7 @@ import pytest
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE
 from nim_specdec_lab.demo_model import LEARNABLE, LEARNABLE_AUX_LAYERS, llama_config
 from nim_specdec_lab.draft.training import checks
-from nim_specdec_lab.draft.training.errors import DiskTooSmall, TrainingFailed, UnsupportedTarget
+from nim_specdec_lab.draft.training.errors import DiskTooSmallError, TrainingFailedError, UnsupportedTargetError
 
 LEARNABLE_CONFIG = llama_config(LEARNABLE.layers)
 
@@ -29,7 +29,7 @@ def test_the_learnable_target_is_trainable():
     ],
 )
 def test_a_target_without_a_training_path_is_one_line_naming_it(change, words):
-    with pytest.raises(UnsupportedTarget) as caught:
+    with pytest.raises(UnsupportedTargetError) as caught:
         checks.target_shape({**LEARNABLE_CONFIG, **change}, "/models/t")
     line = caught.value.one_line()
     assert words in line and line.startswith("/models/t: ") and "\n" not in line
@@ -51,7 +51,9 @@ def test_aux_layers_exist_in_the_target(layers, requested, chosen):
 
 @pytest.mark.parametrize("requested", [(0, 1, 2), (1, 2, 5), (2, 2, 3), ()])
 def test_aux_layers_that_do_not_exist_are_refused(requested):
-    with pytest.raises(UnsupportedTarget, match="do not exist in a 4-layer target; choose distinct layers from 1 to 4"):
+    with pytest.raises(
+        UnsupportedTargetError, match="do not exist in a 4-layer target; choose distinct layers from 1 to 4"
+    ):
         checks.choose_aux_layers(4, requested, "t")
 
 
@@ -69,7 +71,7 @@ def test_disk_estimate_counts_checkpoints_of_the_whole_model_and_the_export():
 
 def test_a_small_disk_is_one_line_with_both_figures():
     checks.check_disk(10 * 2**20, 10 * 2**20, "/work")
-    with pytest.raises(DiskTooSmall) as caught:
+    with pytest.raises(DiskTooSmallError) as caught:
         checks.check_disk(2**20, 3 * 2**20, "/work")
     assert caught.value.one_line() == (
         "/work: training needs about 3.0 MiB for checkpoints and the export, 1.0 MiB are free; "
@@ -103,6 +105,6 @@ def test_an_export_that_fits_passes_the_launchers_preflight():
     ],
 )
 def test_an_export_that_does_not_fit_is_a_training_failure(changes, words):
-    with pytest.raises(TrainingFailed) as caught:
+    with pytest.raises(TrainingFailedError) as caught:
         checks.check_export(_export_config(**changes), None, LEARNABLE_CONFIG, "draft")
     assert words in caught.value.one_line() and caught.value.exit_code == EXIT_MATERIALIZE
