@@ -245,7 +245,9 @@ def train(spec: dict) -> dict:
     trainer = Trainer(model=model, args=args, train_dataset=examples, data_collator=collator, callbacks=[Progress()])
     emit("start", resume_from=resume.name if resume else None, examples=len(examples), max_steps=max_steps)
     output = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    final_loss = state["loss"] if state["loss"] is not None else float(output.training_loss)
+    # A run resumed at its last step trains nothing: its loss is the one the checkpoint's log recorded.
+    logged = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    final_loss = state["loss"] if state["loss"] is not None else float(logged[-1] if logged else output.training_loss)
     if not math.isfinite(final_loss):
         raise WorkerError(TRAINING_FAILED, f"the loss is {final_loss} after {trainer.state.global_step} steps")
     export(model, target_config, spec, stage)
