@@ -177,6 +177,24 @@ def export(model, target_config, spec: dict, stage: Path) -> None:
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
+def export_finished(model, target_config, spec: dict, stage: Path, checkpoint: Path, state: dict, started: float):
+    from safetensors.torch import load_file  # noqa: PLC0415
+
+    loaded = model.load_state_dict(load_file(str(checkpoint / "model.safetensors")), strict=False)
+    if loaded.missing_keys or loaded.unexpected_keys:
+        keys = (loaded.missing_keys + loaded.unexpected_keys)[:3]
+        raise WorkerError(TRAINING_FAILED, f"{checkpoint.name} does not match the model ({keys})")
+    export(model, target_config, spec, stage)
+    logged = [entry["loss"] for entry in state.get("log_history", []) if "loss" in entry]
+    emit("start", resume_from=checkpoint.name, examples=0, max_steps=int(spec["max_steps"]))
+    return {
+        "steps": int(state["global_step"]),
+        "final_loss": float(logged[-1]) if logged else None,
+        "tokens": 0,
+        "seconds": time.monotonic() - started,
+    }
+
+
 def train(spec: dict) -> dict:
     import torch  # noqa: PLC0415
     from transformers import Trainer, TrainerCallback, TrainingArguments  # noqa: PLC0415
@@ -192,6 +210,10 @@ def train(spec: dict) -> dict:
     checkpoint_dir = Path(spec["checkpoint_dir"])
     remove_partial_checkpoints(checkpoint_dir)
     resume = complete_checkpoint(checkpoint_dir)
+    finished = complete_checkpoint_state(resume) if resume else None
+    if finished and int(finished.get("global_step", 0)) >= int(spec["max_steps"]):
+        # The Trainer, resumed at its last step, would train one step more: the checkpoint is exported as it is.
+        return export_finished(model, target_config, spec, stage, resume, finished, started)
     pad_id = target_config.pad_token_id if target_config.pad_token_id is not None else target_config.eos_token_id
     width = max(len(e["input_ids"]) for e in examples)
     collator = PadCollator(int(pad_id if isinstance(pad_id, int) else 0), width)

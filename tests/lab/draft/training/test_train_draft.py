@@ -4,6 +4,7 @@ found through DRAFT_TRAIN_PYTHON or .venv-draft/bin/python): without it these te
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -118,6 +119,13 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint(learnable, reque
     assert result.resumed_from_step is not None and result.resumed_from_step >= 2
     assert result.steps == 6 and seen[0].step == result.resumed_from_step + 1 and seen[-1].step == 6
     assert (job.output_dir / "model.safetensors").is_file()
+    # Run again on the finished work directory: the last checkpoint is exported, no step is trained.
+    again = train_draft(dataclasses.replace(job, output_dir=tmp_path / "again"), seen.append, environ=environ)
+    assert (again.steps, again.tokens_trained, again.resumed_from_step) == (6, 0, 6) and seen[-1].step == 6
+    assert again.final_loss == pytest.approx(result.final_loss)
+    first = load_file(str(job.output_dir / "model.safetensors"))
+    second = load_file(str(again.draft_dir / "model.safetensors"))
+    assert all((first[k] == second[k]).all() for k in first)
 
 
 def test_a_missing_venv_is_one_line_naming_the_variable_and_the_make_target(learnable, requests_file, tmp_path):
