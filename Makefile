@@ -19,8 +19,19 @@ AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 # through OLAH_BIN; tests/servers/olah_hub.py makes the same venv when it is missing.
 OLAH_VENV ?= .venv-olah
 OLAH_LOCK ?= /tmp/olah-venv.lock
+# Draft training (NVIDIA Model Optimizer) pins transformers below vLLM's: a venv of its own, found through
+# DRAFT_TRAIN_PYTHON (default .venv-draft/bin/python). torch is the CPU build vLLM uses; the library goes in with
+# --no-deps and the dependencies its EAGLE3 training imports listed here, so pip never pulls a CUDA torch,
+# torchvision or torchaudio (its `hf` extra would also bring deepspeed, diffusers and more that training does not use).
+DRAFT_VENV ?= .venv-draft
+DRAFT_LOCK ?= /tmp/draft-venv.lock
+DRAFT_TORCH ?= torch==2.13.0
+DRAFT_LIBRARY := nvidia-modelopt==0.47.0
+DRAFT_DEPS := ninja numpy "nvidia-ml-py>=12" packaging "setuptools>=80" tqdm "PyYAML>=6.0" "omegaconf>=2.3.0" \
+  "pulp<4.0" "pydantic>=2.0" regex rich safetensors scipy requests "accelerate>=1.0.0" "datasets>=3.0.0" \
+  "huggingface_hub>=0.24.0" "transformers>=4.57,<5.15" "peft>=0.17.0"
 
-.PHONY: install setup test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv
+.PHONY: install setup test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv draft-venv
 
 install: $(STAMP)
 
@@ -41,7 +52,7 @@ $(STAMP): pyproject.toml
 
 # Everything the tests need, made side by side (`make -j4 setup`: the venvs download and unpack in parallel;
 # deploy.mk adds its tools); `make test` then finds it all made.
-setup: install aiperf-venv olah-venv
+setup: install aiperf-venv olah-venv draft-venv
 
 aiperf-venv:
 	flock $(AIPERF_LOCK) sh -c 'test -x $(AIPERF_VENV)/bin/aiperf || { $(PYTHON) -m venv $(AIPERF_VENV) && $(RETRY) $(AIPERF_VENV)/bin/pip install -q aiperf==0.13.0; }'
@@ -50,14 +61,21 @@ olah-venv:
 	flock $(OLAH_LOCK) sh -c 'test -x $(OLAH_VENV)/bin/olah-cli || \
 	  { $(PYTHON) -m venv $(OLAH_VENV) && $(RETRY) $(OLAH_VENV)/bin/pip install -q olah==0.5.4; }'
 
+# The stamp is written last: a venv cut short by a failed download is made again, not half used.
+draft-venv:
+	flock $(DRAFT_LOCK) sh -c 'test -f $(DRAFT_VENV)/.draft-stamp || { rm -rf $(DRAFT_VENV) && $(PYTHON) -m venv $(DRAFT_VENV) && \
+	  $(RETRY) $(DRAFT_VENV)/bin/pip install -q $(DRAFT_TORCH) $(DRAFT_DEPS) && \
+	  $(RETRY) $(DRAFT_VENV)/bin/pip install -q --no-deps $(DRAFT_LIBRARY) && touch $(DRAFT_VENV)/.draft-stamp; }'
+
 # Two passes: the tests that start no vLLM server on two workers (pytest-xdist; 3 min instead of 5.5 on
 # 2 cores), then the vLLM servers one at a time, so that nothing else disturbs what they measure.
 # Both passes run even when the first fails; the target fails if either did.
-test: install aiperf-venv olah-venv
+test: install aiperf-venv olah-venv draft-venv
 	rc=0; \
-	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2 || rc=1; \
+	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli DRAFT_TRAIN_PYTHON=$(abspath $(DRAFT_VENV))/bin/python $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2 || rc=1; \
 	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter || rc=1; \
-	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf $(PY) -m pytest -q -m "e2e and not multinode" --durations=12 || rc=1; \
+	AIPERF_BIN=$(abspath $(AIPERF_VENV))/bin/aiperf DRAFT_TRAIN_PYTHON=$(abspath $(DRAFT_VENV))/bin/python \
+	  $(PY) -m pytest -q -m "e2e and not multinode" --durations=12 || rc=1; \
 	exit $$rc
 
 # The LeaderWorkerSet group on two network namespaces (root, iproute2): a leader and a worker started by
@@ -95,4 +113,4 @@ bench: install
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(CHECKOV_VENV) $(DEMO_DIR) .nim-cache .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(DRAFT_VENV) $(CHECKOV_VENV) $(DEMO_DIR) .nim-cache .pytest_cache

@@ -9,6 +9,9 @@ Layout written under DIR (each part written to a temporary sibling, then renamed
 
 Weights are random from fixed seeds, so the same DIR content comes out on every run. head_dim 64 because
 the CPU attention kernel of vLLM refuses small head sizes. Nothing is downloaded.
+
+`make_learnable_model(DIR)` writes one more part, DIR/learnable: a target whose sampled outputs a small
+draft can learn and prompt lookup cannot predict (see LEARNABLE).
 """
 
 from __future__ import annotations
@@ -254,23 +257,23 @@ def _write_eagle3(out: Path) -> None:
     _write_weights(out, _random_tensors(eagle3_tensor_shapes(), EAGLE3_SEED))
 
 
-def part_complete(path: Path) -> bool:
+def part_complete(path: Path, version: int = RECIPE_VERSION) -> bool:
     marker = path / COMPLETE_MARKER
     try:  # a regular file inside the part, a few bytes: a link or a FIFO planted in its place is no marker
-        return read_inside(marker, path, 64).strip() == str(RECIPE_VERSION).encode()
+        return read_inside(marker, path, 64).strip() == str(version).encode()
     except OSError:
         return False
 
 
-def _write_part(root: Path, name: str, writer: Callable[[Path], None]) -> bool:
+def _write_part(root: Path, name: str, writer: Callable[[Path], None], version: int = RECIPE_VERSION) -> bool:
     """Write one part atomically; returns False when it was already complete."""
     final = root / name
-    if part_complete(final):
+    if part_complete(final, version):
         return False
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
         writer(tmp)
-        (tmp / COMPLETE_MARKER).write_text(f"{RECIPE_VERSION}\n")
+        (tmp / COMPLETE_MARKER).write_text(f"{version}\n")
         # mkdtemp and safetensors create owner-only modes; a model dir is read by whoever runs the server.
         os.chmod(tmp, 0o755)
         for item in tmp.iterdir():
@@ -283,6 +286,57 @@ def _write_part(root: Path, name: str, writer: Callable[[Path], None]) -> bool:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return True
+
+
+# The learnable target: 4 layers, so that an EAGLE3 head has three distinct auxiliary states to read, and one
+# long successor cycle through every ordinary token instead of short ones. At temperature 1 each token is followed
+# by its successor with high probability (measured with transformers: 0.95 to 0.99), otherwise by a random token,
+# and the walk goes on from there: a completion shorter than the cycle rarely repeats a token, so prompt lookup
+# finds little to copy (about 1% of sampled tokens), while the transition itself is one mapping a draft head
+# learns from a few thousand tokens.
+LEARNABLE = LlamaShape(layers=4, seed=2718)
+LEARNABLE_PART = "learnable"
+LEARNABLE_RECIPE_VERSION = 1
+# vLLM's numbering: 0 is the embeddings' output, k the output of layer k (so 1..4 exist in a 4-layer target).
+LEARNABLE_AUX_LAYERS = (1, 2, 4)
+
+
+def single_cycle_successor_map(seed: int) -> list[int]:
+    """next token of each token: one cycle through every ordinary token; special tokens lead into it."""
+    import torch  # noqa: PLC0415 - vLLM's dependencies: ~1 s, only when the model is written
+
+    generator = torch.Generator().manual_seed(seed)
+    ordinary = [len(SPECIAL_TOKENS) + int(i) for i in torch.randperm(VOCAB - len(SPECIAL_TOKENS), generator=generator)]
+    successor = [0] * VOCAB
+    for i, token in enumerate(ordinary):
+        successor[token] = ordinary[(i + 1) % len(ordinary)]
+    for special in range(len(SPECIAL_TOKENS)):
+        successor[special] = ordinary[special]
+    return successor
+
+
+def _learnable_tensors() -> dict:
+    import torch  # noqa: PLC0415 - vLLM's dependencies: ~1 s, only when the model is written
+
+    tensors = _random_tensors(llama_tensor_shapes(LEARNABLE.layers), LEARNABLE.seed)
+    embed = tensors["model.embed_tokens.weight"].float()
+    head = _successor_head(embed, single_cycle_successor_map(LEARNABLE.seed))
+    tensors["lm_head.weight"] = head.to(torch.bfloat16).contiguous()
+    return tensors
+
+
+def _write_learnable(out: Path) -> None:
+    _write_json(out / "config.json", llama_config(LEARNABLE.layers))
+    _write_json(out / "generation_config.json", {"bos_token_id": 0, "eos_token_id": 1, "do_sample": True})
+    _write_weights(out, _learnable_tensors())
+    _write_tokenizer(out)
+
+
+def make_learnable_model(root: str | os.PathLike) -> dict[str, bool]:
+    """Write the learnable target under root/learnable; returns {part: written}."""
+    root_path = Path(root)
+    root_path.mkdir(parents=True, exist_ok=True)
+    return {LEARNABLE_PART: _write_part(root_path, LEARNABLE_PART, _write_learnable, LEARNABLE_RECIPE_VERSION)}
 
 
 def make_demo_model(root: str | os.PathLike) -> dict[str, bool]:

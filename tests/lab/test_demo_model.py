@@ -137,3 +137,45 @@ def test_cli_refuses_a_file(tmp_path):
         [sys.executable, "-m", "nim_specdec", "demo-model", str(path)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "is not a directory" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_learnable_successor_map_is_one_cycle_through_every_ordinary_token():
+    from nim_specdec_lab.demo_model import LEARNABLE, single_cycle_successor_map
+
+    successor = single_cycle_successor_map(LEARNABLE.seed)
+    token, seen = len(SPECIAL_TOKENS), []
+    while token not in seen:
+        seen.append(token)
+        token = successor[token]
+    assert sorted(seen) == list(range(len(SPECIAL_TOKENS), VOCAB))
+    assert all(successor[s] >= len(SPECIAL_TOKENS) for s in range(len(SPECIAL_TOKENS)))
+
+
+def test_the_learnable_target_is_written_once_and_leaves_the_demo_alone(made, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from nim_specdec_lab.demo_model import (
+        LEARNABLE,
+        LEARNABLE_PART,
+        LEARNABLE_RECIPE_VERSION,
+        make_learnable_model,
+        single_cycle_successor_map,
+    )
+
+    before = digest(made)
+    assert make_learnable_model(made) == {LEARNABLE_PART: True}
+    assert make_learnable_model(made) == {LEARNABLE_PART: False}
+    assert {k: v for k, v in digest(made).items() if not k.startswith(LEARNABLE_PART + "/")} == before
+    part = made / LEARNABLE_PART
+    assert part_complete(part, LEARNABLE_RECIPE_VERSION)
+    config = strict_json.loads((part / "config.json").read_text())
+    assert config["num_hidden_layers"] == LEARNABLE.layers == 4 and config["head_dim"] == HEAD_DIM
+    make_learnable_model(tmp_path)
+    assert digest(tmp_path) == {k: v for k, v in digest(made).items() if k.startswith(LEARNABLE_PART + "/")}
+    # Each token's own embedding scores its successor's row highest: the transition the draft is to learn.
+    tensors = load_file(str(part / "model.safetensors"))
+    embed, head = tensors["model.embed_tokens.weight"].float(), tensors["lm_head.weight"].float()
+    successor = single_cycle_successor_map(LEARNABLE.seed)
+    predicted = (embed[len(SPECIAL_TOKENS) :] @ head.T).argmax(dim=1)
+    assert torch.equal(predicted, torch.tensor(successor[len(SPECIAL_TOKENS) :]))

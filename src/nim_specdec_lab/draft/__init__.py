@@ -1,0 +1,1 @@
+"""From captured traffic to a trained draft."""
