@@ -49,6 +49,7 @@ EAGLE_OK = {
     "compatibility.hidden_size": "pass",
     "compatibility.vocabulary": "pass",
 }
+EAGLE3_OK = {**EAGLE_OK, "compatibility.aux_layers": "pass"}
 
 
 def _ckpt(tensors):
@@ -60,9 +61,9 @@ def _ckpt(tensors):
 
 CASES = [
     # id, method, target, draft, tensors, spec_config, expected results, first failure's message
-    ("llama8b-eagle3", "eagle3", L8B, EAGLE3_8B, E3_8B, {}, EAGLE_OK, None),
-    ("llama8b-eagle3-speculators-format", "eagle3", L8B, EAGLE3_8B_SPECULATORS, E3_8B, {}, EAGLE_OK, None),
-    ("kimi-k2-eagle3", "eagle3", KIMI, KIMI_EAGLE3, E3_KIMI, {}, EAGLE_OK, None),
+    ("llama8b-eagle3", "eagle3", L8B, EAGLE3_8B, E3_8B, {}, EAGLE3_OK, None),
+    ("llama8b-eagle3-speculators-format", "eagle3", L8B, EAGLE3_8B_SPECULATORS, E3_8B, {}, EAGLE3_OK, None),
+    ("kimi-k2-eagle3", "eagle3", KIMI, KIMI_EAGLE3, E3_KIMI, {}, EAGLE3_OK, None),
     ("llama8b-eagle1", "eagle", L8B, EAGLE1_8B, eagle1_tensors(4096), {}, EAGLE_OK, None),
     (
         "eagle3-draft-run-as-eagle",
@@ -82,7 +83,7 @@ CASES = [
         EAGLE1_8B,
         eagle1_tensors(4096),
         {},
-        {**EAGLE_OK, "compatibility.method": "fail"},
+        {**EAGLE3_OK, "compatibility.method": "fail"},
         "speculative_config: method 'eagle3' does not fit the draft: it is an EAGLE-1 checkpoint "
         f"(fc.weight [4096, 8192] takes 2 x hidden size); {SET_EAGLE}",
     ),
@@ -93,7 +94,7 @@ CASES = [
         EAGLE1_8B,
         None,
         {},
-        {**EAGLE_OK, "compatibility.method": "skipped"},
+        {**EAGLE3_OK, "compatibility.method": "skipped"},
         None,
     ),
     (
@@ -103,7 +104,7 @@ CASES = [
         EAGLE1_8B,
         eagle1_tensors(4096),
         {},
-        {**EAGLE_OK, "compatibility.method": "fail", "compatibility.hidden_size": "fail"},
+        {**EAGLE3_OK, "compatibility.method": "fail", "compatibility.hidden_size": "fail"},
         "speculative_config: method 'eagle3' does not fit the draft: it is an EAGLE-1 checkpoint "
         f"(fc.weight [4096, 8192] takes 2 x hidden size); {SET_EAGLE}",
     ),
@@ -114,7 +115,7 @@ CASES = [
         EAGLE3_8B,
         E3_8B,
         {},
-        {**EAGLE_OK, "compatibility.hidden_size": "fail"},
+        {**EAGLE3_OK, "compatibility.hidden_size": "fail"},
         f"{WHERE}: the draft expects a target hidden size of 4096 (hidden_size) but the target's is 8192; {OTHER_DRAFT}",  # noqa: E501
     ),
     (
@@ -124,7 +125,7 @@ CASES = [
         EAGLE3_8B,
         E3_8B,
         {},
-        {**EAGLE_OK, "compatibility.vocabulary": "fail"},
+        {**EAGLE3_OK, "compatibility.vocabulary": "fail"},
         f"{WHERE}: the draft embeds a vocabulary of 128256 tokens but the target's has 32768; {OTHER_DRAFT}",
     ),
     (
@@ -134,7 +135,7 @@ CASES = [
         KIMI_EAGLE3,
         eagle3_tensors(7168, 163840, 32000, d2t=False),
         {},
-        {**EAGLE_OK, "compatibility.vocabulary": "fail"},
+        {**EAGLE3_OK, "compatibility.vocabulary": "fail"},
         f"{WHERE}: its draft_vocab_size 32000 differs from the target's vocab_size 163840 and its weights have no d2t "
         f"tensor to map one onto the other; {OTHER_DRAFT}",
     ),
@@ -145,7 +146,7 @@ CASES = [
         EAGLE3_8B,
         {**E3_8B, "d2t": ("I64", (16000,))},
         {},
-        {**EAGLE_OK, "compatibility.vocabulary": "fail"},
+        {**EAGLE3_OK, "compatibility.vocabulary": "fail"},
         f"{WHERE}: its d2t tensor has shape [16000], not [32000] as draft_vocab_size says; {OTHER_DRAFT}",
     ),
     (
@@ -155,7 +156,7 @@ CASES = [
         EAGLE3_8B,
         None,
         {},
-        {**EAGLE_OK, "compatibility.vocabulary": "skipped"},
+        {**EAGLE3_OK, "compatibility.vocabulary": "skipped"},
         None,
     ),
     ("draft_model-same-tokenizer", "draft_model", L70B, L8B, None, {}, {"compatibility.vocabulary": "pass"}, None),
@@ -308,6 +309,7 @@ def test_checks_needing_the_target_are_skipped_without_it():
     assert skipped == {
         "compatibility.hidden_size": "the target's config.json is not available locally",
         "compatibility.vocabulary": "the target's config.json is not available locally",
+        "compatibility.aux_layers": "the target's config.json is not available locally",
     }
 
 

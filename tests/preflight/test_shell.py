@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 
 import pytest
@@ -61,6 +62,7 @@ def test_a_compatible_plan_reports_every_check_and_its_figures(llama):
         "compatibility.architecture": "pass",
         "compatibility.hidden_size": "pass",
         "compatibility.vocabulary": "pass",
+        "compatibility.aux_layers": "pass",
         "memory.headroom": "pass",
     }
     memory = section["checks"][-1]["figures"]
@@ -187,3 +189,15 @@ def test_the_published_eagle1_draft_in_torch_format_run_as_eagle3(model_dir):
         '[4096, 8192] takes 2 x hidden size); set "method": "eagle" in the speculative config (NIM_SPECDEC_ARGS or '
         "--speculative-config)"
     )
+
+
+@pytest.mark.parametrize("runner, result", [("v1", "pass"), ("v2", "warn")])
+def test_the_plans_runner_decides_where_the_auxiliary_layer_ids_are_read(model_dir, runner, result):
+    """V2 reads no eagle_config.eagle_aux_hidden_state_layer_ids: the target then hands vLLM's default layers."""
+    draft_config = {**load_config(EAGLE3_8B), "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 16, 30]}}
+    target = model_dir("target", load_config(L8B))
+    draft = model_dir("draft", draft_config, eagle3_tensors(4096, 128256, 32000))
+    inputs = replace(_plan("eagle3", target, draft), runner=runner)
+    checks = {c["name"]: c for c in _run(inputs, {"NIM_SPECDEC_PREFLIGHT": "warn"}, warn=lambda line: None)["checks"]}
+    assert checks["compatibility.aux_layers"]["result"] == result
+    assert checks["compatibility.aux_layers"]["figures"]["runner"] == runner

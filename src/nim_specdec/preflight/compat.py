@@ -31,12 +31,13 @@ class CompatInputs:
     draft_weights: Checkpoint | None
     where: str  # how error messages name the draft, e.g. "draft hf://org/name"
     known: VllmKnowledge = DEFAULT  # the vLLM release the plan is for: whether it has an MTP drafter for the target
+    runner: str = "v1"  # the plan's model runner: where vLLM reads an EAGLE3 draft's auxiliary layer ids
 
 
 def _eagle(inputs: CompatInputs) -> list[Check]:
     if inputs.draft is None:
         return [skipped("compatibility.draft", "the draft's config.json is not available locally")]
-    return eagle_checks(inputs.method, inputs.draft, inputs.draft_weights, inputs.target, inputs.where)
+    return eagle_checks(inputs.method, inputs.draft, inputs.draft_weights, inputs.target, inputs.where, inputs.runner)
 
 
 def _draft_model(inputs: CompatInputs) -> list[Check]:

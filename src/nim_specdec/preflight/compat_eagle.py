@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.checkpoint import Checkpoint
+from nim_specdec.preflight.compat_aux_layers import check_aux_layers
 from nim_specdec.preflight.results import FAIL, Check, passed, skipped
 
 # Architectures vLLM 0.32's model registry maps to an EAGLE3 or an EAGLE(-1) implementation.
@@ -191,14 +192,25 @@ def check_vocabulary(method: str, draft: mc.Config, ckpt: Checkpoint | None, tar
 
 
 def eagle_checks(
-    method: str, draft_raw: mc.Config, ckpt: Checkpoint | None, target: mc.Config | None, where: str
+    method: str,
+    draft_raw: mc.Config,
+    ckpt: Checkpoint | None,
+    target: mc.Config | None,
+    where: str,
+    runner: str = "v1",
 ) -> list[Check]:
+    """`runner`: the plan's model runner ("v1" or "v2"), which decides where vLLM reads EAGLE3's layer ids."""
     draft = mc.draft_view(draft_raw)
     checks = [check_generation(method, draft, ckpt, target), check_architecture(method, draft, where)]
+    # EAGLE-1 reads the target's last hidden state only: auxiliary layers are EAGLE3's.
+    aux = [check_aux_layers(draft, target, where, runner)] if method == "eagle3" else []
     if target is None:
         reason = "the target's config.json is not available locally"
-        return checks + [skipped("compatibility.hidden_size", reason), skipped("compatibility.vocabulary", reason)]
+        return (
+            checks + [skipped("compatibility.hidden_size", reason), skipped("compatibility.vocabulary", reason)] + aux
+        )
     return checks + [
         check_hidden_size(method, draft, target, where),
         check_vocabulary(method, draft, ckpt, target, where),
+        *aux,
     ]

@@ -146,6 +146,7 @@ def run_preflight(
                 draft_weights,
                 inputs.draft_where,
                 knowledge_for(inputs.vllm_version),
+                inputs.runner,
             )
         )
         shorter = v2_max_model_len_check(
