@@ -170,8 +170,11 @@ def export(model, target_config, spec: dict, stage: Path) -> None:
     export_speculative_decoding(model, dtype=torch.bfloat16, export_dir=stage)
     config_path = stage / "config.json"
     config = json.loads(config_path.read_text())
-    # vLLM reads eagle_config.eagle_aux_hidden_state_layer_ids in its own numbering (see build_model).
+    # In vLLM's own numbering (see build_model), in both places it looks: the V1 runner reads
+    # eagle_config.eagle_aux_hidden_state_layer_ids, the V2 runner (GPUs, and every runner from 0.34) only the
+    # top-level key, falling back to its defaults (2, L//2, L-3): layers the head was not trained on.
     config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = list(spec["aux_layer_ids"])
+    config["eagle_aux_hidden_state_layer_ids"] = list(spec["aux_layer_ids"])
     config["target_hidden_size"] = int(target_config.hidden_size)
     config["torch_dtype"] = "bfloat16"
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

@@ -52,6 +52,8 @@ def test_a_few_steps_train_and_export_a_draft_the_target_fits(trained):
     config = json.loads((result.draft_dir / "config.json").read_text())
     assert config["architectures"] == ["LlamaForCausalLMEagle3"]
     assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == list(LEARNABLE_AUX_LAYERS)
+    # the V2 runner reads only the top-level key: without it a GPU server drafts from its default layers
+    assert config["eagle_aux_hidden_state_layer_ids"] == list(LEARNABLE_AUX_LAYERS)
     assert (config["vocab_size"], config["draft_vocab_size"], config["target_hidden_size"]) == (330, 330, 128)
     weights = load_file(str(result.draft_dir / "model.safetensors"))
     assert tuple(weights["fc.weight"].shape) == (128, 3 * 128)
