@@ -28,7 +28,7 @@ from nim_specdec_lab.draft.capture_input import Capture, mooncake_lines, parse_d
 from nim_specdec_lab.draft.disk_need import hidden_state_bytes, refuse_if_short
 from nim_specdec_lab.draft.export_check import aux_problem, default_aux_layers, export_problems, refuse_untrainable
 from nim_specdec_lab.draft.measure import HELD_OUT_TRACE, MeasureJob, bench_sides, run_bench, write_trace
-from nim_specdec_lab.draft.output_dir import OutputLayout, claim, fresh_staging, publish
+from nim_specdec_lab.draft.output_dir import OutputLayout, claim, fresh_staging, publish, refuse_foreign
 from nim_specdec_lab.draft.regenerate import Regenerated, regenerate, rows_jsonl
 from nim_specdec_lab.draft.serve_line import serve_command
 from nim_specdec_lab.draft.split import MIN_TRAIN, Split, split
@@ -176,11 +176,7 @@ def train_from_capture(
     started = time.monotonic()
     capture = read_capture(options.capture, options.min_requests)
     parts = split(capture.requests, options.seed, options.held_out)
-    say(
-        f"{options.capture}: {len(capture.requests)} distinct {capture.format} requests "
-        f"({capture.duplicates} repeats), {len(parts.train)} to train on, {len(parts.held_out)} held out (seed {options.seed})"
-    )
-    layout = claim(options.out)
+    refuse_foreign(options.out)  # before a download: a bad --out costs nothing
     from nim_specdec_lab.draft.target_source import materialize_target  # noqa: PLC0415 - fetchers on use
 
     target_dir = materialize_target(options.target, environ)
@@ -192,6 +188,11 @@ def train_from_capture(
     if problem:
         raise ConfigError("--aux-layers", problem, f"name layers from 0 to {layers}")
     trainer = trainer_of()
+    layout = claim(options.out)
+    say(  # once every cheap check has passed: a bad input prints its error line alone
+        f"{options.capture}: {len(capture.requests)} distinct {capture.format} requests "
+        f"({capture.duplicates} repeats), {len(parts.train)} to train on, {len(parts.held_out)} held out (seed {options.seed})"
+    )
 
     record = split_record(parts, options.seed, options.held_out)
     rows_path = layout.work / TRAIN_ROWS

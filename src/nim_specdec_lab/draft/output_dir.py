@@ -56,40 +56,42 @@ def _marked(root: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and foreign_reason(st, "file") is None
 
 
-def claim(path: Path) -> OutputLayout:
-    """Create OUT (owner-only) or check that it is ours; ConfigError naming --out otherwise."""
+def refuse_foreign(path: Path) -> Path:
+    """OUT as an absolute path if this command may write there (nothing is written yet); ConfigError naming
+    --out if it is a link, not a directory, someone else's, or a non-empty directory without our marker."""
     root = Path(os.path.abspath(path))
     try:
         st = os.lstat(root)
     except FileNotFoundError:
-        st = None
+        return root
     except OSError as err:
         raise ConfigError(WHERE, f"cannot read {root} ({err.strerror})", "choose another output directory") from None
-    if st is not None:
-        reason = foreign_reason(st, "dir")
-        if reason:
-            raise ConfigError(WHERE, f"{root} {reason}", "give a new directory, or one a previous draft train made")
-        try:
-            entries = os.listdir(root)
-        except OSError as err:
-            raise ConfigError(WHERE, f"cannot list {root} ({err.strerror})", "choose a readable directory") from None
-        if entries and not _marked(root):
-            raise ConfigError(
-                WHERE,
-                f"{root} holds files this command did not write (no {MARKER} in it)",
-                "give a new or empty directory; nothing in it is overwritten",
-            )
-    else:
-        try:
+    reason = foreign_reason(st, "dir")
+    if reason:
+        raise ConfigError(WHERE, f"{root} {reason}", "give a new directory, or one a previous draft train made")
+    try:
+        entries = os.listdir(root)
+    except OSError as err:
+        raise ConfigError(WHERE, f"cannot list {root} ({err.strerror})", "choose a readable directory") from None
+    if entries and not _marked(root):
+        raise ConfigError(
+            WHERE,
+            f"{root} holds files this command did not write (no {MARKER} in it)",
+            "give a new or empty directory; nothing in it is overwritten",
+        )
+    return root
+
+
+def claim(path: Path) -> OutputLayout:
+    """Create OUT (owner-only) or check again that it is ours, and mark it; ConfigError naming --out otherwise."""
+    root = refuse_foreign(path)
+    try:
+        if not os.path.lexists(root):
             os.makedirs(root.parent, exist_ok=True)
             os.mkdir(root, 0o700)
-        except OSError as err:
-            raise ConfigError(WHERE, f"cannot create {root} ({err.strerror})", "choose a writable place") from None
-    try:
         if not _marked(root):
             write_replacing(root / MARKER, MARKER_TEXT.encode(), mode=0o644)
-        for sub in ("work",):
-            _own_subdir(root / sub)
+        _own_subdir(root / "work")
     except OSError as err:
         raise ConfigError(WHERE, f"cannot write in {root} ({err.strerror})", "choose a writable directory") from None
     return OutputLayout(root)
