@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     train.add_argument("capture", metavar="CAPTURE", help="capture file (mooncake_payload or raw_payload lines)")
     train.add_argument(
-        "--target", required=True, help="the target: a local directory, or any source NIM_MODEL_PATH takes"
+        "--target",
+        help="the target: a local directory, or any source NIM_MODEL_PATH takes (default: the model the NIM_* "
+        "variables name, as serve would)",
     )
     train.add_argument("--out", required=True, help="output directory (new, empty, or made by draft train)")
     train.add_argument("--url", help="a running server of the target to regenerate with (default: start one)")

@@ -43,7 +43,7 @@ SPLIT_JSON = "split.json"
 @dataclass(frozen=True)
 class DraftOptions:
     capture: Path
-    target: str
+    target: str | None  # None: the target the NIM_* variables name
     out: Path
     url: str | None = None
     seed: int = 0
@@ -177,7 +177,7 @@ def train_from_capture(
     capture = read_capture(options.capture, options.min_requests)
     parts = split(capture.requests, options.seed, options.held_out)
     refuse_foreign(options.out)  # before a download: a bad --out costs nothing
-    from nim_specdec_lab.draft.target_source import materialize_target  # noqa: PLC0415 - fetchers on use
+    from nim_specdec_lab.draft.target_source import materialize_target, target_words  # noqa: PLC0415 - fetchers on use
 
     target_dir = materialize_target(options.target, environ)
     target = read_model_config(target_dir, "--target")
@@ -246,7 +246,7 @@ def train_from_capture(
     check_export(untrained, target, "untrained draft")
     untrained_dir = publish(layout, untrained, "untrained")
 
-    serve = serve_command(options.target, draft_dir, options.k)
+    serve = serve_command(target_words(options.target, environ), draft_dir, options.k)
     facts = {
         "library": trained.library,
         "steps": trained.steps,

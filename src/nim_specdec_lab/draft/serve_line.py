@@ -15,8 +15,11 @@ def speculative_config(k: int) -> dict:
 
 
 def serve_command(target: str, draft_dir: Path, k: int) -> str:
+    """`target`: NAME=VALUE of the variable that names the target (NIM_MODEL_PATH=... or NIM_MODEL_NAME=...)."""
     spec = json.dumps(speculative_config(k), separators=(", ", ": "))
+    name, _, value = target.partition("=")
+    named = f"{name}={shlex.quote(value)} " if name else ""
     return (
-        f"NIM_MODEL_PATH={shlex.quote(target)} NIM_DRAFT_MODEL_PATH={shlex.quote(str(draft_dir))} "
+        f"{named}NIM_DRAFT_MODEL_PATH={shlex.quote(str(draft_dir))} "
         f"NIM_SPECDEC_ENABLE=1 nim-specdec serve --speculative-config {shlex.quote(spec)}"
     )

@@ -11,13 +11,16 @@ from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
 
 
-def local_target(source: str) -> Path | None:
+def local_target(source: str | None) -> Path | None:
+    if source is None:
+        return None
     path = Path(source)
     return path.absolute() if "://" not in source and path.is_dir() else None
 
 
-def materialize_target(source: str, environ: Mapping[str, str]) -> Path:
-    """The target's local directory; what `nim-specdec prepare` would download, downloaded the same way."""
+def materialize_target(source: str | None, environ: Mapping[str, str]) -> Path:
+    """The target's local directory; what `nim-specdec prepare` would download, downloaded the same way.
+    `source` None: the target the environment's NIM_* variables name (NIM_MODEL_PATH or NIM_MODEL_NAME)."""
     local = local_target(source)
     if local is not None:
         return local
@@ -27,11 +30,25 @@ def materialize_target(source: str, environ: Mapping[str, str]) -> Path:
     from nim_specdec.launch.resolve import public  # noqa: PLC0415 - only for a remote target
 
     env = {k: v for k, v in environ.items() if k not in (var.DRAFT_MODEL_PATH, var.SPECDEC_ARGS)}
-    env.update({var.MODEL_PATH: source, var.SPECDEC_ENABLE: "0"})
+    if source is not None:
+        env[var.MODEL_PATH] = source
+    env[var.SPECDEC_ENABLE] = "0"
     settings = parse_settings(env)
     plan = prepare(settings, [], launcher_log(settings))
     target = public(plan, settings.host.secrets)["target"]
     found = target.get("local_dir") or target.get("model")
     if not found or not os.path.isdir(found):
-        raise MaterializeError("--target", f"{source} was prepared but no local directory came of it", "check the source")
+        raise MaterializeError(
+            "--target", f"{source or 'the configured model'} was prepared but no local directory came of it", "check the source"
+        )
     return Path(found)
+
+
+def target_words(source: str | None, environ: Mapping[str, str]) -> str:
+    """How the serve line names the target: as given, else as the environment names it."""
+    if source is not None:
+        return f"{var.MODEL_PATH}={source}"
+    for name in (var.MODEL_PATH, var.MODEL_NAME):
+        if environ.get(name):
+            return f"{name}={environ[name]}"
+    return ""
