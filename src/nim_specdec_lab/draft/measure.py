@@ -42,7 +42,9 @@ class MeasureJob:
 
 
 def side_envs(job: MeasureJob) -> dict[str, dict[str, str]]:
-    """Each configuration's variables, as bench --serve's env files hold them."""
+    """Each configuration's variables, as bench --serve's env files hold them. Each side gets a workspace of
+    its own: the trained and the untrained draft both go by the guide's bare name, and the launcher refuses
+    to repoint a workspace link another draft made."""
 
     def draft(path: Path) -> dict[str, str]:
         return {
@@ -51,7 +53,7 @@ def side_envs(job: MeasureJob) -> dict[str, dict[str, str]]:
             var.SPECDEC_ARGS: json.dumps({"speculative_config": speculative_config(job.k)}),
         }
 
-    return {
+    sides = {
         "off": {var.SPECDEC_ENABLE: "0"},
         "trained": draft(job.trained),
         "untrained": draft(job.untrained),
@@ -60,6 +62,7 @@ def side_envs(job: MeasureJob) -> dict[str, dict[str, str]]:
             var.SPECDEC_ARGS: json.dumps({"speculative_config": ngram_config(job.k, 1, 4)}),
         },
     }
+    return {name: {**values, var.WORKSPACE: str(job.out.parent / f"workspace-{name}")} for name, values in sides.items()}
 
 
 def bench_sides() -> dict[str, str]:
@@ -103,7 +106,7 @@ def run_bench(job: MeasureJob, environ: Mapping[str, str], say: Callable[[str], 
         raise MaterializeError(
             "draft train",
             f"the held-out measurement (bench --serve) exited with code {proc.returncode}",
-            f"see its lines above and the server logs under {job.out}; rerun with --skip-training to measure again",
+            f"see its lines above and the server logs under {job.out}; a rerun reuses the regenerated answers",
         )
     data = read_json_inside(job.out / "report.json", job.out, MAX_REPORT_BYTES, ConfigError, "--out")
     if not isinstance(data, dict):

@@ -17,7 +17,9 @@ def test_each_draft_is_served_as_the_guide_says():
         assert envs[name]["NIM_DRAFT_MODEL_PATH"] == path and envs[name]["NIM_SPECDEC_ENABLE"] == "1"
         spec = json.loads(envs[name]["NIM_SPECDEC_ARGS"])["speculative_config"]
         assert spec == {"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}
-    assert "NIM_DRAFT_MODEL_PATH" not in envs["ngram"] and envs["off"] == {"NIM_SPECDEC_ENABLE": "0"}
+    assert "NIM_DRAFT_MODEL_PATH" not in envs["ngram"] and envs["off"]["NIM_SPECDEC_ENABLE"] == "0"
+    # both drafts go by the same bare name: each side links it in a workspace of its own
+    assert len({env["NIM_WORKSPACE"] for env in envs.values()}) == 4
     assert json.loads(envs["ngram"]["NIM_SPECDEC_ARGS"])["speculative_config"]["method"] == "ngram"
 
 
