@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError, MaterializeError, UnreachableError
 from nim_specdec.files.output_files import write_atomically
-from nim_specdec.files.regular_file import open_regular_text
+from nim_specdec.files.regular_file import open_regular_text, read_inside
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.checkpoint import read_checkpoint
 from nim_specdec.preflight.config_file import read_model_config
@@ -36,6 +36,7 @@ from nim_specdec_lab.draft.trainer_seam import DraftJob, Trained, Trainer
 
 Say = Callable[[str], None]
 MAX_CAPTURE_BYTES = 4 * 1024**3
+MAX_WORK_FILE_BYTES = 8 * 1024**3  # the answers to a capture's requests, as token ids and text
 TRAIN_ROWS = "train.jsonl"
 SPLIT_JSON = "split.json"
 
@@ -95,13 +96,17 @@ def _digest(ids: Any) -> str:
     return hashlib.sha256(json.dumps(ids).encode()).hexdigest()
 
 
-def _previous_rows(layout: OutputLayout, record: Mapping[str, Any]) -> bool:
-    """Whether the training rows of an earlier run of the same split are there (a rerun keeps them)."""
+def _previous_rows(layout: OutputLayout, record: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The training rows an earlier run of the same split regenerated, or None (then they are made again)."""
     try:
-        old = json.loads((layout.work / SPLIT_JSON).read_text())
-        return _digest(old.get("train")) == _digest(record["train"]) and (layout.work / TRAIN_ROWS).is_file()
-    except (OSError, ValueError, AttributeError):
-        return False
+        old = json.loads(read_inside(layout.work / SPLIT_JSON, layout.work, MAX_WORK_FILE_BYTES))
+        if _digest(old.get("train")) != _digest(record["train"]):
+            return None
+        text = read_inside(layout.work / TRAIN_ROWS, layout.work, MAX_WORK_FILE_BYTES).decode("utf-8")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return rows if rows and all(isinstance(r, dict) and r.get("output_token_ids") for r in rows) else None
+    except (OSError, ValueError, AttributeError):  # absent, a link, cut short, not ours to trust: made again
+        return None
 
 
 def _post_to(url: str) -> Callable[[str, dict[str, Any]], Mapping[str, Any]]:
@@ -196,9 +201,9 @@ def train_from_capture(
 
     record = split_record(parts, options.seed, options.held_out)
     rows_path = layout.work / TRAIN_ROWS
-    if _previous_rows(layout, record):
+    rows = _previous_rows(layout, record)
+    if rows is not None:
         say(f"reusing the regenerated answers in {rows_path} (same split)")
-        rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()]
     else:
         results = regenerate_rows(options, target_dir, parts, environ, say)
         failed = [r for r in results if r.row is None]
