@@ -22,7 +22,10 @@ def _cell(matrix: Mapping[str, Any] | None, metric: str, side: str) -> dict[str,
     if not matrix:
         return None
     row = (matrix.get(metric) or {}).get(side) or {}
-    return row.get(OVERALL)
+    # One category (the held-out capture): its own cell, whose interval is kept within the metric's range;
+    # Overall, a mean over categories, is the figure only when there are several.
+    own = [key for key in row if key != OVERALL]
+    return row[own[0]] if len(own) == 1 else row.get(OVERALL)
 
 
 def _speedup(rows: Sequence[Mapping[str, Any]], side: str) -> dict[str, Any] | None:
