@@ -1,7 +1,7 @@
 """`nim-specdec draft train CAPTURE --target SRC --out DIR`: a draft trained on captured traffic, measured.
 
 The flow is nim_specdec_lab.draft.flow; this module parses the arguments and calls it. Exit codes: 0 the
-draft is made; 2 a bad input (capture, target, output directory, disk, option); 3 the target cannot be
+draft is made; 2 a bad input (capture, target, output directory, disk, option, the training stage missing); 3 the target cannot be
 materialized, a server does not come up, the training stage fails or its export does not fit the target;
 4 the server (--url or the one started) cannot be reached or answers wrongly.
 """
@@ -48,7 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, default=0, help="seed of the split and the training (default 0)")
     train.add_argument("--held-out", type=float, default=0.2, help="share of requests held out (default 0.2)")
     train.add_argument("--steps", type=int, help="training steps (default: the training stage's)")
-    train.add_argument("--epochs", type=int, help="training epochs instead of steps")
     train.add_argument("-k", "--num-speculative-tokens", dest="k", type=int, default=3, help="K (default 3)")
     train.add_argument("--min-requests", type=int, default=20, help="fewest distinct requests accepted (default 20)")
     train.add_argument("--max-seq-len", type=int, default=2048, help="longest training sequence (default 2048)")
@@ -84,12 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.draft_command != "train":
         raise ConfigError("draft", "needs an action", "use nim-specdec draft train --help")
-    for value, flag in ((args.steps, "--steps"), (args.epochs, "--epochs"), (args.k, "--num-speculative-tokens"),
+    for value, flag in ((args.steps, "--steps"), (args.k, "--num-speculative-tokens"),
                         (args.min_requests, "--min-requests"), (args.rounds, "--rounds"),
                         (args.concurrency, "--concurrency"), (args.max_seq_len, "--max-seq-len")):  # fmt: skip
         _positive(value, flag)
-    if args.steps and args.epochs:
-        raise ConfigError("--steps", "and --epochs are both given", "give one of them")
     if not args.no_measure and args.rounds < 2:
         raise ConfigError("--rounds", f"{args.rounds} is below 2", "use 2 or more: an interval needs two pairs")
     options = DraftOptions(
@@ -100,7 +97,6 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         held_out=args.held_out,
         steps=args.steps,
-        epochs=args.epochs,
         k=args.k,
         min_requests=args.min_requests,
         max_seq_len=args.max_seq_len,

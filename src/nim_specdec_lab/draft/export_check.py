@@ -5,7 +5,7 @@ TRAINABLE_ARCHITECTURES, the families the EAGLE3 trainers and vLLM's EAGLE3 draf
 size, a vocabulary and a layer count. After training: the export passes the launcher's own pre-flight checks
 for an EAGLE3 draft (generation, architecture, hidden size, vocabulary: preflight.compat_eagle), and each
 auxiliary layer it reads is a hidden state the target has (0, the embeddings, to L, after the last layer:
-vLLM captures layer i's input, and L as the final output).
+vLLM captures layer i's input, and L as the final output). The training stage runs its own checks of both too.
 """
 
 from __future__ import annotations
@@ -18,32 +18,20 @@ from nim_specdec.preflight.checkpoint import Checkpoint
 from nim_specdec.preflight.compat_eagle import eagle_checks
 from nim_specdec.preflight.results import FAIL
 
-# Target families with an EAGLE3 draft implementation in vLLM and a trainer recipe in speculators and
-# Model Optimizer: the head is a Llama decoder layer reading the target's hidden states.
-TRAINABLE_ARCHITECTURES = frozenset(
-    {
-        "LlamaForCausalLM",
-        "MistralForCausalLM",
-        "Qwen2ForCausalLM",
-        "Qwen3ForCausalLM",
-        "Qwen3MoeForCausalLM",
-        "GptOssForCausalLM",
-    }
-)
+# The model types the training stage drives (decoder layers under model.layers, a Llama-style head) and whose
+# vLLM implementation hands auxiliary hidden states to an EAGLE3 draft: the training stage checks the same.
+TRAINABLE_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
 WHERE = "--target"
 
 
 def target_problem(target: Mapping[str, Any]) -> str | None:
     """Why an EAGLE3 head cannot be trained for this target, or None."""
-    arch = mc.architectures(target)
-    if not arch or not set(arch) & TRAINABLE_ARCHITECTURES:
-        shown = ", ".join(arch) or "none"
-        return f"its architecture ({shown[:80]}) is not one an EAGLE3 head is trained for"
-    for name, value in (
-        ("hidden_size", mc.hidden_size(target)),
-        ("vocab_size", mc.vocab_size(target)),
-        ("num_hidden_layers", mc.first(target, "num_hidden_layers")),
-    ):
+    model_type = str(target.get("model_type"))[:40]
+    if model_type not in TRAINABLE_MODEL_TYPES or "text_config" in target:
+        shown = ", ".join(mc.architectures(target))[:80] or "no architectures"
+        return f"model_type {model_type!r} ({shown}) is not one an EAGLE3 head is trained for"
+    for name in ("hidden_size", "vocab_size", "num_hidden_layers"):
+        value = target.get(name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             return f"its config.json gives no usable {name}"
     return None
@@ -52,16 +40,17 @@ def target_problem(target: Mapping[str, Any]) -> str | None:
 def refuse_untrainable(target: Mapping[str, Any], target_dir: str) -> None:
     problem = target_problem(target)
     if problem:
-        supported = ", ".join(sorted(TRAINABLE_ARCHITECTURES))
-        raise ConfigError(WHERE, f"{target_dir}: {problem}", f"train for a target of one of: {supported}")
+        supported = ", ".join(TRAINABLE_MODEL_TYPES)
+        raise ConfigError(
+            WHERE, f"{target_dir}: {problem}", f"train for a {supported} model, or bring a draft trained elsewhere"
+        )
 
 
-def default_aux_layers(layers: int) -> tuple[int, ...]:
-    """vLLM's default (2, L // 2, L - 3), or for a shallow target three states it has (0, L // 2, L)."""
-    chosen = (2, layers // 2, layers - 3)
-    if layers >= 6:
-        return chosen
-    return (0, layers // 2, layers)
+def train_aux_problem(aux: Sequence[int], layers: int) -> str | None:
+    """The layers a head is trained to read: distinct layer outputs 1 to L (the embeddings, 0, have no hook)."""
+    if not aux or len(set(aux)) != len(aux) or any(not 1 <= a <= layers for a in aux):
+        return f"auxiliary layers {list(aux)} are not distinct layers of a {layers}-layer target (1 to {layers})"
+    return None
 
 
 def aux_problem(aux: Sequence[Any] | None, layers: int) -> str | None:

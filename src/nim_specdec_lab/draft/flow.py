@@ -2,7 +2,8 @@
 
 The imperative shell: it reads the capture, starts servers, writes OUT, and calls the training stage
 through the seam (draft.trainer_seam). Every check that needs no server runs first: the capture, the split,
-the output directory, the target's config and the disk, before the target is asked for anything.
+the output directory, the target's config (the flow's and the training stage's checks), before the target is
+asked for anything.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,10 +25,9 @@ from nim_specdec.preflight.checkpoint import read_checkpoint
 from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec_lab.draft import acceptance_report as report
 from nim_specdec_lab.draft.capture_input import Capture, mooncake_lines, parse_draft_capture
-from nim_specdec_lab.draft.disk_need import hidden_state_bytes, refuse_if_short
-from nim_specdec_lab.draft.export_check import aux_problem, default_aux_layers, export_problems, refuse_untrainable
+from nim_specdec_lab.draft.export_check import export_problems, refuse_untrainable, train_aux_problem
 from nim_specdec_lab.draft.measure import HELD_OUT_TRACE, MeasureJob, bench_sides, run_bench, write_trace
-from nim_specdec_lab.draft.output_dir import OutputLayout, claim, fresh_staging, publish, refuse_foreign
+from nim_specdec_lab.draft.output_dir import OutputLayout, claim, clear_staging, publish, refuse_foreign
 from nim_specdec_lab.draft.regenerate import Regenerated, regenerate, rows_jsonl
 from nim_specdec_lab.draft.serve_line import serve_command
 from nim_specdec_lab.draft.split import MIN_TRAIN, Split, split
@@ -50,7 +49,6 @@ class DraftOptions:
     seed: int = 0
     held_out: float = 0.2
     steps: int | None = None
-    epochs: int | None = None
     k: int = 3
     min_requests: int = 20
     max_seq_len: int = 2048
@@ -151,6 +149,11 @@ def progress_line(event: Any) -> str:
     """One line of the training stage's progress, whatever it reports (a line, or an object with figures)."""
     if isinstance(event, str):
         return event
+    if all(hasattr(event, name) for name in ("step", "max_steps", "loss", "tokens_per_second", "seconds_left")):
+        return (
+            f"step {event.step}/{event.max_steps}, loss {event.loss:.4g}, {event.tokens_per_second:.0f} tokens/s, "
+            f"about {event.seconds_left:.0f} s left"
+        )
     line = getattr(event, "line", None)
     if callable(line):
         return str(line())
@@ -165,11 +168,12 @@ def check_export(draft_dir: Path, target: Mapping[str, Any], what: str) -> None:
         raise MaterializeError(what, f"the export does not fit the target: {problems[0]}", "see docs/draft.md")
 
 
-def _into(staging: Path, exported: Path) -> Path:
-    """The export in the staging folder (a stage that wrote elsewhere is moved in)."""
-    if exported.resolve() == staging.resolve():
+def _exported(staging: Path, exported: Path) -> Path:
+    """The export at the staging path (a stage that wrote elsewhere inside OUT is moved there)."""
+    if os.path.lexists(staging) and exported.absolute() == staging.absolute():
         return staging
-    shutil.rmtree(staging)
+    if not exported.is_dir() or exported.is_symlink():
+        raise MaterializeError("draft train", f"the training stage reported {exported}, which holds no export", "see its log")
     os.rename(exported, staging)
     return staging
 
@@ -188,11 +192,12 @@ def train_from_capture(
     target = read_model_config(target_dir, "--target")
     refuse_untrainable(target, str(target_dir))
     layers = int(mc.first(target, "num_hidden_layers"))
-    aux = options.aux_layers or default_aux_layers(layers)
-    problem = aux_problem(aux, layers)
-    if problem:
-        raise ConfigError("--aux-layers", problem, f"name layers from 0 to {layers}")
+    if options.aux_layers is not None:
+        problem = train_aux_problem(options.aux_layers, layers)
+        if problem:
+            raise ConfigError("--aux-layers", problem, f"name distinct layers from 1 to {layers}")
     trainer = trainer_of()
+    trainer.check_target(target, str(target_dir), options.aux_layers)  # the stage's own refusals, before a server
     layout = claim(options.out)
     say(  # once every cheap check has passed: a bad input prints its error line alone
         f"{options.capture}: {len(capture.requests)} distinct {capture.format} requests "
@@ -222,32 +227,31 @@ def train_from_capture(
     write_trace(layout.work / "measure" / HELD_OUT_TRACE, mooncake_lines(parts.held_out))
 
     tokens = sum(len(r["prompt_token_ids"]) + len(r["output_token_ids"]) for r in rows)
-    need = hidden_state_bytes(tokens, int(mc.hidden_size(target)), len(aux) + 1, mc.model_dtype_bytes(target))
-    refuse_if_short(need, shutil.disk_usage(layout.work).free, str(layout.work))
-
-    staging = fresh_staging(layout, "draft")
+    # The stage exports into a path that does not exist yet (it renames a whole folder there); the flow checks
+    # it and renames it to OUT/draft. The untrained export has a work folder of its own: it must never resume
+    # from the trained head's checkpoints. The stage checks the disk its run needs before it starts.
     job = DraftJob(
         target_dir=target_dir,
         data_file=rows_path,
         work_dir=layout.work / "training",
-        output_dir=staging,
+        output_dir=clear_staging(layout, "draft"),
         seed=options.seed,
         steps=options.steps,
-        epochs=options.epochs,
         num_speculative_tokens=options.k,
-        aux_layer_ids=tuple(aux),
+        aux_layer_ids=options.aux_layers,
         max_seq_len=options.max_seq_len,
         learning_rate=options.learning_rate,
     )
-    say(f"training an EAGLE3 head on {len(rows)} answers ({tokens} tokens), aux layers {list(aux)}")
+    say(f"training an EAGLE3 head on {len(rows)} answers ({tokens} tokens)")
     trained = trainer.train(job, lambda event: say(f"training: {progress_line(event)}"))
-    staged = _into(staging, trained.draft_dir)
+    staged = _exported(job.output_dir, trained.draft_dir)
     check_export(staged, target, "trained draft")
     draft_dir = publish(layout, staged, "draft")
     trained = replace(trained, draft_dir=draft_dir)
 
-    untrained_staging = fresh_staging(layout, "untrained")
-    untrained = _into(untrained_staging, trainer.export_untrained(replace(job, output_dir=untrained_staging)))
+    untrained_job = replace(job, work_dir=layout.work / "training-untrained", output_dir=clear_staging(layout, "untrained"))
+    say("exporting the same draft untrained (the measurement's reference)")
+    untrained = _exported(untrained_job.output_dir, trainer.export_untrained(untrained_job).draft_dir)
     check_export(untrained, target, "untrained draft")
     untrained_dir = publish(layout, untrained, "untrained")
 
@@ -260,7 +264,7 @@ def train_from_capture(
         "train_seconds": round(trained.seconds, 1),
         "hidden_states_path": trained.hidden_states_path,
         "num_speculative_tokens": options.k,
-        "aux_layer_ids": list(aux),
+        "aux_layer_ids": list(trained.aux_layer_ids or options.aux_layers or ()),
         "train_requests": len(rows),
         "held_out_requests": len(parts.held_out),
         "seed": options.seed,

@@ -106,11 +106,11 @@ def _own_subdir(path: Path) -> None:
             raise ConfigError(WHERE, f"{path} {reason}", f"remove {path}; it is recreated") from None
 
 
-def fresh_staging(layout: OutputLayout, name: str) -> Path:
-    """An empty folder to build `name` in (a leftover of a killed run removed, never followed)."""
+def clear_staging(layout: OutputLayout, name: str) -> Path:
+    """The staging path of `name`, with a killed run's leftover removed (never followed): the training stage
+    creates it whole."""
     staging = layout.staging(name)
     remove_ours(staging)
-    os.mkdir(staging, 0o700)
     return staging
 
 

@@ -64,17 +64,21 @@ class StandInTrainer:
         self.head = head
         self.jobs: list[DraftJob] = []
 
-    def _copy(self, job: DraftJob) -> Path:
-        shutil.rmtree(job.output_dir)
+    def check_target(self, target, where, aux) -> None:
+        pass
+
+    def _copy(self, job: DraftJob) -> Trained:
+        assert not job.output_dir.exists()  # the stage makes it whole
         shutil.copytree(self.head, job.output_dir)
-        return job.output_dir
+        return Trained(job.output_dir, 0, None, 0, 0.0, "none (stand-in)", "stand-in", (0, 1, 2))
 
     def train(self, job: DraftJob, on_progress) -> Trained:
         self.jobs.append(job)
         on_progress("step 1/1 (stand-in: nothing trained)")
-        return Trained(self._copy(job), 0, None, 0, 0.0, "none (stand-in)", "stand-in")
+        return self._copy(job)
 
-    def export_untrained(self, job: DraftJob) -> Path:
+    def export_untrained(self, job: DraftJob) -> Trained:
+        self.jobs.append(job)
         return self._copy(job)
 
 
@@ -88,7 +92,8 @@ def test_flow_regenerates_with_token_ids_and_puts_a_checked_draft_in_place(targe
     )
     made = train_from_capture(options, os.environ, lambda: trainer, said.append)
 
-    (job,) = trainer.jobs
+    job, untrained_job = trainer.jobs
+    assert untrained_job.work_dir != job.work_dir  # the untrained export never resumes the trained checkpoints
     rows = [json.loads(line) for line in job.data_file.read_text().splitlines()]
     split = json.loads((out / "work" / "split.json").read_text())
     assert [r["id"] for r in rows] == split["train"] and len(split["held_out"]) >= 2
@@ -98,7 +103,7 @@ def test_flow_regenerates_with_token_ids_and_puts_a_checked_draft_in_place(targe
         assert set(row) == {"id", "messages", "prompt_token_ids", "output_token_ids"}
         assert row["messages"][-1]["role"] == "assistant" and row["output_token_ids"]
         assert all(isinstance(t, int) for t in row["prompt_token_ids"] + row["output_token_ids"])
-    assert job.aux_layer_ids == (0, 1, 2) and job.target_dir == demo_model / "target"
+    assert job.aux_layer_ids is None and job.target_dir == demo_model / "target"  # the stage chooses the layers
     assert (out / "draft" / "config.json").is_file() and (out / "untrained" / "config.json").is_file()
     assert not list((out / "work").glob("*.partial"))
     assert any("regenerating with the target" in line for line in said)
@@ -107,6 +112,7 @@ def test_flow_regenerates_with_token_ids_and_puts_a_checked_draft_in_place(targe
 
     # A rerun of the same split reuses the answers instead of asking the target again.
     said.clear()
+    trainer.jobs.clear()
     train_from_capture(options, os.environ, lambda: trainer, said.append)
     assert any("reusing the regenerated answers" in line for line in said)
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec_lab.demo_model import eagle3_config, llama_config
-from nim_specdec_lab.draft.export_check import aux_problem, default_aux_layers, export_problems, target_problem
+from nim_specdec_lab.draft.export_check import aux_problem, export_problems, target_problem, train_aux_problem
 
 
 @pytest.mark.parametrize(
     "change, words",
     [
         ({}, None),
-        ({"architectures": ["BertModel"]}, "BertModel"),
-        ({"architectures": []}, "none"),
+        ({"model_type": "bert", "architectures": ["BertModel"]}, "'bert' (BertModel)"),
+        ({"model_type": "gpt_oss"}, "'gpt_oss'"),
+        ({"text_config": {}}, "'llama'"),
         ({"vocab_size": None}, "vocab_size"),
         ({"hidden_size": 0}, "hidden_size"),
         ({"num_hidden_layers": True}, "num_hidden_layers"),
@@ -26,11 +27,11 @@ def test_target_problem(change, words):
 
 
 @pytest.mark.parametrize(
-    "layers, aux",
-    [(32, (2, 16, 29)), (6, (2, 3, 3)), (2, (0, 1, 2)), (1, (0, 0, 1))],
+    "aux, layers, bad",
+    [((1, 2), 2, False), ((2, 16, 29), 32, False), ((0, 1), 2, True), ((1, 1), 2, True), ((1, 3), 2, True), ((), 2, True)],
 )
-def test_default_aux_layers_exist_in_the_target(layers, aux):
-    assert default_aux_layers(layers) == aux and aux_problem(aux, layers) is None
+def test_train_aux_problem(aux, layers, bad):
+    assert (train_aux_problem(aux, layers) is not None) is bad
 
 
 def test_aux_problem_names_the_missing_layers():

@@ -7,7 +7,9 @@ import os
 import pytest
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.draft.output_dir import MARKER, claim, fresh_staging, publish, refuse_foreign
+import os as _os
+
+from nim_specdec_lab.draft.output_dir import MARKER, claim, clear_staging, publish, refuse_foreign
 
 
 def test_new_directory_is_made_owner_only_and_marked(tmp_path):
@@ -49,7 +51,8 @@ def test_what_is_not_ours_is_refused_untouched(tmp_path, kind):
 def test_publish_replaces_the_old_draft_whole(tmp_path):
     layout = claim(tmp_path / "out")
     for version in ("one", "two"):
-        staging = fresh_staging(layout, "draft")
+        staging = clear_staging(layout, "draft")
+        _os.mkdir(staging)  # the training stage makes it
         (staging / "config.json").write_text(version)
         publish(layout, staging, "draft")
         assert (layout.draft / "config.json").read_text() == version
@@ -61,5 +64,5 @@ def test_a_killed_runs_staging_is_never_followed(tmp_path):
     (tmp_path / "victim").mkdir()
     (tmp_path / "victim" / "keep").write_text("x")
     layout.staging("draft").symlink_to(tmp_path / "victim")
-    staging = fresh_staging(layout, "draft")
-    assert staging.is_dir() and not staging.is_symlink() and (tmp_path / "victim" / "keep").is_file()
+    staging = clear_staging(layout, "draft")
+    assert not _os.path.lexists(staging) and (tmp_path / "victim" / "keep").is_file()
