@@ -20,7 +20,7 @@ AIPERF_LOCK ?= /tmp/aiperf-venv.lock
 OLAH_VENV ?= .venv-olah
 OLAH_LOCK ?= /tmp/olah-venv.lock
 
-.PHONY: install setup test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv draft-demo
+.PHONY: install setup test test-fast test-multinode serve plan-demo bench bench-startup clean aiperf-venv olah-venv
 
 install: $(STAMP)
 
@@ -85,6 +85,7 @@ serve: install
 # Needs the training stage's virtualenv (make setup) and AIPerf; minutes on 2 cores, printed at the end.
 DRAFT_DEMO_DIR ?= draft-demo
 DRAFT_DEMO_ARGS ?=
+.PHONY: draft-demo
 draft-demo: install aiperf-venv
 	AIPERF_BIN=$${AIPERF_BIN:-$(abspath $(AIPERF_VENV))/bin/aiperf} $(PY) bench/bench_draft.py --out $(DRAFT_DEMO_DIR) $(DRAFT_DEMO_ARGS)
 
@@ -103,4 +104,4 @@ bench: install
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) bench/bench_s3_download.py
 
 clean:
-	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(CHECKOV_VENV) $(DEMO_DIR) $(DRAFT_DEMO_DIR) .nim-cache .pytest_cache
+	rm -rf $(VENV) $(AIPERF_VENV) $(OLAH_VENV) $(CHECKOV_VENV) $(DEMO_DIR) .nim-cache .pytest_cache

@@ -1,11 +1,11 @@
 """`nim-specdec draft train` on the CPU demo, end to end, printed as figures.
 
     python bench/bench_draft.py [--out DIR] [--requests 80] [--steps 200] [--rounds 2] [--demo-arg ARG ...]
-                                [--target-part target] [--record FILE]
+                                [--target-part learnable] [--record FILE]
 
-1. writes the demo model (`nim-specdec demo-model DIR`, plus any --demo-arg: the option that writes a target
-   a small head can learn, docs/draft-training.md), and serves its target with capture on (NIM_CAPTURE_ENABLE=1,
-   mooncake_payload, speculation off);
+1. writes the demo model with its learnable target (`nim-specdec demo-model DIR --learnable`: a target whose
+   sampled outputs a small head can learn and prompt lookup cannot predict, docs/draft-training.md), and serves
+   that target with capture on (NIM_CAPTURE_ENABLE=1, mooncake_payload, speculation off);
 2. sends --requests varied chat prompts (random words, seeded) at temperature 1.0, four in flight, where prompt
    lookup has little to find, then stops the server (the capture is written out on SIGTERM);
 3. runs `nim-specdec draft train CAPTURE --target DIR/<target-part> --out OUT --steps N --rounds R`: split,
@@ -112,8 +112,12 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200, help="training steps (default 200)")
     parser.add_argument("--rounds", type=int, default=2, help="bench rounds of the measurement (default 2)")
     parser.add_argument("--held-out", type=float, default=0.25, help="held-out share (default 0.25)")
-    parser.add_argument("--demo-arg", action="append", default=[], help="one more argument for demo-model")
-    parser.add_argument("--target-part", default="target", help="the demo model's target folder (default target)")
+    parser.add_argument(
+        "--demo-arg", action="append", default=None, help="arguments for demo-model (default --learnable)"
+    )
+    parser.add_argument(
+        "--target-part", default="learnable", help="the demo model's target folder (default learnable)"
+    )
     parser.add_argument("--record", help="also write the figures as markdown into this file")
     args = parser.parse_args()
 
@@ -122,7 +126,7 @@ def main() -> int:
     began = time.monotonic()
     demo = root / "demo-model"
     subprocess.run(
-        [sys.executable, "-m", "nim_specdec", "demo-model", str(demo), *args.demo_arg],
+        [sys.executable, "-m", "nim_specdec", "demo-model", str(demo), *(args.demo_arg or ["--learnable"])],
         check=True,
         env=env_for(root),
     )
