@@ -3,8 +3,8 @@ serve the result).
 
 test_flow_*: the flow's own logic (regeneration through vLLM with token ids, the split on disk, the export
 put in place and checked, the one line) with a stand-in trainer that copies the demo's EAGLE3 head and trains
-nothing; it says so in its result. test_trains_*: the real training stage (nim_specdec_lab.draft.training),
-a few steps, then the exported draft served through NIM_DRAFT_MODEL_PATH with the guide's bare name: it
+nothing; it says so in its result. test_trains_*: the real training stage (nim_specdec_lab.draft.training) on
+its learnable demo target (demo-model --learnable), a few steps, then the exported draft served through NIM_DRAFT_MODEL_PATH with the guide's bare name: it
 loads and drafts. That test needs the training stage installed and fails loudly without it."""
 
 from __future__ import annotations
@@ -47,12 +47,32 @@ def varied_capture(path: Path, n: int = 40) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def target_server(demo_model, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("draft-target")
-    env = demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="0")
+def _served(target: Path, demo_model: Path, workdir: Path):
+    env = demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="0", NIM_MODEL_PATH=str(target))
     spec = ServerSpec(env=env, args=SERVER_ARGS, ready_timeout_s=420, log_path=workdir / "server.log")
-    with running_server(spec) as server:
+    return running_server(spec)
+
+
+@pytest.fixture
+def target_server(demo_model, tmp_path_factory):
+    with _served(demo_model / "target", demo_model, tmp_path_factory.mktemp("draft-target")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def learnable(tmp_path_factory) -> Path:
+    """The training stage's learnable demo target (demo-model --learnable): 4 layers, one successor cycle."""
+    root = tmp_path_factory.mktemp("learnable")
+    subprocess.run(
+        [sys.executable, "-m", "nim_specdec", "demo-model", str(root), "--learnable"],
+        check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600, capture_output=True,
+    )  # fmt: skip
+    return root / "learnable"
+
+
+@pytest.fixture
+def learnable_server(learnable, demo_model, tmp_path_factory):
+    with _served(learnable, demo_model, tmp_path_factory.mktemp("draft-learnable")) as server:
         yield server
 
 
@@ -117,29 +137,32 @@ def test_flow_regenerates_with_token_ids_and_puts_a_checked_draft_in_place(targe
     assert any("reusing the regenerated answers" in line for line in said)
 
 
-def test_trains_a_small_draft_that_vllm_loads_and_drafts_with(target_server, demo_model, tmp_path):
+def test_trains_a_small_draft_that_vllm_loads_and_drafts_with(learnable_server, learnable, demo_model, tmp_path):
     capture = varied_capture(tmp_path / "capture.jsonl")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.run(
-        [sys.executable, "-m", "nim_specdec", "draft", "train", str(capture), "--target", str(demo_model / "target"),
-         "--out", str(out), "--url", target_server.url, "--steps", "3", "--no-measure", "--max-seq-len", "256"],
+        [sys.executable, "-m", "nim_specdec", "draft", "train", str(capture), "--target", str(learnable),
+         "--out", str(out), "--url", learnable_server.url, "--steps", "3", "--no-measure", "--max-seq-len", "256"],
         env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("\n") == 1 and "serve it: NIM_MODEL_PATH=" in proc.stdout
+    assert "training: step 3/3" in proc.stderr  # the stage's progress reached the person running it
     draft = out / "draft"
     config = json.loads((draft / "config.json").read_text())
     assert config and list(draft.glob("*.safetensors"))
+    assert not list((out / "work").glob("*.partial"))
 
     serve_env = demo_env(
         demo_model,
         tmp_path / "serve",
         NIM_SPECDEC_ENABLE="1",
+        NIM_MODEL_PATH=str(learnable),
         NIM_DRAFT_MODEL_PATH=str(draft),
     )
     spec_config = json.dumps({"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3})
-    target_server.stop()  # one vLLM server at a time on a small machine
+    learnable_server.stop()  # one vLLM server at a time on a small machine
     spec = ServerSpec(
         env=serve_env, args=(*SERVER_ARGS, "--speculative-config", spec_config), ready_timeout_s=420,
         log_path=tmp_path / "serve.log",
@@ -148,7 +171,7 @@ def test_trains_a_small_draft_that_vllm_loads_and_drafts_with(target_server, dem
     from nim_specdec_lab.replay.measure import scrape_metrics
     from nim_specdec_lab.replay.results import spec_growth
 
-    with running_server(spec) as server:
+    with running_server(spec) as server:  # the guide's local-draft example: bare name, NIM_DRAFT_MODEL_PATH
         before = scrape_metrics(server.url + "/metrics")
         body = {"model": "demo", "messages": [{"role": "user", "content": "river stone"}], "max_tokens": 32}
         http_json(server.url + "/v1/chat/completions", body)
