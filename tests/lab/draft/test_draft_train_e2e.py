@@ -48,7 +48,7 @@ def varied_capture(path: Path, n: int = 40) -> Path:
 
 
 def _served(target: Path, demo_model: Path, workdir: Path):
-    env = demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="0", NIM_MODEL_PATH=str(target))
+    env = {**demo_env(demo_model, workdir, NIM_SPECDEC_ENABLE="0"), "NIM_MODEL_PATH": str(target)}
     spec = ServerSpec(env=env, args=SERVER_ARGS, ready_timeout_s=420, log_path=workdir / "server.log")
     return running_server(spec)
 
@@ -154,13 +154,10 @@ def test_trains_a_small_draft_that_vllm_loads_and_drafts_with(learnable_server, 
     assert config and list(draft.glob("*.safetensors"))
     assert not list((out / "work").glob("*.partial"))
 
-    serve_env = demo_env(
-        demo_model,
-        tmp_path / "serve",
-        NIM_SPECDEC_ENABLE="1",
-        NIM_MODEL_PATH=str(learnable),
-        NIM_DRAFT_MODEL_PATH=str(draft),
-    )
+    serve_env = {
+        **demo_env(demo_model, tmp_path / "serve", NIM_SPECDEC_ENABLE="1", NIM_DRAFT_MODEL_PATH=str(draft)),
+        "NIM_MODEL_PATH": str(learnable),
+    }
     spec_config = json.dumps({"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3})
     learnable_server.stop()  # one vLLM server at a time on a small machine
     spec = ServerSpec(
