@@ -161,6 +161,14 @@ def progress_line(event: Any) -> str:
     return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in fields.items()) or str(event)
 
 
+def worth_a_line(event: Any) -> bool:
+    """The first and last steps and about every 5% between: a long run's progress in some 20 lines."""
+    step, total = getattr(event, "step", None), getattr(event, "max_steps", None)
+    if not isinstance(step, int) or not isinstance(total, int) or total <= 0:
+        return True
+    return step <= 1 or step >= total or step % max(1, total // 20) == 0
+
+
 def check_export(draft_dir: Path, target: Mapping[str, Any], what: str) -> None:
     draft_cfg = read_model_config(draft_dir, what)
     problems = export_problems(draft_cfg, read_checkpoint(draft_dir, what), target, what)
@@ -243,7 +251,7 @@ def train_from_capture(
         learning_rate=options.learning_rate,
     )
     say(f"training an EAGLE3 head on {len(rows)} answers ({tokens} tokens)")
-    trained = trainer.train(job, lambda event: say(f"training: {progress_line(event)}"))
+    trained = trainer.train(job, lambda event: say(f"training: {progress_line(event)}") if worth_a_line(event) else None)
     staged = _exported(job.output_dir, trained.draft_dir)
     check_export(staged, target, "trained draft")
     draft_dir = publish(layout, staged, "draft")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec_lab.draft.flow import Made, made_line, progress_line
+from nim_specdec_lab.draft.flow import Made, made_line, progress_line, worth_a_line
 from nim_specdec_lab.draft.serve_line import serve_command
 from nim_specdec_lab.draft.trainer_seam import Trained
 
@@ -48,3 +48,15 @@ def test_the_last_line_names_the_draft_its_figures_and_how_to_serve_it():
         "serve it: NIM_MODEL_PATH='/m/t x' NIM_DRAFT_MODEL_PATH=/o/draft NIM_SPECDEC_ENABLE=1 nim-specdec serve "
         """--speculative-config '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'"""
     )
+
+
+@dataclass
+class Step:
+    step: int
+    max_steps: int
+
+
+def test_a_long_run_prints_about_twenty_lines():
+    shown = [n for n in range(1, 2001) if worth_a_line(Step(n, 2000))]
+    assert shown[0] == 1 and shown[-1] == 2000 and 20 <= len(shown) <= 22
+    assert all(worth_a_line(Step(n, 3)) for n in (1, 2, 3)) and worth_a_line("a line")
