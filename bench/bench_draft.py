@@ -153,7 +153,7 @@ def main() -> int:
     rows = [
         f"draft train on the CPU demo: {os.cpu_count()} cores, {lines} captured requests "
         f"({draft['train_requests']} trained on, {draft['held_out_requests']} held out), K = {draft['num_speculative_tokens']}",
-        f"library: {draft['library']}; {draft['steps']} steps, final loss {draft['final_loss']}, "
+        f"library: {draft['library']}; {draft['steps']} steps, final loss {draft['final_loss']:.3g}, "
         f"{draft['tokens']} tokens, training {draft['train_seconds'] / 60:.1f} min; hidden states: {draft['hidden_states_path']}",
         f"minutes: capture {capture_s / 60:.1f}, draft train (regenerate, train, measure) {train_s / 60:.1f}, "
         f"whole {total_s / 60:.1f}",

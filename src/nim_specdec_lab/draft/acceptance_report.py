@@ -80,6 +80,10 @@ def _figure(cell: Mapping[str, Any] | None, digits: int = 2) -> str:
     return f"{cell['value']:.{digits}f}{ends}"
 
 
+def _loss(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "none"
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     draft = report["draft"]
     lines = [
@@ -102,7 +106,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     lines += [
         "",
         f"The trained draft's acceptance length interval lies {verdict} the untrained draft's and n-gram's.",
-        f"Library: {draft.get('library')}; {draft.get('steps')} steps, final loss {draft.get('final_loss')}; "
+        f"Library: {draft.get('library')}; {draft.get('steps')} steps, final loss {_loss(draft.get('final_loss'))}; "
         f"hidden states: {draft.get('hidden_states_path')}.",
     ]
     for warning in report.get("warnings") or []:

@@ -308,6 +308,5 @@ def made_line(made: Made) -> str:
             return f"{cell['value']:.2f}" if cell.get("value") is not None else "n/a"
 
         figures = f"; held-out acceptance length trained {al('trained')}, untrained {al('untrained')}, ngram {al('ngram')}"
-    return (
-        f"draft {made.draft} ({t.library}, {t.steps} steps, loss {t.final_loss}){figures}; serve it: {made.serve}"
-    )
+    loss = "none" if t.final_loss is None else f"{t.final_loss:.4g}"
+    return f"draft {made.draft} ({t.library}, {t.steps} steps, loss {loss}){figures}; serve it: {made.serve}"

@@ -38,11 +38,11 @@ def test_progress_line(event, line):
 
 
 def test_the_last_line_names_the_draft_its_figures_and_how_to_serve_it():
-    trained = Trained(Path("/o/draft"), 12, 1.5, 800, 3.0, "vllm", "speculators 0.9.0")
+    trained = Trained(Path("/o/draft"), 12, 1.512345678, 800, 3.0, "vllm", "speculators 0.9.0")
     acceptance = {"configurations": {"trained": {"acceptance_length": {"value": 2.345}}, "untrained": {}, "ngram": {}}}
     serve = serve_command("NIM_MODEL_PATH=/m/t x", Path("/o/draft"), 3)
     line = made_line(Made(Path("/o/draft"), serve, trained, acceptance))
-    assert "\n" not in line and line.startswith("draft /o/draft (speculators 0.9.0, 12 steps, loss 1.5)")
+    assert "\n" not in line and line.startswith("draft /o/draft (speculators 0.9.0, 12 steps, loss 1.512)")
     assert "trained 2.35, untrained n/a, ngram n/a" in line
     assert line.endswith(
         "serve it: NIM_MODEL_PATH='/m/t x' NIM_DRAFT_MODEL_PATH=/o/draft NIM_SPECDEC_ENABLE=1 nim-specdec serve "
