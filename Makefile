@@ -98,6 +98,16 @@ serve: install
 	NIM_CACHE_PATH=$${NIM_CACHE_PATH:-$(abspath .nim-cache)} NIM_SPECDEC_ENABLE=$${NIM_SPECDEC_ENABLE:-1} \
 	NIM_SERVER_PORT=$(PORT) exec $(VENV)/bin/nim-specdec serve
 
+# The whole `draft train` flow on the demo model (docs/draft.md): capture varied traffic from the demo server,
+# train a draft on it, serve it and measure it on held-out requests against the same draft untrained and n-gram.
+# Needs the training stage's virtualenv (make setup) and AIPerf; minutes on 2 cores, printed at the end.
+DRAFT_DEMO_DIR ?= draft-demo
+DRAFT_DEMO_ARGS ?=
+.PHONY: draft-demo
+draft-demo: install aiperf-venv draft-venv
+	AIPERF_BIN=$${AIPERF_BIN:-$(abspath $(AIPERF_VENV))/bin/aiperf} \
+	  DRAFT_TRAIN_PYTHON=$${DRAFT_TRAIN_PYTHON:-$(abspath $(DRAFT_VENV))/bin/python} $(PY) bench/bench_draft.py --out $(DRAFT_DEMO_DIR) $(DRAFT_DEMO_ARGS)
+
 bench-startup: install
 	$(PY) bench/bench_startup.py
 

@@ -25,6 +25,8 @@ def test_there_are_manifests_for_each_case() -> None:
         "k8s/deployment.yaml",
         "k8s/airgapped.yaml",
         "k8s/cache-pvc.yaml",
+        "k8s/tune-job.yaml",
+        "k8s/draft-train-job.yaml",
         "multinode/leaderworkerset.yaml",
     } <= names
 

@@ -68,6 +68,11 @@ LAB_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
         "measure, model and choose speculation per batch size on your traffic and hardware",
     ),
     (
+        "draft",
+        "nim_specdec_lab.cli.cmd_draft",
+        "train an EAGLE3 draft on captured traffic (`draft train`), check it, measure it on held-out requests",
+    ),
+    (
         "alert-rules",
         "nim_specdec_lab.cli.cmd_alert_rules",
         "Prometheus alerts for a served model from tune.json: acceptance below tune's, drafts stopped, off",

@@ -61,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest K tried for the model-free methods (default 4); a configured draft keeps its own",
     )
     parser.add_argument(
+        "--draft",
+        default=None,
+        help="a draft `draft train` made (its OUT/draft): measured as a candidate too, at the K of its "
+        "acceptance.json (docs/draft.md)",
+    )
+    parser.add_argument(
         "--methods",
         default=None,
         help="model-free methods to try besides the configured one, comma-separated (default ngram, "
@@ -243,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         serving_platform=args.serving_platform,
         serving_vllm_version=serving_vllm_version(args.serving_vllm_version),
         max_servers=args.max_servers,
+        trained_draft=Path(args.draft) if args.draft else None,
         run=MeasureOptions(
             concurrencies=parse_concurrencies(args.concurrency),
             requests_per_run=args.requests_per_run,

@@ -70,6 +70,18 @@ def configured_candidate(
     return Candidate(str(config["method"]), config, configured=True)
 
 
+TRAINED_METHOD = "eagle3"  # what `draft train` exports
+
+
+def trained_draft_candidate(draft_dir: str, acceptance: Mapping[str, Any] | None, default_k: int) -> Candidate:
+    """A draft `draft train` made, served by its absolute path at the K it was measured with (its
+    acceptance.json; `default_k` when it has none)."""
+    k = ((acceptance or {}).get("draft") or {}).get("num_speculative_tokens")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        k = default_k
+    return Candidate(TRAINED_METHOD, {"method": TRAINED_METHOD, "model": draft_dir, "num_speculative_tokens": k}, False)
+
+
 def candidate_list(configured: Candidate | None, model_free: Sequence[Candidate]) -> list[Candidate]:
     """The configured method first; a model-free method the user configured is measured in the user's form."""
     out = [configured] if configured else []

@@ -73,6 +73,26 @@ class TuneOptions:
     serving_platform: str | None = None  # None: this machine's
     serving_vllm_version: str | None = None  # None: the installed vLLM
     max_servers: int | None = None  # None: tune.pruning.default_budget
+    trained_draft: Path | None = None  # a draft `draft train` made (OUT/draft), measured as a candidate too
+
+
+def trained_candidates(options: TuneOptions, configured: cand.Candidate | None) -> list[cand.Candidate]:
+    """The draft `draft train` made, at the K its acceptance.json was measured with."""
+    if options.trained_draft is None:
+        return []
+    from nim_specdec.errors import ConfigError  # noqa: PLC0415 - only with --draft
+    from nim_specdec.files.regular_file import read_json_inside  # noqa: PLC0415 - only with --draft
+
+    draft = options.trained_draft.absolute()
+    if configured is not None and configured.method == cand.TRAINED_METHOD:
+        raise ConfigError(
+            "--draft", f"the configured method is {configured.method} already", "tune one eagle3 draft at a time"
+        )
+    if not (draft / "config.json").is_file():
+        raise ConfigError("--draft", f"{draft} has no config.json", "give the draft directory draft train made (OUT/draft)")
+    report = draft / "acceptance.json"
+    acceptance = read_json_inside(report, draft, 1024 * 1024, ConfigError, "--draft") if report.is_file() else None
+    return [cand.trained_draft_candidate(str(draft), acceptance if isinstance(acceptance, dict) else None, options.max_k)]
 
 
 def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:
@@ -84,8 +104,9 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     find_aiperf(options.run.aiperf_bin)  # so does a missing AIPerf: all before any server starts
     shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
+    trained = trained_candidates(options, configured)  # a bad --draft stops here, before any server
     target = serving_target(plan, settings.use_v2_model_runner, options.serving_platform, options.serving_vllm_version)
-    for method in ([configured.method] if configured else []) + list(options.methods):
+    for method in ([configured.method] if configured else []) + [c.method for c in trained] + list(options.methods):
         target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
     engine = cand.engine_keys(settings.specdec_args)
     args = cand.strip_spec_args(options.vllm_args)
@@ -138,7 +159,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
         max_len,
         serving_runner(settings.use_v2_model_runner, *installed_vllm()),  # the servers keep the user's runner choice
     )
-    considered = cand.candidate_list(configured, model_free)
+    considered = cand.candidate_list(configured, model_free) + trained
     sweep = pruning.sweep_servers([c.kmax for c in considered])
     hopeless = pruning.unservable(simulated, options.margin)
     for method, bound in sorted(hopeless.items()):

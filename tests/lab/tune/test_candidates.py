@@ -121,3 +121,24 @@ def test_scheduled_config(case_id, ranges, expected):
 
 def test_all_zero_schedule_is_off():
     assert scheduled_config(Candidate("ngram", ngram_config(4, 1, 4), False), ((1, 8, 0),)) is None
+
+
+@pytest.mark.parametrize(
+    "acceptance, k",
+    [
+        ({"draft": {"num_speculative_tokens": 5}}, 5),
+        (None, 4),
+        ({"draft": {"num_speculative_tokens": True}}, 4),
+        ({"draft": {"num_speculative_tokens": 0}}, 4),
+        ({"draft": "odd"}, 4),
+    ],
+)
+def test_a_trained_draft_is_served_by_its_path_at_its_measured_k(acceptance, k):
+    from nim_specdec_lab.tune.candidates import trained_draft_candidate
+
+    found = trained_draft_candidate("/drafts/own/draft", acceptance if acceptance != {"draft": "odd"} else {}, 4)
+    assert found == Candidate(
+        "eagle3", {"method": "eagle3", "model": "/drafts/own/draft", "num_speculative_tokens": k}, False
+    )
+    env = candidate_env({}, {}, found.config)
+    assert parse_specdec_args(env["NIM_SPECDEC_ARGS"])[0]["model"] == "/drafts/own/draft"
