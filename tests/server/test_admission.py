@@ -26,11 +26,14 @@ class Renderer:
 
 
 class VllmLike:
-    """POST /v1/completions tokenizes on the renderer's pool (500 when it is shut, as vLLM's error mapping
-    answers a RuntimeError); `before_tokenize` runs between the door and the pool, where a signal may land."""
+    """POST /v1/completions tokenizes on the renderer's pool. When it is shut, the pool's RuntimeError leaves the
+    route, as vLLM 0.32's completion route lets it (its outermost error handler then answers 500); with
+    `answers_500` the route answers the 500 itself instead. `before_tokenize` runs between the door and the
+    pool, where a signal may land."""
 
-    def __init__(self, engine) -> None:
+    def __init__(self, engine, answers_500: bool = False) -> None:
         self.engine = engine
+        self.answers_500 = answers_500
         self.before_tokenize = None
         self.calls = 0
 
@@ -43,6 +46,8 @@ class VllmLike:
             await asyncio.wrap_future(self.engine.renderer._executor.submit(len, "prompt"))
             status, body = 200, {"choices": [{"text": "x", "finish_reason": "length"}]}
         except RuntimeError as err:
+            if not self.answers_500:
+                raise
             status, body = 500, {"error": {"message": str(err), "type": "InternalServerError", "code": 500}}
         raw = json.dumps(body).encode()
         await send(
@@ -101,9 +106,11 @@ def test_a_request_after_the_signal_is_refused_503_at_the_door(served):
     assert inner.calls == 0  # never reached vLLM
 
 
-def test_a_request_that_passed_the_door_as_the_pool_closed_is_refused_503_not_500(served):
+@pytest.mark.parametrize("answers_500", [False, True], ids=["raised", "answered-500"])
+def test_a_request_that_passed_the_door_as_the_pool_closed_is_refused_503_not_500(served, answers_500):
     # The same millisecond as the signal: the door saw an open pool, vLLM's tokenizer a shut one.
     engine, inner, app = served
+    inner.answers_500 = answers_500
     inner.before_tokenize = lambda: engine.renderer._executor.shutdown(wait=False)
     status, headers, body = post(app, engine)
     assert inner.calls == 1
@@ -120,6 +127,12 @@ def test_a_500_while_serving_stays_vllms_answer(served):
 
     status, _, body = post(NimEndpointsMiddleware(failing), engine)
     assert status == 500 and body == {"error": "boom"}
+
+    async def raising(scope, receive, send):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        post(NimEndpointsMiddleware(raising), engine)
 
 
 @pytest.mark.parametrize("engine", [None, SimpleNamespace(), SimpleNamespace(renderer=SimpleNamespace())])

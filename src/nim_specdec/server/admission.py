@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nim_specdec.asgi_types import Message, Send
+from nim_specdec.asgi_types import ASGIApp, Message, Receive, Scope, Send
 
 REFUSED_STATUS = 503
 RETRY_AFTER_S = 1
@@ -65,24 +65,37 @@ async def refuse(send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def refusing_500s(send: Send, is_stopping) -> Send:
-    """`send`, except that a 500 started while the server stops goes out as the refusal (its own body dropped).
+async def admit(app: ASGIApp, scope: Scope, receive: Receive, send: Send, engine_client: Any) -> None:
+    """Pass a request for vLLM's engine to `app`, or refuse it: at the door once the pool is shut, and behind it
+    when vLLM fails it meanwhile, whether as a 500 it answers or as the exception itself (the pool's
+    RuntimeError leaves vLLM's routes and reaches the outermost error handler, which answers 500).
 
-    `is_stopping()` is asked when the response starts: the 500 of a request that passed the door as the
-    pool closed is the refusal it would have met a moment later."""
-    replaced = False
+    Whether the server stops is asked when the failure comes: the request that passed the door as the pool
+    closed meets the refusal it would have met a moment later. A failure while serving stays vLLM's."""
+    if stopping(engine_client):
+        await refuse(send)
+        return
+    started = dropping = False
 
-    async def wrapped(message: Message) -> None:
-        nonlocal replaced
+    async def guarded(message: Message) -> None:
+        nonlocal started, dropping
         kind = message.get("type")
-        if kind == "http.response.start" and message.get("status") == 500 and is_stopping():
-            replaced = True
-            return
-        if replaced:
+        if kind == "http.response.start":
+            if message.get("status") == 500 and stopping(engine_client):
+                dropping = True
+                return
+            started = True
+        if dropping:
             if kind == "http.response.body" and not message.get("more_body", False):
-                replaced = False
+                dropping = False
+                started = True
                 await refuse(send)
             return
         await send(message)
 
-    return wrapped
+    try:
+        await app(scope, receive, guarded)
+    except Exception:
+        if started or not stopping(engine_client):
+            raise
+        await refuse(send)

@@ -143,11 +143,7 @@ class NimEndpointsMiddleware:
             await _respond(send, 200, document)
         elif scope.get("method") == "POST":
             # A request for vLLM's engine: refused with 503, never answered 500, once the drain has begun.
-            engine = getattr(app_state(scope), "engine_client", None)
-            if admission.stopping(engine):
-                await admission.refuse(send)
-            else:
-                await self.app(scope, receive, admission.refusing_500s(send, lambda: admission.stopping(engine)))
+            await admission.admit(self.app, scope, receive, send, getattr(app_state(scope), "engine_client", None))
         else:
             await self.app(scope, receive, send)
 

@@ -17,6 +17,26 @@ from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
 # Methods whose proposer needs no draft checkpoint (vLLM fills `model` itself or needs none).
 NO_DRAFT = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "mtp", "dspark"})
 Problem = tuple[str, str] | None
+# Inclusive bounds (None: unbounded on that side) that vLLM checks on the suffix keys when, and only when, the
+# method is suffix: 0.32's SpeculativeConfig.__post_init__ calls _validate_suffix_decoding() under
+# `elif self.method == "suffix"` (vllm/config/speculative.py), 0.34's SuffixSpeculatorConfig.configure
+# (vllm/v1/worker/gpu/spec_decode/suffix/config.py) runs for base_method "suffix". Another method ignores them,
+# so `suffix_decoding_max_tree_depth: 0` beside "ngram" is a valid config.
+SUFFIX_RANGES: Mapping[str, tuple[float | None, float | None]] = {
+    "suffix_decoding_max_tree_depth": (1, None),
+    "suffix_decoding_max_cached_requests": (0, None),
+    "suffix_decoding_max_spec_factor": (0, None),
+    "suffix_decoding_min_token_prob": (0, 1),
+    "suffix_decoding_corpus_tokens": (0, 2**31 - 1),  # 0.34
+}
+
+
+def out_of_range(key: str, value: float, bounds: tuple[float | None, float | None]) -> Problem:
+    lo, hi = bounds
+    if (lo is None or value >= lo) and (hi is None or value <= hi):
+        return None
+    wanted = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+    return f"{key} = {value} must be {wanted}", f"set {key} to a value {wanted}"
 
 
 def _k(
@@ -134,15 +154,11 @@ def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, kn
 def _suffix(values: Mapping[str, Any], method: str | None) -> Problem:
     if method != "suffix":
         return None
-    checks = (
-        ("suffix_decoding_max_tree_depth", lambda v: v >= 1, ">= 1"),
-        ("suffix_decoding_max_cached_requests", lambda v: v >= 0, ">= 0"),
-        ("suffix_decoding_max_spec_factor", lambda v: v >= 0, ">= 0"),
-        ("suffix_decoding_min_token_prob", lambda v: 0 <= v <= 1, "in [0, 1]"),
-    )
-    for key, ok, text in checks:
-        if values.get(key) is not None and not ok(values[key]):
-            return f"{key} ({values[key]}) must be {text}", f"set {key} {text}"
+    for key, bounds in SUFFIX_RANGES.items():
+        if values.get(key) is not None:
+            problem = out_of_range(key, values[key], bounds)
+            if problem:
+                return problem
     return None
 
 

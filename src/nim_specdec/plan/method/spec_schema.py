@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Mapping
 
 from nim_specdec.plan.engine.release_changes import is_custom_method, newer_key, removed_key, removed_method
 from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
-from nim_specdec.plan.method.spec_rules import check_rules
+from nim_specdec.plan.method.spec_rules import check_rules, out_of_range
 from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 
@@ -77,15 +77,6 @@ KINDS: Mapping[str, str] = {
 }
 # The default release's fields, for callers that need no particular release.
 FIELDS: Mapping[str, str] = {key: KINDS[key] for key in sorted(DEFAULT.fields)}
-# Inclusive bounds vLLM's SpeculativeConfig enforces in __post_init__ (None: unbounded on that side); the
-# bounds of its pydantic Field(ge=, le=) come from the snapshot.
-RANGES: Mapping[str, tuple[float | None, float | None]] = {
-    "suffix_decoding_max_tree_depth": (1, None),
-    "suffix_decoding_max_cached_requests": (0, None),
-    "suffix_decoding_max_spec_factor": (0, None),
-    "suffix_decoding_min_token_prob": (0, 1),
-    "suffix_decoding_corpus_tokens": (0, 2**31 - 1),  # 0.34: SuffixSpeculatorConfig.configure
-}
 # Fields vLLM fills in itself from the engine configuration; a user never sets them.
 INTERNAL_FIELDS = frozenset(
     {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
@@ -200,7 +191,9 @@ def normalise_keys(config: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _ranges(known: VllmKnowledge) -> dict[str, tuple[float | None, float | None]]:
-    return {**{key: tuple(bounds) for key, bounds in known.data["bounds"].items()}, **RANGES}
+    """The bounds of vLLM's pydantic Field(ge=, le=), which hold whatever the method (from the snapshot). The
+    suffix keys' bounds hold for method suffix only: spec_rules.SUFFIX_RANGES, judged on the merged config."""
+    return {key: tuple(bounds) for key, bounds in known.data["bounds"].items()}
 
 
 def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge = DEFAULT) -> None:
@@ -272,11 +265,9 @@ def _releases_with_value(key: str, value: Any) -> str:
 
 
 def _check_range(key: str, value: float, bounds: tuple[float | None, float | None], where: str) -> None:
-    lo, hi = bounds
-    if (lo is None or value >= lo) and (hi is None or value <= hi):
-        return
-    wanted = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-    raise ConfigError(where, f"speculative_config.{key} = {value} must be {wanted}", f"set {key} to a value {wanted}")
+    problem = out_of_range(key, value, bounds)
+    if problem:
+        raise ConfigError(where, f"speculative_config.{problem[0]}", problem[1])
 
 
 def validate_complete(
