@@ -104,7 +104,7 @@ def test_link_of_ours_is_replaced_and_points_at_the_entry(tmp_path):
     link(files, workspace / "draft", cache)
     link(files, workspace / "draft", cache)
     assert os.readlink(workspace / "draft") == os.path.realpath(files)
-    assert sorted(p.name for p in workspace.iterdir()) == ["draft"]
+    assert sorted(p.name for p in workspace.iterdir()) == [".draft.nim-link", "draft"]  # no temporary left
 
 
 def test_a_local_draft_changed_between_two_starts_is_linked_again(tmp_path):

@@ -57,6 +57,11 @@ def named_sources(front: Front, draft_source: SourceRef | None) -> tuple[tuple[S
     return tuple(refs)
 
 
+def _layer_where(label: str) -> str:
+    """How a one-line error names a layer of the speculative config."""
+    return "--speculative-config" if label == "cli" else label
+
+
 def _spec_layers(spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge) -> list:
     layers = [
         (var.SPECDEC_ARGS, spec_env),
@@ -67,7 +72,7 @@ def _spec_layers(spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: 
     for label, values in layers:
         if values is None:
             continue
-        where = "--speculative-config" if label == "cli" else label
+        where = _layer_where(label)
         if not values:
             # vLLM builds a SpeculativeConfig from {} and fails for want of num_speculative_tokens
             raise ConfigError(
@@ -187,6 +192,7 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
                 tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
                 _draft_config(draft, facts),
                 known,
+                lambda key: _layer_where(origin.get(key, "cli")),
             )
             warnings += deprecation_warnings(config, known)
     elif given.draft_source is not None:

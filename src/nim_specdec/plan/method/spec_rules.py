@@ -17,26 +17,6 @@ from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
 # Methods whose proposer needs no draft checkpoint (vLLM fills `model` itself or needs none).
 NO_DRAFT = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "mtp", "dspark"})
 Problem = tuple[str, str] | None
-# Inclusive bounds (None: unbounded on that side) that vLLM checks on the suffix keys when, and only when, the
-# method is suffix: 0.32's SpeculativeConfig.__post_init__ calls _validate_suffix_decoding() under
-# `elif self.method == "suffix"` (vllm/config/speculative.py), 0.34's SuffixSpeculatorConfig.configure
-# (vllm/v1/worker/gpu/spec_decode/suffix/config.py) runs for base_method "suffix". Another method ignores them,
-# so `suffix_decoding_max_tree_depth: 0` beside "ngram" is a valid config.
-SUFFIX_RANGES: Mapping[str, tuple[float | None, float | None]] = {
-    "suffix_decoding_max_tree_depth": (1, None),
-    "suffix_decoding_max_cached_requests": (0, None),
-    "suffix_decoding_max_spec_factor": (0, None),
-    "suffix_decoding_min_token_prob": (0, 1),
-    "suffix_decoding_corpus_tokens": (0, 2**31 - 1),  # 0.34
-}
-
-
-def out_of_range(key: str, value: float, bounds: tuple[float | None, float | None]) -> Problem:
-    lo, hi = bounds
-    if (lo is None or value >= lo) and (hi is None or value <= hi):
-        return None
-    wanted = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-    return f"{key} = {value} must be {wanted}", f"set {key} to a value {wanted}"
 
 
 def _k(
@@ -151,17 +131,6 @@ def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, kn
     return None
 
 
-def _suffix(values: Mapping[str, Any], method: str | None) -> Problem:
-    if method != "suffix":
-        return None
-    for key, bounds in SUFFIX_RANGES.items():
-        if values.get(key) is not None:
-            problem = out_of_range(key, values[key], bounds)
-            if problem:
-                return problem
-    return None
-
-
 def _fly(values: Mapping[str, Any], method: str | None, k: int | None) -> Problem:
     """vLLM 0.33's FLy verification (rejection_sample_method "fly"); the key exists in 0.33 only."""
     if values.get("rejection_sample_method") != "fly":
@@ -224,7 +193,6 @@ def check_rules(
         or _ngram(values, method)
         or _synthetic(values, k)
         or _exclusive(values, method, target_tp, known)
-        or _suffix(values, method)
         or _fly(values, method, k)
         or _draft_head(values, method, known)
         or _parallel_drafting(values, method, known)
