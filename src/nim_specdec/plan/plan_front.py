@@ -23,7 +23,7 @@ from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.engine.release_changes import deprecation_warnings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.method.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.plan.method.target import Target, resolve_target
+from nim_specdec.plan.method.target import Target, resolve_target, unused_model_variables
 from nim_specdec.plan.argv.user_args import ParsedArgs, parse_vllm_args
 from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
 from nim_specdec.errors import ConfigError
@@ -165,6 +165,7 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
         given.model_name,
         facts.registry,
     )
+    warnings += unused_model_variables(target, given.model_source, given.model_name)
     explicit = _spec_layers(spec_env, pt, cli, known)
     off_by = _explicitly_off(pt, cli)
     enabled = (given.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
