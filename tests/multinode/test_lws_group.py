@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.multinode]
 WORKER_LATE_S = 60.0
 # The leader's wait for its worker's address, as the manifest's loop runs it: attempts x seconds.
 WAIT = (30, 5)  # 150 s: more than the late worker needs
+assert WORKER_LATE_S < WAIT[0] * WAIT[1]
 NEVER_WAIT = (4, 3)  # the worker that never comes: the loop gives up after 4 tries
 READY_BOUND_S = 480.0  # two vLLM starts on 2 shared cores, the late worker's 60 s included
 MAX_TOKENS = 24
@@ -138,7 +139,8 @@ def story(tmp_path_factory, demo_model) -> Story:
         # server of the same model and options gives the reference greedy outputs.
         run = GroupRun(pair, probe, root / "first")
         runs.append(run)
-        run.start("leader")
+        # The reference first, alone: started while the leader waits, its start (1-3 min on a loaded machine)
+        # could outlast the leader's bounded wait and no worker would ever come.
         env = base_env(root / "single", demo_model)
         env.update(
             NIM_MODEL_PATH=str(demo_model / "target"),
@@ -148,7 +150,9 @@ def story(tmp_path_factory, demo_model) -> Story:
         )
         with serving("single", env, (*SMALL_SERVER, *EXTRA_ARGS), root / "single") as single:
             record.reference = [complete(single.url, SERVED, p, MAX_TOKENS)[1] for p in PROMPTS[:3]]
-        time.sleep(max(0.0, run.ranks["leader"].started + WORKER_LATE_S - time.monotonic()))
+        run.start("leader")
+        # The scenario itself: a worker WORKER_LATE_S late, inside the leader's wait (WAIT) by construction.
+        time.sleep(WORKER_LATE_S)
         pair.leader.add_names({probe.worker_address: pair.worker.address})  # the worker's pod gets its address
         run.start("worker")
         ready = run.wait_ready(READY_BOUND_S)
