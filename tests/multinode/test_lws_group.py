@@ -42,6 +42,9 @@ assert WORKER_LATE_S < WAIT[0] * WAIT[1]
 NEVER_WAIT = (4, 3)  # the worker that never comes: the loop gives up after 4 tries
 READY_BOUND_S = 480.0  # two vLLM starts on 2 shared cores, the late worker's 60 s included
 MAX_TOKENS = 24
+# docs/deploy.md's bound for a worker lost while the leader serves: the test's and the docs' one number.
+LOST_WORKER_BOUND_S = 30.0
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 WATCHING = "nim-specdec: --master-addr: watching the leader"
 SERVED = "demo"
 # Tensor parallel 2 on the CPU build (see the module's docstring). On a GPU image, where the V2 model runner
@@ -240,8 +243,9 @@ def test_metadata_names_both_ranks_roles(story: Story) -> None:
 def test_worker_killed_while_serving_stops_the_leader_within_the_bound(story: Story) -> None:
     killed = story.worker_killed
     assert killed, "the group never served"
+    assert f"stops the leader within {LOST_WORKER_BOUND_S:.0f} s" in " ".join(DOCS.read_text().split())
     assert killed["code"] is not None, f"the leader still ran {LOST_PEER_BOUND_S:.0f} s after the worker was killed"
-    assert killed["seconds"] < 30, "the request in flight finds the worker gone at once"
+    assert killed["seconds"] < LOST_WORKER_BOUND_S, f"the leader exited {killed['seconds']:.1f} s after the kill"
     assert killed["code"] == 4, _tail(story.logs["first_leader"])
     lines = [line for line in story.logs["first_leader"].splitlines() if line.startswith("nim-specdec: error:")]
     assert len(lines) == 1 and "node rank 1 was lost" in lines[0] and "--nnodes 2" in lines[0], lines
