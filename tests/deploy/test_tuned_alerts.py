@@ -14,7 +14,7 @@ import yaml
 
 from nim_specdec_lab.stats import t975
 from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
-from promtool_alerts import run_case
+from promtool_alerts import promtool, run_case
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 EAGLE = {"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 2}
@@ -159,3 +159,48 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, extra, data, names) -> Non
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and all(n in lines[0] for n in names), done.stderr
     assert not done.stdout
+
+
+def _table(interval, configuration="x", method="ngram", mean=2.0, k=3, runs=4) -> dict:
+    row = {
+        "configuration": configuration,
+        "method": method,
+        "k": k,
+        "runs": runs,
+        "acceptance_length_mean": mean,
+        "acceptance_length_interval": interval,
+    }
+    return {"expected_acceptance": {"recommended": configuration, "by_configuration": [row]}}
+
+
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        # a fifth round's class: tune.json's figures reached the rules unparsed, and each made an alert that
+        # can never fire (`< True` is PromQL for a metric named True; a bound below 1 no acceptance crosses)
+        (_table([True, 3]), "low is True, not a number"),
+        (_table([2.5, 1.5]), "not a mean of at least 1 inside its interval"),
+        (_table([1.5, 2.5], mean=0.5), "not a mean of at least 1"),
+        (_table([1.5, 2.5], runs=True), "runs is True, not a count"),
+        (_table([1.5]), "not [low, high]"),
+        (_table([-7, 2]), "lower bound -7.000 is below 1"),
+    ],
+)
+def test_figures_that_make_an_alert_that_never_fires_are_refused(tmp_path: Path, data, fragment) -> None:
+    done = render(tmp_path, "--format", "rules", data=data)
+    assert done.returncode == 2 and fragment in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not done.stdout
+
+
+def test_names_with_template_braces_are_printed_never_run(tmp_path: Path) -> None:
+    """Labels and annotations are Go templates: a `{{` in a configuration or method name from tune.json made
+    Prometheus refuse the whole rule file. They are printed as text now, and promtool accepts the file."""
+    out = tmp_path / "rules.yaml"
+    data = _table([1.5, 2.5], configuration="x{{ .Labels.foo }", method="ngram}}")
+    done = render(tmp_path, "--format", "rules", "--out", str(out), data=data)
+    assert done.returncode == 0, done.stderr
+    check = subprocess.run([promtool(), "check", "rules", str(out)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    rule = yaml.safe_load(out.read_text())["groups"][0]["rules"][0]
+    assert rule["labels"]["tuned_configuration"] == 'x{{"{{"}} .Labels.foo }'
+    assert 'ngram{{"}}"}}' in rule["annotations"]["description"]

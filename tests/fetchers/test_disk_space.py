@@ -15,7 +15,7 @@ import pytest
 from servers.harness import cli_env
 from servers.s3_store import S3Store
 
-from nim_specdec.errors import EXIT_MATERIALIZE
+from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.disk_space import MARGIN_FIXED, margin_for, space_verdict
 from nim_specdec.fetchers.progress import human_bytes
 from nim_specdec.fetchers.resume import discard_reason, glob_escape
@@ -121,3 +121,12 @@ def test_a_volume_too_small_is_refused_before_the_first_byte(s3, tmp_path, clien
     assert objects == [], [(r.path, r.sent) for r in objects]  # not one byte of a file was sent
     assert "Traceback" not in done.stderr
     print(line)
+
+
+@pytest.mark.parametrize("size", [-10 * GiB, -1, True, 1.5])
+def test_a_listed_size_that_is_not_a_byte_count_is_refused_where_it_is_listed(size):
+    """A fifth round's class: the pre-flight clamped the sum, not its terms, so a listing of 10 GiB and
+    -10 GiB needed nothing. Every backend's listing becomes RemoteFile values, which take only byte counts."""
+    with pytest.raises(MaterializeError) as caught:
+        RemoteFile("model-00001-of-00002.safetensors", size)
+    assert caught.value.exit_code == 3 and "not a count of bytes" in caught.value.one_line()

@@ -209,3 +209,33 @@ def test_prune_counts_a_start_by_commit_id_as_a_use(hub, published, tmp_path):
     assert state.last_used == time_of_pin
     (state,) = prune_commits(layout, older_than_s=10.0, now=time_of_pin + 10.0)
     assert state.action == "removed" and not first.parent.exists()
+
+
+@pytest.mark.parametrize("ahead_s", [3600.0, 365 * 86400.0, float("inf")])
+def test_a_record_stamped_ahead_of_the_clock_is_no_later_answer(tmp_path, ahead_s):
+    """A fifth round's class: a record's time was believed however far ahead of this host's clock it was, so a
+    record stamped a year ahead (a node's clock, or a tenant of a vouched volume) outranked every real answer:
+    record() kept it and the Hub's newer commit was never written."""
+    import time
+
+    layout = CacheLayout.under(tmp_path)
+    layout.root.mkdir(parents=True, mode=0o700)
+    ref = parse_source("hf://org/name@dev", "X")
+    path = branch_refs.ref_path(layout, ref)
+    path.parent.mkdir(parents=True, mode=0o700)
+    stamp = time.time() + ahead_s
+    path.write_text(json.dumps({"uri": "hf://org/name@dev", "commit": "a" * 40, "resolved_at": stamp, "since": stamp}))
+    assert branch_refs.read_ref(layout, ref) is None
+    branch_refs.record(layout, ref, "b" * 40, resolved_at=time.time())
+    assert branch_refs.read_ref(layout, ref).commit == "b" * 40
+
+
+def test_a_record_within_the_clock_skew_is_still_a_later_answer(tmp_path):
+    import time
+
+    layout = CacheLayout.under(tmp_path)
+    layout.root.mkdir(parents=True, mode=0o700)
+    ref = parse_source("hf://org/name@dev", "X")
+    branch_refs.record(layout, ref, "a" * 40, resolved_at=time.time() + branch_refs.CLOCK_SKEW_S / 2)
+    branch_refs.record(layout, ref, "b" * 40, resolved_at=time.time())
+    assert branch_refs.read_ref(layout, ref).commit == "a" * 40

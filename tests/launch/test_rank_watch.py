@@ -85,10 +85,17 @@ def test_a_real_port_that_closes_is_a_lost_leader():
             server.close()  # the leader goes after it was seen
         threading.Event().wait(seconds)
 
-    done = threading.Thread(target=watch, args=(spec, lost.append), kwargs={"sleep": sleep}, daemon=True)
+    seen: list[str] = []
+    kwargs = {"sleep": sleep, "on_seen": seen.append}
+    done = threading.Thread(target=watch, args=(spec, lost.append), kwargs=kwargs, daemon=True)
     done.start()
     done.join(10)
     assert not done.is_alive() and len(lost) == 1 and f"port {port}" in lost[0]
+    # said once, when the counting began: what a harness (or a person) waits on before the leader may go
+    assert seen == [
+        f"--master-addr: watching the leader 127.0.0.1 (node rank 0) on port {port}: node rank 1 stops 0 s after "
+        "it stops accepting connections"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -104,4 +104,49 @@ def test_link_of_ours_is_replaced_and_points_at_the_entry(tmp_path):
     link(files, workspace / "draft", cache)
     link(files, workspace / "draft", cache)
     assert os.readlink(workspace / "draft") == os.path.realpath(files)
-    assert sorted(p.name for p in workspace.iterdir()) == ["draft"]
+    assert sorted(p.name for p in workspace.iterdir()) == [".draft.nim-link", "draft"]  # no temporary left
+
+
+def test_a_local_draft_changed_between_two_starts_is_linked_again(tmp_path):
+    """The link the launcher made on an earlier start names a local draft outside the cache: its record beside
+    the link says this launcher made it, so the next start with another draft replaces it (vLLM takes either)."""
+    cache = tmp_path / "cache"
+    first, second = tmp_path / "draft-a", tmp_path / "draft-b"
+    first.mkdir(), second.mkdir()
+    workspace = tmp_path / "ws"
+    link(first, workspace / "my_draft", cache)
+    assert foreign_link_reason(workspace / "my_draft", os.path.realpath(second), cache) is None
+    link(second, workspace / "my_draft", cache)
+    assert os.readlink(workspace / "my_draft") == os.path.realpath(second)
+    assert stat.S_IMODE((workspace / ".my_draft.nim-link").lstat().st_mode) == 0o600
+
+
+def test_a_hand_made_link_outside_the_cache_has_no_record_and_is_left_alone(tmp_path):
+    cache = tmp_path / "cache"
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    theirs.mkdir(), ours.mkdir()
+    workspace = tmp_path / "ws"
+    link(ours, workspace / "other_name", cache)  # a record of ours exists, for another name
+    (workspace / "my_draft").symlink_to(theirs)
+    with pytest.raises(MaterializeError, match="not in this launcher's cache nor one it made"):
+        link(ours, workspace / "my_draft", cache)
+    assert os.readlink(workspace / "my_draft") == str(theirs)
+
+
+@pytest.mark.parametrize("planted", ["link", "open to others"])
+def test_a_record_that_is_a_link_or_writable_by_others_vouches_for_nothing(tmp_path, planted):
+    cache = tmp_path / "cache"
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    theirs.mkdir(), ours.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir(mode=0o700)
+    (workspace / "my_draft").symlink_to(theirs)
+    record = workspace / ".my_draft.nim-link"
+    if planted == "link":
+        (tmp_path / "forged").write_text(str(theirs))
+        record.symlink_to(tmp_path / "forged")
+    else:
+        record.write_text(str(theirs))
+        os.chmod(record, 0o666)
+    with pytest.raises(MaterializeError, match="nor one it made"):
+        link(ours, workspace / "my_draft", cache)

@@ -83,6 +83,17 @@ class GroupRun:
             time.sleep(0.5)
         return self.exited(role), time.monotonic() - start
 
+    def wait_log(self, role: str, text: str, bound_s: float) -> bool:
+        """Whether the rank's log shows `text` within bound_s (False at once if the rank exited)."""
+        start = time.monotonic()
+        while time.monotonic() - start < bound_s:
+            if text in self.ranks[role].log_text():
+                return True
+            if self.exited(role) is not None:
+                return False
+            time.sleep(0.5)
+        return False
+
     def kill(self, role: str) -> float:
         """SIGKILL to the rank's whole process tree (a node lost, a pod evicted); returns when it was sent."""
         rank = self.ranks[role]
@@ -135,6 +146,34 @@ class GroupRun:
             return status, json.loads(text)
         except ValueError:
             return status, text
+
+    def stream(self, body: Mapping[str, Any], timeout: float) -> subprocess.Popen:
+        """A streaming completion from inside the leader's host: its stdout says `first` once the first chunk has
+        arrived (the request is in the engine then), and ends with `[status, chunks, error]` when the answer does."""
+        code = (
+            "import http.client, json, sys\n"
+            "chunks, status, error = 0, 0, None\n"
+            "try:\n"
+            "    conn = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2]), timeout=float(sys.argv[4]))\n"
+            "    conn.request('POST', '/v1/completions', sys.argv[3], {'content-type': 'application/json'})\n"
+            "    answer = conn.getresponse()\n"
+            "    status = answer.status\n"
+            "    for line in answer:\n"
+            "        if line.startswith(b'data: {'):\n"
+            "            chunks += 1\n"
+            "            if chunks == 1:\n"
+            "                print('first', flush=True)\n"
+            "except (OSError, http.client.HTTPException) as e:\n"
+            "    error = f'{type(e).__name__}: {e}'\n"
+            "print(json.dumps([status, chunks, error]), flush=True)\n"
+        )
+        payload = json.dumps({**body, "stream": True})
+        argv = [self.pair.leader.address, str(PORT), payload, str(timeout)]
+        return subprocess.Popen(
+            ["ip", "netns", "exec", self.pair.leader.name, sys.executable, "-c", code, *argv],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def wait_ready(self, bound_s: float) -> float | None:
         """Seconds from the leader's start until /v1/health/ready answers 200, None if a rank exited or the

@@ -29,6 +29,19 @@ def metrics(drafts: str = "10", tokens: str = "30", accepted: str = "12", model:
     return "\n".join(lines) + "\n"
 
 
+POSITION = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="m",position="{p}"}} {v}\n'
+
+
+def sglang(verify="10", tokens="40", requests="2", rate="0.5", length="2.8") -> str:
+    return (
+        f'sglang:spec_verify_calls_total{{model_name="m"}} {verify}\n'
+        f'sglang:generation_tokens_total{{model_name="m"}} {tokens}\n'
+        f'sglang:num_requests_total{{model_name="m"}} {requests}\n'
+        f'sglang:spec_accept_rate{{model_name="m"}} {rate}\n'
+        f'sglang:spec_accept_length{{model_name="m"}} {length}\n'
+    )
+
+
 def answering(body: str):
     data = body.encode("utf-8", "surrogateescape")
 
@@ -73,6 +86,12 @@ def test_good_counters_have_no_problem_and_a_huge_ratio_is_caught_before_printin
         (metrics(accepted="-5"), "accepted is -5"),
         (metrics(drafts="1e-300", tokens="1e-300", accepted="1e300"), "is not a finite number"),
         (metrics(drafts="NaN"), "not a count"),
+        # counts each fine alone that contradict each other (a fifth round's class: only ranges were checked)
+        (metrics(tokens="30", accepted="300"), "acceptance_rate is 10, not in [0, 1]"),
+        (metrics(drafts="10", tokens="30", accepted="12") + POSITION.format(p=0, v=40), "per_position_rate is 4"),
+        (sglang(verify="100", tokens="10", requests="1"), "accepted_tokens is -91, not >= 0"),
+        (sglang(rate="7.5"), "acceptance_rate_gauge is 7.5, not in [0, 1]"),
+        (sglang(length="-3"), "acceptance_length_gauge is -3, not >= 1"),
         ("\x00\xff{{{ not prometheus\n", "not Prometheus text"),
         ("<html>\x1b[2J<body>oops</body></html>", "not Prometheus text"),
     ],

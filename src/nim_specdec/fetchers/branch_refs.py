@@ -13,7 +13,9 @@ NIM_HF_BRANCH_FOLLOW_S serve that commit without asking (hf_choice.py), even whi
 from __future__ import annotations
 
 import json
+import math
 import re
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,6 +26,10 @@ from nim_specdec.fetchers import cache
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _REF_LIMIT = 64 * 1024
+# A record written by a host whose clock runs ahead is still believed, within this much. Beyond it, its times
+# are no time at all: read as a later answer, a record stamped a year ahead would outrank every real answer
+# (record() keeps it, fallback() serves it) for that year.
+CLOCK_SKEW_S = 300.0
 
 
 def is_commit(revision: str | None) -> bool:
@@ -52,7 +58,8 @@ def ref_path(layout: cache.CacheLayout, ref: SourceRef, kind: str = SERVED) -> P
 
 
 def read_ref(layout: cache.CacheLayout, ref: SourceRef, kind: str = SERVED) -> BranchRef | None:
-    """The recorded commit of `ref`'s branch, if the file is ours and well formed."""
+    """The recorded commit of `ref`'s branch, if the file is ours and well formed, its times finite and not
+    ahead of this host's clock by more than CLOCK_SKEW_S."""
     if trust.path_foreign_reason(layout.root / "refs", vouched=layout.vouched) is not None:
         return None
     raw = trust.read_own_file(ref_path(layout, ref, kind), _REF_LIMIT, layout.vouched)
@@ -66,7 +73,8 @@ def read_ref(layout: cache.CacheLayout, ref: SourceRef, kind: str = SERVED) -> B
         return None
     commit, resolved_at = data.get("commit"), data.get("resolved_at")
     since = data.get("since", resolved_at)
-    times_ok = all(type(t) in (int, float) for t in (resolved_at, since))
+    latest = time.time() + CLOCK_SKEW_S
+    times_ok = all(type(t) in (int, float) and math.isfinite(t) and t <= latest for t in (resolved_at, since))
     if not isinstance(commit, str) or not is_commit(commit) or not times_ok:
         return None
     return BranchRef(data["uri"], commit, float(resolved_at), float(since))

@@ -16,10 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nim_specdec.config import download_variables as dvar
-from nim_specdec.fetchers.branch_refs import is_commit
+from nim_specdec.fetchers.branch_refs import CLOCK_SKEW_S, is_commit
 
-# A record written by a host whose clock runs ahead is still followed, within this much.
-CLOCK_SKEW_S = 300.0
 # Failures after which the Hub is known not to have answered which commit a branch names.
 NO_ANSWER = ("unreachable", "timeout", "server", "refused")
 

@@ -25,6 +25,16 @@ class RemoteFile:
     sha256: str | None = None
     crc: tuple[str, str] | None = None  # a full-object CRC the store keeps: (digests.ALGORITHMS name, value)
 
+    def __post_init__(self) -> None:
+        # Every backend builds one per listed object, before anything adds the sizes up (the disk pre-flight, the
+        # progress total): a negative size would hide another file's bytes from the pre-flight's sum.
+        if type(self.size) is not int or self.size < 0:
+            raise MaterializeError(
+                self.name,
+                f"the store lists a size of {self.size!r} for it, not a count of bytes",
+                "the listing is wrong: check the object in the store, or the server the URI names",
+            )
+
     @property
     def digest(self) -> tuple[str, str] | None:
         if self.sha256:

@@ -36,6 +36,12 @@ class LeaderWatch:
     interval_s: float = INTERVAL_S
     misses: int = MISSES
 
+    def seen_line(self) -> str:
+        return (
+            f"--master-addr: watching the leader {self.address} (node rank 0) on port {self.port}: node rank "
+            f"{self.node_rank} stops {self.interval_s * self.misses:.0f} s after it stops accepting connections"
+        )
+
     def lost_line(self, seconds: float) -> str:
         return (
             f"--master-addr: the leader {self.address} (node rank 0) has not accepted a connection on port "
@@ -102,13 +108,17 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     stop: threading.Event | None = None,
+    on_seen: Callable[[str], None] | None = None,
 ) -> None:
     """Blocks until the leader, once seen, missed `spec.misses` connections in a row (then calls on_lost once),
-    or until `stop` is set. Before the leader first answers nothing counts: vLLM's rendezvous waits for it."""
+    or until `stop` is set. Before the leader first answers nothing counts: vLLM's rendezvous waits for it.
+    `on_seen` is called once, when the leader first answers: from then on its loss is counted."""
     last_seen, missed = None, 0
     stop = stop or threading.Event()
     while not stop.is_set():
         if reachable(spec.address, spec.port, spec.interval_s):
+            if last_seen is None and on_seen is not None:
+                on_seen(spec.seen_line())
             last_seen, missed = clock(), 0
         elif last_seen is not None:
             missed += 1
@@ -116,6 +126,11 @@ def watch(
                 on_lost(spec.lost_line(clock() - last_seen))
                 return
         sleep(spec.interval_s)
+
+
+def _say(secrets: Sequence[str], line: str) -> None:
+    """The watch's one line when it starts counting (what a platform engineer reads: which leader, which bound)."""
+    error_line(f"nim-specdec: {line}", secrets)
 
 
 def _stop_rank(secrets: Sequence[str], line: str) -> None:
@@ -137,5 +152,8 @@ def start(argv: Sequence[str], secrets: Sequence[str]) -> LeaderWatch | None:
     spec = leader_watch(argv)
     if spec is not None:
         on_lost = functools.partial(_stop_rank, secrets)
-        threading.Thread(target=watch, args=(spec, on_lost), daemon=True, name="nim-leader-watch").start()
+        on_seen = functools.partial(_say, secrets)
+        threading.Thread(
+            target=watch, args=(spec, on_lost), kwargs={"on_seen": on_seen}, daemon=True, name="nim-leader-watch"
+        ).start()
     return spec

@@ -5,9 +5,10 @@ The workspace may sit on a volume others can write, so it follows the cache's `s
 created owner-only and refused when another user owns it or can write it. Under NIM_CACHE_PATH the
 volume's rule applies too, whatever the source of the draft (a local one included): the folders on the
 way are judged as the cache's are (files/volume.py), since vLLM is handed the link by path.
-Inside it an existing link is replaced only when it is ours: made by this UID and naming our cache (or
-already where we want it). A link is read with readlink, never resolved, so a link another user planted
-further along is not followed.
+Inside it an existing link is replaced only when it is ours: made by this UID and naming our cache, or
+already where we want it, or where the launcher's own record beside it says a start of ours linked it (a
+local draft changed between two starts). A link is read with readlink, never resolved, so a link another
+user planted further along is not followed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.files.trust import ensure_own_dir, make_dirs, refuse_open_to_others, refuse_system_dir, vouches
+from nim_specdec.files.trust import (
+    ensure_own_dir,
+    make_dirs,
+    read_own_file,
+    refuse_open_to_others,
+    refuse_system_dir,
+    vouches,
+    write_replacing,
+)
 from nim_specdec.files.writable import unwritable_reason
 from nim_specdec.config.sources import SourceRef
 
@@ -45,6 +54,24 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
+RECORD_LIMIT = 8192  # a path, as os.readlink gives it
+
+
+def record_path(link_path: Path) -> Path:
+    """Where the launcher writes what it linked at `link_path`: a hidden file beside it, owner-only."""
+    return link_path.with_name(f".{link_path.name}.nim-link")
+
+
+def recorded_target(link_path: Path, vouched: Path | None = None) -> str | None:
+    """The target a start of this launcher linked at `link_path`, from its record (a regular file of ours,
+    never a link); None when there is none to trust."""
+    data = read_own_file(record_path(link_path), RECORD_LIMIT, vouches(vouched, link_path))
+    try:
+        return data.decode() if data else None
+    except UnicodeDecodeError:
+        return None
+
+
 def foreign_link_reason(link_path: Path, target: str, cache_dir: Path, vouched: Path | None = None) -> str | None:
     """Why the thing at `link_path` must not be replaced, or None (absent, or a link of ours)."""
     try:
@@ -57,9 +84,9 @@ def foreign_link_reason(link_path: Path, target: str, cache_dir: Path, vouched: 
         return f"is a link made by uid {st.st_uid}, not by this launcher's uid {os.geteuid()}"
     current = os.path.normpath(os.path.join(link_path.parent, os.readlink(link_path)))
     entries = os.path.realpath(CacheLayout.under(cache_dir).root / "entries")
-    if current == target or _inside(current, entries):
+    if current == target or _inside(current, entries) or current == recorded_target(link_path, vouched):
         return None
-    return f"is a link to {current}, which is not in this launcher's cache"
+    return f"is a link to {current}, which is not in this launcher's cache nor one it made"
 
 
 def ensure_workspace(workspace: Path, cache_dir: Path, vouched: Path | None = None) -> None:
@@ -98,6 +125,9 @@ def link(source_dir: Path, link_path: Path, cache_dir: Path, vouched: Path | Non
         tmp = link_path.with_name(f".{link_path.name}.{secrets.token_hex(6)}.tmp")
         os.symlink(target, tmp, target_is_directory=True)  # fails rather than reuse anything already there
         os.replace(tmp, link_path)
+        # After the link: an interruption between the two leaves the previous record, which at worst refuses
+        # the next start's different draft, never vouches for a link this launcher did not make.
+        write_replacing(record_path(link_path), target.encode())
     except OSError as err:
         raise MaterializeError(
             str(link_path),

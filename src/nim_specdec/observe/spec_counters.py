@@ -174,14 +174,36 @@ def counters_problem(per_model: dict[str, SpecCounters], since: bool = False) ->
     return None
 
 
+# What each reported figure can be, whatever the engine (report prints both in vLLM's units): a figure outside
+# its range comes from counts that contradict each other (more accepted tokens than drafted, more verify steps
+# than tokens emitted, a gauge of -3), which each look fine alone. (low, high, zero allowed below low)
+FIGURE_RANGES: dict[str, tuple[float, float, bool]] = {
+    "acceptance_rate": (0.0, 1.0, False),
+    "acceptance_rate_gauge": (0.0, 1.0, False),
+    "per_position_rate": (0.0, 1.0, False),
+    "acceptance_length": (1.0, math.inf, False),
+    "acceptance_length_gauge": (1.0, math.inf, True),  # SGLang's gauge reads 0 before its first interval
+    "accepted_tokens": (0.0, math.inf, False),
+    "draft_tokens_per_verify": (0.0, math.inf, False),
+}
+
+
 def result_problem(result: dict[str, dict]) -> str | None:
-    """Why a report cannot be printed as JSON, or None: a figure that is not finite (a huge count divided by
-    a tiny one)."""
+    """Why a report cannot be printed, or None: a figure that is not finite (a huge count divided by a tiny one)
+    or outside what it can be (FIGURE_RANGES)."""
     for model, entry in result.items():
+        label = f"model {printable(model[:80]) or '(unnamed)'}"
         for key, value in entry.items():
             values = value if isinstance(value, list) else [value]
             if any(isinstance(v, float) and not math.isfinite(v) for v in values):
-                return f"model {printable(model[:80]) or '(unnamed)'}: {key} is not a finite number"
+                return f"{label}: {key} is not a finite number"
+            if key not in FIGURE_RANGES:
+                continue
+            low, high, zero = FIGURE_RANGES[key]
+            for v in values:
+                if isinstance(v, (int, float)) and not (low <= v <= high or (zero and v == 0)):
+                    wanted = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+                    return f"{label}: {key} is {v:g}, not {wanted}: the server's counts contradict each other"
     return None
 
 

@@ -23,7 +23,7 @@ from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.engine.release_changes import deprecation_warnings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.method.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.plan.method.target import Target, resolve_target
+from nim_specdec.plan.method.target import Target, resolve_target, unused_model_variables
 from nim_specdec.plan.argv.user_args import ParsedArgs, parse_vllm_args
 from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
 from nim_specdec.errors import ConfigError
@@ -57,6 +57,11 @@ def named_sources(front: Front, draft_source: SourceRef | None) -> tuple[tuple[S
     return tuple(refs)
 
 
+def _layer_where(label: str) -> str:
+    """How a one-line error names a layer of the speculative config."""
+    return "--speculative-config" if label == "cli" else label
+
+
 def _spec_layers(spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge) -> list:
     layers = [
         (var.SPECDEC_ARGS, spec_env),
@@ -67,7 +72,7 @@ def _spec_layers(spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: 
     for label, values in layers:
         if values is None:
             continue
-        where = "--speculative-config" if label == "cli" else label
+        where = _layer_where(label)
         if not values:
             # vLLM builds a SpeculativeConfig from {} and fails for want of num_speculative_tokens
             raise ConfigError(
@@ -161,6 +166,7 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
         given.model_name,
         facts.registry,
     )
+    warnings += unused_model_variables(target, given.model_source, given.model_name)
     explicit = _spec_layers(spec_env, pt, cli, known)
     off_by = _explicitly_off(pt, cli)
     enabled = (given.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
@@ -188,6 +194,7 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
                 tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
                 _draft_config(draft, facts),
                 known,
+                lambda key: _layer_where(origin.get(key, "cli")),
             )
             warnings += deprecation_warnings(config, known)
     elif given.draft_source is not None:

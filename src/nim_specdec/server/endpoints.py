@@ -6,6 +6,7 @@
     GET /v1/health/ready   200 once the model has answered a one-token completion and /health is 200; else 503
     GET /v1/version        the launcher's and vLLM's versions
     GET /v1/metadata       the served model names, the speculative method and config, the versions
+    POST (vLLM's paths)    passed on; refused 503 with Retry-After once SIGTERM's drain has begun (admission.py)
 
 This middleware is vLLM's outermost, so these paths answer without an API key (as NIM's do) while vLLM's
 authentication still guards /v1/models and the completions. The readiness probe's own requests go
@@ -37,6 +38,7 @@ from nim_specdec.server.identity import (
     version_document,
 )
 from nim_specdec.processes import engine_death
+from nim_specdec.server import admission
 from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import shown_speculative_config, spec_config_document
 
@@ -139,6 +141,9 @@ class NimEndpointsMiddleware:
             if parallel is not None:
                 document["parallel"] = ranks_document(*parallel, document["speculative_decoding"]["method"])
             await _respond(send, 200, document)
+        elif scope.get("method") == "POST":
+            # A request for vLLM's engine: refused with 503, never answered 500, once the drain has begun.
+            await admission.admit(self.app, scope, receive, send, getattr(app_state(scope), "engine_client", None))
         else:
             await self.app(scope, receive, send)
 

@@ -17,8 +17,9 @@ The first is a ratio and cannot fire when drafts stop altogether (nothing to div
 from __future__ import annotations
 
 import json
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any, Mapping
 
 RUNBOOK = "docs/alerts.md#"
@@ -37,25 +38,69 @@ class Expected:
     high: float | None
 
 
+def _number(row: Mapping[str, Any], key: str, value: Any = None) -> float:
+    value = row.get(key) if value is None else value
+    # bool is an int to Python: `true` would print as `True`, a PromQL metric name, and the alert never fire
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{key} is {value!r}, not a number")
+    return float(value)
+
+
+def _count(row: Mapping[str, Any], key: str, optional: bool = False) -> int | None:
+    value = row.get(key)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key} is {value!r}, not a count")
+    return value
+
+
 def pick(expected: Mapping[str, Any], configuration: str | None) -> Expected | str:
-    """The configuration to alert for (tune's recommendation unless named), or why there is none."""
+    """The configuration to alert for (tune's recommendation unless named), or why there is none.
+
+    tune.json is parsed here into what the rules print: numbers that are numbers (not booleans), a mean of at
+    least 1 inside its interval (else the alert could never fire, or fire always), text as text."""
     name = configuration or expected.get("recommended")
-    rows = {r["configuration"]: r for r in expected.get("by_configuration") or []}
+    rows = {str(r["configuration"]): r for r in expected.get("by_configuration") or []}
     if not name or name == "off":
         return "tune recommends speculation off: there is no acceptance to alert on"
     if name not in rows:
         known = ", ".join(sorted(rows)) or "none"
         return f"tune measured no acceptance for configuration {name!r} (measured: {known})"
     row = rows[name]
-    bounds = row.get("acceptance_length_interval") or (None, None)
-    return Expected(
-        name, str(row["method"]), row.get("k"), int(row["runs"]), float(row["acceptance_length_mean"]), *bounds
-    )
+    try:
+        bounds = row.get("acceptance_length_interval")
+        if bounds is not None and (not isinstance(bounds, list) or len(bounds) != 2):
+            raise ValueError(f"acceptance_length_interval is {bounds!r}, not [low, high]")
+        mean = _number(row, "acceptance_length_mean")
+        low, high = (
+            (None, None) if bounds is None else (_number(row, "low", bounds[0]), _number(row, "high", bounds[1]))
+        )
+        if mean < 1 or (low is not None and not low <= mean <= high):
+            raise ValueError(
+                f"acceptance length {mean:g} in [{low}, {high}] is not a mean of at least 1 inside its interval"
+            )
+        chosen = Expected(name, str(row["method"]), _count(row, "k", True), _count(row, "runs"), mean, low, high)
+    except ValueError as err:  # the shell's one line: not a tune.json
+        raise ValueError(f"configuration {name!r}: {err}") from None
+    if low is not None and low < 1:
+        return (
+            f"{name}: the interval's lower bound {low:.3f} is below 1, the least acceptance length there is, so "
+            f"the alert could never fire ({chosen.runs} runs are too few or too spread; run tune with more --rounds)"
+        )
+    return chosen
 
 
 def selector(model_name: str) -> str:
     # A JSON string is a valid PromQL string: both escape \ and " alike, and \uXXXX is PromQL's too.
     return "{model_name=" + json.dumps(model_name) + "}"
+
+
+def literal(text: str) -> str:
+    """`text` as Prometheus prints it in a label or annotation, which are Go templates: a `{{` or `}}` in a model
+    or configuration name (tune.json is a file anyone could have edited) is printed, never run, and never makes
+    Prometheus refuse the whole rule file."""
+    return re.sub(r"\{\{|\}\}", lambda m: '{{"' + m.group() + '"}}', text)
 
 
 def _alert(name: str, expr: str, hold: str, labels: Mapping[str, str], summary: str, description: str) -> dict:
@@ -72,7 +117,9 @@ def alert_group(model_name: str, expected: Expected, window: str = "15m", min_dr
     """One rule group of the three alerts; `expected.low` must be known (two runs or more)."""
     if expected.low is None:
         raise ValueError("no interval: fewer than two runs")
-    sel = selector(model_name)
+    sel = selector(model_name)  # PromQL, not a template: the name as it is, quoted
+    model_name = literal(model_name)
+    expected = Expected(literal(expected.configuration), literal(expected.method), *astuple(expected)[2:])
     drafts = f"vllm:spec_decode_num_drafts_total{sel}"
     tokens = f"vllm:generation_tokens_total{sel}"
     tuned = {"tuned_configuration": expected.configuration}

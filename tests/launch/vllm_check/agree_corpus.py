@@ -25,6 +25,8 @@ class Case:
     cli: list[str]
     direct: list[str]  # vLLM serve arguments after `--model TARGET`
     draft_map: dict[str, str] = field(default_factory=dict)  # workspace path -> directory, for bare names
+    # workspace path -> directory an earlier start of the launcher linked there (launch.workspace.link)
+    earlier_links: dict[str, str] = field(default_factory=dict)
 
 
 def payloads(m: dict[str, Path]) -> Iterator[tuple[str, Any]]:
@@ -148,6 +150,9 @@ def payloads(m: dict[str, Path]) -> Iterator[tuple[str, Any]]:
     yield "custom-class-path", {"model": "some_pkg.MyProposer", "num_speculative_tokens": 2}
     yield "suffix-depth", {"method": "suffix", "suffix_decoding_max_tree_depth": 8}
     yield "suffix-bad-prob", {"method": "suffix", "num_speculative_tokens": 2, "suffix_decoding_min_token_prob": 2}
+    # vLLM checks the suffix keys for method suffix only (SpeculativeConfig.__post_init__): n-gram ignores them
+    yield "ngram-suffix-depth-zero", {**ngram, "suffix_decoding_max_tree_depth": 0}
+    yield "ngram-suffix-prob-two", {**ngram, "suffix_decoding_min_token_prob": 2}
     # enums
     for key, values in (
         ("kv_cache_dtype", ("auto", "fp8", "bogus", "FP8")),
@@ -445,6 +450,24 @@ def all_cases(m: dict[str, Path], workspace: str) -> list[Case]:
                 {f"{workspace}/my_draft": str(m[draft])},
             )
         )
+    # a restart with another local draft under the same bare name: the link an earlier start made is the
+    # launcher's own, replaced (vLLM is given a path either way)
+    spec = {"model": "prev_draft", "method": "draft_model", "num_speculative_tokens": 2}
+    cases.append(
+        Case(
+            "bare-draft-relinked/env",
+            {
+                **base,
+                "NIM_SPECDEC_ENABLE": "1",
+                "NIM_DRAFT_MODEL_PATH": str(m["draft-other"]),
+                "NIM_SPECDEC_ARGS": json.dumps({"speculative_config": spec}),
+            },
+            [],
+            ["--speculative-config", json.dumps({**spec, "model": str(m["draft-other"])})],
+            {f"{workspace}/prev_draft": str(m["draft-other"])},
+            {f"{workspace}/prev_draft": str(m["draft-copy"])},
+        )
+    )
     # a draft with no config at all: the auto choice from NIM_DRAFT_MODEL_PATH alone
     for draft in ("draft-eagle3", "draft-other", "draft-copy"):
         env = {**base, "NIM_SPECDEC_ENABLE": "1", "NIM_DRAFT_MODEL_PATH": str(m[draft])}

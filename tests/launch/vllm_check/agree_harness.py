@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from agree_corpus import Case
 from nim_specdec.errors import LauncherError
+from nim_specdec.launch.workspace import link
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_check.judge import Verdict, judge, local_paths, serve_args, substitute_paths
 from nim_specdec.launch.vllm_check.request import CheckRequest, check_request
@@ -55,9 +57,16 @@ def _judge(args: tuple[str, ...]) -> Verdict:
 
 def run_case(case: Case, target: str) -> Outcome:
     direct = _judge(("--model", target, *case.direct))
+    for link_path, directory in case.earlier_links.items():  # what an earlier start of the launcher left
+        cache = Path(case.env["NIM_CACHE_PATH"])
+        link(Path(directory), Path(link_path), cache)
     try:
         _, typed = plan_for(dict(case.env), list(case.cli))
         plan = check_request(typed)  # the command vLLM will run, and where each key came from
+        if case.earlier_links and typed.draft is not None and typed.draft.name and typed.draft.local_dir:
+            # the workspace step serve runs next: link the local draft under its bare name
+            workspace = Path(case.env["NIM_WORKSPACE"])
+            link(Path(typed.draft.local_dir), workspace / typed.draft.name, Path(case.env["NIM_CACHE_PATH"]))
     except LauncherError as err:
         return Outcome(case, err.one_line(), err.exit_code, None, None, direct)
     args = substitute_paths(serve_args(plan.argv), {**local_paths(plan), **case.draft_map})

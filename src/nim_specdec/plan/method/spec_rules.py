@@ -131,21 +131,6 @@ def _exclusive(values: Mapping[str, Any], method: str | None, target_tp: int, kn
     return None
 
 
-def _suffix(values: Mapping[str, Any], method: str | None) -> Problem:
-    if method != "suffix":
-        return None
-    checks = (
-        ("suffix_decoding_max_tree_depth", lambda v: v >= 1, ">= 1"),
-        ("suffix_decoding_max_cached_requests", lambda v: v >= 0, ">= 0"),
-        ("suffix_decoding_max_spec_factor", lambda v: v >= 0, ">= 0"),
-        ("suffix_decoding_min_token_prob", lambda v: 0 <= v <= 1, "in [0, 1]"),
-    )
-    for key, ok, text in checks:
-        if values.get(key) is not None and not ok(values[key]):
-            return f"{key} ({values[key]}) must be {text}", f"set {key} {text}"
-    return None
-
-
 def _fly(values: Mapping[str, Any], method: str | None, k: int | None) -> Problem:
     """vLLM 0.33's FLy verification (rejection_sample_method "fly"); the key exists in 0.33 only."""
     if values.get("rejection_sample_method") != "fly":
@@ -208,7 +193,6 @@ def check_rules(
         or _ngram(values, method)
         or _synthetic(values, k)
         or _exclusive(values, method, target_tp, known)
-        or _suffix(values, method)
         or _fly(values, method, k)
         or _draft_head(values, method, known)
         or _parallel_drafting(values, method, known)

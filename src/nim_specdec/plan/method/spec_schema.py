@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import difflib
 from functools import lru_cache
-from typing import Annotated, Any, Literal, Mapping
+from typing import Annotated, Any, Callable, Literal, Mapping
 
 from nim_specdec.plan.engine.release_changes import is_custom_method, newer_key, removed_key, removed_method
 from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
+from nim_specdec.plan.method.method_infer import effective_method
 from nim_specdec.plan.method.spec_rules import check_rules
 from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
@@ -77,15 +78,20 @@ KINDS: Mapping[str, str] = {
 }
 # The default release's fields, for callers that need no particular release.
 FIELDS: Mapping[str, str] = {key: KINDS[key] for key in sorted(DEFAULT.fields)}
-# Inclusive bounds vLLM's SpeculativeConfig enforces in __post_init__ (None: unbounded on that side); the
-# bounds of its pydantic Field(ge=, le=) come from the snapshot.
-RANGES: Mapping[str, tuple[float | None, float | None]] = {
+# Inclusive bounds (None: unbounded on that side) that vLLM checks on the suffix keys when, and only when, the
+# method is suffix: 0.32's SpeculativeConfig.__post_init__ calls _validate_suffix_decoding() under
+# `elif self.method == "suffix"` (vllm/config/speculative.py), 0.34's SuffixSpeculatorConfig.configure
+# (vllm/v1/worker/gpu/spec_decode/suffix/config.py) runs for base_method "suffix". Another method ignores them,
+# so `suffix_decoding_max_tree_depth: 0` beside "ngram" is a valid config.
+SUFFIX_RANGES: Mapping[str, tuple[float | None, float | None]] = {
     "suffix_decoding_max_tree_depth": (1, None),
     "suffix_decoding_max_cached_requests": (0, None),
     "suffix_decoding_max_spec_factor": (0, None),
     "suffix_decoding_min_token_prob": (0, 1),
-    "suffix_decoding_corpus_tokens": (0, 2**31 - 1),  # 0.34: SuffixSpeculatorConfig.configure
+    "suffix_decoding_corpus_tokens": (0, 2**31 - 1),  # 0.34
 }
+
+
 # Fields vLLM fills in itself from the engine configuration; a user never sets them.
 INTERNAL_FIELDS = frozenset(
     {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
@@ -200,7 +206,9 @@ def normalise_keys(config: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _ranges(known: VllmKnowledge) -> dict[str, tuple[float | None, float | None]]:
-    return {**{key: tuple(bounds) for key, bounds in known.data["bounds"].items()}, **RANGES}
+    """The bounds of vLLM's pydantic Field(ge=, le=), which hold whatever the method (from the snapshot). The
+    suffix keys' bounds hold for method suffix only: spec_rules.SUFFIX_RANGES, judged on the merged config."""
+    return {key: tuple(bounds) for key, bounds in known.data["bounds"].items()}
 
 
 def validate_fields(config: Mapping[str, Any], where: str, known: VllmKnowledge = DEFAULT) -> None:
@@ -285,11 +293,17 @@ def validate_complete(
     target_tp: int = 1,
     draft_config: Mapping[str, Any] | None = None,
     known: VllmKnowledge = DEFAULT,
+    key_where: Callable[[str], str] | None = None,
 ) -> None:
-    """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules)."""
+    """Relations between keys of the merged config, the one vLLM will receive (vLLM's cross-field rules).
+    `key_where(key)`: the source that gave a key, to name it where one key alone is wrong."""
     if is_custom_method(config.get("method"), known):
         return  # a custom speculator's config decides what it accepts: left to the vLLM check
     values = {key: coerce(key, value, known) for key, value in config.items() if key in known.fields}
+    if effective_method(values, draft_config, known) == "suffix":
+        for key, bounds in SUFFIX_RANGES.items():
+            if values.get(key) is not None:
+                _check_range(key, values[key], bounds, key_where(key) if key_where else where)
     problem = check_rules(values, target_tp, draft_config, known)
     if problem:
         raise ConfigError(where, problem[0], problem[1])

@@ -72,6 +72,18 @@ def resolve_target(
     )
 
 
+def unused_model_variables(target: Target, model_source: SourceRef | None, model_name: str | None) -> list[str]:
+    """One warning per model variable set but not serving, naming the one that serves: the precedence above
+    applies with a word, not silently (NIM_MODEL_NAME beside NIM_MODEL_PATH is the common case)."""
+    given = [(var.MODEL_PATH, model_source is not None), (var.MODEL_NAME, model_name is not None)]
+    return [
+        f"{name} is ignored: {target.where} chooses the model served ({target.model_arg}); the precedence is "
+        f"--model > {var.PASSTHROUGH_ARGS} > {var.MODEL_PATH} > {var.MODEL_NAME}; unset {name} to silence this"
+        for name, is_set in given
+        if is_set and name != target.where
+    ]
+
+
 def _with_registered(target: Target, registry: Sequence[BuiltinEntry]) -> Target:
     if target.registered is not None:
         return target
