@@ -142,7 +142,14 @@ LLAMA = {
     "torch_dtype": "bfloat16",
 }
 DRAFT = {**LLAMA, "num_hidden_layers": 1}
-EAGLE3 = {**LLAMA, "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "draft_vocab_size": 64}
+# Auxiliary layers the 2-layer target has: vLLM's default (2, L//2, L-3) would name layer -1 (the pre-flight refuses it).
+EAGLE3 = {
+    **LLAMA,
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "num_hidden_layers": 1,
+    "draft_vocab_size": 64,
+    "eagle_aux_hidden_state_layer_ids": [0, 1, 2],
+}
 
 
 @dataclass

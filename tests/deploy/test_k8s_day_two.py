@@ -129,7 +129,8 @@ def test_gpu_pods_select_gpu_nodes_and_tolerate_their_taint() -> None:
                 seen.append((path.name, role))
                 assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, (path.name, role)
                 assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
-    assert len(seen) == 5, seen  # the Deployment, the air-gapped one, the tune Job, the leader and the worker
+    # the Deployment, the air-gapped one, the tune Job, the draft training Job, the leader and the worker
+    assert len(seen) == 6, seen
 
 
 def _lws_and_docs() -> tuple[dict, list[dict]]:

@@ -175,6 +175,8 @@ OTHER_READERS = {
     "nim_specdec_lab/tune/from_recorded.py": "recorded runs the user names (open_regular_text, capped)",
     "nim_specdec_lab/cli/support/simulate_inputs.py": "a trace the user names (open_regular_text, capped)",
     "nim_specdec_lab/draft/flow.py": "a capture the user names (open_regular_text, capped)",
+    "nim_specdec_lab/draft/training/runner.py": "the training rows and the worker's log, written by the run in its work folder",
+    "nim_specdec_lab/draft/training/worker.py": "its job, rows, checkpoints and staged export, written by the run in its work folder",
     "nim_specdec_lab/ngram/http_replay.py": "records the user names (open_regular_text, capped)",
     "nim_specdec_lab/replay/aiperf_run.py": "AIPerf's log, which the lab writes",
     "nim_specdec_lab/server_process.py": "the server's log, which the lab writes, and /proc/PID/cmdline",

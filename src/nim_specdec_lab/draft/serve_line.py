@@ -6,6 +6,8 @@ import json
 import shlex
 from pathlib import Path
 
+from nim_specdec.config import variables as var
+
 # The bare name the guide uses: the launcher links NIM_DRAFT_MODEL_PATH there and rewrites the reference.
 BARE_NAME = "eagle3_draft"
 
@@ -20,6 +22,6 @@ def serve_command(target: str, draft_dir: Path, k: int) -> str:
     name, _, value = target.partition("=")
     named = f"{name}={shlex.quote(value)} " if name else ""
     return (
-        f"{named}NIM_DRAFT_MODEL_PATH={shlex.quote(str(draft_dir))} "
-        f"NIM_SPECDEC_ENABLE=1 nim-specdec serve --speculative-config {shlex.quote(spec)}"
+        f"{named}{var.DRAFT_MODEL_PATH}={shlex.quote(str(draft_dir))} "
+        f"{var.SPECDEC_ENABLE}=1 nim-specdec serve --speculative-config {shlex.quote(spec)}"
     )
