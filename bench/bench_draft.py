@@ -115,9 +115,7 @@ def main() -> int:
     parser.add_argument(
         "--demo-arg", action="append", default=None, help="arguments for demo-model (default --learnable)"
     )
-    parser.add_argument(
-        "--target-part", default="learnable", help="the demo model's target folder (default learnable)"
-    )
+    parser.add_argument("--target-part", default="learnable", help="the demo model's target folder (default learnable)")
     parser.add_argument("--record", help="also write the figures as markdown into this file")
     args = parser.parse_args()
 
@@ -152,9 +150,11 @@ def main() -> int:
     draft = report["draft"]
     rows = [
         f"draft train on the CPU demo: {os.cpu_count()} cores, {lines} captured requests "
-        f"({draft['train_requests']} trained on, {draft['held_out_requests']} held out), K = {draft['num_speculative_tokens']}",
+        f"({draft['train_requests']} trained on, {draft['held_out_requests']} held out), "
+        f"K = {draft['num_speculative_tokens']}",
         f"library: {draft['library']}; {draft['steps']} steps, final loss {draft['final_loss']:.3g}, "
-        f"{draft['tokens']} tokens, training {draft['train_seconds'] / 60:.1f} min; hidden states: {draft['hidden_states_path']}",
+        f"{draft['tokens']} tokens, training {draft['train_seconds'] / 60:.1f} min; "
+        f"hidden states: {draft['hidden_states_path']}",
         f"minutes: capture {capture_s / 60:.1f}, draft train (regenerate, train, measure) {train_s / 60:.1f}, "
         f"whole {total_s / 60:.1f}",
         "",

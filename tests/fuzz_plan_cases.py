@@ -142,7 +142,7 @@ LLAMA = {
     "torch_dtype": "bfloat16",
 }
 DRAFT = {**LLAMA, "num_hidden_layers": 1}
-# Auxiliary layers the 2-layer target has: vLLM's default (2, L//2, L-3) would name layer -1 (the pre-flight refuses it).
+# Layers the 2-layer target has: vLLM's default auxiliary layers (2, L//2, L-3) name layer -1 (the pre-flight refuses).
 EAGLE3 = {
     **LLAMA,
     "architectures": ["LlamaForCausalLMEagle3"],

@@ -74,7 +74,13 @@ def test_the_jobs_command_line_is_accepted_by_draft_train(tmp_path: Path):
             for i in range(40)
         )
     )
-    env = {**env, "DRAFT_CAPTURE": str(capture), "DRAFT_OUT": str(tmp_path / "drafts" / "own"), "NIM_CACHE_PATH": str(tmp_path / "cache"), "NIM_WORKSPACE": str(tmp_path / "ws")}  # noqa: E501
+    env = {
+        **env,
+        "DRAFT_CAPTURE": str(capture),
+        "DRAFT_OUT": str(tmp_path / "drafts" / "own"),
+        "NIM_CACHE_PATH": str(tmp_path / "cache"),
+        "NIM_WORKSPACE": str(tmp_path / "ws"),
+    }  # noqa: E501
     argv = _argv(train["command"][2], env)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NIM_", "NGC_", "HF_", "AWS_", "GOOGLE_"))}
     src = str(Path(__file__).resolve().parents[2] / "src")

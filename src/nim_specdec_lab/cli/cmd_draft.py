@@ -1,9 +1,9 @@
 """`nim-specdec draft train CAPTURE --target SRC --out DIR`: a draft trained on captured traffic, measured.
 
 The flow is nim_specdec_lab.draft.flow; this module parses the arguments and calls it. Exit codes: 0 the
-draft is made; 2 a bad input (capture, target, output directory, disk, option, the training stage missing); 3 the target cannot be
-materialized, a server does not come up, the training stage fails or its export does not fit the target;
-4 the server (--url or the one started) cannot be reached or answers wrongly.
+draft is made; 2 a bad input (capture, target, output directory, disk, option, the training stage missing);
+3 the target cannot be materialized, a server does not come up, the training stage fails or its export does not
+fit the target; 4 the server (--url or the one started) cannot be reached or answers wrongly.
 """
 
 from __future__ import annotations

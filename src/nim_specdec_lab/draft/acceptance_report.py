@@ -46,9 +46,7 @@ def _above(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
     return a["interval"][0] > b["interval"][1]
 
 
-def acceptance(
-    bench_report: Mapping[str, Any], sides: Mapping[str, str], facts: Mapping[str, Any]
-) -> dict[str, Any]:
+def acceptance(bench_report: Mapping[str, Any], sides: Mapping[str, str], facts: Mapping[str, Any]) -> dict[str, Any]:
     """`sides[name]`: bench's side name of each configuration (candidate1 ...); `facts`: the draft's own
     (k, library, steps, loss, held-out requests, seconds...)."""
     matrix = bench_report.get("acceptance_matrix")

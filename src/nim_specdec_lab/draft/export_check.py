@@ -58,11 +58,15 @@ def aux_problem(aux: Sequence[Any] | None, layers: int) -> str | None:
         return None
     bad = [a for a in aux if not isinstance(a, int) or isinstance(a, bool) or not 0 <= a <= layers]
     if bad:
-        return f"auxiliary layers {list(aux)} name {bad[:4]}, which a {layers}-layer target does not have (0 to {layers})"
+        return (
+            f"auxiliary layers {list(aux)} name {bad[:4]}, which a {layers}-layer target does not have (0 to {layers})"
+        )
     return None
 
 
-def export_problems(draft: Mapping[str, Any], ckpt: Checkpoint | None, target: Mapping[str, Any], where: str) -> list[str]:
+def export_problems(
+    draft: Mapping[str, Any], ckpt: Checkpoint | None, target: Mapping[str, Any], where: str
+) -> list[str]:
     """The export's problems as one-line messages (empty: it serves)."""
     out = [c.message for c in eagle_checks("eagle3", draft, ckpt, target, where) if c.result == FAIL]
     view = mc.draft_view(draft)

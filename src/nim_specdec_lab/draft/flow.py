@@ -130,7 +130,9 @@ def _regenerate_at(url: str, parts: Split, concurrency: int, say: Say) -> list[R
     return regenerate(_post_to(url), parts.train, model, concurrency, done)
 
 
-def regenerate_rows(options: DraftOptions, target_dir: Path, parts: Split, environ: Mapping[str, str], say: Say) -> list[Regenerated]:
+def regenerate_rows(
+    options: DraftOptions, target_dir: Path, parts: Split, environ: Mapping[str, str], say: Say
+) -> list[Regenerated]:
     if options.url:
         return _regenerate_at(options.url, parts, options.concurrency, say)
     from nim_specdec_lab.server_process import ServerSpec, running_server  # noqa: PLC0415 - starts a server
@@ -181,7 +183,9 @@ def _exported(staging: Path, exported: Path) -> Path:
     if os.path.lexists(staging) and exported.absolute() == staging.absolute():
         return staging
     if not exported.is_dir() or exported.is_symlink():
-        raise MaterializeError("draft train", f"the training stage reported {exported}, which holds no export", "see its log")
+        raise MaterializeError(
+            "draft train", f"the training stage reported {exported}, which holds no export", "see its log"
+        )
     os.rename(exported, staging)
     return staging
 
@@ -209,7 +213,8 @@ def train_from_capture(
     layout = claim(options.out)
     say(  # once every cheap check has passed: a bad input prints its error line alone
         f"{options.capture}: {len(capture.requests)} distinct {capture.format} requests "
-        f"({capture.duplicates} repeats), {len(parts.train)} to train on, {len(parts.held_out)} held out (seed {options.seed})"
+        f"({capture.duplicates} repeats), {len(parts.train)} to train on, {len(parts.held_out)} held out "
+        f"(seed {options.seed})"
     )
 
     record = split_record(parts, options.seed, options.held_out)
@@ -251,13 +256,17 @@ def train_from_capture(
         learning_rate=options.learning_rate,
     )
     say(f"training an EAGLE3 head on {len(rows)} answers ({tokens} tokens)")
-    trained = trainer.train(job, lambda event: say(f"training: {progress_line(event)}") if worth_a_line(event) else None)
+    trained = trainer.train(
+        job, lambda event: say(f"training: {progress_line(event)}") if worth_a_line(event) else None
+    )
     staged = _exported(job.output_dir, trained.draft_dir)
     check_export(staged, target, "trained draft")
     draft_dir = publish(layout, staged, "draft")
     trained = replace(trained, draft_dir=draft_dir)
 
-    untrained_job = replace(job, work_dir=layout.work / "training-untrained", output_dir=clear_staging(layout, "untrained"))
+    untrained_job = replace(
+        job, work_dir=layout.work / "training-untrained", output_dir=clear_staging(layout, "untrained")
+    )
     say("exporting the same draft untrained (the measurement's reference)")
     untrained = _exported(untrained_job.output_dir, trainer.export_untrained(untrained_job).draft_dir)
     check_export(untrained, target, "untrained draft")
@@ -284,8 +293,15 @@ def train_from_capture(
     if options.measure:
         bench = run_bench(
             MeasureJob(
-                target_dir, draft_dir, untrained_dir, layout.work / "measure" / HELD_OUT_TRACE,
-                layout.work / "measure" / "bench", options.k, options.rounds, options.vllm_args, options.ready_timeout_s,
+                target_dir,
+                draft_dir,
+                untrained_dir,
+                layout.work / "measure" / HELD_OUT_TRACE,
+                layout.work / "measure" / "bench",
+                options.k,
+                options.rounds,
+                options.vllm_args,
+                options.ready_timeout_s,
             ),  # fmt: skip
             environ,
             say,
@@ -307,6 +323,8 @@ def made_line(made: Made) -> str:
             cell = (cells.get(name) or {}).get("acceptance_length") or {}
             return f"{cell['value']:.2f}" if cell.get("value") is not None else "n/a"
 
-        figures = f"; held-out acceptance length trained {al('trained')}, untrained {al('untrained')}, ngram {al('ngram')}"
+        figures = (
+            f"; held-out acceptance length trained {al('trained')}, untrained {al('untrained')}, ngram {al('ngram')}"
+        )
     loss = "none" if t.final_loss is None else f"{t.final_loss:.4g}"
     return f"draft {made.draft} ({t.library}, {t.steps} steps, loss {loss}){figures}; serve it: {made.serve}"

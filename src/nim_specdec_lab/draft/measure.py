@@ -62,7 +62,9 @@ def side_envs(job: MeasureJob) -> dict[str, dict[str, str]]:
             var.SPECDEC_ARGS: json.dumps({"speculative_config": ngram_config(job.k, 1, 4)}),
         },
     }
-    return {name: {**values, var.WORKSPACE: str(job.out.parent / f"workspace-{name}")} for name, values in sides.items()}
+    return {
+        name: {**values, var.WORKSPACE: str(job.out.parent / f"workspace-{name}")} for name, values in sides.items()
+    }
 
 
 def bench_sides() -> dict[str, str]:

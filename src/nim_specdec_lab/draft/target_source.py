@@ -39,7 +39,9 @@ def materialize_target(source: str | None, environ: Mapping[str, str]) -> Path:
     found = target.get("local_dir") or target.get("model")
     if not found or not os.path.isdir(found):
         raise MaterializeError(
-            "--target", f"{source or 'the configured model'} was prepared but no local directory came of it", "check the source"
+            "--target",
+            f"{source or 'the configured model'} was prepared but no local directory came of it",
+            "check the source",
         )
     return Path(found)
 

@@ -89,10 +89,14 @@ def trained_candidates(options: TuneOptions, configured: cand.Candidate | None) 
             "--draft", f"the configured method is {configured.method} already", "tune one eagle3 draft at a time"
         )
     if not (draft / "config.json").is_file():
-        raise ConfigError("--draft", f"{draft} has no config.json", "give the draft directory draft train made (OUT/draft)")
+        raise ConfigError(
+            "--draft", f"{draft} has no config.json", "give the draft directory draft train made (OUT/draft)"
+        )
     report = draft / "acceptance.json"
     acceptance = read_json_inside(report, draft, 1024 * 1024, ConfigError, "--draft") if report.is_file() else None
-    return [cand.trained_draft_candidate(str(draft), acceptance if isinstance(acceptance, dict) else None, options.max_k)]
+    return [
+        cand.trained_draft_candidate(str(draft), acceptance if isinstance(acceptance, dict) else None, options.max_k)
+    ]
 
 
 def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, Any]:

@@ -148,7 +148,8 @@ def _argv(tmp: Path, made: list[str]) -> tuple[list[str], Path]:
             out.write_text("a file")
         elif item == "--target-bert":
             target = model_dir(
-                tmp / "bert", {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 64, "vocab_size": 10}
+                tmp / "bert",
+                {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 64, "vocab_size": 10},
             )
         elif item == "--target-novocab":
             config = llama_config(2)

@@ -4,8 +4,9 @@ serve the result).
 test_flow_*: the flow's own logic (regeneration through vLLM with token ids, the split on disk, the export
 put in place and checked, the one line) with a stand-in trainer that copies the demo's EAGLE3 head and trains
 nothing; it says so in its result. test_trains_*: the real training stage (nim_specdec_lab.draft.training) on
-its learnable demo target (demo-model --learnable), a few steps, then the exported draft served through NIM_DRAFT_MODEL_PATH with the guide's bare name: it
-loads and drafts. That test needs the training stage installed and fails loudly without it."""
+its learnable demo target (demo-model --learnable), a few steps, then the exported draft served through
+NIM_DRAFT_MODEL_PATH with the guide's bare name: it loads and drafts. That test needs the training stage installed
+and fails loudly without it."""
 
 from __future__ import annotations
 

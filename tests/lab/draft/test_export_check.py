@@ -28,7 +28,14 @@ def test_target_problem(change, words):
 
 @pytest.mark.parametrize(
     "aux, layers, bad",
-    [((1, 2), 2, False), ((2, 16, 29), 32, False), ((0, 1), 2, True), ((1, 1), 2, True), ((1, 3), 2, True), ((), 2, True)],
+    [
+        ((1, 2), 2, False),
+        ((2, 16, 29), 32, False),
+        ((0, 1), 2, True),
+        ((1, 1), 2, True),
+        ((1, 3), 2, True),
+        ((), 2, True),
+    ],
 )
 def test_train_aux_problem(aux, layers, bad):
     assert (train_aux_problem(aux, layers) is not None) is bad

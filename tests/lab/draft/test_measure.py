@@ -8,7 +8,16 @@ from pathlib import Path
 from nim_specdec_lab.bench.env_file import parse_env_file
 from nim_specdec_lab.draft.measure import MeasureJob, bench_argv, bench_environment, bench_sides, side_envs
 
-JOB = MeasureJob(Path("/t"), Path("/o/draft"), Path("/o/untrained"), Path("/o/h.jsonl"), Path("/o/b"), 3, 2, ("--max-model-len", "512"))
+JOB = MeasureJob(
+    Path("/t"),
+    Path("/o/draft"),
+    Path("/o/untrained"),
+    Path("/o/h.jsonl"),
+    Path("/o/b"),
+    3,
+    2,
+    ("--max-model-len", "512"),
+)
 
 
 def test_each_draft_is_served_as_the_guide_says():

@@ -49,7 +49,9 @@ def test_completion_row_keeps_the_prompt():
 
 
 def test_a_bad_answer_is_that_request_left_out_not_the_run():
-    requests = [DraftRequest(str(i), i, CHAT_PATH, {"messages": [{"role": "user", "content": str(i)}]}) for i in range(3)]
+    requests = [
+        DraftRequest(str(i), i, CHAT_PATH, {"messages": [{"role": "user", "content": str(i)}]}) for i in range(3)
+    ]
     answers = {"0": chat_answer("a"), "1": {"choices": []}, "2": {"choices": [{"message": {"content": "x"}}]}}
     seen = []
     results = regenerate(
