@@ -28,7 +28,7 @@ from nim_specdec.fetchers.branch_refs import is_commit
 from nim_specdec.fetchers.cache import normalized_uri
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
+from nim_specdec.fetchers.guarded_transfer import TransferChild, TransferFailed
 from nim_specdec.fetchers.resume import glob_escape
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
@@ -90,8 +90,15 @@ def transfer(args: HfTransfer, _file_done) -> None:
         raise
 
 
+_CHILD_IMPORTS = (__name__, "huggingface_hub")
+
+
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
+        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
+            return self._download(job, child)
+
+    def _download(self, job: Job, child: TransferChild) -> list[RemoteFile]:
         from huggingface_hub import HfApi, close_session, constants  # noqa: PLC0415 - the hf extra, only for an hf:// source
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
@@ -140,7 +147,7 @@ class HFBackend:
         job.hasher.follow(todo, hf_partials)  # digested in this process while the transfer's process writes
         with DirectoryWatch(job.dest, job.progress):
             # The library counts a body in reads of DOWNLOAD_CHUNK_SIZE: the guard's window covers two of them.
-            run_guarded(job, transfer, args, self.is_transient, granularity=constants.DOWNLOAD_CHUNK_SIZE)
+            child.run(job, transfer, args, self.is_transient, granularity=constants.DOWNLOAD_CHUNK_SIZE)
         shutil.rmtree(Path(job.dest) / ".cache", ignore_errors=True)  # the library's own bookkeeping
         return files
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
+from nim_specdec.fetchers.guarded_transfer import TransferChild, TransferFailed
 from nim_specdec.fetchers import error_map
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 
@@ -87,8 +87,15 @@ def transfer(args: NgcTransfer, _file_done) -> None:
         raise OSError(f"NGC transfer ended with status {result.status}")
 
 
+_CHILD_IMPORTS = (__name__, "ngcsdk")
+
+
 class NGCBackend:
     def download(self, job: Job) -> list[RemoteFile]:
+        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the SDK while this process lists
+            return self._download(job, child)
+
+    def _download(self, job: Job, child: TransferChild) -> list[RemoteFile]:
         if not job.ref.revision:
             raise MaterializeError(job.uri, "no version given", "expected ngc://ORG/[TEAM/]NAME:VERSION")
         org, team, name = split_target(job.ref.location)
@@ -125,7 +132,7 @@ class NGCBackend:
         with DirectoryWatch(staging, job.progress):
             # The SDK writes a body in reads of NGC_CLI_TRANSFER_CHUNK_SIZE (128 KiB by default), into files
             # it first truncated to their full size: the blocks written are counted.
-            run_guarded(job, transfer, args, self.is_transient, granularity=_chunk_size(), watch=staging, sparse=True)
+            child.run(job, transfer, args, self.is_transient, granularity=_chunk_size(), watch=staging, sparse=True)
         written = staging / f"{name}_v{job.ref.revision}"
         if not written.is_dir():
             raise MaterializeError(job.uri, "the NGC client wrote no model directory")
