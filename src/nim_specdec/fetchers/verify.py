@@ -97,8 +97,8 @@ class Hasher:
     def follow(self, files: list[RemoteFile], partials: Partials) -> None:
         """Digest `files` while the client writes them; `partials`: where the client writes a file before it
         is whole (write_follower's in_place, s5cmd_partials, ...). Call before the transfer starts."""
-        if self._pool is None:
-            return
+        if self._pool is None or all(f.digest is None for f in files):
+            return  # nothing to digest (ngc:// lists no digests): no follower runs
         with self._lock:
             if self._follower is None:
                 self._follower = WriteFollower(self.dest, partials, self.workers)

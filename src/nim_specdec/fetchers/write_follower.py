@@ -70,6 +70,7 @@ class _Followed:
     digest: Digest
     partial: bool  # found under a temporary name: renamed to the final one, it is whole
     pos: int = 0
+    seen: tuple[int, int, int] = (-1, -1, -1)  # (size, blocks, ctime) at its last turn: a turn only on a change
     lock: threading.Lock = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -184,12 +185,28 @@ class WriteFollower:
             self._discover()
             with self._lock:
                 idle = [(n, f) for n, fs in self._followed.items() for f in fs if id(f) not in self._busy]
+            idle = [(n, f) for n, f in idle if self._grew(f)]
+            with self._lock:
                 self._busy.update(id(f) for _, f in idle)
             for name, f in idle:
                 try:
                     self._pool.submit(self._turn, name, f)
                 except RuntimeError:  # the pool is shut down: closing
                     return
+
+    @staticmethod
+    def _grew(f: _Followed) -> bool:
+        """Whether the client wrote to `f` or renamed it (a rename changes its ctime) since its last turn, so
+        that a file that did not change costs no turn."""
+        try:
+            st = os.fstat(f.fd)
+        except OSError:
+            return False
+        now = (st.st_size, st.st_blocks, st.st_ctime_ns)
+        if now == f.seen:
+            return False
+        f.seen = now
+        return True
 
     def _discover(self) -> None:
         with self._lock:
@@ -239,6 +256,8 @@ class WriteFollower:
                 if f.fd < 0:
                     return
                 read = f.advance(f.settled_end(), self._buffer(), STEP)
+                if read >= STEP:  # stopped at its share, not at the end: another turn, changed or not
+                    f.seen = (-1, -1, -1)
                 with self._lock:
                     self.streamed += read
                 if f.partial and self._renamed_whole(name, f):
