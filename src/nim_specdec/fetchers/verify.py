@@ -4,7 +4,7 @@ Hashing a large draft takes seconds, so every backend has the Hasher follow the 
 writes them (fetchers/write_follower.py: the bytes read back from the page cache right behind the client,
 on a pool of one thread per core), and tells it when a file is whole where the client says so. (Hashing
 in the client's own writes instead measured slower on 2 cores: 8 KiB updates on the threads that also
-parse HTTP, and in the same process as a Python client.)
+parse HTTP.)
 """
 
 from __future__ import annotations
