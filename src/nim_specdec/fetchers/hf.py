@@ -15,7 +15,7 @@ import base64
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
-import importlib
+import sys
 import re
 import shutil
 import time
@@ -154,7 +154,9 @@ class HFBackend:
     def is_transient(self, err: BaseException) -> bool:
         if isinstance(err, TransferFailed):  # judged in the transfer's process, where the exception was
             return err.transient
-        return error_map.is_transient(err, _rules(), _status(err))
+        return error_map.is_transient(
+            err, (*_rules(), error_map.Rule(_transport_errors(), transient=True)), _status(err)
+        )
 
 
 def _status(err: BaseException) -> int | None:
@@ -162,17 +164,18 @@ def _status(err: BaseException) -> int | None:
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP clients huggingface_hub may run on (httpx, its successor httpx2, requests in older releases)."""
+    """The HTTP clients huggingface_hub may run on (httpx, its successor httpx2, requests in older releases),
+    among those imported already: an error of a client that was never imported cannot have been raised, and
+    importing one only to say so cost a Hub-down start ~0.1 s (requests)."""
     found: list[type[BaseException]] = []
     for module, name in (
         ("httpx2", "TransportError"),
         ("httpx", "TransportError"),
         ("requests.exceptions", "ConnectionError"),
     ):
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except ImportError:
-            continue
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            found.append(kind)
     return tuple(found)
 
 
@@ -197,7 +200,6 @@ def _rules() -> tuple[error_map.Rule, ...]:
             (hub.RemoteEntryNotFoundError, hub.EntryNotFoundError),
             problem="a file of the repository was not found (404)",
         ),
-        error_map.Rule(_transport_errors(), transient=True),
     )
 
 
