@@ -8,6 +8,10 @@ transfers, hashes and links it (NIM_MODEL_PATH=s3://...), with the n-gram method
 `nim-specdec serve` under a small bootstrap that times its steps in place (the bench wraps the functions; the
 launcher is unchanged) and writes them down at the exec; vLLM's phases are the arrival times of the first log
 line of each (the lines are read from its output as they come). Every time is seconds since the process started.
+On a cold start the weights download in a child process while vLLM's check runs in the launcher
+(launch/vllm_check/while_downloading.py): that download is inside the row "vLLM check while the weights
+download", and the listing and transfer rows are those of the small files read first (config.json and the
+tokenizer); a warm start finds the cache complete and leaves vLLM's check to the exec'd server.
 Then the Hub-down start: the materialization of an hf:// draft whose commit is complete in the cache, with
 HF_ENDPOINT on a closed port (the launcher must not wait on retries), and `plan` (the guide's n-gram example)
 against `import pydantic`.
@@ -38,7 +42,7 @@ STEPS = (
     ("nim_specdec.cli.cmd_serve", "parse_settings", "settings"),
     ("nim_specdec.launch.pipeline", "resolve_with_facts", "plan (each resolution)"),
     ("nim_specdec.launch.pipeline", "with_preflight", "pre-flights"),
-    ("nim_specdec.launch.pipeline", "check_while_downloading", "vLLM check started (early)"),
+    ("nim_specdec.launch.pipeline", "check_while_downloading", "vLLM check while the weights download (child)"),
     ("nim_specdec.launch.pipeline", "run_check", "vLLM check"),
     ("nim_specdec.fetchers.materialize", "_make_dirs", "cache folders"),
     ("nim_specdec.fetchers.s3", "list_objects", "listing (with the store's digests)"),
@@ -83,7 +87,7 @@ def timed_enter(step, factory):
             marks.append((step, started - T0, time.time() - T0))
             yield value
     return wrapper
-import nim_specdec.cli.main as cli_main
+cli_main = importlib.import_module("nim_specdec.cli.main")
 marks.append(("imports (the CLI)", 0.0, time.time() - T0))
 request = json.loads(sys.argv[1])
 for module, name, step in request["steps"]:
@@ -147,11 +151,16 @@ def profiled_start(env: dict[str, str], work: Path, tag: str) -> dict:
                 break
             time.sleep(0.05)
     finally:
-        try:
-            os.killpg(proc.pid, 15)
-            proc.wait(timeout=60)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, 9)
+        for signum in (15, 9):
+            try:
+                os.killpg(proc.pid, signum)
+                proc.wait(timeout=60)
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        proc.wait()
         reader.join(timeout=10)
     if ready is None:
         tail = "\n".join(line for _, line in lines[-40:])
