@@ -234,7 +234,8 @@ from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 env = json.loads(sys.argv[1])
 ref = parse_source(sys.argv[2], "NIM_DRAFT_MODEL_PATH")
-ctx = FetchContext(env=env, cache_dir=Path(env["NIM_CACHE_PATH"]), download=download_settings(env))
+say = lambda line: print(line, file=sys.stderr)
+ctx = FetchContext(env=env, cache_dir=Path(env["NIM_CACHE_PATH"]), download=download_settings(env), log=say, warn=say)
 get_fetcher("hf").fetch(ref, ctx)
 print(time.perf_counter() - started)
 """

@@ -16,7 +16,7 @@ from typing import Mapping
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
-from nim_specdec.fetchers.guarded_transfer import TransferChild, TransferFailed
+from nim_specdec.fetchers.error_map import TransferFailed
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.verify import CompletionWriter
@@ -134,6 +134,8 @@ _CHILD_IMPORTS = (__name__, "google.cloud.storage.transfer_manager")
 
 class GCSBackend:
     def download(self, job: Job) -> list[RemoteFile]:
+        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
+
         with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
             client = make_client(job.env)
             with error_map.permanent_errors(job.uri, _raise_permanent):

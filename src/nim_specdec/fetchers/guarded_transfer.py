@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from nim_specdec.errors import LauncherError, MaterializeError
-from nim_specdec.fetchers.error_map import disk_full
+from nim_specdec.fetchers.error_map import TransferFailed, disk_full
 from nim_specdec.fetchers.materialize import Job, RemoteFile, first_line
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.processes.child_process import die_with_parent
@@ -43,12 +43,6 @@ from nim_specdec.text.redact import redact_text
 POLL_S = 0.2
 _MAX_REPORT = 64 * 1024
 _LENGTH = struct.Struct("!I")  # each message on the pipe: its length, then its pickle
-
-
-class TransferFailed(Exception):  # noqa: N818 - the library's failure, as the child saw it
-    def __init__(self, message: str, transient: bool) -> None:
-        super().__init__(message)
-        self.transient = transient
 
 
 def bytes_under(root: Path, sparse: bool = False) -> int:

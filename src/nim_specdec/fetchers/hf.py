@@ -28,9 +28,9 @@ from nim_specdec.fetchers.branch_refs import is_commit
 from nim_specdec.fetchers.cache import normalized_uri
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.guarded_transfer import TransferChild, TransferFailed
 from nim_specdec.fetchers.resume import glob_escape
 from nim_specdec.fetchers import error_map
+from nim_specdec.fetchers.error_map import TransferFailed
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.text.redact import redact_text
@@ -95,10 +95,12 @@ _CHILD_IMPORTS = (__name__, "huggingface_hub")
 
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
+        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
+
         with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
             return self._download(job, child)
 
-    def _download(self, job: Job, child: TransferChild) -> list[RemoteFile]:
+    def _download(self, job: Job, child) -> list[RemoteFile]:
         from huggingface_hub import HfApi, close_session, constants  # noqa: PLC0415 - the hf extra, only for an hf:// source
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415 - the hf extra, only for an hf:// source
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.guarded_transfer import TransferChild, TransferFailed
 from nim_specdec.fetchers import error_map
+from nim_specdec.fetchers.error_map import TransferFailed
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 
 
@@ -92,10 +92,12 @@ _CHILD_IMPORTS = (__name__, "ngcsdk")
 
 class NGCBackend:
     def download(self, job: Job) -> list[RemoteFile]:
+        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
+
         with TransferChild(_CHILD_IMPORTS) as child:  # it imports the SDK while this process lists
             return self._download(job, child)
 
-    def _download(self, job: Job, child: TransferChild) -> list[RemoteFile]:
+    def _download(self, job: Job, child) -> list[RemoteFile]:
         if not job.ref.revision:
             raise MaterializeError(job.uri, "no version given", "expected ngc://ORG/[TEAM/]NAME:VERSION")
         org, team, name = split_target(job.ref.location)
