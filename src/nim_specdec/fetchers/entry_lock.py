@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,7 +58,7 @@ def _try_lock(fd: int) -> bool:
 
 def _write_owner(path: Path) -> None:
     try:
-        trust.write_replacing(path, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        trust.write_replacing(path, f"pid {os.getpid()} on {os.uname().nodename}".encode())
     except OSError:
         pass  # informational only
 

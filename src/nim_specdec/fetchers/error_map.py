@@ -14,6 +14,15 @@ from typing import Callable, Iterator
 from nim_specdec.errors import MaterializeError
 
 
+class TransferFailed(Exception):  # noqa: N818 - the library's failure, as the transfer's child saw it
+    """A library's failure in the transfer's child process (fetchers/guarded_transfer.py): its first line, and
+    whether a retry may cure it, judged in the child, where the exception was."""
+
+    def __init__(self, message: str, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
 @dataclass(frozen=True)
 class Rule:
     types: tuple[type[BaseException], ...]

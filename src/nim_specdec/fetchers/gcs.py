@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import base64
 import http.client
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers import digests, error_map
-from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
+from nim_specdec.fetchers.error_map import TransferFailed
 from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.fetchers.verify import CompletionWriter
+from nim_specdec.fetchers.write_follower import in_place
 from nim_specdec.config.download_settings import DownloadSettings
 
 
@@ -77,55 +80,78 @@ def list_blobs(client, job: Job) -> list[tuple[str, RemoteFile]]:
     return listed
 
 
+@dataclass(frozen=True)
+class GcsTransfer:
+    """What the transfer's process needs (plain data: it is a fresh interpreter, fetchers/guarded_transfer.py)."""
+
+    uri: str
+    env: dict[str, str]
+    settings: DownloadSettings
+    dest: Path
+    bucket: str
+    listed: list[tuple[str, RemoteFile]]  # (object name, the file it becomes)
+
+
+def transfer(args: GcsTransfer, file_done) -> None:
+    """Runs in the transfer's process: every listed object into args.dest, each reported once whole."""
+    from google.cloud.storage import transfer_manager  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+
+    bucket = make_client(args.env).bucket(args.bucket)
+    handles = []
+    try:
+        pairs = []
+        for name, f in args.listed:
+            path = target_path(args.uri, args.dest, f.name)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fh = open(path, "wb")
+            handles.append(fh)
+            # The parent's Hasher digests each object as it is written (fetchers/write_follower.py); the
+            # library's own MD5 check would hash every byte a second time, so it is off. The bytes are counted
+            # on disk by the process that waits (DirectoryWatch).
+            writer = CompletionWriter(fh, f.size, lambda _n: None, lambda f=f: file_done(f))
+            # A blob made from the name (not the listing's media link) keeps downloads on our endpoint.
+            pairs.append((bucket.blob(name), writer))
+        results = transfer_manager.download_many(
+            pairs,
+            download_kwargs={"timeout": args.settings.timeout, "retry": _retry(args.settings), "checksum": None},
+            worker_type=transfer_manager.THREAD,
+            max_workers=args.settings.concurrency,
+            raise_exception=True,
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+    except Exception as err:
+        _raise_permanent(args.uri, err)
+        raise
+    finally:
+        for fh in handles:
+            fh.close()
+
+
+_CHILD_IMPORTS = (__name__, "google.cloud.storage.transfer_manager")
+
+
 class GCSBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from google.cloud.storage import transfer_manager  # noqa: PLC0415 - the gcs extra, only for a gs:// source
+        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
 
-        client = make_client(job.env)
-        with error_map.permanent_errors(job.uri, _raise_permanent):
-            listed = list_blobs(client, job)
-        files = [f for _, f in listed]
-        wanted = {f.name for f in job.to_fetch(files)}
-        listed = [(name, f) for name, f in listed if f.name in wanted]
-        if not listed:
-            return files
-        bucket = client.bucket(job.ref.location.partition("/")[0])
-
-        def transfer(file_done) -> None:
-            handles = []
-            try:
-                pairs = []
-                for name, f in listed:
-                    path = target_path(job.uri, job.dest, f.name)
-                    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                    fh = open(path, "wb")
-                    handles.append(fh)
-                    # Each object is hashed as soon as its last byte lands, while the others download. The
-                    # library's own MD5 check would hash every byte a second time, so it is off. The bytes
-                    # are counted on disk by the process that waits (DirectoryWatch).
-                    writer = CompletionWriter(fh, f.size, lambda _n: None, lambda f=f: file_done(f))
-                    # A blob made from the name (not the listing's media link) keeps downloads on our endpoint.
-                    pairs.append((bucket.blob(name), writer))
-                results = transfer_manager.download_many(
-                    pairs,
-                    download_kwargs={"timeout": job.settings.timeout, "retry": _retry(job.settings), "checksum": None},
-                    worker_type=transfer_manager.THREAD,
-                    max_workers=job.settings.concurrency,
-                    raise_exception=True,
-                )
-                for result in results:
-                    if isinstance(result, BaseException):
-                        raise result
-            except Exception as err:
-                _raise_permanent(job.uri, err)
-                raise
-            finally:
-                for fh in handles:
-                    fh.close()
-
-        with DirectoryWatch(job.dest, job.progress):
-            # The library writes a body in reads of 8 KiB: the guard's window need not be longer for it.
-            run_guarded(job, transfer, self.is_transient, granularity=8192)
+        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
+            client = make_client(job.env)
+            with error_map.permanent_errors(job.uri, _raise_permanent):
+                listed = list_blobs(client, job)
+            files = [f for _, f in listed]
+            todo = job.to_fetch(files)
+            wanted = {f.name for f in todo}
+            listed = [(name, f) for name, f in listed if f.name in wanted]
+            if not listed:
+                return files
+            bucket = job.ref.location.partition("/")[0]
+            args = GcsTransfer(job.uri, dict(job.env), job.settings, job.dest, bucket, listed)
+            job.hasher.follow(todo, in_place)  # digested in this process while the transfer's process writes
+            with DirectoryWatch(job.dest, job.progress):
+                # The library writes a body in reads of 8 KiB: the guard's window need not be longer for it.
+                child.run(job, transfer, args, self.is_transient, granularity=8192)
         return files
 
     def is_transient(self, err: BaseException) -> bool:

@@ -11,8 +11,12 @@ transfer backend when the Hub serves a file through Xet and hf_xet is installed.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
-import importlib
+import hashlib
+from dataclasses import dataclass, field
+import sys
+import re
 import shutil
 import time
 from pathlib import Path
@@ -24,12 +28,22 @@ from nim_specdec.fetchers.branch_refs import is_commit
 from nim_specdec.fetchers.cache import normalized_uri
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
 from nim_specdec.fetchers.resume import glob_escape
 from nim_specdec.fetchers import error_map
+from nim_specdec.fetchers.error_map import TransferFailed
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.text.redact import redact_text
+
+
+def hf_partials(dest: Path, name: str) -> list[tuple[Path, re.Pattern[str]]]:
+    """Where snapshot_download(local_dir=dest) writes `name` before it is whole (huggingface_hub's
+    _local_folder.py): .cache/huggingface/download/<folder>/<short hash of its base name>.<etag>.incomplete,
+    the short hash urlsafe base64 of sha1(base name + ".metadata")."""
+    path = Path(name)
+    short = base64.urlsafe_b64encode(hashlib.sha1(f"{path.name}.metadata".encode()).digest()).decode()  # noqa: S324 - the library's name
+    folder = dest / ".cache" / "huggingface" / "download" / path.parent
+    return [(folder, re.compile(re.escape(short) + r"\.[^/]+\.incomplete"))]
 
 
 def _token(env) -> str | bool:
@@ -37,9 +51,57 @@ def _token(env) -> str | bool:
     return env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN") or False
 
 
+@dataclass(frozen=True)
+class HfTransfer:
+    """What the transfer's process needs (plain data: it is a fresh interpreter, fetchers/guarded_transfer.py)."""
+
+    uri: str
+    repo: str
+    commit: str
+    dest: Path
+    endpoint: str | None
+    token: str | bool = field(repr=False)
+    timeout: float
+    timeout_given: bool
+    workers: int
+    patterns: list[str] | None  # None: every file of the commit
+
+
+def transfer(args: HfTransfer, _file_done) -> None:
+    """Runs in the transfer's process: the commit's files into args.dest (the Hasher is told at the end)."""
+    from huggingface_hub import constants, snapshot_download  # noqa: PLC0415 - the hf extra, only for an hf:// source
+
+    if args.timeout_given:  # read once from os.environ at import: set again in this interpreter
+        constants.HF_HUB_DOWNLOAD_TIMEOUT = max(1, int(args.timeout))
+    try:
+        snapshot_download(
+            args.repo,
+            revision=args.commit,
+            local_dir=str(args.dest),
+            endpoint=args.endpoint,
+            token=args.token,
+            etag_timeout=args.timeout,
+            max_workers=args.workers,
+            tqdm_class=_quiet_tqdm(),
+            allow_patterns=args.patterns,
+        )
+    except Exception as err:  # noqa: BLE001
+        _raise_permanent(args.uri, err)
+        raise
+
+
+_CHILD_IMPORTS = (__name__, "huggingface_hub")
+
+
 class HFBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from huggingface_hub import HfApi, close_session, constants, snapshot_download  # noqa: PLC0415 - the hf extra, only for an hf:// source
+        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
+
+        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
+            return self._download(job, child)
+
+    def _download(self, job: Job, child) -> list[RemoteFile]:
+        from huggingface_hub import HfApi, close_session, constants  # noqa: PLC0415 - the hf extra, only for an hf:// source
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
         if job.settings.timeout_given:
@@ -71,34 +133,32 @@ class HFBackend:
         # are fnmatch's); all of them when nothing was resumed, which also keeps the library's own listing.
         patterns = None if len(todo) == len(files) and job.only is None else [glob_escape(f.name) for f in todo]
 
-        def transfer(_file_done) -> None:  # the Hasher gets every file after the download
-            try:
-                snapshot_download(
-                    job.ref.location,
-                    revision=sha,
-                    local_dir=str(job.dest),
-                    endpoint=endpoint,
-                    token=_token(job.env),
-                    etag_timeout=job.settings.timeout,
-                    max_workers=min(job.settings.concurrency, 8),
-                    tqdm_class=_quiet_tqdm(),
-                    allow_patterns=patterns,
-                )
-            except Exception as err:  # noqa: BLE001
-                _raise_permanent(job.uri, err)
-                raise
-
-        close_session()  # no pooled connection is shared with the child the transfer runs in
+        args = HfTransfer(
+            job.uri,
+            job.ref.location,
+            sha,
+            job.dest,
+            endpoint,
+            _token(job.env),
+            job.settings.timeout,
+            job.settings.timeout_given,
+            min(job.settings.concurrency, 8),
+            patterns,
+        )
+        close_session()  # the listing's connections are not needed while the child transfers
+        job.hasher.follow(todo, hf_partials)  # digested in this process while the transfer's process writes
         with DirectoryWatch(job.dest, job.progress):
             # The library counts a body in reads of DOWNLOAD_CHUNK_SIZE: the guard's window covers two of them.
-            run_guarded(job, transfer, self.is_transient, granularity=constants.DOWNLOAD_CHUNK_SIZE)
+            child.run(job, transfer, args, self.is_transient, granularity=constants.DOWNLOAD_CHUNK_SIZE)
         shutil.rmtree(Path(job.dest) / ".cache", ignore_errors=True)  # the library's own bookkeeping
         return files
 
     def is_transient(self, err: BaseException) -> bool:
         if isinstance(err, TransferFailed):  # judged in the transfer's process, where the exception was
             return err.transient
-        return error_map.is_transient(err, _rules(), _status(err))
+        return error_map.is_transient(
+            err, (*_rules(), error_map.Rule(_transport_errors(), transient=True)), _status(err)
+        )
 
 
 def _status(err: BaseException) -> int | None:
@@ -106,17 +166,18 @@ def _status(err: BaseException) -> int | None:
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP clients huggingface_hub may run on (httpx, its successor httpx2, requests in older releases)."""
+    """The HTTP clients huggingface_hub may run on (httpx, its successor httpx2, requests in older releases),
+    among those imported already: an error of a client that was never imported cannot have been raised, and
+    importing one only to say so cost a Hub-down start ~0.1 s (requests)."""
     found: list[type[BaseException]] = []
     for module, name in (
         ("httpx2", "TransportError"),
         ("httpx", "TransportError"),
         ("requests.exceptions", "ConnectionError"),
     ):
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except ImportError:
-            continue
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            found.append(kind)
     return tuple(found)
 
 
@@ -141,7 +202,6 @@ def _rules() -> tuple[error_map.Rule, ...]:
             (hub.RemoteEntryNotFoundError, hub.EntryNotFoundError),
             problem="a file of the repository was not found (404)",
         ),
-        error_map.Rule(_transport_errors(), transient=True),
     )
 
 
@@ -172,8 +232,9 @@ def _raise_permanent(uri: str, err: BaseException) -> None:
 
 def resolve_commit(ref: SourceRef, ctx: FetchContext, budget: float | None = None) -> str:
     """The commit `ref`'s branch or tag names now: one metadata request (`expand=sha` keeps the Hub's answer
-    small), retried like a download when the failure is transient. `budget`: seconds for every attempt
-    together (a cached commit can be served instead); None: the download's timeout and retries alone.
+    small). `budget`: the seconds it may take when a cached commit can be served instead, asked once: a Hub
+    that fails or is down is answered with that commit at once, not after the backoffs of a download's
+    retries. None (nothing cached): retried like a download, within its timeout and retries.
     No answer raises hf_branch.UnansweredError, which says how the Hub failed."""
     from huggingface_hub import HfApi  # noqa: PLC0415 - imported only when an hf:// source is fetched
 
@@ -182,7 +243,8 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext, budget: float | None = Non
     settings = ctx.download
     api = HfApi(endpoint=ctx.env.get("HF_ENDPOINT") or None, token=_token(ctx.env))
     deadline = None if budget is None else time.monotonic() + budget
-    for attempt in range(settings.retries + 1):
+    attempts = 1 if budget is not None else settings.retries + 1
+    for attempt in range(attempts):
         timeout = settings.timeout if deadline is None else min(settings.timeout, deadline - time.monotonic())
         try:
             sha = api.model_info(ref.location, revision=revision, timeout=max(0.1, timeout), expand=["sha"]).sha
@@ -196,7 +258,7 @@ def resolve_commit(ref: SourceRef, ctx: FetchContext, budget: float | None = Non
                     raise MaterializeError(uri, f"cannot resolve {revision!r} to a commit: {detail}") from None
                 delay = retry_delay(attempt)
                 out_of_time = deadline is not None and time.monotonic() + delay >= deadline
-                if attempt == settings.retries or out_of_time:
+                if attempt == attempts - 1 or out_of_time:
                     raise MaterializeError(
                         uri,
                         f"cannot resolve {revision!r} to a commit after {attempt + 1} attempts: {detail}",

