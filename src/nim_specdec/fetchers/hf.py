@@ -5,8 +5,8 @@ hf_branch.py decides what is served. The backend below always downloads one comm
 
 HF_TOKEN (or HUGGING_FACE_HUB_TOKEN), HF_ENDPOINT and HF_HUB_OFFLINE are honoured. The file list
 comes from the Hub's tree API first, so that names are checked before anything is written and the
-LFS sha256 of each weight file is verified after the download. snapshot_download uses the hf_xet
-transfer backend when the Hub serves a file through Xet and hf_xet is installed.
+LFS sha256 of each weight file is verified after the download. Files stored through Xet are fetched over
+HTTP (the Hub serves every Xet file there too), never by the hf_xet backend: see http_only.
 """
 
 from __future__ import annotations
@@ -67,10 +67,22 @@ class HfTransfer:
     patterns: list[str] | None  # None: every file of the commit
 
 
+def http_only(constants) -> None:
+    """Switches huggingface_hub's hf_xet backend off in this interpreter.
+
+    The rate guard and the write follower watch the `.incomplete` files huggingface_hub's HTTP path writes in the
+    destination; hf_xet's own client writes through a chunk cache outside it, and no loopback server (olah
+    included) serves Xet, so none of those guarantees could be tested on it. is_xet_available() reads the
+    constant on every call, so setting it here holds for the snapshot_download that follows.
+    """
+    constants.HF_HUB_DISABLE_XET = True
+
+
 def transfer(args: HfTransfer, _file_done) -> None:
     """Runs in the transfer's process: the commit's files into args.dest (the Hasher is told at the end)."""
     from huggingface_hub import constants, snapshot_download  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
+    http_only(constants)
     if args.timeout_given:  # read once from os.environ at import: set again in this interpreter
         constants.HF_HUB_DOWNLOAD_TIMEOUT = max(1, int(args.timeout))
     try:
