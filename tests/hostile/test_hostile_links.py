@@ -160,6 +160,7 @@ OTHER_READERS = {
     "nim_specdec/fetchers/cache.py": "the cache's own folder descriptors (fsync)",
     "nim_specdec/fetchers/digests.py": "downloaded files, never followed as links (follow=False)",
     "nim_specdec/fetchers/gcs.py": "a download written into the launcher's temporary folder",
+    "nim_specdec/fetchers/write_follower.py": "files a client is writing into the launcher's download, O_NOFOLLOW",
     "nim_specdec/fetchers/s5cmd.py": "s5cmd's report and error files in the launcher's temporary folder",
     "nim_specdec/files/trust.py": "the cache's trust rules: O_NOFOLLOW descriptors and /proc/self/mountinfo",
     "nim_specdec/files/volume.py": "/proc/self/mountinfo, the kernel's view of the cache volume's mount",
