@@ -33,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from nim_specdec_lab.draft.acceptance_report import table as acceptance_table  # noqa: E402
 from nim_specdec_lab.ngram.http_replay import http_json  # noqa: E402
 from nim_specdec_lab.server_process import ServerSpec, running_server  # noqa: E402
 
@@ -96,14 +97,6 @@ def capture_traffic(root: Path, target: Path, n: int, max_tokens: int) -> tuple[
     return capture, time.monotonic() - started
 
 
-def figure(cell: dict | None, digits: int = 2) -> str:
-    if not cell or cell.get("value") is None:
-        return "n/a"
-    low_high = cell.get("interval")
-    ends = f" [{low_high[0]:.{digits}f}, {low_high[1]:.{digits}f}]" if low_high else ""
-    return f"{cell['value']:.{digits}f}{ends}"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="draft-demo", help="working directory (default ./draft-demo)")
@@ -158,15 +151,8 @@ def main() -> int:
         f"minutes: capture {capture_s / 60:.1f}, draft train (regenerate, train, measure) {train_s / 60:.1f}, "
         f"whole {total_s / 60:.1f}",
         "",
-        "| configuration | acceptance length | acceptance rate | speedup vs off | verdict |",
-        "|---|---|---|---|---|",
+        *acceptance_table(report),
     ]
-    for name, cell in report["configurations"].items():
-        speed = cell.get("speedup") or {}
-        rows.append(
-            f"| {name} | {figure(cell.get('acceptance_length'))} | {figure(cell.get('acceptance_rate'), 3)} | "
-            f"{figure(speed if speed.get('value') is not None else None)} | {speed.get('verdict') or 'n/a'} |"
-        )
     rows += ["", f"trained above both (intervals apart): {report['trained_wins']}"]
     text = "\n".join(rows) + "\n"
     print(text, end="")

@@ -82,6 +82,21 @@ def _loss(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "none"
 
 
+def table(report: Mapping[str, Any]) -> list[str]:
+    """The configurations' figures as markdown table rows, the header first."""
+    rows = [
+        "| configuration | acceptance length | acceptance rate | speedup vs off | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for name, cell in report["configurations"].items():
+        speed = cell.get("speedup") or {}
+        rows.append(
+            f"| {name} | {_figure(cell.get('acceptance_length'))} | {_figure(cell.get('acceptance_rate'), 3)} | "
+            f"{_figure(speed if speed.get('value') is not None else None)} | {speed.get('verdict') or 'n/a'} |"
+        )
+    return rows
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     draft = report["draft"]
     lines = [
@@ -91,15 +106,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"configuration in {draft.get('rounds')} bench --serve rounds; K = {draft.get('num_speculative_tokens')}. "
         "Figures: value [95% interval].",
         "",
-        "| configuration | acceptance length | acceptance rate | speedup vs off | verdict |",
-        "|---|---|---|---|---|",
+        *table(report),
     ]
-    for name, cell in report["configurations"].items():
-        speed = cell.get("speedup") or {}
-        lines.append(
-            f"| {name} | {_figure(cell.get('acceptance_length'))} | {_figure(cell.get('acceptance_rate'), 3)} | "
-            f"{_figure(speed if speed.get('value') is not None else None)} | {speed.get('verdict') or 'n/a'} |"
-        )
     verdict = "above both" if report["trained_wins"] else "not above both"
     lines += [
         "",
