@@ -54,7 +54,7 @@ def timed(run) -> float:
 def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
     from nim_specdec.config.sources import parse_source
     from nim_specdec.config.download_settings import download_settings
-    from nim_specdec.fetchers.base import FetchContext
+    from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
 
     def run() -> None:
@@ -74,7 +74,7 @@ def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
 
 
 def digest_floor(files: dict[str, bytes], work: Path, algorithm: str):
-    from nim_specdec.fetchers.digests import file_digest  # the fetcher's own hashing
+    from nim_specdec.fetchers.integrity.digests import file_digest  # the fetcher's own hashing
 
     folder = work / "floor"
     folder.mkdir(exist_ok=True)

@@ -54,8 +54,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from nim_specdec.config.sources import parse_source
-    from nim_specdec.fetchers.base import FetchContext
-    from nim_specdec.fetchers.hf import HFFetcher
+    from nim_specdec.fetchers.download.base import FetchContext
+    from nim_specdec.fetchers.hub.hf import HFFetcher
     from servers.fault_proxy import Fault, FaultProxy
     from servers.harness import model_files
 

@@ -78,7 +78,7 @@ def hf_runs(args, work: Path) -> dict[str, list]:
 
 
 def preflight_cost(folder: Path, repeats: int = 2000) -> list[float]:
-    from nim_specdec.fetchers.disk_space import refuse_if_short
+    from nim_specdec.fetchers.volume.disk_space import refuse_if_short
 
     times = []
     for _ in range(repeats):

@@ -89,7 +89,7 @@ def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
 
 def run_ours(endpoint: str, work: Path, prefix: str, verify: str, s5cmd: str = "auto") -> float:
     from nim_specdec.config.download_settings import download_settings
-    from nim_specdec.fetchers.base import FetchContext
+    from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
     from nim_specdec.config.sources import parse_source
 
@@ -128,7 +128,7 @@ def digest_only(folder: Path, algorithm: str) -> float:
     """The digest work alone, which a verified download adds to the transfer."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from nim_specdec.fetchers.digests import file_digest  # the fetcher's own hashing
+    from nim_specdec.fetchers.integrity.digests import file_digest  # the fetcher's own hashing
 
     started = time.perf_counter()
     with ThreadPoolExecutor(2) as pool:
@@ -191,7 +191,7 @@ def warm_start(endpoint: str, work: Path, prefixes: list[str], runs: int) -> dic
 def warm_in_process(endpoint: str, work: Path, prefixes: list[str], runs: int) -> dict[str, float]:
     """Median seconds of the fetcher's fetch() on a cache hit, in this process (no interpreter start-up)."""
     from nim_specdec.config.download_settings import download_settings
-    from nim_specdec.fetchers.base import FetchContext
+    from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
     from nim_specdec.config.sources import parse_source
 

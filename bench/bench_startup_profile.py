@@ -44,14 +44,14 @@ STEPS = (
     ("nim_specdec.launch.pipeline", "with_preflight", "pre-flights"),
     ("nim_specdec.launch.pipeline", "check_while_downloading", "vLLM check while the weights download (child)"),
     ("nim_specdec.launch.pipeline", "run_check", "vLLM check"),
-    ("nim_specdec.fetchers.materialize", "_make_dirs", "cache folders"),
-    ("nim_specdec.fetchers.s3", "list_objects", "listing (with the store's digests)"),
-    ("nim_specdec.fetchers.s5cmd", "download_with_s5cmd", "transfer (hashing along)"),
-    ("nim_specdec.fetchers.materialize", "verify", "hashing left after the transfer, tree check"),
+    ("nim_specdec.fetchers.download.materialize", "_make_dirs", "cache folders"),
+    ("nim_specdec.fetchers.buckets.s3", "list_objects", "listing (with the store's digests)"),
+    ("nim_specdec.fetchers.buckets.s5cmd", "download_with_s5cmd", "transfer (hashing along)"),
+    ("nim_specdec.fetchers.download.materialize", "verify", "hashing left after the transfer, tree check"),
     ("nim_specdec.launch.pipeline", "link", "linking"),
     ("nim_specdec.cli.cmd_serve", "hand_off", "hand-off (compile cache, environment)"),
 )
-LOCK = ("nim_specdec.fetchers.materialize", "entry_lock", "cache lock (to acquire)")
+LOCK = ("nim_specdec.fetchers.download.materialize", "entry_lock", "cache lock (to acquire)")
 # vLLM's phases: the first log line of each, in the order they come.
 PHASES = (
     ("Automatically detected platform", "vLLM imported (torch, platform)"),
@@ -230,7 +230,7 @@ from pathlib import Path
 started = time.perf_counter()
 from nim_specdec.config.download_settings import download_settings
 from nim_specdec.config.sources import parse_source
-from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 env = json.loads(sys.argv[1])
 ref = parse_source(sys.argv[2], "NIM_DRAFT_MODEL_PATH")

@@ -46,7 +46,7 @@ started = time.perf_counter()
 if request["kind"] == "ours":
     from nim_specdec.config.download_settings import download_settings
     from nim_specdec.config.sources import parse_source
-    from nim_specdec.fetchers.base import FetchContext
+    from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
     env, cache = request["env"], Path(request["out"])
     ref = parse_source(request["uri"], "bench")

@@ -22,9 +22,9 @@ from nim_specdec.config.sources import parse_source
 from nim_specdec.config.tuned_for import parse_tuned_for
 from nim_specdec.plan.argv.user_args import parse_vllm_args
 from nim_specdec.errors import LauncherError
-from nim_specdec.fetchers import cache
-from nim_specdec.fetchers.progress import human_bytes
-from nim_specdec.fetchers.safety import check_clashes, target_path
+from nim_specdec.fetchers.volume import cache
+from nim_specdec.fetchers.transfer.progress import human_bytes
+from nim_specdec.fetchers.transfer.safety import check_clashes, target_path
 from nim_specdec.preflight.config_file import index_shards
 from nim_specdec.preflight.safetensors_header import HeaderError, read_header
 from nim_specdec.server.spec_info import shown_speculative_config

@@ -8,6 +8,7 @@ Read from the source with `ast`, so an import inside a function counts as much a
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,70 @@ def test_no_plan_sub_package_imports_a_higher_one():
     assert upward == []
 
 
+# The fetchers' sub-packages, lowest first; those in one tuple share a rank and never import each other (the scheme
+# packages). The modules directly in fetchers/ (the registry, the one-module schemes, the context) sit above them all
+# and no sub-package imports them.
+FETCHER_LAYERS = (("integrity",), ("transfer",), ("volume",), ("download",), ("hub", "buckets"))
+FETCHERS = "nim_specdec.fetchers"
+
+
+def _fetcher_place(module: str) -> tuple[int, str] | None:
+    """The rank and sub-package of a fetchers module (one rank above them all for the top modules); None outside
+    fetchers and for the package itself."""
+    if not module.startswith(FETCHERS + "."):
+        return None
+    first = module[len(FETCHERS) + 1 :].split(".")[0]
+    for rank, names in enumerate(FETCHER_LAYERS):
+        if first in names:
+            return rank, first
+    return len(FETCHER_LAYERS), ""
+
+
+def _fetcher_violations(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in graph.items():
+        own = _fetcher_place(module)
+        if own is None:
+            continue
+        for target in sorted(targets):
+            other = _fetcher_place(target)
+            if other is None:
+                continue
+            sideways = other[0] == own[0] < len(FETCHER_LAYERS) and other[1] != own[1]
+            if other[0] > own[0] or sideways:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_the_contract_sees_every_fetchers_sub_package():
+    on_disk = {p.parent.name for p in (LAUNCHER / "fetchers").glob("*/__init__.py")}
+    assert on_disk == {name for names in FETCHER_LAYERS for name in names}
+
+
+def test_fetchers_import_down_and_never_sideways():
+    assert _fetcher_violations(LAUNCHER_GRAPH) == []
+
+
+def _map_entries(package: Path) -> set[str]:
+    """The names a package's docstring maps: lines `name.py  what it decides` or `name/  what it holds`."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    return {m.group(1) for m in re.finditer(r"^([a-z0-9_]+(?:\.py|/)) {2,}\S", doc, re.M)}
+
+
+def _package_members(package: Path) -> set[str]:
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    return modules | {f"{p.parent.name}/" for p in package.glob("*/__init__.py")}
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted({LAUNCHER / "fetchers", *(p.parent for p in (LAUNCHER / "fetchers").glob("*/__init__.py"))}),
+    ids=lambda p: p.name,
+)
+def test_each_fetchers_map_names_exactly_its_modules(package):
+    assert _map_entries(package) == _package_members(package)
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     # Tarjan's strongly connected components; any component of two or more modules is a cycle.
     index: dict[str, int] = {}
@@ -245,5 +310,17 @@ def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _behind_a_face(
         {"a.x": {"a.pkg.face", "a.pkg.inner"}, "a.pkg.face": {"a.pkg.inner"}}, {"a.pkg": {"face"}}
     ) == ["a.x -> a.pkg.inner"]
+    assert _fetcher_violations(
+        {
+            "nim_specdec.fetchers.volume.cache": {"nim_specdec.fetchers.download.base"},
+            "nim_specdec.fetchers.hub.hf": {"nim_specdec.fetchers.buckets.s3", "nim_specdec.fetchers.volume.cache"},
+            "nim_specdec.fetchers.download.materialize": {"nim_specdec.fetchers.registry"},
+            "nim_specdec.fetchers.registry": {"nim_specdec.fetchers.ngc", "nim_specdec.fetchers.download.base"},
+        }
+    ) == [
+        "nim_specdec.fetchers.volume.cache -> nim_specdec.fetchers.download.base",
+        "nim_specdec.fetchers.hub.hf -> nim_specdec.fetchers.buckets.s3",
+        "nim_specdec.fetchers.download.materialize -> nim_specdec.fetchers.registry",
+    ]
     two_way = {"lab.tune.a": {"lab.bench.b"}, "lab.bench.b": {"lab.tune.c"}, "lab.tune.c": set()}
     assert _cycles(_package_graph(two_way)) == [["bench", "tune"]]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers import gcs, hf, ngc, s3
+from nim_specdec.fetchers import ngc
+from nim_specdec.fetchers.buckets import gcs, s3
+from nim_specdec.fetchers.hub import hf
 
 
 class _Response:

@@ -55,7 +55,7 @@ def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
     from servers.fault_proxy import Fault
     from servers.harness import WEIGHTS
 
-    from nim_specdec.fetchers.cache import CacheLayout
+    from nim_specdec.fetchers.volume.cache import CacheLayout
 
     store = S3Store().start()
     try:

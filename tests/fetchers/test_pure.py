@@ -8,12 +8,12 @@ import io
 import pytest
 
 from nim_specdec.errors import ConfigError, MaterializeError
-from nim_specdec.fetchers.cache import entry_name, marker_document, normalized_uri
-from nim_specdec.fetchers.progress import Progress, format_line, progress_fields
-from nim_specdec.fetchers.safety import relative_name
+from nim_specdec.fetchers.volume.cache import entry_name, marker_document, normalized_uri
+from nim_specdec.fetchers.transfer.progress import Progress, format_line, progress_fields
+from nim_specdec.fetchers.transfer.safety import relative_name
 from nim_specdec.text.redact import redact_text as redact, secret_values
 from nim_specdec.config.download_settings import download_settings
-from nim_specdec.fetchers.verify import CompletionWriter, Hasher, RemoteFile, verify
+from nim_specdec.fetchers.integrity.verify import CompletionWriter, Hasher, RemoteFile, verify
 from nim_specdec.config.sources import parse_source
 
 
@@ -216,7 +216,7 @@ def test_size_mode_never_hashes(tmp_path):
     ],
 )
 def test_names_the_s5cmd_command_file_can_carry(name, ok):
-    from nim_specdec.fetchers.s5cmd import scriptable
+    from nim_specdec.fetchers.buckets.s5cmd import scriptable
 
     assert scriptable(name) is ok
 
@@ -231,7 +231,7 @@ def test_names_the_s5cmd_command_file_can_carry(name, ok):
     ],
 )
 def test_s5cmd_failures_worth_a_retry(message, transient):
-    from nim_specdec.fetchers.s5cmd import failure
+    from nim_specdec.fetchers.buckets.s5cmd import failure
 
     assert failure(message).transient is transient
 
@@ -239,7 +239,7 @@ def test_s5cmd_failures_worth_a_retry(message, transient):
 def test_a_listing_without_end_is_cut_by_count_and_by_time():
     import time
 
-    from nim_specdec.fetchers.safety import MAX_LISTED, ListingBudget
+    from nim_specdec.fetchers.transfer.safety import MAX_LISTED, ListingBudget
 
     budget = ListingBudget("s3://b/p", timeout=30.0)
     for _ in range(MAX_LISTED):

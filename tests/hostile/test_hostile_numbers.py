@@ -16,7 +16,7 @@ from test_hostile_inputs import EAGLE, models
 from nim_specdec.cli.main import main
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError, MaterializeError
-from nim_specdec.fetchers import cache
+from nim_specdec.fetchers.volume import cache
 
 DEEP = "[" * 5000 + "]" * 5000
 

@@ -16,7 +16,7 @@ from test_hostile_inputs import EAGLE, models
 
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, ConfigError, MaterializeError
-from nim_specdec.fetchers.materialize import Job, RemoteFile, materialize
+from nim_specdec.fetchers.download.materialize import Job, RemoteFile, materialize
 from nim_specdec.launch.compile_cache import prune as compile_cache_prune
 from nim_specdec.launch.compile_cache.claim import LOCK
 from nim_specdec.launch.workspace import ensure_workspace

@@ -62,7 +62,7 @@ def context_for(env, cache_dir, **kwargs):
     NIM_DOWNLOAD_* variables give, with the backends reading their credentials from `env`."""
     from nim_specdec.config.download_settings import download_settings
     from nim_specdec.config.host_env import read_host_env
-    from nim_specdec.fetchers.base import FetchContext
+    from nim_specdec.fetchers.download.base import FetchContext
 
     host = read_host_env(env)
     kwargs = {"hf_hub_offline": host.hf_hub_offline, "secrets": host.secrets, **kwargs}

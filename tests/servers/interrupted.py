@@ -1,7 +1,7 @@
 """A download killed half-way (SIGKILL, as a pod is killed) and started again, with the bytes the store sent
 each time, counted by the fault proxy in front of it (what went out on the wire, not what the client says).
 
-Shared by tests/fetchers/test_resume.py (the bound) and bench/bench_resume.py (the figures).
+Shared by tests/fetchers/volume/test_resume.py (the bound) and bench/bench_resume.py (the figures).
 """
 
 from __future__ import annotations

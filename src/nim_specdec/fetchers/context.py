@@ -8,8 +8,8 @@ from typing import Callable
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.settings import LogFormat
-from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.cache import CacheLayout
+from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.fetchers.volume.cache import CacheLayout
 from nim_specdec.files.trust import open_to_others_reason, path_foreign_reason
 
 

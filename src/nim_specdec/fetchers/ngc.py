@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers.progress import DirectoryWatch
-from nim_specdec.fetchers import error_map
-from nim_specdec.fetchers.error_map import TransferFailed
-from nim_specdec.fetchers.safety import ListingBudget, target_path
+from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers.transfer.progress import DirectoryWatch
+from nim_specdec.fetchers.transfer import error_map
+from nim_specdec.fetchers.transfer.error_map import TransferFailed
+from nim_specdec.fetchers.transfer.safety import ListingBudget, target_path
 
 
 def api_key(env) -> str | None:
@@ -58,7 +58,7 @@ def point_sdk(env, timeout: float | None) -> None:
 
 @dataclass(frozen=True)
 class NgcTransfer:
-    """What the transfer's process needs (plain data: it is a fresh interpreter, fetchers/guarded_transfer.py)."""
+    """What the transfer's process needs (plain data: it is a fresh interpreter, download/guarded_transfer.py)."""
 
     uri: str
     env: dict[str, str] = field(repr=False)  # the NGC_* variables: key, endpoints
@@ -92,7 +92,7 @@ _CHILD_IMPORTS = (__name__, "ngcsdk")
 
 class NGCBackend:
     def download(self, job: Job) -> list[RemoteFile]:
-        from nim_specdec.fetchers.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
+        from nim_specdec.fetchers.download.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
 
         with TransferChild(_CHILD_IMPORTS) as child:  # it imports the SDK while this process lists
             return self._download(job, child)

@@ -10,14 +10,14 @@ import importlib
 from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers.base import Fetcher
+from nim_specdec.fetchers.download.base import Fetcher
 
 # scheme -> ("module:Class", pip extra that provides its library)
 BACKENDS: Mapping[str, tuple[str, str]] = {
     "local": ("nim_specdec.fetchers.local:LocalFetcher", ""),
-    "s3": ("nim_specdec.fetchers.s3:S3Fetcher", "s3"),
-    "gs": ("nim_specdec.fetchers.gcs:GCSFetcher", "gcs"),
-    "hf": ("nim_specdec.fetchers.hf:HFFetcher", "hf"),
+    "s3": ("nim_specdec.fetchers.buckets.s3:S3Fetcher", "s3"),
+    "gs": ("nim_specdec.fetchers.buckets.gcs:GCSFetcher", "gcs"),
+    "hf": ("nim_specdec.fetchers.hub.hf:HFFetcher", "hf"),
     "ngc": ("nim_specdec.fetchers.ngc:NGCFetcher", "ngc"),
 }
 

@@ -17,7 +17,7 @@ from nim_specdec.plan.method.builtin import default_config_dir, load_registry
 from nim_specdec.text.redact import preview
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
-from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.plan.engine.runner_choice import target_platform
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
@@ -25,7 +25,7 @@ from nim_specdec.plan.engine.vllm_schema import release_tuple
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec.preflight.device import read_device
-from nim_specdec.fetchers.cache import commit_of, untrusted_entry
+from nim_specdec.fetchers.volume.cache import commit_of, untrusted_entry
 
 
 # Debian's tcmalloc (the image installs libtcmalloc-minimal4), then the full one.

@@ -28,8 +28,8 @@ from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.settings import LogFormat, Settings
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.plan.method.target import TARGET_LINK
-from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.cache import commit_of
+from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.fetchers.volume.cache import commit_of
 from nim_specdec.fetchers.context import shared_trust_warning
 from nim_specdec.launch.vllm_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
 from nim_specdec.launch.custom_method import custom_method_note, require_custom_method

@@ -19,7 +19,7 @@ from nim_specdec.plan.plan_front import named_sources, plan_front
 from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.plan_model import Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.launch.facts import base_facts, source_facts
 from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
 

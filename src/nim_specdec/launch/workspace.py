@@ -20,8 +20,8 @@ from pathlib import Path
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers.base import FetchContext
-from nim_specdec.fetchers.cache import CacheLayout
+from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.fetchers.volume.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.files.trust import (
     ensure_own_dir,

@@ -6,7 +6,7 @@ it: no second parse of the environment, no command line to go back through), dow
 and exits 0; a refusal is written on the report pipe as one JSON object (exit code and message) and the process
 exits with that code. SIGTERM
 unwinds through the download's cleanup: nothing reaches the cache, and the files verified so far stay in
-the download's own folder for the next start to resume (fetchers/resume.py).
+the download's own folder for the next start to resume (fetchers/volume/resume.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Sequence
 from nim_specdec.config.settings import LogFormat
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import EXIT_INTERNAL, LauncherError
-from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.context import stderr_loggers
 from nim_specdec.fetchers.registry import get_fetcher
 

@@ -36,7 +36,7 @@ from nim_specdec.plan.plan_sections import VllmCheckResult
 from nim_specdec.config.settings import LogFormat
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
-from nim_specdec.fetchers.base import FetchContext
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.launch.facts import read_config
 from nim_specdec.launch.vllm_check.request import check_request

@@ -1,0 +1,6 @@
+"""One source into the cache: imports integrity/, transfer/ and volume/; every scheme package builds on it.
+
+base.py               the fetchers' contract: FetchContext (what a fetch is given) and Fetcher
+materialize.py        download once: lock, temporary folder, verify, atomic rename, marker last (Job, CachedFetcher)
+guarded_transfer.py   a library's transfer in a fresh child process under the rate guard, killable
+"""

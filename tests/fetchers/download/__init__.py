@@ -1,0 +1,1 @@
+"""Tests of src/nim_specdec/fetchers/download/."""
