@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.download.child_backend import ChildTransferBackend
 from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.transfer import error_map
@@ -87,17 +88,10 @@ def transfer(args: NgcTransfer, _file_done) -> None:
         raise OSError(f"NGC transfer ended with status {result.status}")
 
 
-_CHILD_IMPORTS = (__name__, "ngcsdk")
+class NGCBackend(ChildTransferBackend):
+    child_imports = (__name__, "ngcsdk")
 
-
-class NGCBackend:
-    def download(self, job: Job) -> list[RemoteFile]:
-        from nim_specdec.fetchers.download.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
-
-        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the SDK while this process lists
-            return self._download(job, child)
-
-    def _download(self, job: Job, child) -> list[RemoteFile]:
+    def download_with(self, job: Job, child) -> list[RemoteFile]:
         if not job.ref.revision:
             raise MaterializeError(job.uri, "no version given", "expected ngc://ORG/[TEAM/]NAME:VERSION")
         org, team, name = split_target(job.ref.location)

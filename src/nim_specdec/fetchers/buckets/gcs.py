@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.download.child_backend import ChildTransferBackend
 from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.integrity import digests
 from nim_specdec.fetchers.transfer import error_map
@@ -130,29 +131,25 @@ def transfer(args: GcsTransfer, file_done) -> None:
             fh.close()
 
 
-_CHILD_IMPORTS = (__name__, "google.cloud.storage.transfer_manager")
+class GCSBackend(ChildTransferBackend):
+    child_imports = (__name__, "google.cloud.storage.transfer_manager")
 
-
-class GCSBackend:
-    def download(self, job: Job) -> list[RemoteFile]:
-        from nim_specdec.fetchers.download.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
-
-        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
-            client = make_client(job.env)
-            with error_map.permanent_errors(job.uri, _raise_permanent):
-                listed = list_blobs(client, job)
-            files = [f for _, f in listed]
-            todo = job.to_fetch(files)
-            wanted = {f.name for f in todo}
-            listed = [(name, f) for name, f in listed if f.name in wanted]
-            if not listed:
-                return files
-            bucket = job.ref.location.partition("/")[0]
-            args = GcsTransfer(job.uri, dict(job.env), job.settings, job.dest, bucket, listed)
-            job.hasher.follow(todo, in_place)  # digested in this process while the transfer's process writes
-            with DirectoryWatch(job.dest, job.progress):
-                # The library writes a body in reads of 8 KiB: the guard's window need not be longer for it.
-                child.run(job, transfer, args, self.is_transient, granularity=8192)
+    def download_with(self, job: Job, child) -> list[RemoteFile]:
+        client = make_client(job.env)
+        with error_map.permanent_errors(job.uri, _raise_permanent):
+            listed = list_blobs(client, job)
+        files = [f for _, f in listed]
+        todo = job.to_fetch(files)
+        wanted = {f.name for f in todo}
+        listed = [(name, f) for name, f in listed if f.name in wanted]
+        if not listed:
+            return files
+        bucket = job.ref.location.partition("/")[0]
+        args = GcsTransfer(job.uri, dict(job.env), job.settings, job.dest, bucket, listed)
+        job.hasher.follow(todo, in_place)  # digested in this process while the transfer's process writes
+        with DirectoryWatch(job.dest, job.progress):
+            # The library writes a body in reads of 8 KiB: the guard's window need not be longer for it.
+            child.run(job, transfer, args, self.is_transient, granularity=8192)
         return files
 
     def is_transient(self, err: BaseException) -> bool:

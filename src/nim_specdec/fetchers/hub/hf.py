@@ -26,6 +26,7 @@ from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.hub import hf_branch, hf_choice
 from nim_specdec.fetchers.hub.branch_refs import is_commit
 from nim_specdec.fetchers.volume.cache import normalized_uri
+from nim_specdec.fetchers.download.child_backend import ChildTransferBackend
 from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
 from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.volume.resume import glob_escape
@@ -102,17 +103,10 @@ def transfer(args: HfTransfer, _file_done) -> None:
         raise
 
 
-_CHILD_IMPORTS = (__name__, "huggingface_hub")
+class HFBackend(ChildTransferBackend):
+    child_imports = (__name__, "huggingface_hub")
 
-
-class HFBackend:
-    def download(self, job: Job) -> list[RemoteFile]:
-        from nim_specdec.fetchers.download.guarded_transfer import TransferChild  # noqa: PLC0415 - pickle and subprocess: ~4 ms of every `plan` that only reads the cache
-
-        with TransferChild(_CHILD_IMPORTS) as child:  # it imports the library while this process lists
-            return self._download(job, child)
-
-    def _download(self, job: Job, child) -> list[RemoteFile]:
+    def download_with(self, job: Job, child) -> list[RemoteFile]:
         from huggingface_hub import HfApi, close_session, constants  # noqa: PLC0415 - the hf extra, only for an hf:// source
         from huggingface_hub.hf_api import RepoFile  # noqa: PLC0415 - the hf extra, only for an hf:// source
 
