@@ -34,7 +34,7 @@ def fresh(s3):
 @pytest.mark.parametrize(
     "limits,fragment",
     [
-        # 64 KiB/s: boto3 counts in reads of 256 KiB, so its window is at least 2 x 256 / 64 = 8 s.
+        # 64 KiB/s: the window is max(4 x 3 s, 2 x 256 KiB / 64 KiB/s) = 12 s (boto3 counts in reads of 256 KiB).
         ({"NIM_DOWNLOAD_MIN_RATE_KB": "64"}, "NIM_DOWNLOAD_MIN_RATE_KB"),
         ({"NIM_DOWNLOAD_MIN_RATE_KB": "0", "NIM_DOWNLOAD_DEADLINE": "2"}, "NIM_DOWNLOAD_DEADLINE"),
     ],
@@ -43,15 +43,13 @@ def test_a_trickling_store_is_cut_off_and_the_entry_released(s3, tmp_path, clien
     files = model_files()
     uri = s3.publish(f"trickle{uuid.uuid4().hex[:8]}", files)
     s3.proxy.inject(Fault("slow", WEIGHTS, times=-1, bytes_per_second=20))
-    # A read never waits 0.5 s (a byte every 50 ms), so no read timeout fires: only the guard can stop it.
-    env = {**s3.env(), "NIM_S5CMD": client, "NIM_DOWNLOAD_RETRIES": "0", "NIM_DOWNLOAD_TIMEOUT": "0.5", **limits}
-    started = time.monotonic()
+    # A byte every 50 ms, and a read may wait 3 s (far more than a loaded machine delays one), so no read timeout
+    # fires: only the guard can stop it (the line names which).
+    env = {**s3.env(), "NIM_S5CMD": client, "NIM_DOWNLOAD_RETRIES": "0", "NIM_DOWNLOAD_TIMEOUT": "3", **limits}
     with pytest.raises(MaterializeError) as err:
         get_fetcher("s3").fetch(parse_source(uri, "X"), context_for(env, tmp_path))
-    took = time.monotonic() - started
     line = err.value.one_line()
     assert fragment in line and err.value.exit_code == EXIT_MATERIALIZE, line
-    assert took < 30, took
     s3.proxy.reset()  # the store is well again: the lock was released and nothing partial is served
     path = get_fetcher("s3").fetch(parse_source(uri, "X"), context_for({**env, "NIM_DOWNLOAD_TIMEOUT": "30"}, tmp_path))
     assert tree_bytes(path) == files
