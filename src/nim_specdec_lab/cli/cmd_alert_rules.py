@@ -5,7 +5,7 @@
 
 Alerts on tune's recommendation (or the measured configuration named) when live acceptance length falls below
 the lower bound of tune's interval, when drafts stop while requests flow, and when a pod serves the model
-without speculation (nim_specdec_lab/tune/alert_rules.py). `prometheusrule` is the Prometheus Operator's
+without speculation (nim_specdec_lab/tune/reporting/alert_rules.py). `prometheusrule` is the Prometheus Operator's
 resource; `rules` a plain rules file for `rule_files:`. docs/alerts.md says what to do when each fires.
 """
 
@@ -21,8 +21,15 @@ from nim_specdec.config.jsonvalue import loads_object
 from nim_specdec.errors import ConfigError, printable
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec.files.regular_file import read_regular
-from nim_specdec_lab.tune.alert_rules import DURATION, Expected, alert_group, pick, prometheus_rule, rules_file
-from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
+from nim_specdec_lab.tune.reporting.alert_rules import (
+    DURATION,
+    Expected,
+    alert_group,
+    pick,
+    prometheus_rule,
+    rules_file,
+)
+from nim_specdec_lab.tune.reporting.expected_acceptance import expected_acceptance
 
 MAX_TUNE_JSON = 256 * 1024 * 1024  # runs with per-request acceptance; far above what a tune writes
 FORMATS = ("prometheusrule", "rules")

@@ -170,7 +170,7 @@ def _suffix_available(explicit: bool, notes: list[str]) -> bool:
 
 def simulate_methods(args: argparse.Namespace, methods: tuple[str, ...], command: str, explicit: bool = True) -> int:
     from nim_specdec_lab.ngram import serving_runner as mr  # noqa: PLC0415 - +5 modules (~5 ms) on --help
-    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
+    from nim_specdec_lab.tune.engines.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
 
     verify_cost = DEFAULT_VERIFY_COST if args.verify_cost is None else args.verify_cost
     if not verify_cost >= 0:

@@ -3,12 +3,12 @@
 Round 1: speculation off, each candidate at its largest K, and a draft model's server at K = 0 everywhere
 (what K = 0 in its schedule costs; it only feeds the fit). Before any candidate is served, a model-free
 method whose simulated acceptance cannot beat off is left out; after its first server, a candidate far
-below off is dropped (tune.pruning). The cost model is fitted on the rest and chooses; its choice, unless it
+below off is dropped (tune.lineup.pruning). The cost model is fitted on the rest and chooses; its choice, unless it
 is exactly a configuration already served, is measured in round 1 too. Rounds 2 to `--rounds` serve off and
-the candidates not dropped, rotated (tune.rounds.order_of); after each, one whose interval shows it slower
-than off, or than the leader by the margin, is dropped (tune.pruning). The recommendation is decided on the
-paired rounds (tune.decide), every candidate served counted in its family, and the choice's prediction is
-judged at concurrencies its fit did not see (tune.verification).
+the candidates not dropped, rotated (tune.runs.rounds.order_of); after each, one whose interval shows it slower
+than off, or than the leader by the margin, is dropped (tune.lineup.pruning). The recommendation is decided on the
+paired rounds (tune.deciding.decide), every candidate served counted in its family, and the choice's prediction is
+judged at concurrencies its fit did not see (tune.deciding.verification).
 
 Every server, before it is measured, gets the same prompt pass: every captured request once, greedy, with
 the token ids returned (runner.record_token_ids). Off's round-1 server keeps those ids for the simulators;
@@ -27,29 +27,26 @@ from typing import Any, Mapping
 from nim_specdec.launch.resolve import plan_for, public
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec_lab.ngram.serving_runner import installed_vllm, serving_runner
-from nim_specdec_lab.tune.simulated import model_free_candidates
+from nim_specdec_lab.tune.lineup.simulated import model_free_candidates
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.replay.trace_notes import trace_notes
-from nim_specdec_lab.tune import candidates as cand, pruning
-from nim_specdec_lab.tune.choice import DEFAULT_MARGIN, choose
-from nim_specdec_lab.tune.confirming import Budget, confirm
-from nim_specdec_lab.tune.fitting import MethodRuns, drafted, fitted, held_out_prediction
-from nim_specdec_lab.tune.measured import engine_summary, serving_target
-from nim_specdec_lab.tune.rounds import Table
-from nim_specdec_lab.tune.runner import (
-    MeasureOptions,
-    Say,
+from nim_specdec_lab.tune.lineup import candidates as cand, pruning
+from nim_specdec_lab.tune.model.choice import DEFAULT_MARGIN, choose
+from nim_specdec_lab.tune.lineup.confirming import Budget, confirm
+from nim_specdec_lab.tune.deciding.fitting import MethodRuns, drafted, fitted, held_out_prediction
+from nim_specdec_lab.tune.engines.measured import engine_summary, serving_target
+from nim_specdec_lab.tune.runs.rounds import Table
+from nim_specdec_lab.tune.runs.measurement import MeasureOptions, Say, judged_tokens_per_s, server_name
+from nim_specdec_lab.tune.servers import (
     ServerLog,
-    judged_tokens_per_s,
     local_model_dir,
     measure,
     read_trace,
     record_token_ids,
     served,
     served_model,
-    server_name,
 )
-from nim_specdec_lab.tune.serving import without_dropped_schedule
+from nim_specdec_lab.tune.engines.serving import without_dropped_schedule
 from nim_specdec_lab.tune.session_result import (
     CHOICE,
     decided,
@@ -58,7 +55,7 @@ from nim_specdec_lab.tune.session_result import (
     traffic_weights,
     write_result,
 )
-from nim_specdec_lab.tune.verification import held_out
+from nim_specdec_lab.tune.deciding.verification import held_out
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,7 @@ class TuneOptions:
     methods: tuple[str, ...] = cand.MODEL_FREE
     serving_platform: str | None = None  # None: this machine's
     serving_vllm_version: str | None = None  # None: the installed vLLM
-    max_servers: int | None = None  # None: tune.pruning.default_budget
+    max_servers: int | None = None  # None: tune.lineup.pruning.default_budget
     trained_draft: Path | None = None  # a draft `draft train` made (OUT/draft), measured as a candidate too
 
 
@@ -123,7 +120,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     servers, table = ServerLog(), Table()
     out, run = options.out, options.run
     # The budget, known before any server starts: at most one candidate per method, and a K = 0 server for a
-    # configured draft model (tune.pruning, rule 4).
+    # configured draft model (tune.lineup.pruning, rule 4).
     most = (1 if configured else 0) + len([m for m in options.methods if not (configured and configured.method == m)])
     zero_k = 1 if configured is not None and not configured.simulated else 0
     sweep_most = 1 + (configured.kmax if configured else 0) + options.max_k * (most - (1 if configured else 0))
@@ -174,7 +171,7 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     screened: set[str] = set()  # dropped after their first server
 
     def screen(name: str) -> bool:
-        """Drop a configuration whose first server measured far below off (tune.pruning, rule 2)."""
+        """Drop a configuration whose first server measured far below off (tune.lineup.pruning, rule 2)."""
         ratio = pruning.first_round_ratio(table.figures("off"), table.figures(name), weights)
         if ratio is None or ratio >= pruning.SCREEN:
             return False
