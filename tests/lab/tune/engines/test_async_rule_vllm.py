@@ -1,8 +1,8 @@
 """tune's async-scheduling rule (tune.engines.engine.async_scheduling) against each release's own decision: the
 statements of VllmConfig.__post_init__ that settle `scheduler_config.async_scheduling`, taken from vLLM 0.32
-(installed) and 0.33 and 0.34 (their wheels) and run on plain objects, for every method the release knows, both runners (0.34: V2,
-its only one), with and without pipeline parallelism, padded drafter batches off (a key 0.34 removed), and async
-scheduling asked on, off or left to vLLM."""
+(installed) and 0.33 and 0.34 (their wheels) and run on plain objects, for every method the release knows, both
+runners (0.34: V2, its only one), with and without pipeline parallelism, padded drafter batches off (a key 0.34
+removed), and async scheduling asked on, off or left to vLLM."""
 
 from __future__ import annotations
 
