@@ -43,5 +43,6 @@ studies/                how tune's decision behaves over simulated worlds (pure;
   selection_study.py    how often the recommendation's interval covers its true speed-up
 servers.py              the shell: servers started through `nim-specdec serve`, replayed, measured, stopped
 session.py              one tune session: named stages over one immutable state, from the trace to tune.json
+session_state.py        the values passed from stage to stage: the options, the setup, the immutable TuneState
 session_result.py       what the measurements make: the decision, the tables' rows, the answer, the files
 """
