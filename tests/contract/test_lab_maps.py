@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 LAB = Path(__file__).resolve().parents[2] / "src" / "nim_specdec_lab"
-# The lab packages that carry a map: tune/ (its whole tree) and each of its sub-packages (its own files).
-MAPPED = ("tune",)
+# The lab packages that carry a map: tune/ (its whole tree) and each of its sub-packages (its own files), simulation/.
+MAPPED = ("tune", "simulation")
 # A map line: two spaces per level of nesting, the name (a folder ends in "/"), two or more spaces, what it decides.
 ENTRY = re.compile(r"^((?:  )*)([\w.<>-]+/?)\s{2,}\S")
 
