@@ -176,7 +176,7 @@ OTHER_READERS = {
     "nim_specdec_lab/tune/deciding/from_recorded.py": "recorded runs the user names (open_regular_text, capped)",
     "nim_specdec_lab/simulation/inputs.py": "a trace the user names (open_regular_text, capped)",
     "nim_specdec_lab/draft/flow.py": "a capture the user names (open_regular_text, capped)",
-    "nim_specdec_lab/draft/training/runner.py": "the training rows and the worker's log, written by the run itself",
+    "nim_specdec_lab/draft/training/supervisor.py": "the training rows and the worker's log, written by the run itself",
     "nim_specdec_lab/draft/training/worker.py": "its job, rows, checkpoints and staged export, written by the run",
     "nim_specdec_lab/ngram/http_replay.py": "records the user names (open_regular_text, capped)",
     "nim_specdec_lab/replay/aiperf_run.py": "AIPerf's log, which the lab writes",

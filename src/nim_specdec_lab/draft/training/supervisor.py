@@ -1,4 +1,5 @@
-"""train_draft: runs the library in the draft virtualenv as a subprocess, streams its progress, exports atomically.
+"""train_draft: supervises the training worker, a subprocess in the draft virtualenv: streams its progress, exports
+atomically.
 
 Cheap checks first (the interpreter, the target's shape, the data, the output path, free space), then the worker
 (worker.py in the draft venv). The worker trains into work_dir/checkpoints, resuming from the newest complete
