@@ -1,6 +1,6 @@
-"""The lab's maps: the docstring of tune/__init__.py names every folder and file under tune/, and each of its
-sub-packages' docstrings names every file in that sub-package, and nothing else. A module added, removed, moved or
-renamed without its line in the maps fails here."""
+"""The lab's maps: the docstring of a mapped package's __init__.py (tune/, each of its sub-packages, simulation/)
+names every folder and file directly in that package, and nothing else, and every sub-package of a mapped package
+has a map of its own. A module added, removed, moved or renamed without its line in a map fails here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 LAB = Path(__file__).resolve().parents[2] / "src" / "nim_specdec_lab"
-# The lab packages that carry a map: tune/ (its whole tree) and each of its sub-packages (its own files), simulation/.
+# The lab packages that carry a map, with every sub-package below them.
 MAPPED = ("tune", "simulation")
 # A map line: two spaces per level of nesting, the name (a folder ends in "/"), two or more spaces, what it decides.
 ENTRY = re.compile(r"^((?:  )*)([\w.<>-]+/?)\s{2,}\S")
@@ -32,18 +32,13 @@ def _map_entries(doc: str) -> set[str]:
     return entries
 
 
-def _on_disk(folder: Path, prefix: str = "") -> set[str]:
-    found = set()
-    for path in sorted(folder.iterdir()):
-        if path.name in ("__pycache__", "__init__.py"):
-            continue
-        if path.is_dir():
-            found.add(f"{prefix}{path.name}/")
-            if (path / "__init__.py").is_file():
-                found |= _on_disk(path, f"{prefix}{path.name}/")
-        else:
-            found.add(prefix + path.name)
-    return found
+def _on_disk(folder: Path) -> set[str]:
+    """The folders and files directly in a package: a sub-package is one line, its files are in its own map."""
+    return {
+        f"{path.name}/" if path.is_dir() else path.name
+        for path in folder.iterdir()
+        if path.name not in ("__pycache__", "__init__.py")
+    }
 
 
 def _docstring(path: Path) -> str:
@@ -51,11 +46,7 @@ def _docstring(path: Path) -> str:
 
 
 def _mapped_packages() -> list[Path]:
-    return [
-        folder
-        for root in MAPPED
-        for folder in [LAB / root, *sorted(p.parent for p in (LAB / root).glob("*/__init__.py"))]
-    ]
+    return [folder for root in MAPPED for folder in sorted(p.parent for p in (LAB / root).rglob("__init__.py"))]
 
 
 @pytest.mark.parametrize("package", _mapped_packages(), ids=lambda p: str(p.relative_to(LAB)))
@@ -74,7 +65,7 @@ def test_every_mapped_module_says_what_it_decides():
 
 
 def test_the_maps_cover_sub_packages_and_the_reader_sees_a_missing_file():
-    assert len(_mapped_packages()) > 1, "tune/ has sub-packages, each with a map"
+    assert {LAB / "tune", LAB / "tune" / "runs", LAB / "simulation"} <= set(_mapped_packages())
     doc = "intro line\n\nsub/            what\n  a.py          what\n  data/         what\ntop.py          what\n"
     assert _map_entries(doc) == {"sub/", "sub/a.py", "sub/data/", "top.py"}
     assert _map_entries("a.py what\n") == set()  # one space: prose, not a map line

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import fields
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
@@ -149,16 +150,9 @@ def simulation(args: argparse.Namespace, methods: tuple[str, ...], command: str,
     version = serving_vllm_version(args.serving_vllm_version)
     ngram = tuple(ngram_grid(args)) if "ngram" in methods else None
     suffix = tuple(suffix_grid(args)) if "suffix" in methods else None  # checked whether or not it is available
-    source = RecordSource(
-        records=args.records,
-        trace=args.trace,
-        url=args.url,
-        model=args.model,
-        concurrency=args.concurrency,
-        max_model_len=args.max_model_len,
-        save_records=args.save_records,
-        key=server_key(os.environ),
-    )
+    # The source's fields are the arguments of the same names (--records, --trace, --url, ...), and the key.
+    named = {f.name: getattr(args, f.name) for f in fields(RecordSource) if f.name != "key"}
+    source = RecordSource(**named, key=server_key(os.environ))
     return Simulation(
         command=command,
         source=source,

@@ -408,8 +408,10 @@ def tune(env: Mapping[str, str], options: TuneOptions, say: Say) -> dict[str, An
     started = time.monotonic()
     state = prepared(env, options, say)
     bench = Bench(env, options, say)
-    for stage in (baseline, screened, fitted_choice, confirmed):
-        state = stage(state, bench)
+    state = baseline(state, bench)
+    state = screened(state, bench)
+    state = fitted_choice(state, bench)
+    state = confirmed(state, bench)
     judged = verdict(state, bench)
     say(judged.decision.line)
     return written(state, bench, judged, started)
