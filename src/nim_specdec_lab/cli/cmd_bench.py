@@ -26,11 +26,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.regular_file import read_json_inside
 from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
-from nim_specdec_lab.cli.support.bench_io import (
-    concurrencies as _concurrencies,
-    workloads as _workloads,
-    write_report,
-)
+from nim_specdec_lab.cli.support.bench_io import concurrencies as _concurrencies, workloads as _workloads
 from nim_specdec_lab.server_key import aiperf_cannot_carry
 
 EXTRA = "--extra"
@@ -153,7 +149,6 @@ DRIFT_NOTE = (
     "note: the off and on runs were measured on servers started elsewhere, at different times; drift "
     "between them is not controlled and the speedup has no interval (bench --serve measures both in rounds)"
 )
-NO_INTERVAL = "one run per side: no interval (bench --serve measures paired rounds)"
 
 
 def _say(line: str) -> None:
@@ -212,38 +207,6 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
         run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
 
 
-def build_report(out: Path) -> Path:
-    """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec_lab.cli.support import bench_serve_flow  # noqa: PLC0415 - +60 modules (~90 ms) on --help
-    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON, read_measurement  # noqa: PLC0415 - +10 modules (~15 ms) on --help
-    from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415 - +10 modules (~15 ms) on --help
-    from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415 - +12 modules (~20 ms) on --help
-    from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415 - +11 modules (~17 ms) on --help
-
-    if bench_serve_flow.has_rounds(out):
-        return bench_serve_flow.build_serve_report(out)
-
-    found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
-    for mode in MODES:
-        for path in sorted((out / "runs" / mode).glob(f"*/{MEASUREMENT_JSON}")):
-            found[mode][path.parent.name] = read_measurement(path, out)
-    if not any(found.values()):
-        raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
-    report = compare(found)
-    for row in report["rows"]:
-        note = NO_INTERVAL if row["speedup"] is not None else None
-        row.update(speedup_interval=None, verdict=None, verdict_note=note)
-    report["acceptance_matrix"], notes = acceptance_matrix.from_runs({m: list(found[m].values()) for m in MODES})
-    report["warnings"] += notes
-    ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
-    if ignore_eos:
-        from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415 - +57 modules (~90 ms) on --help
-
-        report["warnings"].append(IGNORE_EOS)
-    write_report(report, out)
-    return out / "report.md"
-
-
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if args.serve:
@@ -265,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
             _say(f"warning: {IGNORE_EOS}")
         _measure(args, out)
         _say(DRIFT_NOTE)
+    from nim_specdec_lab.bench.report_files import build_report  # noqa: PLC0415 - +60 modules (~90 ms) on --help
+
     report = build_report(out)
     _say(f"report: {report}, {out / 'report.json'}, plots: {', '.join(p.name for p in sorted(out.glob('*.png')))}")
     print(report.read_text(), end="")
