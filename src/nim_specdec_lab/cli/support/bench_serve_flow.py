@@ -1,29 +1,23 @@
-"""`nim-specdec bench --serve`: the edges (env files, os.environ, OUT/serve) around the rounds and the report.
-
-Everything that can be refused is refused before the first server starts: the env files, the options,
-AIPerf, the trace.
+"""`nim-specdec bench --serve`: its options, env files and environment read into a ServeBench, which
+bench.serve_flow runs. Everything that can be refused is refused here, before the first server starts: the env
+files, the options, AIPerf (the trace was read before).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import signal
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec.files.output_files import write_atomically
-from nim_specdec_lab.bench.report_files import CONTEXT_JSON
 from nim_specdec_lab.cli.support.bench_io import concurrencies
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec.files.regular_file import read_regular
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
-from nim_specdec_lab.bench.serve_report import IGNORE_EOS
-from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeRunOptions, run_rounds, side_names
+from nim_specdec_lab.bench import serve_flow
+from nim_specdec_lab.bench.serve_flow import ServeBench
+from nim_specdec_lab.bench.serve_rounds import ServeRunOptions, side_names
 from nim_specdec_lab.server_key import keyless
 
 MAX_ENV_FILE_BYTES = 1024 * 1024  # an env file is a few lines
@@ -57,11 +51,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not above 0", "give seconds, e.g. 900")
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say: Callable[[str], None]) -> None:
+    """The --serve options, env files and environment read and checked into a ServeBench, then run."""
 
     _check(args)
     levels_c = concurrencies(args.concurrency, several=True)
@@ -90,42 +81,6 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
         ready_timeout_s=args.ready_timeout,
         aiperf_extra=tuple(args.extra),
     )
-    if args.ignore_eos:
-        say(f"warning: {IGNORE_EOS}")
-    for workload in workloads:
-        if workload.note:
-            say(f"{workload.category}: {workload.note}")
-    try:
-        if (out / SERVE_DIR).exists():
-            shutil.rmtree(out / SERVE_DIR)  # a new run's rounds never mix with an older run's
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError("--out", f"cannot use {out} ({err.strerror})", "choose a writable directory") from None
-    # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C, so that the server running now is
-    # stopped by its context manager instead of outliving bench.
-    signal.signal(signal.SIGTERM, _interrupt)
-    facts = run_rounds(envs, vllm_args, workloads, options, out, say)
-    context = {
-        "rounds": args.rounds,
-        "margin": args.margin,
-        "baseline_off": args.baseline is None,
-        "ignore_eos": args.ignore_eos,
-        "greedy": args.greedy,
-        "max_tokens": args.max_tokens,
-        "timestamps_ms": {w.category: list(w.timestamps_ms) if w.timestamps_ms else None for w in workloads},
-        "requests": {w.category: [dict(r) for r in w.requests] for w in workloads},
-        "max_model_len": facts["max_model_len"],
-        "prompt_tokens": facts["prompt_tokens"],
-        "servers": facts["servers"],
-        "order_by_round": facts["order_by_round"],
-        "seconds": facts["seconds"],
-        "per_request_spec_decode_metrics": {
-            side: "--per-request-spec-decode-metrics" in argv for side, argv in facts["argv"].items()
-        },
-        "sides": {
-            name: path or ("the current environment" + (f" with {var.SPECDEC_ENABLE}=0" if name == "baseline" else ""))
-            for name, path in zip(names, [args.baseline, *files])
-        },
-    }
-    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context, allow_nan=False) + "\n", "--out")
-    say(f"bench: {args.rounds} rounds done in {facts['seconds']:.0f} s")
+    sources = dict(zip(names, [args.baseline, *files]))
+    run = ServeBench(envs, sources, tuple(vllm_args), options, args.margin)
+    serve_flow.run_serve(run, workloads, out, say)
