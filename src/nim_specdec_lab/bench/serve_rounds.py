@@ -1,5 +1,5 @@
 """The shell of `bench --serve`: rounds of a baseline's server and each candidate's, each started through the
-launcher (tune's runner), measured in the same closed loop, and stopped before the next one starts (also on
+launcher (tune.servers), measured in the same closed loop, and stopped before the next one starts (also on
 Ctrl-C or an error).
 
 Order: rotated. Round n starts the sides in the order given (the baseline, then each candidate) rotated by

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from nim_specdec.files.output_files import write_atomically
-from nim_specdec_lab.ngram import serving_runner as mr
+from nim_specdec_lab.ngram import model_runner as mr
 from nim_specdec_lab.ngram.corpus import build_corpus
 from nim_specdec_lab.ngram.grid import Scored, predicted_speedup, rank
 from nim_specdec_lab.ngram.simulator import NgramParams, requests_near_model_length, simulate

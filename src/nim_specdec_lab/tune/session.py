@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 from nim_specdec.launch.resolve import plan_for, public
 from nim_specdec_lab.ngram.corpus import RecordedRequest
-from nim_specdec_lab.ngram.serving_runner import installed_vllm, serving_runner
+from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.replay.trace_notes import trace_notes

@@ -73,7 +73,7 @@ class Table:
     entries: list[Entry] = field(default_factory=list)
 
     def add(self, configuration: str, round_no: int, measured: Mapping[int, Sequence[Round]]) -> None:
-        # A server measures every concurrency once per repeat, repeats outermost (runner.measure).
+        # A server measures every concurrency once per repeat, repeats outermost (servers.measure).
         position = 1 + len({e.server for e in self.entries if e.round == round_no})
         found = sorted(((r.number, c, r) for c, rounds in measured.items() for r in rounds), key=lambda x: x[:2])
         for repeat, c, one in found:

@@ -84,7 +84,7 @@ def _run(concurrency: int, latency_s: float) -> ReplayMeasurement:
 
 
 def _measured(name: str, *latencies_by_repeat: tuple[float, ...]) -> dict[int, list[Round]]:
-    """What runner.measure returns for one server: concurrency -> its runs, one per repeat."""
+    """What servers.measure returns for one server: concurrency -> its runs, one per repeat."""
     out: dict[int, list[Round]] = {}
     for repeat, latencies in enumerate(latencies_by_repeat, start=1):
         for c, latency in zip((1, 4), latencies):
