@@ -22,6 +22,10 @@ import re
 from dataclasses import astuple, dataclass
 from typing import Any, Mapping
 
+from nim_specdec.config import variables as var
+from nim_specdec.errors import ConfigError
+from nim_specdec_lab.tune.reporting.expected_acceptance import expected_acceptance
+
 RUNBOOK = "docs/alerts.md#"
 DURATION = re.compile(r"^[1-9][0-9]{0,4}[smh]$")
 GROUP = "nim-specdec-tuned"
@@ -195,3 +199,25 @@ def prometheus_rule(group: dict, model_name: str, namespace: str) -> dict:
         },
         "spec": {"groups": [group]},
     }
+
+
+def expected_for(result: Mapping[str, Any], configuration: str | None) -> Expected:
+    """What a tune.json expects of `configuration` (None: the recommendation), or one line saying why it has no
+    figure to alert on: speculation off recommended, a configuration it did not measure, too few runs."""
+    table = result.get("expected_acceptance")
+    if not isinstance(table, dict):  # a tune.json from before tune wrote it: the same figures from its runs
+        table = expected_acceptance(result)
+    chosen = pick(table, configuration)
+    if isinstance(chosen, str):
+        raise ConfigError(
+            "--configuration" if configuration else "TUNE_JSON",
+            chosen,
+            f"name a measured configuration with --configuration, or serve with {var.SPECDEC_ENABLE}=0",
+        )
+    if chosen.low is None:
+        raise ConfigError(
+            "TUNE_JSON",
+            f"{chosen.configuration} was measured in {chosen.runs} run, too few for an interval",
+            "run tune with --rounds 2 or more",
+        )
+    return chosen
