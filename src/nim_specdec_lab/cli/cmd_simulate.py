@@ -15,9 +15,8 @@ from dataclasses import fields
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.support.simulate_grids import ngram_grid, suffix_grid
+from nim_specdec_lab.cli.support.simulate_grids import SUFFIX_FLAGS, ngram_grid, suffix_grid
 from nim_specdec_lab.ngram.grid import DEFAULT_VERIFY_COST
-from nim_specdec_lab.suffix import grid as sg
 
 METHODS = ("ngram", "suffix")
 
@@ -84,29 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ngram.add_argument("--ngram-min", dest="ngram_min", default="1-4", help="prompt_lookup_min values (default 1-4)")
     ngram.add_argument("--ngram-max", dest="ngram_max", default="1-5", help="prompt_lookup_max values (default 1-5)")
     suffix = parser.add_argument_group("suffix grid (a point per combination)")
-    suffix.add_argument(
-        "--suffix-k", default=sg.DEFAULT_K, help=f"num_speculative_tokens values (default {sg.DEFAULT_K})"
-    )
-    suffix.add_argument(
-        "--suffix-depth",
-        default=sg.DEFAULT_DEPTH,
-        help=f"suffix_decoding_max_tree_depth values (default {sg.DEFAULT_DEPTH})",
-    )
-    suffix.add_argument(
-        "--suffix-cached",
-        default=sg.DEFAULT_CACHED,
-        help=f"suffix_decoding_max_cached_requests values, 0 = no global tree (default {sg.DEFAULT_CACHED})",
-    )
-    suffix.add_argument(
-        "--suffix-factor",
-        default=sg.DEFAULT_FACTOR,
-        help=f"suffix_decoding_max_spec_factor values (default {sg.DEFAULT_FACTOR})",
-    )
-    suffix.add_argument(
-        "--suffix-min-prob",
-        default=sg.DEFAULT_MIN_PROB,
-        help=f"suffix_decoding_min_token_prob values (default {sg.DEFAULT_MIN_PROB})",
-    )
+    for flag in SUFFIX_FLAGS:
+        suffix.add_argument(flag.flag, default=flag.default, help=flag.help)
     add_output_arguments(parser)
     parser.set_defaults(_flags={"ngram_k": "--ngram-k", "ngram_min": "--ngram-min", "ngram_max": "--ngram-max"})
 
