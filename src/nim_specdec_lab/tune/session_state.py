@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.trace import CapturedRequest
@@ -17,10 +17,14 @@ from nim_specdec_lab.tune.runs.measurement import MeasureOptions, Say
 from nim_specdec_lab.tune.session_result import FittedChoice
 
 Config = Mapping[str, Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class TuneOptions:
+    """What `nim-specdec tune` was asked: the trace, where its files go, how each server is measured, the
+    user's vLLM arguments, and the lineup's bounds."""
+
     trace: Path
     out: Path
     run: MeasureOptions
@@ -99,7 +103,7 @@ class TuneState:
         return replace(self, lineup=(*self.lineup, (name, config)))
 
 
-def known(value: Any) -> Any:
+def known(value: T | None) -> T:
     # A stage reads what an earlier stage set; tune() runs them in order, so None here is a bug, not an input.
     assert value is not None, "a tune stage ran before the stage it reads"
     return value
