@@ -1,6 +1,6 @@
-"""The lab's maps: the docstring of a mapped package's __init__.py (tune/, each of its sub-packages, simulation/)
-names every folder and file directly in that package, and nothing else, and every sub-package of a mapped package
-has a map of its own. A module added, removed, moved or renamed without its line in a map fails here."""
+"""The lab's maps: the docstring of a mapped package's __init__.py (tune/ and each of its sub-packages, simulation/,
+bench/, ngram/) names every folder and file directly in that package, and nothing else, and every sub-package of a
+mapped package has a map of its own. A module added, removed, moved or renamed without its line in a map fails here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 LAB = Path(__file__).resolve().parents[2] / "src" / "nim_specdec_lab"
 # The lab packages that carry a map, with every sub-package below them.
-MAPPED = ("tune", "simulation")
+MAPPED = ("tune", "simulation", "bench", "ngram")
 # A map line: two spaces per level of nesting, the name (a folder ends in "/"), two or more spaces, what it decides.
 ENTRY = re.compile(r"^((?:  )*)([\w.<>-]+/?)\s{2,}\S")
 
