@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
-from nim_specdec_lab.tune.rounds import order_of
+from nim_specdec_lab.tune.runs.rounds import order_of
 
 CONCURRENCIES = (1, 2, 4, 8, 16)
 SEED = 3  # a world where the 1.2x candidate is not told apart in three rounds: the power figures run

@@ -6,7 +6,7 @@ docs/tuning.md quotes.
 One section, `order` (between `<!-- figures:order -->` and `<!-- /figures -->`; the doc holds the same block and
 tests/contract/test_docs_figures.py fails where they disagree): for each lineup size, the largest shift a
 first-server effect p (in log) gives a candidate's mean log ratio over off's in R rounds of tune's order
-(tune.rounds.position_bias), in units of p / R, over R = 2 to 12; then that shift for a 4% effect at 3 and at 8
+(tune.runs.rounds.position_bias), in units of p / R, over R = 2 to 12; then that shift for a 4% effect at 3 and at 8
 rounds, and for a drift of 1% per place within a round at 3 rounds. Exact (no simulation): the same figures
 on every run.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nim_specdec_lab.tune.rounds import position_bias
+from nim_specdec_lab.tune.runs.rounds import position_bias
 
 SIZES = range(2, 10)
 ROUNDS = range(2, 13)

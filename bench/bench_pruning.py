@@ -5,11 +5,11 @@ printed as the table docs/tuning.md quotes.
 
 One section, `pruning` (between `<!-- figures:pruning -->` and `<!-- /figures -->`; tests/contract/test_docs_figures.py
 fails where the doc and the recorded output disagree): for each world and `--max-k`, the share of worlds in
-which the pruned tune (tune.pruning: the first-round screen, drops on intervals, a server budget) recommends
+which the pruned tune (tune.lineup.pruning: the first-round screen, drops on intervals, a server budget) recommends
 what the full sweep (every configuration in every round) does, with its 95% Wilson interval; the servers the
 pruned tune started (median and most) against the full sweep's; and the share of worlds in which the draft
 was served once. Servers are counted as tune counts them (a draft's K = 0 server and the model's choice
-included); the budget is tune's default (tune.pruning.default_budget), and, for comparison, one sweep plus
+included); the budget is tune's default (tune.lineup.pruning.default_budget), and, for comparison, one sweep plus
 one, the default before it counted the rounds (what tune now says of it before starting, and with which
 --max-servers it would serve every round). The machine is the noise studies' (nim_specdec_lab.noise_worlds.Machine),
 3 rounds, concurrencies 1 and 4 weighed alike. A second section, `screen`: the share of first rounds (100 x
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from nim_specdec_lab.noise_worlds import HARSH, WORLDS, simulate, true_log_speedups
-from nim_specdec_lab.tune import pruning
-from nim_specdec_lab.tune.noise_study import Share
-from nim_specdec_lab.tune.pruning_study import compare
+from nim_specdec_lab.tune.lineup import pruning
+from nim_specdec_lab.tune.studies.noise_study import Share
+from nim_specdec_lab.tune.studies.pruning_study import compare
 
 CONCURRENCIES = (1, 4)
 WEIGHTS = {1: 0.5, 4: 0.5}

@@ -11,7 +11,7 @@ normal machine, with t(3) tails, and with t(3) tails, a quarter of the rounds lo
 tune (nim_specdec_lab.noise_worlds.WORLDS): of the worlds where tune recommends a configuration, the share
 whose shown interval (simultaneous over the candidates, stats.picked_interval) covers that configuration's
 true speedup on the traffic, and the share its own interval covers, each with its 95% Wilson interval.
-Concurrencies 1 and 4 weighed alike (tune.selection_study).
+Concurrencies 1 and 4 weighed alike (tune.studies.selection_study).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from nim_specdec_lab.noise_worlds import WORLDS
-from nim_specdec_lab.tune.selection_study import coverage
+from nim_specdec_lab.tune.studies.selection_study import coverage
 
 CONCURRENCIES = (1, 4)
 WEIGHTS = {1: 0.5, 4: 0.5}

@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nim_specdec_lab.tune.report_md import speedup_cell
+from nim_specdec_lab.tune.reporting.report_md import speedup_cell
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = (

@@ -8,7 +8,6 @@ Each entry is (hypothesis strategy, target); a target raises only for an interna
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import struct
@@ -28,7 +27,7 @@ from nim_specdec.fetchers.transfer.safety import check_clashes, target_path
 from nim_specdec.preflight.config_file import index_shards
 from nim_specdec.preflight.safetensors_header import HeaderError, read_header
 from nim_specdec.server.spec_info import shown_speculative_config
-from nim_specdec_lab.cli.support.simulate_inputs import current_setting
+from nim_specdec_lab.simulation.inputs import current_setting
 from nim_specdec_lab.ngram.http_replay import load_records
 
 # What secrets.token_urlsafe() draws: one key in 64 starts with '-'.
@@ -111,7 +110,7 @@ def _names(workdir: Path, names: list[str]) -> None:
 
 def _current(text: str) -> None:
     try:
-        current_setting(argparse.Namespace(current=text, url=None))
+        current_setting(text)
     except LauncherError:
         pass
 

@@ -11,7 +11,7 @@ concurrencies 1 and 4 weighed alike: each round's traffic log ratio, then stats.
   each says how many rounds would tell it (stats.rounds_to_resolve); each such run is followed by one fresh
   run of that many rounds on the same machine and truth, and the realised power is the share of those that
   tell it (`faster`).
-Each rate comes with its 95% Wilson interval (tune.noise_study.Share).
+Each rate comes with its 95% Wilson interval (tune.studies.noise_study.Share).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 
 from nim_specdec_lab import power, stats
 from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
-from nim_specdec_lab.tune.noise_study import MARGIN, Share
-from nim_specdec_lab.tune.rounds import order_of
+from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
+from nim_specdec_lab.tune.runs.rounds import order_of
 
 
 def round_logs(machine: Machine, speedup: float, rounds: int, worlds: int, seed: int) -> np.ndarray:

@@ -14,11 +14,11 @@ else `no measurable difference`. The minimum detectable effect (MDE) is the smal
 run with this many rounds finds `faster` in 80% of runs (and its mirror below, found `slower` as often) at
 a spread between rounds as large as the measured one allows at 90% confidence: a power calculation with the
 t distribution (nim_specdec_lab.power), on scipy.special. `p_faster` is the one-sided p-value of "no more
-than 1 + margin", which tune's Holm step over several candidates reads (tune.decide).
+than 1 + margin", which tune's Holm step over several candidates reads (tune.deciding.decide).
 
 Every figure is taken in log space (log c - log b, never c / b), so no pair of throughputs a double holds
 overflows or vanishes on the way; the lab's readers refuse figures outside their stated ranges before
-they get here (tune.recorded_runs).
+they get here (tune.deciding.recorded_runs).
 
 Several concurrencies at once (the speedup on a traffic): every concurrency of a round is measured on the
 same pair of servers, so they share that pair's start-up luck and cannot count as independent. The

@@ -285,7 +285,7 @@ def test_a_package_is_used_through_the_modules_it_names():
 
 
 def _lab_part(module: str) -> str:
-    # A lab module's package (`nim_specdec_lab.tune.runner` -> `tune`); a top-level module stands for itself.
+    # A lab module's package (`nim_specdec_lab.tune.runs.rounds` -> `tune`); a top-level module stands for itself.
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -300,6 +300,37 @@ def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_the_labs_packages_import_each_other_one_way():
     assert _cycles(_package_graph(_graph(LAB))) == []
+
+
+# tune's sub-packages, lowest first: a tune module imports its own sub-package and those listed before it; the
+# modules directly in tune/ (session, session_result, servers) sit above them all and no sub-package imports them.
+TUNE_LAYERS = ("runs", "model", "lineup", "deciding", "engines", "reporting", "studies")
+TUNE = "nim_specdec_lab.tune"
+
+
+def _tune_layer(module: str) -> int | None:
+    """The rank of a tune module (its sub-package's, or one above them all for the modules directly in tune/); None
+    outside tune and for the package itself."""
+    if not module.startswith(TUNE + "."):
+        return None
+    parts = module[len(TUNE) + 1 :].split(".")
+    return TUNE_LAYERS.index(parts[0]) if parts[0] in TUNE_LAYERS else len(TUNE_LAYERS)
+
+
+def test_the_contract_sees_every_tune_sub_package():
+    """A sub-package added to tune/ or renamed must be given its place in TUNE_LAYERS."""
+    on_disk = {p.parent.name for p in (LAB / "tune").glob("*/__init__.py")}
+    assert on_disk == set(TUNE_LAYERS)
+
+
+def test_no_tune_sub_package_imports_a_higher_one():
+    upward = []
+    for module, targets in _graph(LAB).items():
+        own = _tune_layer(module)
+        if own is None:
+            continue
+        upward += [f"{module} -> {t}" for t in sorted(targets) if (_tune_layer(t) or 0) > own]
+    assert upward == []
 
 
 def test_the_checker_finds_a_cycle_and_an_upward_import():
@@ -324,3 +355,5 @@ def test_the_checker_finds_a_cycle_and_an_upward_import():
     ]
     two_way = {"lab.tune.a": {"lab.bench.b"}, "lab.bench.b": {"lab.tune.c"}, "lab.tune.c": set()}
     assert _cycles(_package_graph(two_way)) == [["bench", "tune"]]
+    assert _tune_layer("nim_specdec_lab.tune.runs.rounds") < _tune_layer("nim_specdec_lab.tune.deciding.decide")
+    assert _tune_layer("nim_specdec_lab.tune.session") == len(TUNE_LAYERS) and _tune_layer(TUNE) is None

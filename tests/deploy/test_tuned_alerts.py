@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from nim_specdec_lab.stats import t975
-from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
+from nim_specdec_lab.tune.reporting.expected_acceptance import expected_acceptance
 from promtool_alerts import promtool, run_case
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}

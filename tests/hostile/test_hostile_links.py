@@ -173,16 +173,16 @@ OTHER_READERS = {
     "nim_specdec_lab/cli/cmd_bench.py": "report.md the lab has just written",
     "nim_specdec_lab/cli/support/bench_io.py": "a prompts file the user names (read_regular, capped)",
     "nim_specdec_lab/cli/support/bench_serve_flow.py": "an env file the user names (read_regular, capped)",
-    "nim_specdec_lab/tune/from_recorded.py": "recorded runs the user names (open_regular_text, capped)",
-    "nim_specdec_lab/cli/support/simulate_inputs.py": "a trace the user names (open_regular_text, capped)",
+    "nim_specdec_lab/tune/deciding/from_recorded.py": "recorded runs the user names (open_regular_text, capped)",
+    "nim_specdec_lab/simulation/inputs.py": "a trace the user names (open_regular_text, capped)",
     "nim_specdec_lab/draft/flow.py": "a capture the user names (open_regular_text, capped)",
-    "nim_specdec_lab/draft/training/runner.py": "the training rows and the worker's log, written by the run itself",
+    "nim_specdec_lab/draft/training/supervisor.py": "the training rows and the worker's log, written by the run itself",
     "nim_specdec_lab/draft/training/worker.py": "its job, rows, checkpoints and staged export, written by the run",
     "nim_specdec_lab/ngram/http_replay.py": "records the user names (open_regular_text, capped)",
     "nim_specdec_lab/replay/aiperf_run.py": "AIPerf's log, which the lab writes",
     "nim_specdec_lab/server_process.py": "the server's log, which the lab writes, and /proc/PID/cmdline",
-    "nim_specdec_lab/tune/device.py": "/proc/cpuinfo",
-    "nim_specdec_lab/tune/runner.py": "a trace the user names (open_regular_text, capped)",
+    "nim_specdec_lab/tune/engines/device.py": "/proc/cpuinfo",
+    "nim_specdec_lab/tune/servers.py": "a trace the user names (open_regular_text, capped)",
 }
 _READS = re.compile(
     r"(?<![\w.])open\(|\.read_text\(|\.read_bytes\(|json\.load\(|os\.open\(|read_regular\(|open_regular(?:_text|_fd)?\("

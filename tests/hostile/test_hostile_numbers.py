@@ -3,7 +3,6 @@ text of any shape, and numbers in records, markers and headers checked for range
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import struct
@@ -107,14 +106,11 @@ def test_records_with_bytes_that_are_not_utf8_or_bad_numbers_are_one_configurati
 
 @pytest.mark.parametrize("where", ["current", "env"])
 def test_deeply_nested_current_or_specdec_args_in_simulate_is_a_configuration_error(where):
-    from nim_specdec_lab.cli.support.simulate_inputs import current_setting
+    from nim_specdec_lab.simulation.inputs import current_setting
 
     text = '{"speculative_config": ' + "[" * 5000 + "]" * 5000 + "}"
     with pytest.raises(ConfigError):
-        current_setting(
-            argparse.Namespace(current=text if where == "current" else None, url=None),
-            text if where == "env" else None,
-        )
+        current_setting(text if where == "current" else None, text if where == "env" else None)
 
 
 # ----- the cache's markers

@@ -2,7 +2,7 @@
 sigma, its start and its runs together). A factor shared by both servers of a round cancels exactly in the
 ratio, so it is not simulated here (test_pairing_cancels_the_shared_drift shows it cancel); the machine's
 position and drift effects, and start effects shared by a server's concurrencies, are in
-tests/lab/bench/test_bench_noise_worlds.py and tests/lab/tune/test_noise_study.py."""
+tests/lab/bench/test_bench_noise_worlds.py and tests/lab/tune/studies/test_noise_study.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 import stats_reference as ref
-from nim_specdec_lab.tune.noise_study import Share
+from nim_specdec_lab.tune.studies.noise_study import Share
 from nim_specdec_lab.power import noncentral_t_tail, required_ncp, spread_factor
 from nim_specdec_lab.stats import (
     FASTER,

@@ -1,5 +1,5 @@
 """The shell of `bench --serve`: rounds of a baseline's server and each candidate's, each started through the
-launcher (tune's runner), measured in the same closed loop, and stopped before the next one starts (also on
+launcher (tune.servers), measured in the same closed loop, and stopped before the next one starts (also on
 Ctrl-C or an error).
 
 Order: rotated. Round n starts the sides in the order given (the baseline, then each candidate) rotated by
@@ -25,7 +25,8 @@ from nim_specdec_lab.ngram.http_replay import http_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
 from nim_specdec_lab.replay.measure import warmup_for
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
-from nim_specdec_lab.tune.runner import MeasureOptions, ServerLog, served, served_model
+from nim_specdec_lab.tune.runs.measurement import MeasureOptions
+from nim_specdec_lab.tune.servers import ServerLog, served, served_model
 from nim_specdec_lab.bench.inputs import Workload
 
 BASELINE, CANDIDATE = "baseline", "candidate"

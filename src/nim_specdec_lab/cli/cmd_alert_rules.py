@@ -5,7 +5,7 @@
 
 Alerts on tune's recommendation (or the measured configuration named) when live acceptance length falls below
 the lower bound of tune's interval, when drafts stop while requests flow, and when a pod serves the model
-without speculation (nim_specdec_lab/tune/alert_rules.py). `prometheusrule` is the Prometheus Operator's
+without speculation (nim_specdec_lab/tune/reporting/alert_rules.py). `prometheusrule` is the Prometheus Operator's
 resource; `rules` a plain rules file for `rule_files:`. docs/alerts.md says what to do when each fires.
 """
 
@@ -16,13 +16,11 @@ import re
 
 import yaml
 
-from nim_specdec.config import variables as var
 from nim_specdec.config.jsonvalue import loads_object
 from nim_specdec.errors import ConfigError, printable
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec.files.regular_file import read_regular
-from nim_specdec_lab.tune.alert_rules import DURATION, Expected, alert_group, pick, prometheus_rule, rules_file
-from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
+from nim_specdec_lab.tune.reporting.alert_rules import DURATION, alert_group, expected_for, prometheus_rule, rules_file
 
 MAX_TUNE_JSON = 256 * 1024 * 1024  # runs with per-request acceptance; far above what a tune writes
 FORMATS = ("prometheusrule", "rules")
@@ -73,30 +71,10 @@ def _checked(args: argparse.Namespace) -> None:
         raise ConfigError("--min-drafts", f"{args.min_drafts} is below 1", "give a positive count, e.g. 200")
 
 
-def _expected(result: dict, configuration: str | None) -> Expected:
-    table = result.get("expected_acceptance")
-    if not isinstance(table, dict):  # a tune.json from before tune wrote it: the same figures from its runs
-        table = expected_acceptance(result)
-    chosen = pick(table, configuration)
-    if isinstance(chosen, str):
-        raise ConfigError(
-            "--configuration" if configuration else "TUNE_JSON",
-            chosen,
-            f"name a measured configuration with --configuration, or serve with {var.SPECDEC_ENABLE}=0",
-        )
-    if chosen.low is None:
-        raise ConfigError(
-            "TUNE_JSON",
-            f"{chosen.configuration} was measured in {chosen.runs} run, too few for an interval",
-            "run tune with --rounds 2 or more",
-        )
-    return chosen
-
-
 def run(args: argparse.Namespace) -> int:
     _checked(args)
     try:
-        expected = _expected(_load(args.tune_json), args.configuration)
+        expected = expected_for(_load(args.tune_json), args.configuration)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise ConfigError(
             "TUNE_JSON", f"{args.tune_json} is not a tune.json ({printable(str(err)[:120])})", "give tune's own file"

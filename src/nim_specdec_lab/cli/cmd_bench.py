@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
@@ -26,12 +27,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.regular_file import read_json_inside
 from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
-from nim_specdec_lab.cli.support.bench_io import (
-    concurrencies as _concurrencies,
-    workloads as _workloads,
-    write_report,
-)
-from nim_specdec_lab.server_key import aiperf_cannot_carry
+from nim_specdec_lab.cli.support.bench_io import concurrencies as _concurrencies, workloads as _workloads
 
 EXTRA = "--extra"
 
@@ -143,17 +139,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _tokenizer(url: str) -> str:
-    from nim_specdec_lab.bench.serve_rounds import served_tokenizer  # noqa: PLC0415 - +53 modules (~80 ms) on --help
-
-    return served_tokenizer(url)
-
-
 DRIFT_NOTE = (
     "note: the off and on runs were measured on servers started elsewhere, at different times; drift "
     "between them is not controlled and the speedup has no interval (bench --serve measures both in rounds)"
 )
-NO_INTERVAL = "one run per side: no interval (bench --serve measures paired rounds)"
 
 
 def _say(line: str) -> None:
@@ -161,13 +150,12 @@ def _say(line: str) -> None:
 
 
 def _measure(args: argparse.Namespace, out: Path) -> None:
-    from nim_specdec_lab.ngram.http_replay import server_model  # noqa: PLC0415 - +10 modules (~10 ms) on --help
-    from nim_specdec_lab.replay import ReplaySpec, run_replay  # noqa: PLC0415 - +10 modules (~15 ms) on --help
+    """The side's options read and checked into SideRuns (the workloads, AIPerf, the schedule), then measured."""
+    from nim_specdec_lab.bench.side_runs import SideRuns, measure_side  # noqa: PLC0415 - +30 modules on --help
     from nim_specdec_lab.replay.aiperf_run import find_aiperf  # noqa: PLC0415 - +10 modules (~15 ms) on --help
-    from nim_specdec_lab.replay.measure import warmup_for  # noqa: PLC0415 - +10 modules (~15 ms) on --help
 
     workloads = _workloads(args)
-    aiperf = find_aiperf(args.aiperf)  # before anything is sent
+    aiperf = Path(find_aiperf(args.aiperf))  # before anything is sent
     if args.schedule == "timestamps":
         missing = [w.category for w in workloads if w.timestamps_ms is None]
         if missing:
@@ -181,67 +169,10 @@ def _measure(args: argparse.Namespace, out: Path) -> None:
                 "--request-count", "only the closed loop cycles the requests", "drop it with --schedule timestamps"
             )
     (concurrency,) = _concurrencies(args.concurrency, several=False)
-    try:  # asked without a key, before AIPerf runs, even with --model: a 401 is the only ConfigError here
-        served = server_model(args.url)[0]
-    except ConfigError:
-        raise aiperf_cannot_carry(args.url) from None
-    model = args.model or served
-    tokenizer = args.tokenizer or _tokenizer(args.url)
-    for number, workload in enumerate(workloads, start=1):
-        _say(
-            f"[{number}/{len(workloads)}] {workload.category}, speculation {args.mode}: {len(workload.requests)} requests"  # noqa: E501
-            + (f" ({workload.note})" if workload.note else "")
-        )
-        spec = ReplaySpec(
-            url=args.url,
-            model=model,
-            requests=workload.requests,
-            concurrency=concurrency,
-            schedule=args.schedule,
-            timestamps_ms=workload.timestamps_ms,
-            request_count=args.request_count,
-            greedy=args.greedy,
-            max_tokens=args.max_tokens,
-            ignore_eos=args.ignore_eos,
-            tokenizer=tokenizer,
-            metrics_path=args.metrics_path,
-            warmup=warmup_for(concurrency, args.warmup),
-            aiperf_extra=tuple(args.extra),
-            labels=workload.request_labels(),
-        )
-        run_replay(spec, out / "runs" / args.mode / workload.category, Path(aiperf), _say)
-
-
-def build_report(out: Path) -> Path:
-    """Rebuild report.md, report.json and the plots from every finished run under OUT/runs."""
-    from nim_specdec_lab.cli.support import bench_serve_flow  # noqa: PLC0415 - +60 modules (~90 ms) on --help
-    from nim_specdec_lab.replay.measure import MEASUREMENT_JSON, read_measurement  # noqa: PLC0415 - +10 modules (~15 ms) on --help
-    from nim_specdec_lab.replay.spec import ReplayMeasurement  # noqa: PLC0415 - +10 modules (~15 ms) on --help
-    from nim_specdec_lab.bench import acceptance_matrix  # noqa: PLC0415 - +12 modules (~20 ms) on --help
-    from nim_specdec_lab.bench.compare import MODES, compare  # noqa: PLC0415 - +11 modules (~17 ms) on --help
-
-    if bench_serve_flow.has_rounds(out):
-        return bench_serve_flow.build_serve_report(out)
-
-    found: dict[str, dict[str, ReplayMeasurement]] = {mode: {} for mode in MODES}
-    for mode in MODES:
-        for path in sorted((out / "runs" / mode).glob(f"*/{MEASUREMENT_JSON}")):
-            found[mode][path.parent.name] = read_measurement(path, out)
-    if not any(found.values()):
-        raise ConfigError("--out", f"no finished runs under {out / 'runs'}", "run bench with --url and --mode first")
-    report = compare(found)
-    for row in report["rows"]:
-        note = NO_INTERVAL if row["speedup"] is not None else None
-        row.update(speedup_interval=None, verdict=None, verdict_note=note)
-    report["acceptance_matrix"], notes = acceptance_matrix.from_runs({m: list(found[m].values()) for m in MODES})
-    report["warnings"] += notes
-    ignore_eos = [m for runs in found.values() for m in runs.values() if m.sampling.get("ignore_eos")]
-    if ignore_eos:
-        from nim_specdec_lab.bench.serve_report import IGNORE_EOS  # noqa: PLC0415 - +57 modules (~90 ms) on --help
-
-        report["warnings"].append(IGNORE_EOS)
-    write_report(report, out)
-    return out / "report.md"
+    # The side's fields are the options of the same names (--mode, --url, --model, ...), these three as read.
+    read = {"concurrency": concurrency, "aiperf": aiperf, "extra": tuple(args.extra)}
+    named = {f.name: getattr(args, f.name) for f in fields(SideRuns) if f.name not in read}
+    measure_side(SideRuns(**named, **read), workloads, out, _say)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -265,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
             _say(f"warning: {IGNORE_EOS}")
         _measure(args, out)
         _say(DRIFT_NOTE)
+    from nim_specdec_lab.bench.report_files import build_report  # noqa: PLC0415 - +60 modules (~90 ms) on --help
+
     report = build_report(out)
     _say(f"report: {report}, {out / 'report.json'}, plots: {', '.join(p.name for p in sorted(out.glob('*.png')))}")
     print(report.read_text(), end="")

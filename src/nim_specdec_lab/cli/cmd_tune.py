@@ -157,7 +157,7 @@ def parse_concurrencies(text: str) -> tuple[int, ...]:
 
 def _methods(text: str | None) -> tuple[str, ...]:
     from nim_specdec.launch.facts import importable, require_method_package  # noqa: PLC0415 - +30 modules (~50 ms) on --help
-    from nim_specdec_lab.tune.candidates import MODEL_FREE  # noqa: PLC0415 - +6 modules (~9 ms) on --help
+    from nim_specdec_lab.tune.lineup.candidates import MODEL_FREE  # noqa: PLC0415 - +6 modules (~9 ms) on --help
 
     if text is None:
         return ("ngram", "suffix") if importable("arctic_inference.suffix_decoding") else ("ngram",)
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--weights" if args.weights is not None else "--json", "needs --decide", "add --decide RUNS")
     if args.decide is not None or args.export_runs is not None:
         _check(args)
-        from nim_specdec_lab.tune import from_recorded  # noqa: PLC0415 - --decide never loads the cost model
+        from nim_specdec_lab.tune.deciding import from_recorded  # noqa: PLC0415 - --decide never loads the cost model
 
         if args.export_runs is not None:
             return from_recorded.export_runs(args.export_runs)
@@ -216,9 +216,10 @@ def run(args: argparse.Namespace) -> int:
         return from_recorded.decide_again(args.decide, args.weights, margin, args.json)
     if args.trace is None:
         raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
-    from nim_specdec_lab.tune.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
-    from nim_specdec_lab.tune.runner import MeasureOptions  # noqa: PLC0415 - +52 modules (~80 ms) on --help
-    from nim_specdec_lab.tune.session import TuneOptions, tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
+    from nim_specdec_lab.tune.engines.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
+    from nim_specdec_lab.tune.runs.measurement import MeasureOptions  # noqa: PLC0415 - +52 modules (~80 ms) on --help
+    from nim_specdec_lab.tune.session import tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
+    from nim_specdec_lab.tune.session_state import TuneOptions  # noqa: PLC0415 - with the session
     from nim_specdec_lab.server_key import keyless  # noqa: PLC0415 - numpy and the launcher's settings: not for --decide
 
     _check(args)

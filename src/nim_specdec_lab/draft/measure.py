@@ -22,7 +22,7 @@ from nim_specdec.files.regular_file import read_json_inside
 from nim_specdec_lab.bench.serve_rounds import side_names
 from nim_specdec_lab.draft.acceptance_report import CONFIGURATIONS
 from nim_specdec_lab.draft.serve_line import speculative_config
-from nim_specdec_lab.tune.candidates import ngram_config
+from nim_specdec_lab.tune.lineup.candidates import ngram_config
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 HELD_OUT_TRACE = "held-out.jsonl"

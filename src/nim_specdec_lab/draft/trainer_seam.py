@@ -18,7 +18,7 @@ from nim_specdec.errors import ConfigError
 
 TRAINING_PACKAGE = "nim_specdec_lab.draft.training"
 # Where the stage keeps what it exposes: train_draft and export_untrained, TrainJob, its pre-training checks.
-RUNNER, JOB, CHECKS = "runner", "job", "checks"
+SUPERVISOR, JOB, CHECKS = "supervisor", "job", "checks"
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ class InstalledTrainer:
     """The training stage as installed: its TrainJob built from the DraftJob's fields it has (a field left None
     takes the stage's default)."""
 
-    def __init__(self, runner: Any, job_module: Any, checks: Any = None) -> None:
-        self.runner, self.job_module, self.checks = runner, job_module, checks
+    def __init__(self, supervisor: Any, job_module: Any, checks: Any = None) -> None:
+        self.supervisor, self.job_module, self.checks = supervisor, job_module, checks
 
     def _job(self, job: DraftJob) -> Any:
         known = {f.name for f in fields(self.job_module.TrainJob)}
@@ -106,10 +106,10 @@ class InstalledTrainer:
             self.checks.choose_aux_layers(shape.layers, aux, where)
 
     def train(self, job: DraftJob, on_progress: Progress) -> Trained:
-        return read_result(self.runner.train_draft(self._job(job), on_progress))
+        return read_result(self.supervisor.train_draft(self._job(job), on_progress))
 
     def export_untrained(self, job: DraftJob) -> Trained:
-        return read_result(self.runner.export_untrained(self._job(job)))
+        return read_result(self.supervisor.export_untrained(self._job(job)))
 
 
 def _stage_module(name: str) -> Any:
@@ -118,7 +118,7 @@ def _stage_module(name: str) -> Any:
 
 def installed_trainer() -> Trainer:
     try:
-        runner, job = _stage_module(RUNNER), _stage_module(JOB)
+        supervisor, job = _stage_module(SUPERVISOR), _stage_module(JOB)
     except ImportError as err:
         raise ConfigError(
             "draft train",
@@ -129,4 +129,4 @@ def installed_trainer() -> Trainer:
         checks = _stage_module(CHECKS)
     except ImportError:
         checks = None
-    return InstalledTrainer(runner, job, checks)
+    return InstalledTrainer(supervisor, job, checks)

@@ -4,26 +4,26 @@ its answer line, and the files it writes."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec.plan.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule
 from nim_specdec_lab import stats
-from nim_specdec_lab.tune import candidates as cand
-from nim_specdec_lab.tune.acceptance import AcceptanceCurve
-from nim_specdec_lab.tune.answer import answer, trace_level
-from nim_specdec_lab.tune.choice import Choice, static_prediction
-from nim_specdec_lab.tune.cost_model import CostModel
-from nim_specdec_lab.tune.decide import Decision, Option, decide
-from nim_specdec_lab.tune.expected_acceptance import expected_acceptance
-from nim_specdec_lab.tune.plots import write_plots
-from nim_specdec_lab.tune.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
-from nim_specdec_lab.tune.report_md import render_markdown
-from nim_specdec_lab.tune.rounds import Table
-from nim_specdec_lab.tune.runner import MeasureOptions, Say, judged_tokens_per_s
-from nim_specdec_lab.tune.verification import HeldOut, verification_rows
+from nim_specdec_lab.tune.lineup import candidates as cand
+from nim_specdec_lab.tune.model.acceptance import AcceptanceCurve
+from nim_specdec_lab.tune.deciding.answer import answer, trace_level
+from nim_specdec_lab.tune.model.choice import Choice, static_prediction
+from nim_specdec_lab.tune.model.cost_model import CostModel
+from nim_specdec_lab.tune.deciding.decide import Decision, Option, decide
+from nim_specdec_lab.tune.reporting.expected_acceptance import expected_acceptance
+from nim_specdec_lab.tune.reporting.plots import write_plots
+from nim_specdec_lab.tune.reporting.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
+from nim_specdec_lab.tune.reporting.report_md import render_markdown
+from nim_specdec_lab.tune.runs.rounds import Table
+from nim_specdec_lab.tune.runs.measurement import MeasureOptions, Say, judged_tokens_per_s
+from nim_specdec_lab.tune.deciding.verification import HeldOut, verification_rows
 
 CHOICE = "model-choice"  # the servers of the model's choice, where it is no configuration already measured
 Lineup = Sequence[tuple[str, Mapping[str, Any] | None]]
@@ -109,25 +109,55 @@ def _predicted(
     return static_prediction(model_fit, method, curves[method], int(config["num_speculative_tokens"]), concurrencies)
 
 
+@dataclass(frozen=True)
+class FittedChoice:
+    """The cost model fitted on round 1 and what it chose: the choice, its config as the serving engine will take
+    it, the configuration of the lineup that serves it, and the line said where that engine would drop its
+    schedule."""
+
+    model_fit: CostModel
+    curves: Mapping[str, AcceptanceCurve]
+    by_method: Mapping[str, cand.Candidate]
+    choice: Choice
+    config: Mapping[str, Any] | None
+    name: str = CHOICE
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision on the paired rounds, the traffic's level it was weighted at, and the held-out check."""
+
+    decision: Decision
+    level: float | None
+    held: Mapping[int, HeldOut]
+    margin: float
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the servers measured and how: every run, the lineup in the order served, each server's start."""
+
+    table: Table
+    lineup: Lineup
+    servers: Sequence[Mapping[str, Any]]
+    run: MeasureOptions
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The recommendation as it will serve: its variables and what tune knows of the engine that serves it."""
+
+    env: Mapping[str, str]
+    engine: Mapping[str, Any] | None
+
+
 def result_files(
-    *,
-    decision: Decision,
-    level: float | None,
-    held: Mapping[int, HeldOut],
-    table: Table,
-    lineup: Lineup,
-    choice: Choice,
-    choice_name: str,
-    model_fit: CostModel,
-    curves: Mapping[str, AcceptanceCurve],
-    recommended_env: Mapping[str, str],
-    servers: Sequence[Mapping[str, Any]],
-    run: MeasureOptions,
-    margin: float,
-    notes: Sequence[str],
-    duration_s: float,
-    engine: Mapping[str, Any] | None,
+    verdict: Verdict, fit: FittedChoice, measured: Measured, serving: Serving, notes: Sequence[str], duration_s: float
 ) -> dict[str, Any]:
+    decision, level, held, margin = verdict.decision, verdict.level, verdict.held, verdict.margin
+    table, lineup, run = measured.table, measured.lineup, measured.run
+    choice, choice_name, model_fit, curves = fit.choice, fit.name, fit.model_fit, fit.curves
     conc = run.concurrencies
     recommended = "off" if decision.recommended is None else decision.recommended.name
     rows = []
@@ -149,7 +179,7 @@ def result_files(
     score = choice.chosen.score if choice.chosen is not None and recommended == choice_name else None
     off = table.figures("off")
     result = build_result(
-        recommended_env=recommended_env,
+        recommended_env=serving.env,
         chosen=chosen_entry(final, score, recommended),
         decision={
             "recommended": recommended,
@@ -174,14 +204,14 @@ def result_files(
             }
             for p in choice.plans
         ],
-        servers=servers,
+        servers=measured.servers,
         lineup=[name for name, _ in lineup],
         runs=table.to_json(),
         rounds=run.rounds,
         repeat=run.repeat,
         notes=notes,
         duration_s=duration_s,
-        engine=engine,
+        engine=serving.engine,
         answer=answer(
             off, None if final is None else table.figures(recommended), level, margin, len(decision.comparisons)
         ),

@@ -147,7 +147,7 @@ def test_decide_imports_only_what_a_decision_needs(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "nim_specdec_lab.tune.decide" in loaded and "nim_specdec_lab.stats" in loaded
+    assert "nim_specdec_lab.tune.deciding.decide" in loaded and "nim_specdec_lab.stats" in loaded
     unwanted = ("nim_specdec_lab.ngram", "nim_specdec_lab.suffix", "nim_specdec_lab.server_key")
-    unwanted += ("nim_specdec_lab.tune.session", "nim_specdec_lab.tune.cost_model", "nim_specdec_lab.bench")
+    unwanted += ("nim_specdec_lab.tune.session", "nim_specdec_lab.tune.model.cost_model", "nim_specdec_lab.bench")
     assert not sorted(m for m in loaded if m.startswith(unwanted))

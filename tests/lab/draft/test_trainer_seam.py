@@ -50,7 +50,7 @@ def test_result_read_by_the_stages_names():
 def test_the_job_reaches_the_stage_as_its_own_train_job():
     seen = []
 
-    class Runner:
+    class Supervisor:
         @staticmethod
         def export_untrained(job):
             seen.append(job)
@@ -60,7 +60,7 @@ def test_the_job_reaches_the_stage_as_its_own_train_job():
         TrainJob = StageJob
 
     job = DraftJob(Path("/t"), Path("/d.jsonl"), Path("/w"), Path("/o"), 1, None, 3, None, 256, 1e-3)
-    assert InstalledTrainer(Runner, Jobs).export_untrained(job).draft_dir == Path("/o")
+    assert InstalledTrainer(Supervisor, Jobs).export_untrained(job).draft_dir == Path("/o")
     (sent,) = seen
     assert sent == StageJob(Path("/t"), Path("/d.jsonl"), Path("/w"), Path("/o"), 1, 200, 3, None, 256, 4)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec_lab.tune.acceptance import curve_from_positions, curve_from_simulation, slot_figures
-from nim_specdec_lab.tune.choice import LOSS_FLOOR, choose, plan_method, to_ranges
-from nim_specdec_lab.tune.cost_model import CostModel, MethodCost, Observation, fit
+from nim_specdec_lab.tune.model.acceptance import curve_from_positions, curve_from_simulation, slot_figures
+from nim_specdec_lab.tune.model.choice import LOSS_FLOOR, choose, plan_method, to_ranges
+from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost, Observation, fit
 
 CONCURRENCIES = (1, 2, 4, 8)
 
@@ -243,7 +243,7 @@ def test_a_draft_that_pays_small_but_loses_large_is_not_chosen():
     ],
 )
 def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
-    from nim_specdec_lab.tune.runner import MeasureOptions, run_count
+    from nim_specdec_lab.tune.runs.measurement import MeasureOptions, run_count
 
     settings = MeasureOptions((1,), explicit, None, False, None, 60.0)
     assert run_count(settings, trace_len, concurrency, mean_output) == expected
@@ -257,7 +257,7 @@ def test_run_count(explicit, trace_len, concurrency, mean_output, expected):
     ],
 )
 def test_server_env_keeps_idle_connections_unless_the_user_chose(env, expected):
-    from nim_specdec_lab.tune.runner import with_long_keep_alive
+    from nim_specdec_lab.tune.servers import with_long_keep_alive
 
     got = with_long_keep_alive(env)
     assert got["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == expected and got["NIM_MODEL_PATH"] == "/m"

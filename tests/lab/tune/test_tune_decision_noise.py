@@ -3,7 +3,7 @@
 One simulated tune does what tune.session does, with the same functions: round 1 measures off and n-gram at
 K = 4 at every concurrency; the cost model is fitted on those runs (fitting.fitted) and chooses (choice.choose,
 candidates.scheduled_config); the choice, unless it is the static n-gram, joins the lineup; every round then
-measures the lineup, rotated from round 2 on (tune.rounds.order_of); decide.decide recommends on the paired
+measures the lineup, rotated from round 2 on (tune.runs.rounds.order_of); decide.decide recommends on the paired
 rounds. The servers obey a true cost model; every run's figure is off by a log-normal factor of sd `sigma` of
 its own, every server by a start effect of its own shared by all its concurrencies (sd START_SD), and every
 server of a round shares a slow or fast stretch of the machine (sd 0.3, which cancels in a ratio). The
@@ -22,13 +22,13 @@ import pytest
 from nim_specdec.observe.spec_counters import SpecCounters
 from nim_specdec_lab import stats
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.tune import candidates as cand
-from nim_specdec_lab.tune.acceptance import curve_from_simulation
-from nim_specdec_lab.tune.choice import choose
-from nim_specdec_lab.tune.cost_model import CostModel, MethodCost
-from nim_specdec_lab.tune.decide import Option, decide
-from nim_specdec_lab.tune.fitting import MethodRuns, fitted
-from nim_specdec_lab.tune.rounds import order_of
+from nim_specdec_lab.tune.lineup import candidates as cand
+from nim_specdec_lab.tune.model.acceptance import curve_from_simulation
+from nim_specdec_lab.tune.model.choice import choose
+from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost
+from nim_specdec_lab.tune.deciding.decide import Option, decide
+from nim_specdec_lab.tune.deciding.fitting import MethodRuns, fitted
+from nim_specdec_lab.tune.runs.rounds import order_of
 
 CONCURRENCIES = (1, 2, 4, 8, 16)
 LEVEL = 3.0

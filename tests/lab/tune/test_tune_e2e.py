@@ -96,7 +96,7 @@ def test_tune_decides_on_intervals_from_interleaved_rounds(demo_model, tmp_path)
         str(out),
         "--rounds",
         str(ROUNDS),
-        # 1024 output tokens per run, not the default 2048 (runner.MIN_RUN_TOKENS, tested in test_tune_core):
+        # 1024 output tokens per run, not the default 2048 (runs.measurement.MIN_RUN_TOKENS, tested in test_tune_core):
         # the suite's time is shared.
         "--requests-per-run",
         "32",

@@ -2,7 +2,7 @@
 
 An outcome is ("refused",) where the runner cannot start (vLLM raises; the plan exits 2), ("dropped",) where
 vLLM sets the schedule to None (the plan refuses it), else ("ok", runner, CUDA graph downgrade or None, async
-scheduling): the plan's async scheduling is the one tune reports for it (tune.engine.planned_engine).
+scheduling): the plan's async scheduling is the one tune reports for it (tune.engines.engine.planned_engine).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from nim_specdec.plan.schedule.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.launch.vllm_check.judge import _make_parser
-from nim_specdec_lab.tune.engine import planned_engine
+from nim_specdec_lab.tune.engines.engine import planned_engine
 
 HISPARSE = ("--attention-config", json.dumps({"hisparse_config": {}}))
 RUNNER_WHERE = (ENV, "--watermark-config", "--attention-config", "--async-scheduling")

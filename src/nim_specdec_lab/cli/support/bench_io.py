@@ -4,14 +4,11 @@ report.json, report.md and the plots under --out."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.files.output_files import write_atomically
 from nim_specdec.files.regular_file import read_regular
 from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES, from_capture, speed_bench_mix
-from nim_specdec_lab.bench.plots import write_plots
 from nim_specdec_lab.cli.cmd_tune import parse_concurrencies
 
 # A trace or SPEED-Bench's prepared file.
@@ -52,11 +49,3 @@ def concurrencies(text: str, several: bool) -> tuple[int, ...]:
     if len(values) > 1 and not several:
         raise ConfigError("--concurrency", f"{text!r} names several concurrencies", "give one, or use --serve")
     return values
-
-
-def write_report(report: dict, out: Path) -> None:
-    from nim_specdec_lab.bench.report_md import markdown  # noqa: PLC0415 - +12 modules (~20 ms) on --help
-
-    write_atomically(str(out / "report.json"), json.dumps(report, indent=2, allow_nan=False) + "\n", "--out")
-    write_atomically(str(out / "report.md"), markdown(report), "--out")
-    write_plots(report, out)

@@ -1,35 +1,25 @@
-"""`nim-specdec bench --serve`: the edges (env files, os.environ, OUT/serve) around the rounds and the report.
-
-Everything that can be refused is refused before the first server starts: the env files, the options,
-AIPerf, the trace.
+"""`nim-specdec bench --serve`: its options, env files and environment read into a ServeBench, which
+bench.serve_flow runs. Everything that can be refused is refused here, before the first server starts: the env
+files, the options, AIPerf (the trace was read before).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import signal
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
-from nim_specdec.files.output_files import write_atomically
-from nim_specdec_lab.cli.support.bench_io import concurrencies, write_report
-from nim_specdec_lab.replay import checked
+from nim_specdec_lab.cli.support.bench_io import concurrencies
 from nim_specdec_lab.replay.aiperf_run import find_aiperf
-from nim_specdec.files.regular_file import read_json_inside, read_regular
-from nim_specdec_lab.replay.measure import MAX_RUN_JSON_BYTES, MEASUREMENT_JSON, read_measurement
+from nim_specdec.files.regular_file import read_regular
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
-from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
-from nim_specdec_lab.bench.serve_rounds import SERVE_DIR, ServeRunOptions, run_rounds, side_names
-from nim_specdec_lab.replay.trace_notes import trace_notes
+from nim_specdec_lab.bench import serve_flow
+from nim_specdec_lab.bench.serve_flow import ServeBench
+from nim_specdec_lab.bench.serve_rounds import ServeRunOptions, side_names
 from nim_specdec_lab.server_key import keyless
-from nim_specdec_lab.stats import DEFAULT_MARGIN
 
-CONTEXT_JSON = "bench_serve.json"  # what the report needs besides the measurements
 MAX_ENV_FILE_BYTES = 1024 * 1024  # an env file is a few lines
 
 
@@ -61,11 +51,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError("--ready-timeout", f"{args.ready_timeout} is not above 0", "give seconds, e.g. 900")
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say: Callable[[str], None]) -> None:
+    """The --serve options, env files and environment read and checked into a ServeBench, then run."""
 
     _check(args)
     levels_c = concurrencies(args.concurrency, several=True)
@@ -94,135 +81,6 @@ def run_serve(args: argparse.Namespace, workloads: Sequence[Any], out: Path, say
         ready_timeout_s=args.ready_timeout,
         aiperf_extra=tuple(args.extra),
     )
-    if args.ignore_eos:
-        say(f"warning: {IGNORE_EOS}")
-    for workload in workloads:
-        if workload.note:
-            say(f"{workload.category}: {workload.note}")
-    try:
-        if (out / SERVE_DIR).exists():
-            shutil.rmtree(out / SERVE_DIR)  # a new run's rounds never mix with an older run's
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError("--out", f"cannot use {out} ({err.strerror})", "choose a writable directory") from None
-    # A Job's pod or a shell's kill sends SIGTERM: unwind as for Ctrl-C, so that the server running now is
-    # stopped by its context manager instead of outliving bench.
-    signal.signal(signal.SIGTERM, _interrupt)
-    facts = run_rounds(envs, vllm_args, workloads, options, out, say)
-    context = {
-        "rounds": args.rounds,
-        "margin": args.margin,
-        "baseline_off": args.baseline is None,
-        "ignore_eos": args.ignore_eos,
-        "greedy": args.greedy,
-        "max_tokens": args.max_tokens,
-        "timestamps_ms": {w.category: list(w.timestamps_ms) if w.timestamps_ms else None for w in workloads},
-        "requests": {w.category: [dict(r) for r in w.requests] for w in workloads},
-        "max_model_len": facts["max_model_len"],
-        "prompt_tokens": facts["prompt_tokens"],
-        "servers": facts["servers"],
-        "order_by_round": facts["order_by_round"],
-        "seconds": facts["seconds"],
-        "per_request_spec_decode_metrics": {
-            side: "--per-request-spec-decode-metrics" in argv for side, argv in facts["argv"].items()
-        },
-        "sides": {
-            name: path or ("the current environment" + (f" with {var.SPECDEC_ENABLE}=0" if name == "baseline" else ""))
-            for name, path in zip(names, [args.baseline, *files])
-        },
-    }
-    write_atomically(str(out / SERVE_DIR / CONTEXT_JSON), json.dumps(context, allow_nan=False) + "\n", "--out")
-    say(f"bench: {args.rounds} rounds done in {facts['seconds']:.0f} s")
-
-
-def has_rounds(out: Path) -> bool:
-    return (out / "serve" / CONTEXT_JSON).is_file()
-
-
-def _runs(out: Path) -> list[Any]:
-
-    found = []
-    for path in sorted((out / "serve").glob(f"r*/*/c*/*/{MEASUREMENT_JSON}")):
-        category_dir = path.parent
-        c_dir, side_dir, round_dir = category_dir.parent, category_dir.parent.parent, category_dir.parent.parent.parent
-        run = read_measurement(path, out)
-        try:
-            found.append(RoundRun(int(round_dir.name[1:]), side_dir.name, int(c_dir.name[1:]), category_dir.name, run))
-        except ValueError:
-            raise ConfigError("--out", f"{path} is not under a bench round's folders", "remove it") from None
-    return found
-
-
-# The context's fields the report reads, and the JSON type each must have (the file may have been edited).
-_CONTEXT_FIELDS = {
-    "timestamps_ms": dict,
-    "requests": dict,
-    "greedy": bool,
-    "baseline_off": bool,
-    "ignore_eos": bool,
-}
-
-
-def _context_problem(context: Any) -> str | None:
-    """Which field of the serve context is missing or of the wrong type (never its value), or None."""
-    if not isinstance(context, dict):
-        return "not a JSON object"
-    for key, kind in _CONTEXT_FIELDS.items():
-        value = context.get(key)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            return f"{key} is missing or not a JSON {kind.__name__}"
-    tokens = context.get("max_tokens")
-    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool)):
-        return "max_tokens is not a JSON integer or null"
-    if not all(isinstance(v, list) for v in context["requests"].values()) or not all(
-        v is None or isinstance(v, list) for v in context["timestamps_ms"].values()
-    ):
-        return "timestamps_ms or requests holds something other than lists"
-    return None
-
-
-def _check_numbers(context: Any, path: Path) -> None:
-    """The numbers the report computes with: the margin in [0, 1) and the capture's timestamps finite and
-    in range (replay.checked), or one line naming the file."""
-    try:
-        if not isinstance(context, dict) or not isinstance(context.get("timestamps_ms"), dict):
-            raise ValueError("no timestamps_ms object")
-        if context.get("margin") is not None:
-            checked.number(context["margin"], "margin", 0.999)
-        for category, stamps in context["timestamps_ms"].items():
-            for stamp in stamps or ():
-                checked.number(stamp, f"timestamps_ms.{category}", 1e15)
-    except (ValueError, TypeError) as err:
-        raise ConfigError("--out", f"{path} is not bench's context ({err})", "run bench --serve again") from None
-
-
-def build_serve_report(out: Path) -> Path:
-
-    path = out / "serve" / CONTEXT_JSON
-    context = read_json_inside(path, out, MAX_RUN_JSON_BYTES, ConfigError, "--out", fix="run bench --serve again")
-    problem = _context_problem(context)
-    if problem:
-        raise ConfigError("--out", f"{path} is not bench --serve's context ({problem})", "run bench --serve again")
-    _check_numbers(context, path)
-    runs = _runs(out)
-    if not runs:
-        raise ConfigError("--out", f"no finished rounds under {out / 'serve'}", "run bench --serve again")
-    levels = {c: capture_in_flight(stamps, runs, c) for c, stamps in context["timestamps_ms"].items()}
-    notes = {
-        c: trace_notes(
-            requests,
-            context["greedy"],
-            context["max_tokens"],
-            context["max_model_len"],
-            (context.get("prompt_tokens") or {}).get(c),
-        )
-        for c, requests in context["requests"].items()
-    }
-    margin = DEFAULT_MARGIN if context.get("margin") is None else context["margin"]
-    report = serve_report(runs, margin, context["baseline_off"], levels, notes, context["ignore_eos"])
-    report["serve"] = {
-        k: context.get(k)
-        for k in ("rounds", "order_by_round", "servers", "seconds", "per_request_spec_decode_metrics", "sides")
-    }
-    write_report(report, out)
-    return out / "report.md"
+    sources = dict(zip(names, [args.baseline, *files]))
+    run = ServeBench(envs, sources, tuple(vllm_args), options, args.margin)
+    serve_flow.run_serve(run, workloads, out, say)

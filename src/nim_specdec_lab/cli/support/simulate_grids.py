@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
@@ -34,20 +35,80 @@ def ngram_grid(args: argparse.Namespace):
     return grid
 
 
+@dataclass(frozen=True)
+class SuffixFlag:
+    """One flag of the suffix grid: the speculative_config key its values set, their default, kind and bounds,
+    and the fix a bad list is answered with."""
+
+    flag: str
+    key: str
+    default: str
+    kind: type
+    low: float
+    high: float | None
+    fix: str
+    note: str = ""  # said after "values" in the flag's help
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def help(self) -> str:
+        return f"{self.key} values{self.note} (default {self.default})"
+
+
+# In the order of the grid's points (suffix.grid.make_grid).
+SUFFIX_FLAGS = (
+    SuffixFlag("--suffix-k", "num_speculative_tokens", sg.DEFAULT_K, int, 1, None, "positive integers, e.g. 8,16"),
+    SuffixFlag(
+        "--suffix-depth",
+        "suffix_decoding_max_tree_depth",
+        sg.DEFAULT_DEPTH,
+        int,
+        1,
+        None,
+        "positive integers, e.g. 24,32",
+    ),
+    SuffixFlag(
+        "--suffix-cached",
+        "suffix_decoding_max_cached_requests",
+        sg.DEFAULT_CACHED,
+        int,
+        0,
+        None,
+        "integers >= 0, e.g. 0,10000",
+        ", 0 = no global tree",
+    ),
+    SuffixFlag(
+        "--suffix-factor",
+        "suffix_decoding_max_spec_factor",
+        sg.DEFAULT_FACTOR,
+        float,
+        0,
+        None,
+        "numbers >= 0, e.g. 1.0,2.0",
+    ),
+    SuffixFlag(
+        "--suffix-min-prob",
+        "suffix_decoding_min_token_prob",
+        sg.DEFAULT_MIN_PROB,
+        float,
+        0,
+        1,
+        "numbers in [0, 1], e.g. 0.1",
+    ),
+)
+
+
 def suffix_grid(args: argparse.Namespace):
-    specs = (
-        ("--suffix-k", args.suffix_k, int, 1, None, "positive integers, e.g. 8,16"),
-        ("--suffix-depth", args.suffix_depth, int, 1, None, "positive integers, e.g. 24,32"),
-        ("--suffix-cached", args.suffix_cached, int, 0, None, "integers >= 0, e.g. 0,10000"),
-        ("--suffix-factor", args.suffix_factor, float, 0, None, "numbers >= 0, e.g. 1.0,2.0"),
-        ("--suffix-min-prob", args.suffix_min_prob, float, 0, 1, "numbers in [0, 1], e.g. 0.1"),
-    )
     values = []
-    for flag, text, kind, low, high, fix in specs:
+    for f in SUFFIX_FLAGS:
+        text = getattr(args, f.dest)
         try:
-            values.append(sg.parse_values(text, kind, low, high))
+            values.append(sg.parse_values(text, f.kind, f.low, f.high))
         except ValueError as err:
-            raise ConfigError(flag, f"bad value list {text[:80]!r} ({err})", f"use {fix}") from None
+            raise ConfigError(f.flag, f"bad value list {text[:80]!r} ({err})", f"use {f.fix}") from None
     try:
         return sg.make_grid(*values)
     except ValueError as err:

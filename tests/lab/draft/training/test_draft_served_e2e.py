@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from nim_specdec_lab.demo_model import LEARNABLE_AUX_LAYERS
-from nim_specdec_lab.draft.training.runner import train_draft
+from nim_specdec_lab.draft.training.supervisor import train_draft
 from training_fixtures import draft_environ, small_job
 from vllm_runs import SERVER_ARGS, base_env, serving
 

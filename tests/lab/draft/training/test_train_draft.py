@@ -27,7 +27,7 @@ from nim_specdec_lab.draft.training.errors import (
     UnsupportedTargetError,
 )
 from nim_specdec_lab.draft.training.job import HIDDEN_STATES_ONLINE_HF
-from nim_specdec_lab.draft.training.runner import PROVENANCE_FILE, export_untrained, train_draft
+from nim_specdec_lab.draft.training.supervisor import PROVENANCE_FILE, export_untrained, train_draft
 from training_fixtures import draft_environ, small_job
 
 SRC = Path(__file__).resolve().parents[4] / "src"
@@ -84,7 +84,7 @@ _TRAIN_IN_CHILD = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from nim_specdec_lab.draft.training.job import TrainJob
-    from nim_specdec_lab.draft.training.runner import train_draft
+    from nim_specdec_lab.draft.training.supervisor import train_draft
     fields = json.loads(sys.argv[1])
     train_draft(TrainJob(**{k: Path(v) if k.endswith(("_dir", "_file")) else v for k, v in fields.items()}))
     """
@@ -178,7 +178,7 @@ _DISK_CHILD = textwrap.dedent(
     from pathlib import Path
     from nim_specdec_lab.draft.training.errors import DiskTooSmallError
     from nim_specdec_lab.draft.training.job import TrainJob
-    from nim_specdec_lab.draft.training.runner import train_draft
+    from nim_specdec_lab.draft.training.supervisor import train_draft
     target, data, small = map(Path, sys.argv[1:4])
     try:
         train_draft(TrainJob(target_dir=target, data_file=data, work_dir=small / "work", output_dir=small / "draft"))

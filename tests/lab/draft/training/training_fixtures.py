@@ -14,7 +14,7 @@ import pytest
 from nim_specdec_lab.demo_model import LEARNABLE, LEARNABLE_PART, single_cycle_successor_map
 from nim_specdec_lab.draft.training.errors import VENV_VARIABLE
 from nim_specdec_lab.draft.training.job import TrainJob
-from nim_specdec_lab.draft.training.runner import DEFAULT_VENV_PYTHON
+from nim_specdec_lab.draft.training.supervisor import DEFAULT_VENV_PYTHON
 
 REPO = Path(__file__).resolve().parents[4]
 
