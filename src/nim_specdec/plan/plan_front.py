@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.engines.protocol.engine import Engine, EngineArgs
+from nim_specdec.engines.protocol.engine import Engine, EngineArgs, MergedSpec
 from nim_specdec.errors import ConfigError
 from nim_specdec.plan.merge import merge_spec, refuse_launcher_arguments
 from nim_specdec.plan.method.draft import Draft, resolve_draft
@@ -76,6 +76,11 @@ def _spec_layers(spec_env: dict | None, pt: EngineArgs, cli: EngineArgs, engine:
             )
         out.append((label, engine.check_spec_layer(values, where)))
     return out
+
+
+def _where_of(origin: dict[str, str]) -> Callable[[str], str]:
+    """How a one-line error names the layer that gave a key of the merged config."""
+    return lambda key: _layer_where(origin.get(key, "cli"))
 
 
 def _explicitly_off(pt: EngineArgs, cli: EngineArgs) -> str | None:
@@ -178,15 +183,9 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
         draft, config, origin = chosen.draft, chosen.config, chosen.origin
         warnings += chosen.warnings
         config, origin = _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), engine)
-        warnings += engine.check_spec(
-            config,
-            f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
-            engine_env,
-            pt,
-            cli,
-            _draft_config(draft, facts),
-            lambda key: _layer_where(origin.get(key, "cli")),
-        )
+        label = f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})"
+        merged = MergedSpec(config, label, engine_env, pt, cli, _draft_config(draft, facts), _where_of(origin))
+        warnings += engine.check_spec(merged)
     elif given.draft_source is not None:
         warnings.append(
             f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"

@@ -10,14 +10,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from nim_specdec.config.capture_config import CaptureConfig
 from nim_specdec.config.tuned_for import TunedFor
-from nim_specdec.engines.protocol.sections import (
-    CompileCachePlan,
-    CpuPreloadPlan,
-    DevicePlan,
-    EnginePlan,
-    ModelRunnerPlan,
-    ScheduleRow,
-)
+from nim_specdec.engines.protocol import sections
 
 
 @dataclass(frozen=True)
@@ -30,7 +23,7 @@ class Installation:
     python: str = "python3"
     cpu_preloads: tuple[str, ...] = ()
     platform: str | None = None  # None: what the build and release imply
-    device: DevicePlan | None = None
+    device: sections.DevicePlan | None = None
 
 
 class EngineOption(Protocol):
@@ -47,6 +40,19 @@ class EngineArgs(Protocol):
     spec: dict[str, Any] | None
     spec_given: bool
     options: list[Any]
+
+
+@dataclass(frozen=True)
+class MergedSpec:
+    """The speculative config merged from its layers, with what its checks read besides."""
+
+    config: Mapping[str, Any]
+    label: str  # how a one-line error names the merged config
+    engine_env: Mapping[str, Any]  # NIM_SPECDEC_ARGS' engine keys
+    pt: EngineArgs
+    cli: EngineArgs
+    draft_config: Mapping[str, Any] | None
+    where_of: Callable[[str], str]  # the layer that gave a key, to name it where one key alone is wrong
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,10 @@ class EngineCommand:
     served_model_names: tuple[str, ...]
     config: Mapping[str, Any] | None  # the speculative config as the command carries it (None: off)
     method: str | None
-    model_runner: ModelRunnerPlan
-    compile_cache: CompileCachePlan
-    cpu_preload: CpuPreloadPlan
-    engine: EnginePlan
+    model_runner: sections.ModelRunnerPlan
+    compile_cache: sections.CompileCachePlan
+    cpu_preload: sections.CpuPreloadPlan
+    engine: sections.EnginePlan
     env: Mapping[str, str]  # what the command is exec'd with besides the launcher's own environment
     warnings: tuple[str, ...]
 
@@ -121,16 +127,7 @@ class Engine(Protocol):
         """One layer of the speculative config, keys normalised and each field checked (ConfigError)."""
         ...
 
-    def check_spec(
-        self,
-        config: Mapping[str, Any],
-        label: str,
-        engine_env: Mapping[str, Any],
-        pt: EngineArgs,
-        cli: EngineArgs,
-        draft_config: Mapping[str, Any] | None,
-        where_of: Callable[[str], str],
-    ) -> tuple[str, ...]:
+    def check_spec(self, merged: MergedSpec) -> tuple[str, ...]:
         """The merged config checked whole (ConfigError); its warnings (a key the release deprecates)."""
         ...
 
@@ -154,7 +151,7 @@ class Engine(Protocol):
         """The MTP drafter the release serves a target's MTP heads with, None where it has none."""
         ...
 
-    def schedule_view(self, config: Mapping[str, Any]) -> list[ScheduleRow] | None:
+    def schedule_view(self, config: Mapping[str, Any]) -> list[sections.ScheduleRow] | None:
         """K per batch size when the config has a schedule, else None."""
         ...
 

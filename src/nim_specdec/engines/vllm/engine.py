@@ -4,11 +4,11 @@ machine's installation; each method answers from the rules of the sub-packages."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from nim_specdec.capture.launcher import capture_middleware_args
 from nim_specdec.config.tuned_for import tuned_for_warning
-from nim_specdec.engines.protocol.engine import CommandRequest, EngineArgs, EngineCommand, Installation
+from nim_specdec.engines.protocol.engine import CommandRequest, EngineCommand, Installation, MergedSpec
 from nim_specdec.engines.protocol.sections import EnginePlan, ScheduleRow
 from nim_specdec.engines.vllm.argv.command_view import read_command, served_name_warning
 from nim_specdec.engines.vllm.argv.engine_command import ENDPOINTS_MIDDLEWARE, build_argv, program
@@ -65,21 +65,14 @@ class VllmEngine:
             validate_fields(values, where, self.known)
         return values
 
-    def check_spec(
-        self,
-        config: Mapping[str, Any],
-        label: str,
-        engine_env: Mapping[str, Any],
-        pt: EngineArgs,
-        cli: EngineArgs,
-        draft_config: Mapping[str, Any] | None,
-        where_of: Callable[[str], str],
-    ) -> tuple[str, ...]:
+    def check_spec(self, merged: MergedSpec) -> tuple[str, ...]:
         if not self.known.exact:
             return ()
-        tp = tensor_parallel(lower_view_of(dict(engine_env), pt, cli, self.known))  # type: ignore[arg-type]
-        validate_complete(config, label, tp, draft_config, self.known, where_of)
-        return tuple(deprecation_warnings(config, self.known))
+        lower = lower_view_of(dict(merged.engine_env), merged.pt, merged.cli, self.known)  # type: ignore[arg-type]
+        validate_complete(
+            merged.config, merged.label, tensor_parallel(lower), merged.draft_config, self.known, merged.where_of
+        )
+        return tuple(deprecation_warnings(merged.config, self.known))
 
     def infer_method(self, model: Any, draft_config: Mapping[str, Any] | None) -> str | None:
         return infer_method(model, draft_config, self.known)

@@ -9,7 +9,7 @@ V2 runner's `_get_v2_model_runner_unsupported_features` (runners), the V1 runner
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -45,41 +45,38 @@ class Method:
 
 
 _LIGHTER = "mtp or ngram"
+# A draft checkpoint with a config.json of its own, kept with async scheduling, lighter as MTP or n-gram.
+_EAGLE = Method(
+    "eagle",
+    "draft",
+    "an EAGLE-1 draft head",
+    draft_config=True,
+    keeps_async=True,
+    v1_schedule=True,
+    lm_head_from="0.32.0",
+    lighter=_LIGHTER,
+    inferred_from_name=("eagle-",),
+    preflight="eagle",
+)
+_DFLASH = Method(
+    "dflash",
+    "draft",
+    "a DFlash block-diffusion draft",
+    draft_config=True,
+    keeps_async=True,
+    v1_schedule=True,
+    parallel=True,
+    lighter=_LIGHTER,
+    inferred_from_name=("dflash",),
+    inferred_from_arch=("MuseGlimmerAssistantModel",),
+)
+_NO_DRAFT = Method("ngram", "none", "prompt lookup: n-grams of the context")
 
 # Row order is the order messages list methods in (and the order names are matched when a method is inferred).
 METHODS: tuple[Method, ...] = (
-    Method(
-        "ngram",
-        "none",
-        "prompt lookup: n-grams of the context",
-        v1_schedule=True,
-        prompt_lookup=True,
-        preflight="model_free",
-    ),
-    Method(
-        "eagle",
-        "draft",
-        "an EAGLE-1 draft head",
-        draft_config=True,
-        keeps_async=True,
-        v1_schedule=True,
-        lm_head_from="0.32.0",
-        lighter=_LIGHTER,
-        inferred_from_name=("eagle-",),
-        preflight="eagle",
-    ),
-    Method(
-        "eagle3",
-        "draft",
-        "an EAGLE-3 draft head",
-        draft_config=True,
-        keeps_async=True,
-        v1_schedule=True,
-        lm_head_from="0.32.0",
-        lighter=_LIGHTER,
-        inferred_from_name=("eagle3",),
-        preflight="eagle",
-    ),
+    replace(_NO_DRAFT, v1_schedule=True, prompt_lookup=True, preflight="model_free"),
+    _EAGLE,
+    replace(_EAGLE, name="eagle3", meaning="an EAGLE-3 draft head", inferred_from_name=("eagle3",)),
     Method(
         "mtp",
         "none",
@@ -90,56 +87,40 @@ METHODS: tuple[Method, ...] = (
         lighter="ngram",
         preflight="mtp",
     ),
-    Method(
-        "draft_model",
-        "draft",
-        "a smaller model of the target's family",
-        draft_config=True,
-        keeps_async=True,
-        v1_schedule=True,
-        lighter=_LIGHTER,
+    replace(
+        _EAGLE,
+        name="draft_model",
+        meaning="a smaller model of the target's family",
+        lm_head_from=None,
+        inferred_from_name=(),
         preflight="draft_model",
     ),
-    Method(
-        "dflash",
-        "draft",
-        "a DFlash block-diffusion draft",
-        draft_config=True,
-        keeps_async=True,
-        v1_schedule=True,
-        parallel=True,
-        lighter=_LIGHTER,
-        inferred_from_name=("dflash",),
-        inferred_from_arch=("MuseGlimmerAssistantModel",),
-    ),
-    Method(
-        "dspark",
-        "optional",
-        "a DSpark parallel draft",
-        draft_config=True,
-        keeps_async=True,
-        parallel=True,
+    _DFLASH,
+    replace(
+        _DFLASH,
+        name="dspark",
+        model="optional",
+        meaning="a DSpark parallel draft",
+        v1_schedule=False,
         lm_head_from="0.34.0",
-        lighter=_LIGHTER,
         inferred_from_name=("dspark",),
         inferred_from_arch=("Qwen3DSparkModel", "Qwen3OmniDSparkModel", "Gemma4DSparkModel"),
     ),
-    Method("ngram_gpu", "none", "prompt lookup on the GPU", keeps_async=True, prompt_lookup=True),
-    Method(
-        "suffix",
-        "none",
-        "suffix decoding over a tree of past outputs",
+    replace(_NO_DRAFT, name="ngram_gpu", meaning="prompt lookup on the GPU", keeps_async=True, prompt_lookup=True),
+    replace(
+        _NO_DRAFT,
+        name="suffix",
+        meaning="suffix decoding over a tree of past outputs",
         v2_refused_in=((0, 32), (0, 33)),
         preflight="model_free",
     ),
-    Method("extract_hidden_states", "none", "no drafting: the target's hidden states saved", keeps_async=True),
-    Method(
-        "medusa",
-        "draft",
-        "Medusa heads (gone in 0.33)",
-        v2_refused_in=((0, 32),),
-        inferred_from_model_type=True,
+    replace(
+        _NO_DRAFT,
+        name="extract_hidden_states",
+        meaning="no drafting: the target's hidden states saved",
+        keeps_async=True,
     ),
+    Method("medusa", "draft", "Medusa heads (gone in 0.33)", v2_refused_in=((0, 32),), inferred_from_model_type=True),
     Method(
         "mlp_speculator",
         "draft",
