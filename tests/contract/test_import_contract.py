@@ -68,16 +68,8 @@ def _graph(root: Path) -> dict[str, set[str]]:
     return graph
 
 
-# An engine's package spans two stages: its knowledge (what it accepts, how a config and a command are written) sits
-# below plan/, which reads it through the protocol; these sub-packages of it are its part of the shell (its own check
-# of a plan, the process it serves in) and stand in the launch stage.
-ENGINE_SHELL = ("check", "boot")
-
-
 def _stage(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 3 and parts[1] == "engines" and parts[3] in ENGINE_SHELL:
-        return "launch"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -118,7 +110,7 @@ def test_no_stage_imports_a_higher_one():
 # plan_sections) sits above them all and no sub-package imports it.
 PLAN_LAYERS = ("method",)
 PLAN = "nim_specdec.plan"
-# vLLM's package the same way (engines/vllm/__init__.py's map): its knowledge, lowest first, then its shell parts.
+# vLLM's package the same way (engines/vllm/__init__.py's map), lowest first.
 VLLM_LAYERS = ("release", "schedule", "argv", "spec", "observe", "check", "boot")
 VLLM = "nim_specdec.engines.vllm"
 LAYERED = {PLAN: PLAN_LAYERS, VLLM: VLLM_LAYERS}
@@ -262,8 +254,12 @@ def test_no_import_cycle(root):
 
 
 # Feature folders: each names in `__all__` the modules the rest of the launcher uses; its other modules are its own
-# parts (`engines.vllm.check.download_child` is started by `while_downloading`, never imported elsewhere).
-FEATURE_FOLDERS = ("nim_specdec.engines.vllm.check", "nim_specdec.launch.compile_cache")
+# parts (`launch.early_check.download_child` is started by `while_downloading`, never imported elsewhere).
+FEATURE_FOLDERS = (
+    "nim_specdec.engines.vllm.check",
+    "nim_specdec.launch.early_check",
+    "nim_specdec.launch.compile_cache",
+)
 
 
 def _faces() -> dict[str, set[str]]:
@@ -320,7 +316,6 @@ def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert _stage("nim_specdec.plan.build") == "plan"
     assert _stage("nim_specdec.engines.vllm.release.vllm_schema") == "engines"
-    assert _stage("nim_specdec.engines.vllm.check.gate") == "launch"
     assert _layer("nim_specdec.engines.vllm.release.vllm_schema", VLLM) < _layer(
         "nim_specdec.engines.vllm.spec.x", VLLM
     )

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         log.warning(warning)
     plan = with_preflight(plan, settings.preflight, settings.host.cuda_visible_devices, log.warning, facts.sources)
     if check:
-        from nim_specdec.engines.vllm.check.request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
+        from nim_specdec.launch.check_request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
         from nim_specdec.engines.vllm.check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan
 
         plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))

@@ -16,10 +16,11 @@ from nim_specdec.engines.protocol.sections import (
     CpuPreloadPlan,
     DevicePlan,
     EnginePlan,
+    VllmCheckResult,
     ModelRunnerPlan,
     ScheduleRow,
 )
-from nim_specdec.plan.plan_sections import CheckRecord, Launch, PreflightSection, VllmCheckResult
+from nim_specdec.plan.plan_sections import CheckRecord, Launch, PreflightSection
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.config.variable_check import IgnoredVariable
 
@@ -141,6 +142,7 @@ _PUBLIC_CLASSES = (
     CapturePlan,
     ModelRunnerPlan,
     EnginePlan,
+    VllmCheckResult,
     DevicePlan,
     CompileCachePlan,
     CpuPreloadPlan,

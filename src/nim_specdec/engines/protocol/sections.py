@@ -1,6 +1,7 @@
 """The plan's engine sections, as values any engine fills in: the release and device it assumes, the model
 runner and what it does to a K schedule, the schedule as applied, where start-up caches go, and what is preloaded.
-Their field names are the plan's public JSON keys."""
+Their field names are the plan's public JSON keys; the engine's own check of the command (its verdict, which the
+shell fills in) is one of them."""
 
 from __future__ import annotations
 
@@ -51,3 +52,36 @@ class CompileCachePlan:
 class CpuPreloadPlan:
     LD_PRELOAD: str | None  # the server's LD_PRELOAD; None: the launcher sets none (the plan's key is the variable)
     reason: str
+
+
+NOT_CHECKED = "not checked"
+
+
+@dataclass(frozen=True)
+class VllmCheckResult:
+    """The installed vLLM's verdict on the command line (engines/vllm/check/gate.py runs it)."""
+
+    ran: bool
+    seconds: float = 0.0
+    skipped: str | None = None  # why it did not run here, or vLLM's remark when it passed with one
+    status: str | None = None  # NOT_CHECKED: vLLM could not judge in this process (no device)
+    deferred: str | None = None  # where it runs instead (serve: the server's process, before vLLM starts)
+    while_downloading: bool = False  # it judged the command while the weights downloaded
+
+    @property
+    def not_checked(self) -> bool:
+        return self.status == NOT_CHECKED
+
+    @property
+    def settled(self) -> bool:
+        """It ran, will run in the server's process, or cannot judge in this process: no other check here."""
+        return self.ran or self.deferred is not None or self.not_checked
+
+    @property
+    def in_server(self) -> bool:
+        """serve execs vllm_boot, which checks before vLLM starts: deferred, or not checked here."""
+        return self.deferred is not None or self.not_checked
+
+
+def settled(check: VllmCheckResult | None) -> bool:
+    return check is not None and check.settled

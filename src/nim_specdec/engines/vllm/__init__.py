@@ -1,7 +1,6 @@
 """vLLM, the engine: everything the launcher knows about it, as versioned data and pure rules, and the process it
-serves in. The sub-packages, lowest first (each imports only those above it in this list;
-tests/contract/test_import_contract.py checks it). release/ to spec/ are the engine's knowledge (below plan/ in
-the stages); check/ and boot/ are its part of the shell (they stand in the launch stage).
+serves in. It stands below plan/, which asks it through engines/protocol/ only. The sub-packages, lowest first
+(each imports only those above it in this list; tests/contract/test_import_contract.py checks it):
 
 release/                what each vLLM release accepts, which runner and modes it settles, caches, preloads
   vllm_schema.py        what each supported release's command line and SpeculativeConfig accept (VllmKnowledge)
@@ -30,14 +29,13 @@ spec/                   the speculative config as vLLM reads it
   arctic.py             ARCTIC_INFERENCE_ENABLED=1 refused before anything starts
 observe/                a running vLLM server read
   spec_counters.py      vLLM's spec-decode counters (Prometheus) and the acceptance figures made of them
-check/                  vLLM's own check of the command line: request, judge, gate, the run while downloading
-  request.py            the command vLLM judges, with the plan's sources as local paths
+check/                  vLLM's own check of the command line: the request, vLLM's verdict, when it runs
+  request.py            the command vLLM judges, with the sources' workspace paths as local directories
   judge.py              vLLM's verdict, from its own argument parser and config classes
   gate.py               when the launcher runs the check (now, deferred to the server's process, not at all)
-  while_downloading.py  the check run while the weights download
-  download_child.py     that download, in a process of its own
 boot/                   the process vLLM serves in
   vllm_boot.py          the server's process: vLLM's check, the ranks watched, vLLM's exit status kept
+  rank_watch.py         a headless rank of a multi-node launch stops by itself when its leader is gone
   vllm_serve.py         `vllm serve` with the NIM endpoints, run by vllm_boot as `__main__`
 engine.py               VllmEngine: vLLM as the planner asks it (engines.protocol), over a release and this machine
 """

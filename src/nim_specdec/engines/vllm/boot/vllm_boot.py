@@ -26,8 +26,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.config import variables as var
 from nim_specdec.errors import LauncherError, UnreachableError
-from nim_specdec.launch import rank_watch
-from nim_specdec.launch.rank_watch import leader_lost_rank_line
+from nim_specdec.engines.vllm.boot import rank_watch
+from nim_specdec.engines.vllm.boot.rank_watch import leader_lost_rank_line
 from nim_specdec.engines.vllm.check.judge import check_plan
 from nim_specdec.engines.vllm.check.request import CheckRequest
 from nim_specdec.processes import engine_death

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from nim_specdec.plan.plan_sections import NOT_CHECKED, VllmCheckResult, settled
+from nim_specdec.engines.protocol.sections import NOT_CHECKED, VllmCheckResult, settled
 from nim_specdec.engines.vllm.check.judge import check_plan
 from nim_specdec.engines.vllm.check.request import CheckRequest, local_paths, unavailable
 

@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from nim_specdec.engines.vllm.argv.user_args import SPEC_OPTION
-
-if TYPE_CHECKING:  # vllm_boot, in the server's process, builds requests without the plan's modules
-    from nim_specdec.plan.plan_model import Plan
 
 SERVE_MODULE_FLAG = "-m"
 
@@ -34,18 +31,6 @@ class CheckRequest:
     spec_origin: Mapping[str, str] = field(default_factory=dict)
     engine_origin: Mapping[str, str] = field(default_factory=dict)
     vllm_version: str = ""
-
-
-def check_request(plan: Plan) -> CheckRequest:
-    target, draft = plan.target, plan.draft
-    return CheckRequest(
-        argv=plan.launch.argv,
-        target=ModelFiles(target.model, target.local_dir, target.source),
-        draft=None if draft is None else ModelFiles(draft.path, draft.local_dir, draft.source),
-        spec_origin=dict(plan.speculative.origin),
-        engine_origin=dict(plan.engine_origin),
-        vllm_version=plan.vllm_version or (plan.engine.vllm_version if plan.engine else None) or "",
-    )
 
 
 def serve_args(argv: Sequence[str]) -> list[str]:

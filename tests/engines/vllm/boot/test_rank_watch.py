@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from nim_specdec.launch.rank_watch import LeaderWatch, leader_watch, watch
+from nim_specdec.engines.vllm.boot.rank_watch import LeaderWatch, leader_watch, watch
 
 HEAD = ["python", "-m", "nim_specdec.engines.vllm.boot.vllm_serve", "--model", "/m", "--port", "8000"]
 MULTI = ["--nnodes", "2", "--master-addr", "lead.svc", "--master-port", "29501"]
@@ -128,7 +128,7 @@ LEADER = [*HEAD, *MULTI, "--node-rank", "0"]
     ],
 )
 def test_a_multinode_leader_whose_engine_died_exits_with_one_line(argv, died, expected):
-    from nim_specdec.launch.rank_watch import leader_lost_rank_line
+    from nim_specdec.engines.vllm.boot.rank_watch import leader_lost_rank_line
 
     line = leader_lost_rank_line(argv, died)
     assert (line is not None) == expected

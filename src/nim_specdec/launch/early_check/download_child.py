@@ -1,6 +1,6 @@
-"""The early check's download, in a process of its own (engines/vllm/check/while_downloading.py starts it).
+"""The early check's download, in a process of its own (launch/early_check/while_downloading.py starts it).
 
-`python -m nim_specdec.engines.vllm.check.download_child` reads the sources, the fetch context and log format made
+`python -m nim_specdec.launch.early_check.download_child` reads the sources, the fetch context and log format made
 from the parsed settings, and the descriptor of its report pipe from its stdin (pickled by the launcher that started
 it: no second parse of the environment, no command line to go back through), downloads them into the cache,
 and exits 0; a refusal is written on the report pipe as one JSON object (exit code and message) and the process

@@ -2,7 +2,7 @@
 
 The check needs only config.json and the tokenizer files of the target and the draft. When either is a
 remote source that is not in the cache yet, those small files are read first into a private scratch
-directory, the weights start downloading in a child process (engines/vllm/check/download_child.py, given the fetch
+directory, the weights start downloading in a child process (launch/early_check/download_child.py, given the fetch
 context and log format made from the parsed settings: the same cache and lock as always), and the check runs here
 meanwhile. A refusal kills the
 child's process group (a SIGTERM there unwinds through the download's cleanup): nothing reaches the cache,
@@ -32,14 +32,14 @@ from typing import Callable, Mapping, Sequence
 from nim_specdec.processes.child_process import die_with_parent, stop_group
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
-from nim_specdec.plan.plan_sections import VllmCheckResult
+from nim_specdec.engines.protocol.sections import VllmCheckResult
 from nim_specdec.config.settings import LogFormat
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
 from nim_specdec.fetchers.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.launch.facts import read_config
-from nim_specdec.engines.vllm.check.request import check_request
+from nim_specdec.launch.check_request import check_request
 from nim_specdec.engines.vllm.check.gate import run_check
 
 # What vLLM reads before any weight: the model's config, its generation defaults and its tokenizer.
@@ -125,12 +125,12 @@ def check_while_downloading(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-CHILD_MODULE = "nim_specdec.engines.vllm.check.download_child"
+CHILD_MODULE = "nim_specdec.launch.early_check.download_child"
 REPORT_LIMIT = 64 * 1024  # one line, the error message; a pipe holds that much without blocking its writer
 
 
 class _Download:
-    """engines/vllm/check/download_child.py in its own process group, tied to this process's life; its refusal (one JSON
+    """launch/early_check/download_child.py in its own process group, tied to this process's life; its refusal (one JSON
     line on a pipe of its own) becomes this process's error. Its log lines go to the stderr both share."""
 
     def __init__(self, refs: Sequence[SourceRef], ctx: FetchContext, log_format: LogFormat) -> None:
