@@ -9,7 +9,7 @@ transfers, hashes and links it (NIM_MODEL_PATH=s3://...), with the n-gram method
 launcher is unchanged) and writes them down at the exec; vLLM's phases are the arrival times of the first log
 line of each (the lines are read from its output as they come). Every time is seconds since the process started.
 On a cold start the weights download in a child process while vLLM's check runs in the launcher
-(launch/vllm_check/while_downloading.py): that download is inside the row "vLLM check while the weights
+(launch/early_check/while_downloading.py): that download is inside the row "vLLM check while the weights
 download", and the listing and transfer rows are those of the small files read first (config.json and the
 tokenizer); a warm start finds the cache complete and leaves vLLM's check to the exec'd server.
 Then the Hub-down start: the materialization of an hf:// draft whose commit is complete in the cache, with

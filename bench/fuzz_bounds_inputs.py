@@ -19,7 +19,7 @@ from nim_specdec.cli.cmd_report import _parse_prometheus
 from nim_specdec.text.redact import redact_argv
 from nim_specdec.config.sources import parse_source
 from nim_specdec.config.tuned_for import parse_tuned_for
-from nim_specdec.plan.argv.user_args import parse_vllm_args
+from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
 from nim_specdec.errors import LauncherError
 from nim_specdec.fetchers.volume import cache
 from nim_specdec.fetchers.transfer.progress import human_bytes

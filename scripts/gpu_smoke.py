@@ -123,7 +123,7 @@ def same(args: argparse.Namespace) -> int:
 
 def acceptance_length(metrics_text: str) -> float | None:
     """1 + accepted tokens per draft over the whole scrape; None when no draft was made."""
-    from nim_specdec.observe.spec_counters import parse_prometheus, summed
+    from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus, summed
 
     counters = summed(parse_prometheus(metrics_text))
     return 1.0 + counters.accepted / counters.drafts if counters.drafts else None

@@ -1,9 +1,10 @@
-"""Writes plan/engine/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
+"""Writes engines/vllm/release/vllm_schemas/<version>.json from the vLLM this Python imports: its serve options, the
 speculative spellings of its parser, SpeculativeConfig's fields, methods, MTP names, the targets it gives an MTP
 drafter, enum values, bounds and nullable fields, and the module that holds its serve argument parser.
 
 The launcher reads the JSON of the vLLM version it runs with (microseconds) instead of importing vLLM
-(seconds); tests/plan/engine/test_vllm_schema_drift.py regenerates the installed version's in memory and compares, so
+(seconds); tests/engines/vllm/release/test_vllm_schema_drift.py regenerates the installed version's in memory
+and compares, so
 a vLLM upgrade that changes any of it fails the tests. Run `python scripts/vllm_schema_gen.py` after
 upgrading vLLM. A GPU wheel can be read on a CPU machine without installing it: unzip it and put the
 directory first on PYTHONPATH (its config and argument-parser modules import with the CPU torch).

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, parse_prometheus
 from nim_specdec.observe.smoke import bearer, http_get, post_json, served_model
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -49,3 +50,12 @@ def test_the_readme_maps_every_page_of_docs():
     text = README.read_text(encoding="utf-8")
     for page in DOCS:
         assert f"docs/{page.name}" in text, page.name
+
+
+def test_the_methods_table_is_generated_from_vllms_method_table():
+    """docs/engine.md's methods table is scripts/methods_doc.py's rendering of engines/vllm/release/methods.py."""
+    spec = importlib.util.spec_from_file_location("methods_doc", ROOT / "scripts" / "methods_doc.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    page = script.DOC.read_text(encoding="utf-8")
+    assert script.BEGIN in page and script.rewritten(page) == page, "run: python scripts/methods_doc.py"

@@ -26,6 +26,7 @@ STAGES = (
     "processes",
     "config",
     "capture",
+    "engines",
     "plan",
     "fetchers",
     "preflight",
@@ -108,32 +109,43 @@ def test_no_stage_imports_a_higher_one():
 # The planner's sub-packages, lowest first: a plan module imports its own sub-package and those listed before it;
 # the plan's front door (the modules directly in plan/: build, plan_front, plan_input, plan_facts, plan_model,
 # plan_sections) sits above them all and no sub-package imports it.
-PLAN_LAYERS = ("engine", "schedule", "argv", "method")
+PLAN_LAYERS = ("method",)
 PLAN = "nim_specdec.plan"
+# vLLM's package the same way (engines/vllm/__init__.py's map), lowest first.
+VLLM_LAYERS = ("release", "schedule", "argv", "spec", "observe", "check", "boot")
+VLLM = "nim_specdec.engines.vllm"
+LAYERED = {PLAN: PLAN_LAYERS, VLLM: VLLM_LAYERS}
+
+
+def _layer(module: str, package: str = PLAN) -> int | None:
+    """The rank of a module of a layered package (its sub-package's, or one above them all for the modules directly
+    in the package); None outside it and for the package itself, which holds no code."""
+    if not module.startswith(package + "."):
+        return None
+    layers = LAYERED[package]
+    parts = module[len(package) + 1 :].split(".")
+    return layers.index(parts[0]) if parts[0] in layers else len(layers)
 
 
 def _plan_layer(module: str) -> int | None:
-    """The rank of a plan module (its sub-package's, or one above them all for the front door); None outside plan
-    and for the package itself, which holds no code."""
-    if not module.startswith(PLAN + "."):
-        return None
-    parts = module[len(PLAN) + 1 :].split(".")
-    return PLAN_LAYERS.index(parts[0]) if parts[0] in PLAN_LAYERS else len(PLAN_LAYERS)
+    return _layer(module, PLAN)
 
 
-def test_the_contract_sees_every_plan_sub_package():
-    """A sub-package added to plan/ or renamed must be given its place in PLAN_LAYERS."""
-    on_disk = {p.parent.name for p in (LAUNCHER / "plan").glob("*/__init__.py")}
-    assert on_disk == set(PLAN_LAYERS)
+@pytest.mark.parametrize("package", sorted(LAYERED))
+def test_the_contract_sees_every_sub_package(package):
+    """A sub-package added to a layered package or renamed must be given its place in its layers."""
+    on_disk = {p.parent.name for p in (SRC / package.replace(".", "/")).glob("*/__init__.py")}
+    assert on_disk == set(LAYERED[package])
 
 
-def test_no_plan_sub_package_imports_a_higher_one():
+@pytest.mark.parametrize("package", sorted(LAYERED))
+def test_no_sub_package_imports_a_higher_one(package):
     upward = []
     for module, targets in LAUNCHER_GRAPH.items():
-        own = _plan_layer(module)
+        own = _layer(module, package)
         if own is None:
             continue
-        upward += [f"{module} -> {t}" for t in sorted(targets) if (_plan_layer(t) or 0) > own]
+        upward += [f"{module} -> {t}" for t in sorted(targets) if (_layer(t, package) or 0) > own]
     assert upward == []
 
 
@@ -201,6 +213,65 @@ def test_each_fetchers_map_names_exactly_its_modules(package):
     assert _map_entries(package) == _package_members(package)
 
 
+ENGINES = "nim_specdec.engines"
+# What every engine shares: the protocol the planner sees, and the registry the shell picks one by name from.
+ENGINE_NEUTRAL = ("protocol", "registry")
+
+
+def _engine_of(module: str) -> str | None:
+    """The engine package a module belongs to (`vllm` for nim_specdec.engines.vllm.argv.user_args); None outside
+    an engine's package (the protocol, the registry, the rest of the launcher)."""
+    if not module.startswith(ENGINES + "."):
+        return None
+    name = module[len(ENGINES) + 1 :].split(".")[0]
+    return None if name in ENGINE_NEUTRAL else name
+
+
+def _plan_reaches_past_the_protocol(graph: dict[str, set[str]]) -> list[str]:
+    allowed = f"{ENGINES}.protocol"
+    return sorted(
+        f"{m} -> {t}"
+        for m, ts in graph.items()
+        if m == PLAN or m.startswith(PLAN + ".")
+        for t in ts
+        if t.startswith(ENGINES + ".") and not (t == allowed or t.startswith(allowed + "."))
+    )
+
+
+def _engines_importing_another(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{m} -> {t}"
+        for m, ts in graph.items()
+        if _engine_of(m) is not None
+        for t in ts
+        if _engine_of(t) not in (None, _engine_of(m))
+    )
+
+
+def test_the_planner_imports_the_engine_protocol_only():
+    """plan/ asks an engine through engines.protocol; an engine's own package (or the registry that names them)
+    is the shell's to pick and hand over."""
+    assert _plan_reaches_past_the_protocol(LAUNCHER_GRAPH) == []
+
+
+def test_no_engine_imports_another():
+    assert _engines_importing_another(LAUNCHER_GRAPH) == []
+
+
+def test_the_engine_rules_catch_a_crossing():
+    graph = {
+        "nim_specdec.plan.build": {"nim_specdec.engines.protocol.engine", "nim_specdec.engines.vllm.engine"},
+        "nim_specdec.plan.x": {"nim_specdec.engines.registry"},
+        "nim_specdec.engines.sglang.flags": {"nim_specdec.engines.vllm.spec.x", "nim_specdec.engines.protocol"},
+        "nim_specdec.engines.vllm.spec.x": {"nim_specdec.engines.vllm.release.y"},
+    }
+    assert _plan_reaches_past_the_protocol(graph) == [
+        "nim_specdec.plan.build -> nim_specdec.engines.vllm.engine",
+        "nim_specdec.plan.x -> nim_specdec.engines.registry",
+    ]
+    assert _engines_importing_another(graph) == ["nim_specdec.engines.sglang.flags -> nim_specdec.engines.vllm.spec.x"]
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     # Tarjan's strongly connected components; any component of two or more modules is a cycle.
     index: dict[str, int] = {}
@@ -248,8 +319,12 @@ def test_no_import_cycle(root):
 
 
 # Feature folders: each names in `__all__` the modules the rest of the launcher uses; its other modules are its own
-# parts (`launch.vllm_check.download_child` is started by `while_downloading`, never imported elsewhere).
-FEATURE_FOLDERS = ("nim_specdec.launch.vllm_check", "nim_specdec.launch.compile_cache")
+# parts (`launch.early_check.download_child` is started by `while_downloading`, never imported elsewhere).
+FEATURE_FOLDERS = (
+    "nim_specdec.engines.vllm.check",
+    "nim_specdec.launch.early_check",
+    "nim_specdec.launch.compile_cache",
+)
 
 
 def _faces() -> dict[str, set[str]]:
@@ -336,7 +411,10 @@ def test_no_tune_sub_package_imports_a_higher_one():
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     assert _stage("nim_specdec.plan.build") == "plan"
-    assert _plan_layer("nim_specdec.plan.engine.vllm_schema") < _plan_layer("nim_specdec.plan.method.draft")
+    assert _stage("nim_specdec.engines.vllm.release.vllm_schema") == "engines"
+    assert _layer("nim_specdec.engines.vllm.release.vllm_schema", VLLM) < _layer(
+        "nim_specdec.engines.vllm.spec.x", VLLM
+    )
     assert _plan_layer("nim_specdec.plan.build") == len(PLAN_LAYERS) and _plan_layer("nim_specdec.plan") is None
     assert _behind_a_face(
         {"a.x": {"a.pkg.face", "a.pkg.inner"}, "a.pkg.face": {"a.pkg.inner"}}, {"a.pkg": {"face"}}

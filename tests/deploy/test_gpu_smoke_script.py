@@ -164,7 +164,7 @@ def test_no_drafts_is_below_any_floor(server) -> None:
 
 
 GOOD_WARM = """INFO nim-specdec: compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc
-INFO nim-specdec: exec: python3 -m nim_specdec.launch.vllm_boot vllm serve /opt/nim/.cache/workspace/target
+INFO nim-specdec: exec: python3 -m nim_specdec.engines.vllm.boot.vllm_boot vllm serve /opt/nim/.cache/workspace/target
 (EngineCore_DP0 pid=251) INFO 12-04 10:02:11 [backends.py:296] Directly load the compiled graph(s) for compile \
 range (1, 8192) from the cache, took 2.104 s"""
 AOT = "/opt/nim/.cache/compile/vllm/torch_compile_cache/torch_aot_compile/3f2a9c/rank_0_0/model"
@@ -222,7 +222,10 @@ def test_a_compiling_start_is_not_warm() -> None:
     [
         (GOOD_WARM, None),
         ("INFO nim-specdec: downloading hf://x: 5 files, 16 GB\n" + GOOD_WARM, "it downloaded"),
-        (GOOD_WARM.replace("nim_specdec.launch.vllm_boot ", ""), "vLLM's check did not run inside vllm_boot"),
+        (
+            GOOD_WARM.replace("nim_specdec.engines.vllm.boot.vllm_boot ", ""),
+            "vLLM's check did not run inside vllm_boot",
+        ),
         (
             GOOD_WARM.replace(
                 "compile cache: /opt/nim/.cache/compile/vllm-0.32.0-abc",

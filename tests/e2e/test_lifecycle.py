@@ -13,7 +13,7 @@ import pytest
 
 from nim_specdec.config.settings import DEFAULT_SHUTDOWN_TIMEOUT
 from nim_specdec.observe.smoke import http_get
-from nim_specdec.observe.spec_counters import parse_prometheus
+from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus
 
 from vllm_runs import MAX_MODEL_LEN, STOP_TIMEOUT_S, stop_probe
 from vllm_workload import PROMPTS
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 RUNS = ("ngram_run", "off_run", "eagle3_run", "remote_run")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-BOOT_MODULE = "nim_specdec.launch.vllm_boot"
+BOOT_MODULE = "nim_specdec.engines.vllm.boot.vllm_boot"
 
 
 @pytest.fixture(params=RUNS)

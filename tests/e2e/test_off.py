@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.observe.spec_counters import INACTIVE
+from nim_specdec.engines.vllm.observe.spec_counters import INACTIVE
 
 pytestmark = pytest.mark.e2e
 

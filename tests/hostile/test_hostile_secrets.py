@@ -12,7 +12,7 @@ from fuzz_plan_cases import Case, run_case
 from server.test_asgi_endpoints import get as asgi_get
 from test_hostile_inputs import EAGLE, models
 
-from nim_specdec.plan.argv.user_args import parse_vllm_args
+from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
 from nim_specdec.server.endpoints import NimEndpointsMiddleware
 
 # One key in 64 that secrets.token_urlsafe() draws starts with '-'.

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from nim_specdec.plan.plan_sections import VllmCheckResult
+from nim_specdec.engines.protocol.sections import VllmCheckResult
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.launch.pipeline import steps_for
 

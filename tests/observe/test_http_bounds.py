@@ -15,7 +15,7 @@ import pytest
 
 from nim_specdec.errors import EXIT_UNREACHABLE, UnreachableError
 from nim_specdec.observe.http_client import request
-from nim_specdec.observe.spec_counters import MAX_POSITIONS, parse_prometheus
+from nim_specdec.engines.vllm.observe.spec_counters import MAX_POSITIONS, parse_prometheus
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
@@ -128,7 +128,7 @@ def test_control_characters_in_model_names_are_escaped_in_the_report(tmp_path):
     )
     text = scrape.read_text().replace("\\u001b", "\x1b")
     scrape.write_text(text)
-    from nim_specdec.observe.spec_counters import render_text, report
+    from nim_specdec.engines.vllm.observe.spec_counters import render_text, report
 
     rendered = render_text(report(parse_prometheus(text)))
     assert "\x1b" not in rendered and "\\x1b[2J" in rendered

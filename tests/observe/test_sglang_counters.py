@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nim_specdec.observe import sglang_counters as sg
-from nim_specdec.observe.spec_counters import parse_prometheus
+from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus
 
 RECORDED = (Path(__file__).parent / "data" / "sglang_metrics.txt").read_text()
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -152,7 +152,7 @@ def test_secret_options_match_the_installed_vllm():
 
 
 def test_every_key_of_a_multi_key_option_is_masked_in_the_checks_quote_of_vllm():
-    from nim_specdec.launch.vllm_check.judge import _secrets
+    from nim_specdec.engines.vllm.check.judge import _secrets
 
     args = ["--model", "/m", "--api-key", "first-key-1234", SECRET, "--seed", "0"]
     quoted = redact_text(f"bad tokens first-key-1234 and {SECRET} for /m", _secrets(args, {}))

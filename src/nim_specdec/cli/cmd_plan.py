@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import replace
 
+from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
 from nim_specdec.text.logs import setup_logging
 from nim_specdec.config import variables as var
 from nim_specdec.config.settings import parse_settings
@@ -46,12 +47,14 @@ def run(args: argparse.Namespace) -> int:
         except MaterializeError as err:  # serve would stop here; the plan says so
             plan = replace(plan, warnings=(*plan.warnings, f"serve would stop (exit 3): {err.one_line()}"))
     # a custom method's plugin is looked for where the plan is made; prepare and serve refuse without one
-    plugins = require_custom_method(plan.speculative.custom_method, os.environ, facts.vllm_version, facts.vllm.methods)
+    plugins = require_custom_method(
+        plan.speculative.custom_method, os.environ, facts.vllm_version, knowledge_for(facts.vllm_version).methods
+    )
     if plugins:
         plan = replace(plan, warnings=(*plan.warnings, custom_method_note(plan.speculative.custom_method, plugins)))
     log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
     if settings.plan_vllm_version is not None:
-        known = facts.vllm
+        known = knowledge_for(facts.vllm_version)
         log.info(
             f"planning for vLLM {known.version} ({var.PLAN_VLLM_VERSION}) on {facts.platform}: snapshot "
             f"vllm_schemas/{known.snapshot}.json" + ("" if known.exact else " (the newest known; no exact snapshot)")
@@ -60,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning(warning)
     plan = with_preflight(plan, settings.preflight, settings.host.cuda_visible_devices, log.warning, facts.sources)
     if check:
-        from nim_specdec.launch.vllm_check.request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
-        from nim_specdec.launch.vllm_check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan
+        from nim_specdec.launch.check_request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
+        from nim_specdec.engines.vllm.check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan
 
         plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))
     json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)

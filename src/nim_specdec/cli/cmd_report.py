@@ -18,7 +18,7 @@ from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
 from nim_specdec.observe import sglang_counters
 from nim_specdec.observe.http_client import request
-from nim_specdec.observe.spec_counters import (
+from nim_specdec.engines.vllm.observe.spec_counters import (
     counters_problem,
     difference,
     parse_aiperf_export,

@@ -22,7 +22,7 @@ from nim_specdec.errors import ConfigError
 USE_V2_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 ARCTIC_ENV = "ARCTIC_INFERENCE_ENABLED"  # on when exactly "1", as arctic_inference/envs.py reads it
 # vLLM's cache variables -> the sub-directory of the compile cache's key directory each points at
-# (plan.engine.compile_dirs). vLLM puts Inductor's cache under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT
+# (engines.vllm.release.compile_dirs). vLLM puts Inductor's cache under VLLM_CACHE_ROOT itself; FlashInfer keeps its JIT
 # modules under FLASHINFER_WORKSPACE_BASE.
 CACHE_DIRS = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
 

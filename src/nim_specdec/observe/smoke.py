@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
 from nim_specdec.observe.http_client import request, request_json
-from nim_specdec.observe.spec_counters import (
+from nim_specdec.engines.vllm.observe.spec_counters import (
     counters_problem,
     difference,
     parse_prometheus,

@@ -1,14 +1,15 @@
-"""What the shell knows when it builds a plan: the built-in registry, the installed vLLM and its platform, the
-device, and the facts about each source (where its files are now, its config.json, its commit)."""
+"""What the shell knows when it builds a plan: the built-in registry, the installed engine (vLLM) and its
+platform, the device, the engine the planner asks, and the facts about each source (where its files are now, its
+config.json, its commit)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from nim_specdec.engines.protocol.engine import Engine
+from nim_specdec.engines.protocol.sections import DevicePlan
 from nim_specdec.plan.method.builtin import BuiltinEntry
-from nim_specdec.plan.engine.engine_facts import DevicePlan
-from nim_specdec.plan.engine.vllm_schema import VllmKnowledge, knowledge_for
 from nim_specdec.text.frozen_json import freeze
 
 
@@ -34,7 +35,9 @@ class Facts:
     sources: Mapping[str, SourceFacts] = field(default_factory=dict)  # keyed by SourceRef.uri
     platform: str | None = None  # the platform vLLM will run on; None: what the flavour and version imply
     device: DevicePlan | None = None  # read at the edge (preflight/device.py)
+    engine: Engine | None = None  # the engine these facts describe; the shell gives it (launch/facts.py)
 
-    @property
-    def vllm(self) -> VllmKnowledge:
-        return knowledge_for(self.vllm_version)
+    def the_engine(self) -> Engine:
+        if self.engine is None:
+            raise ValueError("Facts without an engine: launch.facts.with_engine gives them one")
+        return self.engine

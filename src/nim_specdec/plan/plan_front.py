@@ -9,31 +9,25 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.plan.method.arctic import refuse_arctic_plugin
+from nim_specdec.config.sources import SourceRef
+from nim_specdec.engines.protocol.engine import Engine, EngineArgs, MergedSpec
+from nim_specdec.errors import ConfigError
+from nim_specdec.plan.merge import merge_spec, refuse_launcher_arguments
 from nim_specdec.plan.method.draft import Draft, resolve_draft
-from nim_specdec.plan.argv.engine_view import lower_view_of, tensor_parallel
-from nim_specdec.plan.argv.merge import merge_spec, refuse_launcher_arguments
 from nim_specdec.plan.method.method_choice import choose
-from nim_specdec.plan.method.method_infer import infer_method
+from nim_specdec.plan.method.target import Target, resolve_target, unused_model_variables
 from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.plan.plan_input import PlannerInput
-from nim_specdec.plan.engine.release_changes import deprecation_warnings
-from nim_specdec.config.sources import SourceRef
-from nim_specdec.plan.method.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.plan.method.target import Target, resolve_target, unused_model_variables
-from nim_specdec.plan.argv.user_args import ParsedArgs, parse_vllm_args
-from nim_specdec.plan.engine.vllm_schema import VllmKnowledge
-from nim_specdec.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class Front:
     warnings: tuple[str, ...]
-    cli: ParsedArgs
-    pt: ParsedArgs
+    cli: EngineArgs
+    pt: EngineArgs
     engine_env: dict[str, Any]  # NIM_SPECDEC_ARGS' engine keys
     target: Target
     enabled: bool
@@ -62,7 +56,7 @@ def _layer_where(label: str) -> str:
     return "--speculative-config" if label == "cli" else label
 
 
-def _spec_layers(spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: VllmKnowledge) -> list:
+def _spec_layers(spec_env: dict | None, pt: EngineArgs, cli: EngineArgs, engine: Engine) -> list:
     layers = [
         (var.SPECDEC_ARGS, spec_env),
         (var.PASSTHROUGH_ARGS, pt.spec),
@@ -80,14 +74,16 @@ def _spec_layers(spec_env: dict | None, pt: ParsedArgs, cli: ParsedArgs, known: 
                 "speculative_config {} is refused by vLLM (no method, model or num_speculative_tokens)",
                 'give a config such as {"method": "ngram", "num_speculative_tokens": 3}, or leave it out',
             )
-        values = normalise_keys(values, where)
-        if known.exact:  # a release without a snapshot: vLLM's own check alone
-            validate_fields(values, where, known)
-        out.append((label, values))
+        out.append((label, engine.check_spec_layer(values, where)))
     return out
 
 
-def _explicitly_off(pt: ParsedArgs, cli: ParsedArgs) -> str | None:
+def _where_of(origin: dict[str, str]) -> Callable[[str], str]:
+    """How a one-line error names the layer that gave a key of the merged config."""
+    return lambda key: _layer_where(origin.get(key, "cli"))
+
+
+def _explicitly_off(pt: EngineArgs, cli: EngineArgs) -> str | None:
     """vLLM reads `--speculative-config null` (or "" or None) as no speculation; the last source decides."""
     for label, parsed in (("the --speculative-config argument", cli), (var.PASSTHROUGH_ARGS, pt)):
         if parsed.spec_given:
@@ -118,7 +114,7 @@ def _base_layer(
         target.registered,
         draft_source is not None,
         draft_facts.config if draft_facts else None,
-        facts.vllm,
+        facts.the_engine(),
     )
     return [("auto", choice.config)], choice.draft_source, f"auto-chosen for model-free mode: {choice.reason}"
 
@@ -129,32 +125,32 @@ def _draft_config(draft: Draft | None, facts: Facts) -> dict | None:
 
 
 def _keep_inferred_method(
-    config: dict, origin: dict, original: Any, draft_config: dict | None, known: VllmKnowledge
+    config: dict, origin: dict, original: Any, draft_config: dict | None, engine: Engine
 ) -> tuple[dict, dict]:
     """vLLM infers a missing method from the draft's name: when the launcher rewrote that name to a
     workspace path, the config and origin with the method the original reference implied, so the meaning is
     kept (new dicts; the ones given when nothing changes)."""
     if config.get("method") is not None or original is None or config.get("model") == original:
         return config, origin
-    before, after = infer_method(original, draft_config, known), infer_method(config.get("model"), draft_config, known)
+    before, after = engine.infer_method(original, draft_config), engine.infer_method(config.get("model"), draft_config)
     if before == after:
         return config, origin
     return {**config, "method": before}, {**origin, "method": f"inferred from speculative_config.model {original!r}"}
 
 
 def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> Front:
-    known = facts.vllm
-    refuse_arctic_plugin(given.arctic_plugin, facts.vllm_version)
+    engine = facts.the_engine()
+    engine.refuse_before_start(given.arctic_plugin)
     warnings: list[str] = [item.warning() for item in given.ignored]
-    if not known.exact:
-        warnings.append(known.unknown_warning())
-    cli = parse_vllm_args(list(cli_tokens), "argument", known)
-    pt = parse_vllm_args(list(given.passthrough_args), var.PASSTHROUGH_ARGS, known)
+    if not engine.exact:
+        warnings.append(engine.unknown_warning())
+    cli = engine.read_args(cli_tokens, "argument")
+    pt = engine.read_args(given.passthrough_args, var.PASSTHROUGH_ARGS)
     spec_env, engine_env = None, {}
     if given.specdec is not None:  # parsed with the settings, NIM_SPECDEC_ENABLE being on
         # This pass's own copies, as a parse per pass gave: nothing the plan builds on them reaches the settings.
         spec_env, engine_env = copy.deepcopy((given.specdec.speculative_config, given.specdec.engine))
-        refuse_launcher_arguments(engine_env, known)
+        refuse_launcher_arguments(engine_env, engine.option_name)
     elif given.specdec_args_set:
         warnings.append(
             f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
@@ -167,7 +163,7 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
         facts.registry,
     )
     warnings += unused_model_variables(target, given.model_source, given.model_name)
-    explicit = _spec_layers(spec_env, pt, cli, known)
+    explicit = _spec_layers(spec_env, pt, cli, engine)
     off_by = _explicitly_off(pt, cli)
     enabled = (given.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
     if off_by is not None and (given.enable or explicit):
@@ -183,20 +179,13 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
                 "--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}'
             )
         original_model = config.get("model")
-        chosen = resolve_draft(config, origin, given.draft_source, builtin_draft, given.workspace)
+        chosen = resolve_draft(config, origin, given.draft_source, builtin_draft, given.workspace, engine)
         draft, config, origin = chosen.draft, chosen.config, chosen.origin
         warnings += chosen.warnings
-        config, origin = _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), known)
-        if known.exact:
-            validate_complete(
-                config,
-                f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})",
-                tensor_parallel(lower_view_of(engine_env, pt, cli, known)),
-                _draft_config(draft, facts),
-                known,
-                lambda key: _layer_where(origin.get(key, "cli")),
-            )
-            warnings += deprecation_warnings(config, known)
+        config, origin = _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), engine)
+        label = f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})"
+        merged = MergedSpec(config, label, engine_env, pt, cli, _draft_config(draft, facts), _where_of(origin))
+        warnings += engine.check_spec(merged)
     elif given.draft_source is not None:
         warnings.append(
             f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"

@@ -16,7 +16,7 @@ from nim_specdec.config.sources import SourceRef
 from nim_specdec.config.specdec_args import SpecdecArgs
 from nim_specdec.config.tuned_for import TunedFor
 from nim_specdec.config.variable_check import IgnoredVariable
-from nim_specdec.plan.argv.merge import EngineVariables
+from nim_specdec.plan.merge import EngineVariables
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from nim_specdec.plan.engine.compile_dirs import CompileCachePlan
-from nim_specdec.plan.engine.cpu_preload import CpuPreloadPlan
-from nim_specdec.plan.engine.engine_facts import DevicePlan, EnginePlan
-from nim_specdec.plan.plan_sections import CheckRecord, Launch, PreflightSection, VllmCheckResult
+from nim_specdec.engines.protocol.sections import (
+    CompileCachePlan,
+    CpuPreloadPlan,
+    DevicePlan,
+    EnginePlan,
+    VllmCheckResult,
+    ModelRunnerPlan,
+    ScheduleRow,
+)
+from nim_specdec.plan.plan_sections import CheckRecord, Launch, PreflightSection
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.plan.schedule.runner_plan import ModelRunnerPlan
-from nim_specdec.plan.schedule.spec_schedule import ScheduleRow
 from nim_specdec.config.variable_check import IgnoredVariable
 
 # Marks a field that never reaches the JSON.
@@ -138,6 +142,7 @@ _PUBLIC_CLASSES = (
     CapturePlan,
     ModelRunnerPlan,
     EnginePlan,
+    VllmCheckResult,
     DevicePlan,
     CompileCachePlan,
     CpuPreloadPlan,

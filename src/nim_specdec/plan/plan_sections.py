@@ -1,7 +1,8 @@
-"""The plan's sections that later steps fill in: the pre-flight checks, vLLM's own check, and what is exec'd.
+"""The plan's sections that later steps fill in: the pre-flight checks and what is exec'd (the engine's own check
+is engines.protocol.sections.VllmCheckResult).
 
-They are typed here, in the pure core, so that the pre-flight (preflight/) and the vLLM check (launch/) hand
-back values the plan holds as they are, and the exec reads nothing assembled beside the plan.
+They are typed here, in the pure core, so that the pre-flight (preflight/) hands back values the plan holds as
+they are, and the exec reads nothing assembled beside the plan.
 """
 
 from __future__ import annotations
@@ -36,39 +37,6 @@ class PreflightSection:
 
     def __post_init__(self) -> None:
         _read_only(self, "mode", self.mode)
-
-
-NOT_CHECKED = "not checked"
-
-
-@dataclass(frozen=True)
-class VllmCheckResult:
-    """The installed vLLM's verdict on the command line (launch/vllm_check/gate.py runs it)."""
-
-    ran: bool
-    seconds: float = 0.0
-    skipped: str | None = None  # why it did not run here, or vLLM's remark when it passed with one
-    status: str | None = None  # NOT_CHECKED: vLLM could not judge in this process (no device)
-    deferred: str | None = None  # where it runs instead (serve: the server's process, before vLLM starts)
-    while_downloading: bool = False  # it judged the command while the weights downloaded
-
-    @property
-    def not_checked(self) -> bool:
-        return self.status == NOT_CHECKED
-
-    @property
-    def settled(self) -> bool:
-        """It ran, will run in the server's process, or cannot judge in this process: no other check here."""
-        return self.ran or self.deferred is not None or self.not_checked
-
-    @property
-    def in_server(self) -> bool:
-        """serve execs vllm_boot, which checks before vLLM starts: deferred, or not checked here."""
-        return self.deferred is not None or self.not_checked
-
-
-def settled(check: VllmCheckResult | None) -> bool:
-    return check is not None and check.settled
 
 
 @dataclass(frozen=True)

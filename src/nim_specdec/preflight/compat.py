@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.engines.vllm.release.methods import method_row
+from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge
 from nim_specdec.plan.method.method_choice import MTP_KEYS, mtp_drafter, mtp_heads
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.checkpoint import Checkpoint
@@ -146,27 +147,23 @@ def _mtp_tokens(spec_config: Mapping[str, Any], n_predict: int | None) -> Check:
     )
 
 
-def _ngram(inputs: CompatInputs) -> list[Check]:
-    return [passed("compatibility.ngram", "model-free: nothing to check beyond the config")]
+def _model_free(inputs: CompatInputs) -> list[Check]:
+    # Suffix decoding's one requirement, the arctic-inference package, is a fact of the serving Python: serve checks it.
+    return [passed(f"compatibility.{inputs.method}", "model-free: nothing to check beyond the config")]
 
 
-def _suffix(inputs: CompatInputs) -> list[Check]:
-    # Its one requirement, the arctic-inference package, is a fact of the serving Python: serve checks it.
-    return [passed("compatibility.suffix", "model-free: nothing to check beyond the config")]
-
-
-CHECKS_BY_METHOD: dict[str, Callable[[CompatInputs], list[Check]]] = {
-    "eagle3": _eagle,
+# A method's row names the family of checks it gets (engines/vllm/release/methods.py: `preflight`).
+CHECKS_BY_FAMILY: dict[str, Callable[[CompatInputs], list[Check]]] = {
     "eagle": _eagle,
     "draft_model": _draft_model,
     "mtp": _mtp,
-    "ngram": _ngram,
-    "suffix": _suffix,
+    "model_free": _model_free,
 }
 
 
 def compatibility_checks(inputs: CompatInputs) -> list[Check]:
-    run = CHECKS_BY_METHOD.get(inputs.method)
+    family = getattr(method_row(inputs.method), "preflight", None)
+    run = CHECKS_BY_FAMILY.get(family) if family else None
     if run is None:
         return [skipped("compatibility.method", f"no pre-flight checks for method {inputs.method!r}")]
     return run(inputs)

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping
 
-from nim_specdec.plan.engine.runner_choice import rules_version, version_key
+from nim_specdec.engines.vllm.release.methods import method_row
+from nim_specdec.engines.vllm.release.runner_choice import rules_version, version_key
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.memory import parse_length
 from nim_specdec.preflight.results import COMPATIBILITY, WARN, Check
 
 NAME = f"{COMPATIBILITY}.max_model_len"
 CACHE_ONLY_ROPE_TYPES = ("default", "linear", "llama3", "ntk", "proportional")
-DRAFT_METHODS = ("draft_model", "eagle", "eagle3", "dflash", "dspark")  # methods whose draft has a config of its own
 
 
 def _rope_parameters(draft: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
@@ -52,7 +52,8 @@ def v2_max_model_len_check(
     draft_where: str,
 ) -> Check | None:
     """A warning where vLLM will silently serve a shorter max_model_len than the target's; None elsewhere."""
-    if runner != "v2" or version_key(rules_version(vllm_version)) < (0, 33) or method not in DRAFT_METHODS:
+    own = getattr(method_row(method), "draft_config", False)  # the draft has a config.json of its own
+    if runner != "v2" or version_key(rules_version(vllm_version)) < (0, 33) or not own:
         return None
     if target is None or draft is None:
         return None

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from nim_specdec.engines.vllm.release.methods import method_row
 from nim_specdec.preflight import model_config as mc
 from nim_specdec.preflight.results import FAIL, Check, passed, skipped
 
@@ -31,14 +32,6 @@ NAME = "memory.headroom"
 # vLLM 0.32 defaults (config/cache.py, engine/arg_utils.py get_batch_defaults for the API server).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 LOGIT_BYTES = 4  # vLLM samples and verifies in float32
-LIGHTER = {
-    "eagle3": "mtp or ngram",
-    "eagle": "mtp or ngram",
-    "draft_model": "mtp or ngram",
-    "dflash": "mtp or ngram",
-    "dspark": "mtp or ngram",
-    "mtp": "ngram",
-}
 
 
 @dataclass(frozen=True)
@@ -191,7 +184,7 @@ def check_headroom(inputs: MemoryInputs) -> Check:
             "GPU memory",
             figures,
         )
-    lighter = LIGHTER.get(inputs.method)
+    lighter = getattr(method_row(inputs.method), "lighter", None)
     return Check(
         NAME,
         FAIL,

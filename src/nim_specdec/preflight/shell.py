@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from nim_specdec.plan.engine.vllm_schema import knowledge_for
+from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import PreflightSection

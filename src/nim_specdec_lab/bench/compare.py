@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.observe.spec_counters import figures
+from nim_specdec.engines.vllm.observe.spec_counters import figures
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 
 MODES = ("off", "on")

@@ -1,6 +1,6 @@
 """Which vLLM model runner, and so which n-gram drafter, the serving engine will use for method "ngram".
 
-The launcher decides it as vLLM does (`nim_specdec.plan.engine.runner_choice`): vLLM 0.32 defaults to its V2
+The launcher decides it as vLLM does (`nim_specdec.engines.vllm.release.runner_choice`): vLLM 0.32 defaults to its V2
 model runner wherever Triton runs (CUDA GPUs), and to V1 on the CPU build, which has no Triton backend.
 Method "suffix" is refused by V2 up to vLLM 0.33 and runs on V1 everywhere there; from 0.34 (no V1 runner)
 a GPU serves it with vLLM's native V2 suffix speculator.
@@ -8,7 +8,12 @@ a GPU serves it with vLLM's native V2 suffix speculator.
 
 from __future__ import annotations
 
-from nim_specdec.plan.engine.runner_choice import RunnerInputs, choose_model_runner, target_platform, version_key
+from nim_specdec.engines.vllm.release.runner_choice import (
+    RunnerInputs,
+    choose_model_runner,
+    target_platform,
+    version_key,
+)
 from nim_specdec.launch.facts import installed_vllm as read_installed
 
 RUNNERS = ("auto", "v1", "v2")

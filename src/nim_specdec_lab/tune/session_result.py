@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.files.output_files import write_atomically
-from nim_specdec.plan.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule
+from nim_specdec.engines.vllm.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule
 from nim_specdec_lab import stats
 from nim_specdec_lab.tune.lineup import candidates as cand
 from nim_specdec_lab.tune.model.acceptance import AcceptanceCurve

@@ -8,7 +8,7 @@ import random
 import pytest
 import stats_reference as ref
 
-from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.bench.acceptance_matrix import columns, from_runs, matrix

@@ -11,7 +11,7 @@ import pytest
 
 from nim_specdec_lab.cli.cmd_bench import rewrite_argv
 from nim_specdec.errors import ConfigError
-from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.bench.compare import ARRIVAL_RATE, compare
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance

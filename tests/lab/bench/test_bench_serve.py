@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from nim_specdec.errors import ConfigError
-from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.report_md import markdown

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
-from nim_specdec.observe.spec_counters import SpecCounters, parse_prometheus, summed
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, parse_prometheus, summed
 from nim_specdec_lab.ngram.http_replay import continuation, http_json, load_records
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, token_ids

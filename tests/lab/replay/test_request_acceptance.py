@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance, parse_record, parse_records, session_id
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 

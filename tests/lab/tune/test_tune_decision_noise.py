@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab import stats
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.tune.lineup import candidates as cand

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.plan.engine.compile_dirs import CACHE_DIRS, cache_key, compile_cache_plan
+from nim_specdec.engines.vllm.release.compile_dirs import CACHE_DIRS, cache_key, compile_cache_plan
 from nim_specdec.launch.compile_cache.claim import LOCK, claim, drop_torn
 
 BASE = dict(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.plan.engine.compile_dirs import compile_cache_plan
+from nim_specdec.engines.vllm.release.compile_dirs import compile_cache_plan
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.compile_cache.claim import LOCK, claim
 from nim_specdec.launch.compile_cache.prune import prune
@@ -64,7 +64,7 @@ def test_a_start_marks_the_key_as_used(tmp_path):
             sys.executable,
             "-c",
             (
-                "import sys; from nim_specdec.plan.engine.compile_dirs import compile_cache_plan;"
+                "import sys; from nim_specdec.engines.vllm.release.compile_dirs import compile_cache_plan;"
                 "from nim_specdec.launch.compile_cache.claim import claim;"
                 f"claim(compile_cache_plan({str(tmp_path)!r}, 'k', ()), warn=print, info=print)"
             ),

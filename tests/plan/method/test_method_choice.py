@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from nim_specdec.engines.protocol.engine import Installation
+from nim_specdec.engines.vllm.engine import VllmEngine
 from nim_specdec.launch.resolve import plan_for
-from nim_specdec.plan.engine.vllm_schema import knowledge_for, known_versions
+from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
 from nim_specdec.plan.method.builtin import BuiltinEntry
 from nim_specdec.plan.method.method_choice import choose, mtp_drafter
 from nim_specdec.plan.plan_facts import Facts
@@ -99,7 +101,7 @@ CASES = {
 def test_mtp_only_where_the_release_has_a_drafter(case):
     config, versions, entry, user_draft, method, reason = CASES[case]
     for version in versions:
-        choice = choose(config, entry, user_draft, None, knowledge_for(version))
+        choice = choose(config, entry, user_draft, None, VllmEngine(Installation("vllm", version)))
         assert choice.config["method"] == method, (version, choice.reason)
         assert reason.format(v=version) in choice.reason, (version, choice.reason)
 

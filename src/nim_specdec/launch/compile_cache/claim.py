@@ -29,7 +29,7 @@ from typing import Callable
 
 from nim_specdec.files.trust import make_dirs, open_to_others_reason, vouches
 from nim_specdec.files.regular_file import read_regular
-from nim_specdec.plan.engine.compile_dirs import CompileCachePlan, relocate
+from nim_specdec.engines.vllm.release.compile_dirs import CompileCachePlan, relocate
 
 LOCK = ".writer.lock"
 _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place

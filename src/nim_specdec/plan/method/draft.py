@@ -14,9 +14,8 @@ from typing import Any, Mapping
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.plan.method.method_choice import DEFAULT_DRAFT_NAME
-from nim_specdec.plan.method.method_infer import is_custom_proposer
 from nim_specdec.config.sources import SourceRef, parse_source
-from nim_specdec.plan.method.spec_schema import NEEDS_MODEL
+from nim_specdec.engines.protocol.engine import Engine
 from nim_specdec.plan.method.target import TARGET_LINK
 
 _BARE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -52,11 +51,12 @@ def resolve_draft(
     draft_source: SourceRef | None,
     builtin_draft: str | None,
     workspace: str,
+    engine: Engine,
 ) -> DraftChoice:
     """The draft the merged config names, and the config with its model filled in or rewritten to the
     draft's workspace path; `config` and `origin` are left as they are."""
     config, origin = dict(config), dict(origin)
-    draft, warning = _draft(config, origin, draft_source, builtin_draft, workspace)
+    draft, warning = _draft(config, origin, draft_source, builtin_draft, workspace, engine)
     return DraftChoice(draft, config, origin, (warning,) if warning else ())
 
 
@@ -66,14 +66,15 @@ def _draft(
     draft_source: SourceRef | None,
     builtin_draft: str | None,
     workspace: str,
+    engine: Engine,
 ) -> tuple[Draft | None, str | None]:
     """resolve_draft's choice and its warning, filling in `config` and `origin`, resolve_draft's own copies."""
     method = config.get("method")
     model = config.get("model")
-    if model is None and method in NEEDS_MODEL and draft_source is not None:
+    if model is None and engine.needs_model(method) and draft_source is not None:
         config["model"], origin["model"] = DEFAULT_DRAFT_NAME, var.DRAFT_MODEL_PATH
         model = DEFAULT_DRAFT_NAME
-    if model in ("ngram", "[ngram]") or is_custom_proposer(model):
+    if model in ("ngram", "[ngram]") or engine.is_custom_proposer(model):
         return None, None  # vLLM reads these as a proposer, not as a draft checkpoint
     if model is None:
         ignored = draft_source is not None

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nim_specdec.plan.engine.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.engines.protocol.engine import Engine
 
 # Every config.json key vLLM 0.32 reads for the number of MTP layers
 # (vllm/config/speculative.py, SpeculativeConfig.hf_config_override; configs/builtin_specdec/MTP_KEYS.md),
@@ -31,8 +31,6 @@ _SCOPES = ("text_config", "mtp_config")
 MTP_MODEL_TYPES = ("qwen3_next", "longcat_flash", "step3p5", "step3p7", "dots3_note", "minimax_m3_vl")
 MTP_ARCHITECTURES = ("MiMoV2ForCausalLM", "MiMoV2OmniForCausalLM", "MiMoV2FlashForCausalLM")
 
-# Parallel drafters: every position of a block drafted in one pass (vLLM's dflash and dspark methods).
-PARALLEL_DRAFTERS = ("dflash", "dspark")
 NGRAM_DEFAULT = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 MTP_DEFAULT_TOKENS = 1
 DEFAULT_DRAFT_NAME = "draft"
@@ -60,7 +58,7 @@ def mtp_heads(config: Mapping[str, Any] | None) -> tuple[str, int] | None:
     return None
 
 
-def mtp_drafter(config: Mapping[str, Any] | None, known: VllmKnowledge = DEFAULT) -> str | None:
+def mtp_drafter(config: Mapping[str, Any] | None, known: Engine) -> str | None:
     """The MTP model type release `known` serves the target's MTP heads with, None where it has none."""
     if not config:
         return None
@@ -100,12 +98,12 @@ def choose(
     builtin_entry: Any | None,
     has_draft_source: bool,
     draft_config: Mapping[str, Any] | None,
-    known: VllmKnowledge = DEFAULT,
+    known: Engine,
 ) -> Choice:
     """Model-free auto choice when speculation is on and nobody gave a config."""
     unknown = " (the target's config.json is not available before download, so MTP heads could not be checked)"
     note = unknown if target_config is None else ""
-    parallel = builtin_entry is not None and builtin_entry.draft_source and builtin_entry.method in PARALLEL_DRAFTERS
+    parallel = builtin_entry is not None and builtin_entry.draft_source and known.parallel_drafter(builtin_entry.method)
     if parallel and not has_draft_source:
         return Choice(
             dict(builtin_entry.speculative_config),

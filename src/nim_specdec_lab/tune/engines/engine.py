@@ -2,8 +2,8 @@
 
 Each server's record takes a value from the server's own log where vLLM states it (tune.engines.engine_log), else
 from the launcher's plan for that server's environment, and names the source of each. The serving engine is
-the launcher's runner choice (plan.engine.runner_choice) for `--serving-platform` / `--serving-vllm-version`; a
-schedule it would drop (plan.schedule.schedule_rules) is not recommended, and what differs from the measured
+the launcher's runner choice (engines.vllm.release.runner_choice) for `--serving-platform` / `--serving-vllm-version`; a
+schedule it would drop (engines.vllm.schedule.schedule_rules) is not recommended, and what differs from the measured
 servers is said in words, with what it means for the figures.
 """
 
@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nim_specdec.plan.engine.async_rules import keeps_async
-from nim_specdec.plan.engine.runner_choice import (
+from nim_specdec.engines.vllm.release.async_rules import keeps_async
+from nim_specdec.engines.vllm.release.runner_choice import (
     RunnerInputs,
     choose_model_runner,
     cudagraph_mode_given,
     rules_version,
     version_key,
 )
-from nim_specdec.plan.schedule.schedule_rules import ScheduleDrop, schedule_cudagraph_downgrade, schedule_drop
+from nim_specdec.engines.vllm.schedule.schedule_rules import ScheduleDrop, schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec_lab.tune.engines.engine_log import LoggedEngine
 
 LOG, PLAN, RULE = "server log", "launcher plan", "launcher plan (vLLM's rules)"

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.plan.engine.runner_choice import runner_inputs
+from nim_specdec.engines.vllm.release.runner_choice import runner_inputs
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, PLATFORMS
 from nim_specdec.errors import ConfigError

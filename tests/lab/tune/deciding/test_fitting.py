@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nim_specdec.observe.spec_counters import SpecCounters
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.tune.model.acceptance import curve_from_positions, curve_from_simulation
 from nim_specdec_lab.tune.lineup.candidates import k_at

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from nim_specdec.plan.engine.runner_choice import RunnerInputs
+from nim_specdec.engines.vllm.release.runner_choice import RunnerInputs
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.tune.model.acceptance import curve_from_simulation
 from nim_specdec_lab.tune.model.choice import choose, plan_method, static_prediction
