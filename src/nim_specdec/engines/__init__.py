@@ -1,0 +1,1 @@
+"""The engines the launcher plans for and serves with, one package each."""
