@@ -22,7 +22,6 @@ resolution.py           SGLang's own resolution as the check, and the values it 
   run_resolver(python, argvs, timeout) -> tuple[Resolution, ...] (shell: runs resolver_child.py);
   check_argv(server_args) -> argv; parse_resolutions(text, count); silent_changes(asked, resolution) -> SilentChange
 resolver_child.py       the child run with SGLang's interpreter (standard library and SGLang only)
-mapping_doc.py          docs/sglang.md's mapping table, generated from the method table
 
 Wiring (NIM_ENGINE=sglang, Settings.engine == "sglang"): read_native_args(user argv + NIM_PASSTHROUGH_ARGS);
 the speculative config (NIM_SPECDEC_ARGS / built-in / the native args' vllm_config), its draft materialized and
