@@ -5,9 +5,9 @@ The modules, lowest first (each imports only those above it):
 
 options.py              SGLang's server options from the release's snapshot (sglang_options/<release>.json)
   sglang_options(release=RELEASE) -> Mapping[str, Option]; spelling_of(dest) -> str; RELEASE = "0.5.23"
-methods.py              the method table: a row per vLLM-form method (eagle3 -> EAGLE3, mtp -> NEXTN, ...)
+methods.py              the method table: a row per vLLM-form method (eagle3 -> EAGLE3, mtp -> EAGLE, ...)
   METHODS; method_row(method, where) -> SglangMethod (ConfigError for a method SGLang lacks);
-  k_flags(row, k) -> ((option, value), ...)
+  k_flags(row, k) -> ((option, value), ...); same_algorithm(a, b) -> bool (NEXTN is EAGLE)
 native_args.py          the user's arguments read as SGLang's parser reads them
   read_native_args(argv, where) -> NativeArgs(speculative, model_path, vllm_config, other)
 translation.py          the vLLM-form config as SGLang flags, the user's SGLang flags over them
@@ -20,7 +20,8 @@ installed.py            whether SGLang can be served here, and the refusal where
   serve_python(python, release) -> str (ConfigError naming NIM_ENGINE); installed_release() -> str | None (shell)
 resolution.py           SGLang's own resolution as the check, and the values it would change silently
   run_resolver(python, argvs, timeout) -> tuple[Resolution, ...] (shell: runs resolver_child.py);
-  check_argv(server_args) -> argv; parse_resolutions(text, count); silent_changes(asked, resolution) -> SilentChange
+  check_argv(server_args) -> argv; parse_resolutions(text, count); platform_refusal(resolution) -> bool;
+  silent_changes(asked, resolution) -> tuple[SilentChange, ...]; SilentChange.line() -> str
 resolver_child.py       the child run with SGLang's interpreter (standard library and SGLang only)
 
 Wiring (NIM_ENGINE=sglang, Settings.engine == "sglang"): read_native_args(user argv + NIM_PASSTHROUGH_ARGS);

@@ -38,14 +38,20 @@ class SglangMethod:
 METHODS: tuple[SglangMethod, ...] = (
     SglangMethod("eagle3", "EAGLE3", DRAFT_CHECKPOINT, K_STEPS, True, "EAGLE-3 draft checkpoint"),
     SglangMethod("eagle", "EAGLE", DRAFT_CHECKPOINT, K_STEPS, True, "EAGLE(-2) draft checkpoint"),
-    SglangMethod("mtp", "NEXTN", DRAFT_TARGET, K_STEPS, True, "the target's MTP heads; SGLang resolves NEXTN to EAGLE"),
+    # EAGLE, not its alias NEXTN: SGLang resolves NEXTN to EAGLE, and DeepSeek-V4's check (run before) takes EAGLE only.
+    SglangMethod("mtp", "EAGLE", DRAFT_TARGET, K_STEPS, True, "the target's MTP heads (SGLang's NEXTN is EAGLE)"),
     SglangMethod("ngram", "NGRAM", DRAFT_NONE, K_CHAIN, True, "SGLang's n-gram trie over all requests, one chain"),
     SglangMethod("draft_model", "STANDALONE", DRAFT_CHECKPOINT, K_STEPS, True, "a small model of the same family"),
     SglangMethod("dflash", "DFLASH", DRAFT_CHECKPOINT, K_WINDOW, False, "DFlash block draft; block size K + 1"),
     SglangMethod("dspark", "DSPARK", DRAFT_CHECKPOINT, K_GAMMA, False, "DSpark draft; gamma K"),
 )
 BY_METHOD = {row.method: row for row in METHODS}
-BY_ALGORITHM = {row.algorithm: row for row in METHODS}
+ALIASES = {"NEXTN": "EAGLE"}  # SGLang's own: the algorithm each spelling resolves to
+
+
+def same_algorithm(a: str, b: str) -> bool:
+    """Whether two --speculative-algorithm values name one algorithm for SGLang (any case, NEXTN is EAGLE)."""
+    return ALIASES.get(a.upper(), a.upper()) == ALIASES.get(b.upper(), b.upper())
 
 
 def method_row(method: object, where: str = "speculative_config.method") -> SglangMethod:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from nim_specdec.engines.sglang.methods import same_algorithm
 from nim_specdec.engines.sglang.options import spelling_of
 from nim_specdec.errors import ConfigError, printable
 
@@ -28,6 +29,18 @@ FILLED_WHEN_UNSET = (
     "speculative_draft_model_path",
     "speculative_adaptive",
     "max_running_requests",
+)
+
+
+# SGLang's refusals that say the check's CPU platform lacks something the argv needs, not that the argv is wrong:
+# the target's own kernels or checkpoint format (DeepSeek-V3.2's and GLM-5's sparse attention want CUDA, Mamba
+# hybrids' cache snapshots, gpt-oss's mxfp4 weights) or the algorithm (DFLASH, DSPARK). Fragments of the message.
+PLATFORM_REFUSALS = (
+    "Torch not compiled with CUDA enabled",
+    "requires platform support for Mamba cache state snapshots",
+    "Unknown quantization method: mxfp4",
+    "speculative decoding only supports CUDA, NPU or XPU device",
+    "speculative decoding is not supported by",
 )
 
 
@@ -49,6 +62,11 @@ class SilentChange:
     def line(self) -> str:
         asked = "unset" if self.asked is None else self.asked
         return f"{spelling_of(self.field)}: asked {asked}, SGLang 0.5 serves {self.served} (its {self.by})"
+
+
+def platform_refusal(resolution: Resolution) -> bool:
+    """Whether SGLang refused only for the check's CPU platform (PLATFORM_REFUSALS), not for the arguments."""
+    return not resolution.ok and any(fragment in (resolution.refusal or "") for fragment in PLATFORM_REFUSALS)
 
 
 def check_argv(server_args: Sequence[str]) -> tuple[str, ...]:
@@ -122,7 +140,7 @@ def _same(field: str, asked: str | None, served: object) -> bool:
     if asked is None:  # a flag given alone
         return served is True
     if field == "speculative_algorithm":
-        return asked.upper() == str(served).upper()
+        return same_algorithm(asked, str(served))
     return asked == str(served)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.engines.sglang.methods import DRAFT_CHECKPOINT, DRAFT_NONE, k_flags, method_row
+from nim_specdec.engines.sglang.methods import DRAFT_CHECKPOINT, DRAFT_NONE, k_flags, method_row, same_algorithm
 from nim_specdec.engines.sglang.native_args import NativeArgs
 from nim_specdec.engines.sglang.options import spelling_of
 from nim_specdec.errors import ConfigError
@@ -102,7 +102,7 @@ def merge_native(translated: SpeculativeFlags | None, native: NativeArgs) -> Spe
     mine = dict(translated.fields)
     notes = list(translated.notes)
     asked = given.get("speculative_algorithm")
-    if asked is not None and asked.upper() != mine.get("speculative_algorithm"):
+    if asked is not None and not same_algorithm(asked, str(mine["speculative_algorithm"])):
         notes.append(
             f"--speculative-algorithm {asked} given: the speculative config's "
             f"{mine.get('speculative_algorithm')} flags are not used"
