@@ -6,6 +6,7 @@ match window) is dropped with a note. Pure.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -38,6 +39,12 @@ class SpeculativeFlags:
         return tuple(out)
 
 
+def _shown(value: object) -> str:
+    """A config value as the user wrote it in JSON, cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _k(config: Mapping[str, object]) -> int | None:
     k = config.get("num_speculative_tokens")
     if k is None:
@@ -52,7 +59,7 @@ def translate_config(config: Mapping[str, object]) -> SpeculativeFlags:
     if SCHEDULE_KEY in config:
         raise ConfigError(
             f"{WHERE}.{SCHEDULE_KEY}",
-            f"SGLang 0.5 has no per-batch-size K schedule (got {str(config[SCHEDULE_KEY])[:120]!r})",
+            f"SGLang 0.5 has no per-batch-size K schedule (got {_shown(config[SCHEDULE_KEY])})",
             "drop it, or pass --speculative-adaptive for SGLang's own K by batch size",
         )
     unknown = [key for key in config if key not in HANDLED]
@@ -60,7 +67,7 @@ def translate_config(config: Mapping[str, object]) -> SpeculativeFlags:
         key = unknown[0]
         raise ConfigError(
             f"{WHERE}.{key}",
-            f"SGLang 0.5 has no counterpart for {key}={str(config[key])[:120]!r}",
+            f"SGLang 0.5 has no counterpart for {key}={_shown(config[key])}",
             "drop the key, or give SGLang's own --speculative-* argument",
         )
     row = method_row(config.get("method"), f"{WHERE}.method")
@@ -109,7 +116,8 @@ def merge_native(translated: SpeculativeFlags | None, native: NativeArgs) -> Spe
         )
         return SpeculativeFlags(tuple(given.items()), tuple(notes))
     for field, value in given.items():
-        if field in mine and mine[field] != value:
+        same = field == "speculative_algorithm" and same_algorithm(str(value), str(mine[field]))
+        if field in mine and mine[field] != value and not same:
             notes.append(f"{spelling_of(field)} {value} given wins over {mine[field]} from the speculative config")
         mine[field] = value
     return SpeculativeFlags(tuple(mine.items()), tuple(notes))
