@@ -32,7 +32,7 @@ def serve_python(python: str, release: str | None) -> str:
             f"sglang is selected but SGLang is not installed beside {python}",
             f"use an image with SGLang {SERIES} installed, or set {ENGINE}=vllm",
         )
-    if release.split("+")[0].rsplit(".", 1)[0] != SERIES:
+    if ".".join(release.split("+")[0].split(".")[:2]) != SERIES:
         raise ConfigError(
             ENGINE,
             f"sglang is selected but the installed SGLang is {release[:40]!r}",

@@ -61,7 +61,10 @@ class SilentChange:
 
     def line(self) -> str:
         asked = "unset" if self.asked is None else self.asked
-        return f"{spelling_of(self.field)}: asked {asked}, SGLang 0.5 serves {self.served} (its {self.by})"
+        served = (
+            {True: "on", False: "off"}.get(self.served, self.served) if isinstance(self.served, bool) else self.served
+        )
+        return f"{spelling_of(self.field)}: asked {asked}, SGLang 0.5 serves {served} (its {self.by})"
 
 
 def platform_refusal(resolution: Resolution) -> bool:
@@ -151,7 +154,8 @@ def silent_changes(asked: Mapping[str, str | None], resolution: Resolution) -> t
     for field_name, value in asked.items():
         if field_name in resolution.served and not _same(field_name, value, resolution.served[field_name]):
             by = resolution.changed_by.get(field_name, "resolution")
-            changes.append(SilentChange(field_name, value, resolution.served[field_name], by))
+            shown = "on" if value is None else value  # a flag given alone
+            changes.append(SilentChange(field_name, shown, resolution.served[field_name], by))
     for field_name in FILLED_WHEN_UNSET:
         if field_name not in asked and field_name in resolution.changed_by:
             served = resolution.served.get(field_name)
