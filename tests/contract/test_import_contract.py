@@ -24,6 +24,7 @@ STAGES = (
     "files",
     "processes",
     "config",
+    "engines",
     "capture",
     "plan",
     "fetchers",

@@ -95,7 +95,7 @@ def resolve(argv: list[str]) -> dict:
 
 
 def main() -> int:
-    argvs = json.load(sys.stdin)
+    argvs = json.loads(sys.stdin.read())
     if not isinstance(argvs, list) or not all(
         isinstance(argv, list) and all(isinstance(arg, str) for arg in argv) for argv in argvs
     ):
