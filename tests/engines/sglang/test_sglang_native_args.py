@@ -74,3 +74,10 @@ def test_what_sglang_would_refuse_is_refused_in_one_line(argv, fragment):
     with pytest.raises(ConfigError) as caught:
         read_native_args(argv, where="NIM_PASSTHROUGH_ARGS")
     assert str(caught.value).startswith("NIM_PASSTHROUGH_ARGS: ") and fragment in str(caught.value)
+
+
+def test_a_hostile_option_is_shown_short_and_inert():
+    with pytest.raises(ConfigError) as caught:
+        read_native_args(["--x" + "\x1b[2J" * 500])
+    text = caught.value.one_line()
+    assert len(text) < 400 and "\x1b" not in text and "\n" not in text

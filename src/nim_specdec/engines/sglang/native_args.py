@@ -45,9 +45,13 @@ def _option(word: str, options: Mapping[str, Option], where: str) -> Option:
         return matches[0]
     if matches:
         names = ", ".join(sorted(s for s, o in options.items() if s.startswith(word))[:4])
-        raise ConfigError(where, f"ambiguous SGLang option {word!r} (could be {names})", "spell the option in full")
+        raise ConfigError(
+            where, f"ambiguous SGLang option {word[:200]!r} (could be {names})", "spell the option in full"
+        )
     raise ConfigError(
-        where, f"SGLang has no option {word!r}", "check the spelling against `python -m sglang.launch_server --help`"
+        where,
+        f"SGLang has no option {word[:200]!r}",
+        "check the spelling against `python -m sglang.launch_server --help`",
     )
 
 
