@@ -105,8 +105,9 @@ test-multinode: install
 	$(PY) -m pytest -q -m multinode tests/multinode
 
 # Everything but the tests that start a vLLM server (marked e2e): a few minutes, no AIPerf needed.
-test-fast: install olah-venv checkov-venv
-	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2
+test-fast: install olah-venv checkov-venv sglang-venv
+	OLAH_BIN=$(abspath $(OLAH_VENV))/bin/olah-cli SGLANG_PYTHON=$${SGLANG_PYTHON:-$(abspath $(SGLANG_VENV))/bin/python} \
+	  $(PY) -m pytest -q -m "not e2e and not interpreter" -n 2
 	TRITON_INTERPRET=1 $(PY) -m pytest -q -m interpreter
 
 # Without NIM_MODEL_PATH: the demo model, made offline once (demo-model skips the parts already complete),

@@ -29,6 +29,10 @@ def test_the_check_resolves_for_the_cpu(argv, checked):
     assert check_argv(argv) == checked
 
 
+def test_where_sglang_has_its_own_platform_the_device_is_left_as_given():
+    assert check_argv(["--device", "cuda", "--tp", "2"], device=None) == ("--device", "cuda", "--tp", "2")
+
+
 ACCEPTED = {
     "ok": True,
     "served": {"speculative_num_draft_tokens": 4},

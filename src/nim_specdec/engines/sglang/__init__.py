@@ -19,9 +19,10 @@ command.py              the command: python -m sglang.launch_server --model-path
 installed.py            whether SGLang can be served here, and the refusal where it cannot
   serve_python(python, release) -> str (ConfigError naming NIM_ENGINE); installed_release() -> str | None (shell)
 resolution.py           SGLang's own resolution as the check, and the values it would change silently
-  run_resolver(python, argvs, timeout) -> tuple[Resolution, ...] (shell: runs resolver_child.py);
-  check_argv(server_args) -> argv; parse_resolutions(text, count); platform_refusal(resolution) -> bool;
-  silent_changes(asked, resolution) -> tuple[SilentChange, ...]; SilentChange.line() -> str
+  run_resolver(python, argvs, timeout=300, device="cpu") -> tuple[Resolution, ...] (shell: runs resolver_child.py);
+  check_argv(server_args, device="cpu") -> argv (device None: as given); parse_resolutions(text, count);
+  platform_refusal(resolution) -> bool; silent_changes(asked, resolution) -> tuple[SilentChange, ...];
+  SilentChange.line() -> str
 resolver_child.py       the child run with SGLang's interpreter (standard library and SGLang only)
 
 Wiring (NIM_ENGINE=sglang, Settings.engine == "sglang"): read_native_args(user argv + NIM_PASSTHROUGH_ARGS);

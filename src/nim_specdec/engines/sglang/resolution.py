@@ -72,8 +72,11 @@ def platform_refusal(resolution: Resolution) -> bool:
     return not resolution.ok and any(fragment in (resolution.refusal or "") for fragment in PLATFORM_REFUSALS)
 
 
-def check_argv(server_args: Sequence[str]) -> tuple[str, ...]:
-    """The server arguments with the device the check resolves for (any --device given is replaced)."""
+def check_argv(server_args: Sequence[str], device: str | None = CHECK_DEVICE) -> tuple[str, ...]:
+    """The server arguments with the device the check resolves for (any --device given is replaced); device None:
+    the arguments as they are (where SGLang is installed with its own platform, the one it will serve on)."""
+    if device is None:
+        return tuple(server_args)
     out: list[str] = []
     skip = False
     for word in server_args:
@@ -86,7 +89,7 @@ def check_argv(server_args: Sequence[str]) -> tuple[str, ...]:
         if word.startswith("--device="):
             continue
         out.append(word)
-    return (*out, "--device", CHECK_DEVICE)
+    return (*out, "--device", device)
 
 
 def _resolution(entry: object) -> Resolution:
@@ -113,10 +116,12 @@ def parse_resolutions(text: str, count: int) -> tuple[Resolution, ...]:
         ) from None
 
 
-def run_resolver(python: str, argvs: Sequence[Sequence[str]], timeout: float = 300.0) -> tuple[Resolution, ...]:
+def run_resolver(
+    python: str, argvs: Sequence[Sequence[str]], timeout: float = 300.0, device: str | None = CHECK_DEVICE
+) -> tuple[Resolution, ...]:
     """SGLang's resolution of each argv (server arguments, check_argv applied), in one child: its imports cost
     seconds, each argv a fraction of one."""
-    payload = json.dumps([list(check_argv(argv)) for argv in argvs])
+    payload = json.dumps([list(check_argv(argv, device)) for argv in argvs])
     try:
         done = subprocess.run(
             [python, str(CHILD)], input=payload, capture_output=True, text=True, timeout=timeout, check=False
