@@ -7,9 +7,12 @@ metadata: no import of SGLang, microseconds).
 
 from __future__ import annotations
 
+import sys
 from importlib import metadata
+from pathlib import Path
 
 from nim_specdec.config.variables import ENGINE
+from nim_specdec.engines.protocol.engine import Installation
 from nim_specdec.engines.sglang.options import RELEASE
 from nim_specdec.errors import ConfigError
 
@@ -22,6 +25,23 @@ def installed_release() -> str | None:
         return metadata.version("sglang")
     except metadata.PackageNotFoundError:
         return None
+
+
+def release_beside(python: str) -> str | None:
+    """The SGLang release installed for the interpreter `python` (shell): this one's from its package metadata,
+    another's from the metadata folder in its environment's site-packages, without running it."""
+    if python == sys.executable:
+        return installed_release()
+    found = sorted(Path(python).parent.parent.glob("lib/python3*/site-packages/sglang-*.dist-info"))
+    versions = [entry.name[len("sglang-") : -len(".dist-info")] for entry in found]
+    return next((version for version in versions if version[:1].isdigit()), None)
+
+
+def installation(python: str | None) -> Installation:
+    """SGLang as this machine has it (shell): beside `python` (SGLANG_PYTHON), else beside this interpreter."""
+    python = python or sys.executable
+    release = release_beside(python)
+    return Installation("sglang" if release else None, release or "", python)
 
 
 def serve_python(python: str, release: str | None) -> str:

@@ -16,6 +16,14 @@ VLLM_SPEC_OPTION = "--speculative-config"  # the guide's vLLM form; SGLang has n
 
 
 @dataclass(frozen=True)
+class NativeOption:
+    """One option as the user gave it: the field it sets and its words (engines.protocol's EngineOption)."""
+
+    name: str  # the field, snake_case: speculative_num_steps
+    tokens: tuple[str, ...]  # as written: ("--speculative-num-steps", "3") or ("--speculative-num-steps=3",)
+
+
+@dataclass(frozen=True)
 class NativeArgs:
     speculative: tuple[
         tuple[str, str | None], ...
@@ -23,6 +31,7 @@ class NativeArgs:
     model_path: str | None  # --model-path / --model
     vllm_config: str | None  # the JSON text of --speculative-config (the guide's vLLM form)
     other: tuple[str, ...]  # every other argument, as written
+    options: tuple[NativeOption, ...] = ()  # every option given but --speculative-config, in order
 
     def speculative_fields(self) -> dict[str, str | None]:
         """The speculative fields given, the last of each winning, as SGLang's parser does."""
@@ -63,6 +72,7 @@ def read_native_args(argv: Sequence[str], where: str = "arguments", release: str
     model_path: str | None = None
     vllm_config: str | None = None
     other: list[str] = []
+    given: list[NativeOption] = []
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -100,10 +110,11 @@ def read_native_args(argv: Sequence[str], where: str = "arguments", release: str
             values, i = [argv[i + 1]], i + 2
         else:
             raise ConfigError(where, f"{option.spelling} has no value", f"give {option.spelling} a value")
+        given.append(NativeOption(option.dest, (word,) if eq else (word, *values)))
         if option.dest == "model_path":
             model_path = values[0]
         elif is_speculative(option.dest):
             speculative.append((option.dest, values[0] if values else None))
         else:
             other.extend([word] if eq else [word, *values])
-    return NativeArgs(tuple(speculative), model_path, vllm_config, tuple(other))
+    return NativeArgs(tuple(speculative), model_path, vllm_config, tuple(other), tuple(given))

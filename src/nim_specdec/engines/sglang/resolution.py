@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from nim_specdec.engines.sglang.methods import same_algorithm
+from nim_specdec.engines.sglang.native_args import read_native_args
 from nim_specdec.engines.sglang.options import spelling_of
 from nim_specdec.errors import ConfigError, printable
 
@@ -167,3 +168,27 @@ def silent_changes(asked: Mapping[str, str | None], resolution: Resolution) -> t
             if served not in (None, False):
                 changes.append(SilentChange(field_name, None, served, resolution.changed_by[field_name]))
     return tuple(changes)
+
+
+def with_local_files(server_args: Sequence[str], local: Mapping[str, str]) -> tuple[str, ...]:
+    """The server arguments with each workspace path the command names (the target, the draft) replaced by the
+    directory its files are in now (`local`: path -> directory), as the resolution reads their config.json."""
+    return tuple(local.get(word, word) for word in server_args)
+
+
+def resolution_lines(server_args: Sequence[str], resolution: Resolution) -> tuple[str, ...]:
+    """The plan's warnings from SGLang's resolution of the command: each value it would change silently, or that it
+    could not judge on the check's CPU platform; a refusal for the arguments themselves refused in one line."""
+    if platform_refusal(resolution):
+        return (f"{WHERE} could not judge the command on the CPU ({resolution.refusal}): it is checked where served",)
+    if not resolution.ok:
+        raise ConfigError(
+            WHERE, f"refuses the command: {resolution.refusal}", "fix the argument it names, or set NIM_ENGINE=vllm"
+        )
+    native = read_native_args(server_args, "the command")
+    asked = native.speculative_fields()
+    given = {option.name: option for option in native.options}
+    if "max_running_requests" in given:
+        tokens = given["max_running_requests"].tokens
+        asked["max_running_requests"] = tokens[-1].partition("=")[2] if len(tokens) == 1 else tokens[-1]
+    return tuple(change.line() for change in silent_changes(asked, resolution))

@@ -10,7 +10,14 @@ import json
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.engines.sglang.methods import DRAFT_CHECKPOINT, DRAFT_NONE, k_flags, method_row, same_algorithm
+from nim_specdec.engines.sglang.methods import (
+    BY_METHOD,
+    DRAFT_CHECKPOINT,
+    DRAFT_NONE,
+    k_flags,
+    method_row,
+    same_algorithm,
+)
 from nim_specdec.engines.sglang.native_args import NativeArgs
 from nim_specdec.engines.sglang.options import spelling_of
 from nim_specdec.errors import ConfigError
@@ -54,11 +61,12 @@ def _k(config: Mapping[str, object]) -> int | None:
     return k
 
 
-def translate_config(config: Mapping[str, object]) -> SpeculativeFlags:
-    """The vLLM-form config (its draft already an absolute path) as SGLang fields, with notes of what was dropped."""
+def check_layer(config: Mapping[str, object], where: str = WHERE) -> dict[str, object]:
+    """What one layer of the config can be refused for alone (`where` names it): a K schedule, a key SGLang has no
+    counterpart for, a method it lacks."""
     if SCHEDULE_KEY in config:
         raise ConfigError(
-            f"{WHERE}.{SCHEDULE_KEY}",
+            f"{where}.{SCHEDULE_KEY}",
             f"SGLang 0.5 has no per-batch-size K schedule (got {_shown(config[SCHEDULE_KEY])})",
             "drop it, or pass --speculative-adaptive for SGLang's own K by batch size",
         )
@@ -66,9 +74,23 @@ def translate_config(config: Mapping[str, object]) -> SpeculativeFlags:
     if unknown:
         key = unknown[0]
         raise ConfigError(
-            f"{WHERE}.{key}",
+            f"{where}.{key}",
             f"SGLang 0.5 has no counterpart for {key}={_shown(config[key])}",
             "drop the key, or give SGLang's own --speculative-* argument",
+        )
+    if config.get("method") is not None:
+        method_row(config["method"], f"{where}.method")
+    return dict(config)
+
+
+def translate_config(config: Mapping[str, object]) -> SpeculativeFlags:
+    """The vLLM-form config (its draft already an absolute path) as SGLang fields, with notes of what was dropped."""
+    check_layer(config)
+    if config.get("method") is None:
+        raise ConfigError(
+            f"{WHERE}.method",
+            "is not set: SGLang does not infer the method from the draft's name, as vLLM does",
+            f"set method ({', '.join(BY_METHOD)})",
         )
     row = method_row(config.get("method"), f"{WHERE}.method")
     fields: list[tuple[str, str | None]] = [("speculative_algorithm", row.algorithm)]
