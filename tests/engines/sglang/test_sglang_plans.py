@@ -159,6 +159,11 @@ def test_the_guide_examples_become_sglang_flags(planned, name, algorithm, method
     argv = plan.launch.argv
     assert argv[argv.index("--speculative-algorithm") + 1] == algorithm
     assert plan.speculative.method == method
+    if name == "guide builtin-eagle3":  # SGLang serves one name: the built-in's NIM name, the repository id dropped
+        assert argv[argv.index("--served-model-name") + 1] == "meta/llama-3.1-8b-instruct"
+        assert f"SGLang serves one --served-model-name: 'meta/llama-3.1-8b-instruct' is served, {LLAMA!r} not" in (
+            plan.warnings
+        )
     if plan.draft is not None:  # materialized as for vLLM: the workspace path, given to SGLang
         assert argv[argv.index("--speculative-draft-model-path") + 1] == plan.draft.path
         assert plan.draft.path == f"{plan.workspace}/{plan.draft.name}"
