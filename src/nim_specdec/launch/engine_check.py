@@ -35,6 +35,12 @@ def _local_files(plan: Plan) -> dict[str, str] | None:
     return local if all(os.path.isdir(path) for path in local.values()) else None
 
 
+def _named_as_planned(line: str, back: dict[str, str]) -> str:
+    for local, path in back.items():
+        line = line.replace(local, path)
+    return line
+
+
 def with_sglang_resolution(plans: Sequence[Plan], python: str | None) -> tuple[Plan, ...]:
     """Each plan for SGLang with its check section and, where SGLang is installed (`python`, None where it is not),
     the lines of SGLang's own resolution of its command in its warnings (ConfigError where SGLang refuses it)."""
@@ -51,7 +57,9 @@ def with_sglang_resolution(plans: Sequence[Plan], python: str | None) -> tuple[P
     out = []
     for i, plan in enumerate(plans):
         if i in resolutions:
-            lines = resolution_lines(argvs[i], resolutions[i])
+            # The plan names the workspace paths the command gives SGLang, not the directories read in their place.
+            back = {local: path for path, local in (_local_files(plan) or {}).items() if local != path}
+            lines = tuple(_named_as_planned(line, back) for line in resolution_lines(argvs[i], resolutions[i]))
         else:
             lines = (
                 "SGLang's own resolution did not run: it reads the target's and the draft's config.json, "
