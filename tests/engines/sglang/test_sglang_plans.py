@@ -136,6 +136,7 @@ def test_planned_for_sglang_and_judged_by_its_resolver(planned, name, sglang_pyt
     # (the user's own override is: the test below).
     assert BATCH_CAP in "\n".join(added), added
     assert name in NATIVE or all(": asked unset," in line for line in added), added
+    assert not any(str(DATA) in line for line in added)  # the paths the command gives, not the folders read
 
 
 def test_a_value_sglang_changes_silently_is_a_warning_of_the_plan(planned):
