@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,14 @@ def plans_match_the_published_schema():
 @pytest.fixture
 def models(tmp_path: Path) -> dict[str, Path]:
     return make_models(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def sglang_python() -> str:
+    """SGLang's interpreter for the tests that run its own resolution: SGLANG_PYTHON, else .venv-sglang/bin/python in
+    the checkout (`make sglang-venv`). Without it those tests fail, naming the target; they are not skipped."""
+    root = Path(__file__).resolve().parents[1]
+    python = os.environ.get("SGLANG_PYTHON") or str(root / ".venv-sglang" / "bin" / "python")
+    if not Path(python).is_file():
+        pytest.fail(f"no SGLang interpreter at {python}: run `make sglang-venv` or set SGLANG_PYTHON", pytrace=False)
+    return python

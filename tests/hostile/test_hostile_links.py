@@ -167,6 +167,7 @@ OTHER_READERS = {
     "nim_specdec/launch/compile_cache/claim.py": "the compile cache's lock and index, never followed as links",
     "nim_specdec/launch/compile_cache/prune.py": "directory descriptors of the compile cache, O_NOFOLLOW",
     "nim_specdec/engines/vllm/release/vllm_schema.py": "schemas shipped inside the package",
+    "nim_specdec/engines/sglang/options.py": "SGLang option snapshots shipped inside the package",
     "nim_specdec/preflight/device.py": "/proc/cpuinfo",
     "nim_specdec/preflight/driver.py": "torch's version.py in the installed package",
     "nim_specdec_lab/cli/cmd_alert_rules.py": "a tune.json the user names (read_regular, capped)",

@@ -55,6 +55,9 @@ def test_schema_is_a_valid_schema_of_every_public_key(schema):
     jsonschema.Draft202012Validator.check_schema(schema)
     assert set(schema["properties"]) == PUBLIC_KEYS == set(schema["required"])
     assert "argv_exec" not in json.dumps(schema) and "SourceRef" not in json.dumps(schema)
+    # Which engine the plan is for, and the reason an engine other than vLLM leaves vLLM's compile cache unused.
+    assert {"name", "release"} <= set(schema["$defs"]["EnginePlan"]["required"])
+    assert "reason" in schema["$defs"]["CompileCachePlan"]["required"]
 
 
 @pytest.mark.parametrize("name", sorted(json.loads(GOLDEN.read_text())))

@@ -16,6 +16,7 @@ from nim_specdec.text.logs import setup_logging
 from nim_specdec.config import variables as var
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.errors import MaterializeError
+from nim_specdec.launch.engine_check import checks_with_vllm, with_sglang_resolution
 from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
 from nim_specdec.launch.facts import base_facts, require_method_package
 from nim_specdec.launch.resolve import public, resolve_with_facts
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if plugins:
         plan = replace(plan, warnings=(*plan.warnings, custom_method_note(plan.speculative.custom_method, plugins)))
+    if not checks_with_vllm(plan):  # SGLang's own resolution instead of vLLM's check
+        installed = facts.the_engine().installation
+        plan = with_sglang_resolution([plan], installed.python if installed.flavor else None)[0]
     log = setup_logging(settings.log_level, settings.jsonl_logging, settings.host.secrets)
     if settings.plan_vllm_version is not None:
         known = knowledge_for(facts.vllm_version)
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in plan.warnings:
         log.warning(warning)
     plan = with_preflight(plan, settings.preflight, settings.host.cuda_visible_devices, log.warning, facts.sources)
-    if check:
+    if check and checks_with_vllm(plan):
         from nim_specdec.launch.check_request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
         from nim_specdec.engines.vllm.check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan
 

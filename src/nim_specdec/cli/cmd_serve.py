@@ -1,7 +1,8 @@
 """`nim-specdec serve [VLLM ARGS]`: the container entrypoint.
 
-Validate everything first (milliseconds), then download, then exec the vLLM server so that it
-becomes this process: no wrapper stays, and SIGTERM from Docker or Kubernetes reaches vLLM.
+Validate everything first (milliseconds), then download, then exec the vLLM server (or, with NIM_ENGINE=sglang,
+`python -m sglang.launch_server`) so that it becomes this process: no wrapper stays, and SIGTERM from Docker or
+Kubernetes reaches the engine.
 `prepare` is the same without the hand-off (init containers, multi-node workers).
 """
 
@@ -13,6 +14,8 @@ import os
 
 from nim_specdec.text.logs import setup_logging
 from nim_specdec.config.settings import Settings, parse_settings
+from nim_specdec.engines.sglang.installed import installation as sglang_installation
+from nim_specdec.engines.sglang.installed import serve_python
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import vllm_flavor
 from nim_specdec.launch.handoff import exec_plan, hand_off
@@ -25,9 +28,13 @@ def launcher_log(settings: Settings) -> logging.Logger:
 
 
 def run(args: argparse.Namespace) -> int:
-    if vllm_flavor() is None:  # before any download: nothing could run what it fetched
-        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     settings = parse_settings(os.environ)  # the one parse of the environment; each step below is given its part
+    # Before any download: nothing could run what it fetched.
+    if settings.engine == "sglang":
+        sglang = sglang_installation(settings.host.sglang_python)
+        serve_python(sglang.python, sglang.version or None)  # exit 2, naming NIM_ENGINE
+    elif vllm_flavor() is None:
+        raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     log = launcher_log(settings)
     plan = prepare(settings, args.vllm_args, log, for_serve=True)
     vouched = settings.cache_path if settings.cache_trust_shared else None

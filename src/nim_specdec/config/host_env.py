@@ -3,8 +3,8 @@
 The plan depends on a few variables the launcher does not own: whether the user set LD_PRELOAD or one of
 vLLM's cache folders (theirs then stay theirs), which GPUs CUDA_VISIBLE_DEVICES leaves visible, the image's
 CUDA_VERSION, whether HF_HUB_OFFLINE keeps hf:// sources offline, which values are secrets to mask,
-whether ARCTIC_INFERENCE_ENABLED turns on arctic-inference's vLLM plugin (plan.arctic refuses it), and
-VLLM_USE_V2_MODEL_RUNNER as vLLM reads it.
+whether ARCTIC_INFERENCE_ENABLED turns on arctic-inference's vLLM plugin (plan.arctic refuses it),
+VLLM_USE_V2_MODEL_RUNNER as vLLM reads it, and SGLANG_PYTHON, the interpreter SGLang is installed for.
 They are read here into a typed value, so nothing below the edge reads the environment for them.
 Credentials and endpoints of the download backends are not here: the fetchers read those from their
 context's environment, where each client library expects them.
@@ -35,6 +35,7 @@ class HostEnv:
     cuda_version: str | None = None  # CUDA_VERSION of NVIDIA's images, as written
     hf_hub_offline: bool = False  # HF_HUB_OFFLINE: hf:// sources from the cache only, as the Hub's library does
     arctic_plugin: bool = False  # ARCTIC_INFERENCE_ENABLED=1: arctic-inference's vLLM plugin would patch vLLM
+    sglang_python: str | None = None  # SGLANG_PYTHON: the interpreter SGLang is installed for (NIM_ENGINE=sglang)
     shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
     secrets: tuple[str, ...] = field(default=(), compare=False, repr=False)  # secret values, longest first
 
@@ -47,6 +48,7 @@ def read_host_env(env: Mapping[str, str]) -> HostEnv:
         cuda_version=env.get("CUDA_VERSION"),
         hf_hub_offline=truthy(env.get("HF_HUB_OFFLINE")),
         arctic_plugin=env.get(ARCTIC_ENV) == "1",
+        sglang_python=env.get("SGLANG_PYTHON") or None,
         shown_env=redact_env(env),
         secrets=tuple(secret_values(env)),
     )

