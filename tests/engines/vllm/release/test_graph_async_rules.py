@@ -85,8 +85,9 @@ def test_async_refusal_names_the_option_and_runner():
 
 
 def _release_rules():
-    """Each release's own statements that settle async scheduling (tests/lab/tune/test_async_rule_vllm.py runs them)."""
-    sys.path.insert(0, str(Path(__file__).parents[3] / "lab" / "tune"))
+    """Each release's own statements that settle async scheduling (tests/lab/tune/engines/test_async_rule_vllm.py
+    runs them)."""
+    sys.path.insert(0, str(Path(__file__).parents[3] / "lab" / "tune" / "engines"))
     from test_async_rule_vllm import RELEASES, V2_ONLY, _decision, _vllm_says  # noqa: PLC0415
 
     return RELEASES, V2_ONLY, _decision, _vllm_says

@@ -7,7 +7,8 @@ VllmConfig.__post_init__ (vllm/config/vllm.py) settles async scheduling before t
   scheduling off, so not on the CPU build.
 - 0.33 refuses the same three on the V1 runner only (`v1_async_sched_incompat`), before any platform hook.
 - 0.34 has no V1 runner and no speculative condition: async scheduling is on unless the model pools, the
-  executor cannot, or ROCm DeepEP high-throughput DBO runs (tests/lab/tune/test_async_rule_vllm.py runs its block).
+  executor cannot, or ROCm DeepEP high-throughput DBO runs (tests/lab/tune/engines/test_async_rule_vllm.py runs
+  its block).
 Left to the vLLM check: an executor without async support (`supports_async_scheduling`), ROCm DeepEP
 high-throughput DBO.
 """
