@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     settings = parse_settings(os.environ)  # the one parse of the environment; each step below is given its part
     log = launcher_log(settings)
     plan = prepare(settings, args.vllm_args, log, for_serve=True)
-    vouched = settings.cache_path if settings.cache_trust_shared else None
+    vouched = settings.locations.cache_path if settings.cache_trust_shared else None
     plan = hand_off(plan, log, log_format(settings), settings.host.cuda_version, vouched)
     exec_plan(plan, settings.environ, log)
     return 0  # not reached: exec replaced this process

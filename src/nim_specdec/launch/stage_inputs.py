@@ -15,7 +15,6 @@ from typing import Callable
 from nim_specdec.config.settings import LogFormat, Settings
 from nim_specdec.fetchers.download.base import FetchContext, say_nothing
 from nim_specdec.launch.facts import FactsQuery
-from nim_specdec.plan.merge import EngineVariables
 from nim_specdec.plan.plan_input import PlannerInput
 
 
@@ -26,7 +25,7 @@ def fetch_context(
     download settings, and the environment the backends read their credentials and endpoints from."""
     return FetchContext(
         env=settings.environ,
-        cache_dir=Path(settings.cache_path),
+        cache_dir=Path(settings.locations.cache_path),
         offline=settings.disable_download,
         log=log,
         download=settings.download,
@@ -39,24 +38,12 @@ def fetch_context(
 
 def planner_input(settings: Settings) -> PlannerInput:
     return PlannerInput(
-        enable=settings.enable,
-        specdec=settings.specdec,
-        specdec_args_set=settings.specdec_args is not None,
-        draft_source=settings.draft_source,
-        model_source=settings.model_source,
-        model_name=settings.model_name,
-        passthrough_args=settings.passthrough_args,
-        engine=EngineVariables(
-            port=settings.port,
-            port_given=settings.port_given,
-            served_model_name=settings.served_model_name,
-            max_model_len=settings.max_model_len,
-            one_argument=settings.engine_variables,
-        ),
-        workspace=settings.workspace,
-        cache_path=settings.cache_path,
-        capture=settings.capture,
-        tuned_for=settings.tuned_for,
+        settings.speculation,
+        settings.target,
+        settings.engine_variables,
+        settings.locations,
+        settings.capture,
+        settings.tuned_for,
         use_v2_model_runner=settings.use_v2_model_runner,
         arctic_plugin=settings.host.arctic_plugin,
         ld_preload_set=settings.host.ld_preload_set,

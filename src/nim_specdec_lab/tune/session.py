@@ -210,7 +210,7 @@ def prepared(env: Mapping[str, str], options: TuneOptions, say: Say) -> TuneStat
         configured=configured,
         trained=tuple(trained),
         target=target,
-        engine=cand.engine_keys(settings.specdec_args),
+        engine=cand.engine_keys(settings.speculation.specdec_args),
         args=tuple(cand.strip_spec_args(options.vllm_args)),
         budget=budget,
         kmax_all=max([options.max_k] + ([configured.kmax] if configured else [])),
