@@ -141,9 +141,3 @@ def test_a_bad_specdec_args_is_the_same_error_at_the_edge(raw):
     with pytest.raises(ConfigError) as edge:
         parse_settings({var.SPECDEC_ENABLE: "1", var.SPECDEC_ARGS: raw})
     assert edge.value.one_line() == direct.value.one_line() and edge.value.where == var.SPECDEC_ARGS
-
-
-@pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("true", False), (" 1", False), (None, False)])
-def test_the_arctic_switch_is_read_with_the_settings(value, on):
-    env = {} if value is None else {"ARCTIC_INFERENCE_ENABLED": value}
-    assert parse_settings(env).host.arctic_plugin is on

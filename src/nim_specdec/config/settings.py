@@ -22,7 +22,7 @@ from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
-from nim_specdec.config.host_env import USE_V2_ENV, HostEnv, parse_use_v2_env, read_host_env
+from nim_specdec.config.host_env import HostEnv, read_host_env
 from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.engine_variables import SECTION as ENGINE_VARIABLES
 from nim_specdec.config.engine_variables import EngineVariables
@@ -67,11 +67,11 @@ class Settings:
     locations: Locations = Locations()
     download: DownloadSettings = DownloadSettings()  # the rows of config.download_variables
     # Read from other tools' variables.
-    use_v2_model_runner: bool | None = None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
     host: HostEnv = HostEnv()  # other tools' variables the plan depends on (LD_PRELOAD, CUDA_*, secrets)
     ignored: tuple[IgnoredVariable, ...] = ()  # NIM_* variables set but not read (config.variable_check)
     # The process environment as parsed: read only for the download backends' credentials and endpoints
-    # (fetch context) and handed on by the exec. Never printed: the plan shows host.shown_env.
+    # (fetch context) and the engine's own variables (its Installation), and handed on by the exec. Never
+    # printed: the plan shows host.shown_env.
     environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -110,7 +110,6 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         ),
         locations=Locations(**section(read, LOCATIONS)),
         download=download_settings(env, read),
-        use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),
         host=read_host_env(env),
         ignored=ignored_or_refused(env),
         # Last: the variable's own errors come after every other variable's, as when the plan parsed it.

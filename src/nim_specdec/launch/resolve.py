@@ -40,7 +40,7 @@ def refuse_system_dirs(given: PlannerInput) -> None:
 def resolve(settings: Settings, cli_tokens: Sequence[str], facts: Facts | None = None) -> Plan:
     """The plan for these settings and vLLM arguments; `facts`: what is already known about the machine
     and the sources (read here when None). Sources not in `facts` are looked up locally or in the cache."""
-    facts = facts or base_facts(facts_query(settings))
+    facts = with_engine(facts, settings.environ) if facts else base_facts(facts_query(settings))
     return resolve_with_facts(planner_input(settings), cli_tokens, facts, fetch_context(settings))[0]
 
 

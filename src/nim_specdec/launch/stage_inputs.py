@@ -44,17 +44,15 @@ def planner_input(settings: Settings) -> PlannerInput:
         settings.locations,
         settings.capture,
         settings.tuned_for,
-        use_v2_model_runner=settings.use_v2_model_runner,
-        arctic_plugin=settings.host.arctic_plugin,
-        ld_preload_set=settings.host.ld_preload_set,
-        compile_cache_user_set=settings.host.compile_cache_user_set,
         shown_env=settings.host.shown_env,
         ignored=settings.ignored,
     )
 
 
 def facts_query(settings: Settings) -> FactsQuery:
-    return FactsQuery(settings.builtin_config_dir, settings.plan_vllm_version, settings.host.cuda_visible_devices)
+    return FactsQuery(
+        settings.builtin_config_dir, settings.plan_vllm_version, settings.host.cuda_visible_devices, settings.environ
+    )
 
 
 def log_format(settings: Settings) -> LogFormat:

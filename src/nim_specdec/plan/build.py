@@ -73,9 +73,6 @@ def build_plan(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts, fro
                 target.source.uri if target.source else target.model_arg,
                 draft.source.uri if draft else None,
             ),
-            compile_cache_user_set=given.compile_cache_user_set,
-            ld_preload_set=given.ld_preload_set,
-            use_v2_model_runner=given.use_v2_model_runner,
             tuned_for=given.tuned_for,
         )
     )

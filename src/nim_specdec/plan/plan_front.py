@@ -140,7 +140,7 @@ def _keep_inferred_method(
 
 def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> Front:
     engine = facts.the_engine()
-    engine.refuse_before_start(given.arctic_plugin)
+    engine.refuse_before_start()
     warnings: list[str] = [item.warning() for item in given.ignored]
     if not engine.exact:
         warnings.append(engine.unknown_warning())

@@ -31,10 +31,5 @@ class PlannerInput:
     locations: Locations
     capture: CaptureConfig | None  # None: capture off (or its file cannot be written)
     tuned_for: TunedFor | None  # the engine a tune recommendation was measured on
-    # Other tools' variables the plan depends on (config.host_env).
-    use_v2_model_runner: bool | None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
-    arctic_plugin: bool  # ARCTIC_INFERENCE_ENABLED=1 (plan.method.arctic refuses it)
-    ld_preload_set: bool
-    compile_cache_user_set: tuple[str, ...]
     shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
     ignored: tuple[IgnoredVariable, ...] = ()  # NIM_* variables set but not read: each a warning of the plan

@@ -13,6 +13,7 @@ release/                what each vLLM release accepts, which runner and modes i
   async_rules.py        where vLLM refuses async scheduling asked on, by release and runner
   compile_dirs.py       where vLLM's start-up caches go under NIM_CACHE_PATH, and their key (`compile_cache`)
   cpu_preload.py        LD_PRELOAD for the CPU build: tcmalloc and Intel OpenMP (`cpu_preload`)
+  host_vars.py          vLLM's own variables the plan depends on (VllmHost), read from the installation's
 schedule/               the K schedule: checked as vLLM checks it, and its fate on the runner release/ picks
   spec_schedule.py      num_speculative_tokens_per_batch_size: its entries checked and described
   schedule_rules.py     where vLLM drops a schedule silently, or keeps it at the cost of full CUDA graphs
