@@ -29,7 +29,8 @@ spec/                   the speculative config as vLLM reads it
   spec_rules.py         vLLM's cross-field rules for the speculative config
   arctic.py             ARCTIC_INFERENCE_ENABLED=1 refused before anything starts
 observe/                a running vLLM server read
-  spec_counters.py      vLLM's spec-decode counters (Prometheus) and the acceptance figures made of them
+  spec_counters.py      vLLM's spec-decode counters (Prometheus), the acceptance figures made of them, and
+                        the NIM endpoints it serves behind (SERVING: readiness, health, metrics)
 check/                  vLLM's own check of the command line: the request, vLLM's verdict, when it runs
   request.py            the command vLLM judges, with the sources' workspace paths as local directories
   judge.py              vLLM's verdict, from its own argument parser and config classes
