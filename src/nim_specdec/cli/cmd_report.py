@@ -64,6 +64,11 @@ def _parse(reader: CounterReader, text: str, where: str, error: type[LauncherErr
         raise error(where, f"not Prometheus text ({detail})", "give a /metrics scrape saved with --save") from None
 
 
+def _parse_prometheus(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
+    """A scrape read by the reader of whichever engine's counters it holds."""
+    return _parse(counters_in(text), text, where, error)
+
+
 def _load_aiperf(path: str) -> dict:
     data = loads(_read_text(path, "--aiperf-export"), f"--aiperf-export {path}")
     if not isinstance(data, dict):
@@ -78,7 +83,7 @@ def _load_aiperf(path: str) -> dict:
 
 
 def _scraped_report(reader: CounterReader, text: str, since: str | None) -> dict[str, dict]:
-    figures = _parse(reader, text, "--url", UnreachableError)
+    figures = _parse_prometheus(text, "--url", UnreachableError)
     _refuse(reader.problem(figures), "--url")
     if since:
         earlier = _parse(reader, _read_text(since, "--since"), "--since")

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 
 from nim_specdec.config.table_reader import table_fields
 
-SECTION = "locations"  # the rows whose field is "locations.NAME"
-
 
 @dataclass(frozen=True)
-@table_fields(SECTION)
+@table_fields("locations")  # the rows whose field is "locations.NAME"
 class Locations:
     cache_path: str
     workspace: str

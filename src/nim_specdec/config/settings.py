@@ -26,7 +26,6 @@ from nim_specdec.config.host_env import HostEnv, read_host_env
 from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.engine_variables import SECTION as ENGINE_VARIABLES
 from nim_specdec.config.engine_variables import EngineVariables
-from nim_specdec.config.locations import SECTION as LOCATIONS
 from nim_specdec.config.locations import Locations
 from nim_specdec.config.speculation_request import SECTION as SPECULATION
 from nim_specdec.config.speculation_request import SpeculationRequest
@@ -108,7 +107,7 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
         engine_variables=EngineVariables(
             **section(read, ENGINE_VARIABLES), port_given=bool(env.get(var.SERVER_PORT, "").strip())
         ),
-        locations=Locations(**section(read, LOCATIONS)),
+        locations=Locations(**section(read, "locations")),
         download=download_settings(env, read),
         host=read_host_env(env),
         ignored=ignored_or_refused(env),
