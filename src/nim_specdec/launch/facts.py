@@ -210,8 +210,8 @@ def commit_reason(ref: SourceRef, ctx: FetchContext) -> str | None:
 
 @dataclass(frozen=True)
 class FactsQuery:
-    """What the settings say of where the machine's facts are read: the built-in configs, the release planned for
-    and the GPUs the server will see."""
+    """What the settings say of where the machine's facts are read: the built-in configs, the release planned for,
+    the GPUs the server will see, and the environment the engine reads its own variables from."""
 
     builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
     plan_vllm_version: str | None = None  # NIM_PLAN_VLLM_VERSION; None: the installed vLLM

@@ -2,8 +2,9 @@
 
 The environment is parsed once (config.settings) into one Settings value; no stage takes the whole of it. This is
 the one place that says which stage reads which variable: the fetchers get a FetchContext (the cache, the
-download policy, the environment the backends read their credentials from), the planner a PlannerInput, the
-machine's facts a FactsQuery, and a step or process that logs as the launcher does a LogFormat. The pre-flight
+download policy, the environment the backends read their credentials from), the planner a PlannerInput (the
+settings' sections it reads, as they are), the machine's facts a FactsQuery (with the environment the engine
+reads its own variables from), and a step or process that logs as the launcher does a LogFormat. The pre-flight
 and vLLM's check are given their few values (the modes, the visible GPUs, the secrets) by the command itself.
 """
 
