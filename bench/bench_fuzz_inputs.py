@@ -37,7 +37,8 @@ from nim_specdec.config.sources import parse_source
 from nim_specdec.config.specdec_args import parse_specdec_args
 from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
 from nim_specdec.errors import LauncherError, printable
-from nim_specdec.engines.vllm.observe.spec_counters import counters_problem, parse_prometheus, report, result_problem
+from nim_specdec.engines.protocol.serving import result_problem
+from nim_specdec.engines.vllm.observe.spec_counters import counters_problem, parse_prometheus, report
 from nim_specdec.preflight.config_file import count_problem
 from nim_specdec.preflight.safetensors_header import HeaderError, parse_header
 from nim_specdec.capture.formats import FORMATS

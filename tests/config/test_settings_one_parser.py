@@ -43,14 +43,17 @@ def test_every_command_refuses_the_same_values(command, bad, words, tmp_path):
 
 def test_defaults_exist_once():
     settings = parse_settings({})
-    assert settings.cache_path == DEFAULT_CACHE_PATH and settings.workspace == DEFAULT_CACHE_PATH + "/workspace"
+    assert (
+        settings.locations.cache_path == DEFAULT_CACHE_PATH
+        and settings.locations.workspace == DEFAULT_CACHE_PATH + "/workspace"
+    )
     assert settings.download.retries == 3 and settings.download.s5cmd == "auto"
 
 
 SWITCHES = {
     "NIM_S3_ANONYMOUS": lambda s: s.download.s3_anonymous,
     "NIM_JSONL_LOGGING": lambda s: s.jsonl_logging,
-    "NIM_SPECDEC_ENABLE": lambda s: s.enable,
+    "NIM_SPECDEC_ENABLE": lambda s: s.speculation.enable,
     "NIM_DISABLE_MODEL_DOWNLOAD": lambda s: s.disable_download,
 }
 

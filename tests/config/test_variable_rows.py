@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from nim_specdec.config import variables as var
-from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.config.specdec_args import SpecdecArgs, parse_specdec_args
 from nim_specdec.config.table_reader import READERS, read_rows, table_fields
@@ -43,14 +42,14 @@ def test_the_sources_table_is_the_table():
 
 
 def test_every_row_lands_somewhere():
-    fields = {f.name for f in dataclasses.fields(Settings)}
-    download = {f.name for f in dataclasses.fields(DownloadSettings)}
+    settings = Settings()  # each section a field of the settings, named as the rows name it
     for v in var.TABLE.values():
         assert v.kind in KINDS and (v.reader or v.kind) in READERS, v.name
         if v.field is None:
             assert v.vllm is not None or v.internal or v.name in READ_WITH_ANOTHER, v.name
         else:
-            assert v.attribute in {"": fields, "download": download}[v.section], v.name
+            owner = getattr(settings, v.section) if v.section else settings
+            assert v.attribute in {f.name for f in dataclasses.fields(owner)}, v.name
 
 
 def test_a_temporary_table_with_a_new_row_is_read_and_documented():
@@ -116,7 +115,7 @@ def test_one_row_is_a_settings_field_parsed_and_documented():
 def test_a_class_default_for_a_rows_field_is_refused():
     with pytest.raises(TypeError, match="NIM_SERVER_PORT row's"):
 
-        @table_fields()
+        @table_fields("engine_variables")
         class Twice:
             port: int = 9000
 
@@ -125,11 +124,14 @@ ARGS = '{"speculative_config": "{\\"method\\": \\"ngram\\"}", "max-num-seqs": 4}
 
 
 def test_specdec_args_are_parsed_with_the_settings():
-    on = parse_settings({var.SPECDEC_ENABLE: "1", var.SPECDEC_ARGS: ARGS})
+    on = parse_settings({var.SPECDEC_ENABLE: "1", var.SPECDEC_ARGS: ARGS}).speculation
     assert on.specdec == SpecdecArgs({"method": "ngram"}, {"max_num_seqs": 4}) and on.specdec_args == ARGS
-    assert parse_settings({var.SPECDEC_ARGS: ARGS}).specdec is None  # off: ignored by the plan, with a warning
-    assert parse_settings({var.SPECDEC_ENABLE: "1", var.SPECDEC_ARGS: "  "}).specdec is None
-    assert parse_settings({var.SPECDEC_ARGS: "{not json"}).specdec_args == "{not json"  # off: refused nowhere
+    off = parse_settings({var.SPECDEC_ARGS: ARGS}).speculation
+    assert off.specdec is None  # off: ignored by the plan, with a warning
+    assert parse_settings({var.SPECDEC_ENABLE: "1", var.SPECDEC_ARGS: "  "}).speculation.specdec is None
+    assert (
+        parse_settings({var.SPECDEC_ARGS: "{not json"}).speculation.specdec_args == "{not json"
+    )  # off: refused nowhere
 
 
 @pytest.mark.parametrize("raw", ["{not json", "[1]", '{"a": 1, "A": 2}', '{"speculative_config": {}}'])
@@ -139,9 +141,3 @@ def test_a_bad_specdec_args_is_the_same_error_at_the_edge(raw):
     with pytest.raises(ConfigError) as edge:
         parse_settings({var.SPECDEC_ENABLE: "1", var.SPECDEC_ARGS: raw})
     assert edge.value.one_line() == direct.value.one_line() and edge.value.where == var.SPECDEC_ARGS
-
-
-@pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("true", False), (" 1", False), (None, False)])
-def test_the_arctic_switch_is_read_with_the_settings(value, on):
-    env = {} if value is None else {"ARCTIC_INFERENCE_ENABLED": value}
-    assert parse_settings(env).host.arctic_plugin is on

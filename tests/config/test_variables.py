@@ -150,7 +150,7 @@ def test_strict_turns_every_warning_into_one_error():
         parse_settings(env)
     line = err.value.one_line()
     assert err.value.where == "NIM_STRICT_VARIABLES" and "NIM_SPECDEC_ENABLED" in line and "NIM_MODEL_PROFILE" in line
-    assert parse_settings({"NIM_STRICT_VARIABLES": "1", "NIM_SPECDEC_ENABLE": "1"}).enable is True
+    assert parse_settings({"NIM_STRICT_VARIABLES": "1", "NIM_SPECDEC_ENABLE": "1"}).speculation.enable is True
     assert [i.name for i in parse_settings({"NIM_STRICT_VARIABLES": "0", "NIM_X": "1"}).ignored] == ["NIM_X"]
 
 
@@ -164,8 +164,8 @@ ENGINE = [
 
 @pytest.mark.parametrize("env, expected", ENGINE, ids=[next(iter(e)) for e, _ in ENGINE])
 def test_nim_variables_that_set_one_vllm_argument(env, expected):
-    assert parse_settings(env).engine_variables == (expected,)
-    assert parse_settings({next(iter(env)): ""}).engine_variables == ()  # empty is unset, as NIM reads it
+    assert parse_settings(env).engine_variables.one_argument == (expected,)
+    assert parse_settings({next(iter(env)): ""}).engine_variables.one_argument == ()  # empty is unset, as NIM reads it
 
 
 @pytest.mark.parametrize(

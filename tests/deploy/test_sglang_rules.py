@@ -1,5 +1,5 @@
 """deploy/monitoring/nim-specdec-sglang.rules.yaml on SGLang's counters: two scrapes of the recorded SGLang page
-(tests/observe/data/sglang_metrics.txt) 5 minutes apart give, under `promtool test rules`, what `nim-specdec
+(tests/engines/sglang/data/sglang_metrics.txt) 5 minutes apart give, under `promtool test rules`, what `nim-specdec
 report --since` gives for the same pair, in the same units."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import yaml
 
-from nim_specdec.observe import sglang_counters as sg
+from nim_specdec.engines.sglang import counters as sg
 from promtool_alerts import promtool
 from promtool_case import input_series, metric_names
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "monitoring" / "nim-specdec-sglang.rules.yaml"
-FIRST = (ROOT / "tests" / "observe" / "data" / "sglang_metrics.txt").read_text()
+FIRST = (ROOT / "tests" / "engines" / "sglang" / "data" / "sglang_metrics.txt").read_text()
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 SERIES = f'is_streaming="false",model_name="{MODEL}"}}'
 # Five minutes later: 90 more verify steps gave 271 tokens to 1 more finished request.

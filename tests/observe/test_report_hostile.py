@@ -13,7 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from nim_specdec.errors import EXIT_UNREACHABLE
-from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, counters_problem, figures, result_problem
+from nim_specdec.engines.protocol.serving import result_problem
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, counters_problem, figures
 from test_http_bounds import HEAD, SRC, HostileServer
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"

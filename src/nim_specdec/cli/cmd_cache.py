@@ -70,7 +70,7 @@ def run_prune(args: argparse.Namespace) -> int:
     from nim_specdec.launch.compile_cache.prune import prune  # noqa: PLC0415 - +6 modules (~6 ms) on every parser build
 
     days = _days(args.older_than)
-    root, now = Path(parse_settings(os.environ).cache_path), time.time()
+    root, now = Path(parse_settings(os.environ).locations.cache_path), time.time()
     base = root / "compile"
     states = [("compile", s) for s in prune(base, days * 86400.0, now, dry_run=args.dry_run)]
     # The same rule for the hf:// commits a branch has left: unused for that many days, they go.
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "prune":
         return run_prune(args)
     settings = parse_settings(os.environ)
-    root, secrets = Path(settings.cache_path), list(settings.host.secrets)
+    root, secrets = Path(settings.locations.cache_path), list(settings.host.secrets)
     # A marker written by an older launcher could hold a URI with credentials: masked like every other output.
     entries = [
         replace(e, uri=redact_text(e.uri, secrets), requested=redact_text(e.requested, secrets))

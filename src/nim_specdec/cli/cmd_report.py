@@ -1,7 +1,7 @@
 """`nim-specdec report`: acceptance rate and length from a live /v1/metrics, or from an AIPerf export.
 
 vLLM's counters, or SGLang's speculative metrics where the scrape holds them (detected by name; reported in
-the same units: observe/sglang_counters.py).
+the same units): whichever engine's the text holds, read through engines/registry.py.
 
     nim-specdec report --url http://localhost:8000/v1/metrics [--save FILE] [--since FILE] [--json]
     nim-specdec report --aiperf-export artifacts/run/server_metrics_export.json [--json]
@@ -16,22 +16,15 @@ import json
 
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
-from nim_specdec.observe import sglang_counters
 from nim_specdec.observe.http_client import request
-from nim_specdec.engines.vllm.observe.spec_counters import (
-    counters_problem,
-    difference,
-    parse_aiperf_export,
-    parse_prometheus,
-    render_text,
-    report,
-    result_problem,
-)
+from nim_specdec.engines.protocol.serving import CounterReader, result_problem
+from nim_specdec.engines.registry import counters_in, serving_for
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec.files.regular_file import read_regular
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB
+AIPERF = serving_for("vllm").counters  # AIPerf's export holds vLLM's counters
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,12 +56,17 @@ def _read_text(path: str, option: str) -> str:
         raise ConfigError(option, f"cannot read {path} ({err.strerror or err})", "give an existing file") from None
 
 
-def _parse_prometheus(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
+def _parse(reader: CounterReader, text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
     try:
-        return parse_prometheus(text)
+        return reader.parse(text)
     except Exception as err:  # noqa: BLE001 - the parser's errors on junk text are of every kind (IndexError too)
         detail = printable(" ".join(str(err).split())[:200])
         raise error(where, f"not Prometheus text ({detail})", "give a /metrics scrape saved with --save") from None
+
+
+def _parse_prometheus(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
+    """A scrape read by the reader of whichever engine's counters it holds."""
+    return _parse(counters_in(text), text, where, error)
 
 
 def _load_aiperf(path: str) -> dict:
@@ -76,7 +74,7 @@ def _load_aiperf(path: str) -> dict:
     if not isinstance(data, dict):
         raise ConfigError("--aiperf-export", f"{path} holds no metrics object", "give server_metrics_export.json")
     try:
-        return parse_aiperf_export(data)
+        return AIPERF.parse_aiperf_export(data)  # type: ignore[misc]
     except (ValueError, TypeError, AttributeError) as err:
         detail = printable(" ".join(str(err).split())[:200])
         raise ConfigError(
@@ -84,23 +82,15 @@ def _load_aiperf(path: str) -> dict:
         ) from None
 
 
-def _parse_sglang(text: str, where: str, error: type[LauncherError] = ConfigError) -> dict:
-    try:
-        return sglang_counters.parse_sglang(text)
-    except Exception as err:  # noqa: BLE001 - as _parse_prometheus
-        detail = printable(" ".join(str(err).split())[:200])
-        raise error(where, f"not Prometheus text ({detail})", "give a /metrics scrape saved with --save") from None
-
-
-def _sglang_report(text: str, since: str | None) -> dict[str, dict]:
-    figures = _parse_sglang(text, "--url", UnreachableError)
-    _refuse(sglang_counters.counters_problem(figures), "--url")
+def _scraped_report(reader: CounterReader, text: str, since: str | None) -> dict[str, dict]:
+    figures = _parse_prometheus(text, "--url", UnreachableError)
+    _refuse(reader.problem(figures), "--url")
     if since:
-        earlier = _parse_sglang(_read_text(since, "--since"), "--since")
-        _refuse(sglang_counters.counters_problem(earlier), "--since")
-        figures = sglang_counters.difference(figures, earlier)
-        _refuse(sglang_counters.counters_problem(figures, since=True), "--since")
-    return sglang_counters.report(figures)
+        earlier = _parse(reader, _read_text(since, "--since"), "--since")
+        _refuse(reader.problem(earlier), "--since")
+        figures = reader.difference(figures, earlier)
+        _refuse(reader.problem(figures, since=True), "--since")
+    return reader.report(figures)
 
 
 def _refuse(problem: str | None, where: str) -> None:
@@ -122,24 +112,14 @@ def run(args: argparse.Namespace) -> int:
         if args.since or args.save:
             raise ConfigError("--aiperf-export", "already holds the growth during the run", "drop --since/--save")
         counters = _load_aiperf(args.aiperf_export)
-        _refuse(counters_problem(counters), "--aiperf-export")
-    else:
-        text = scrape(args.url)
-        if sglang_counters.is_sglang(text):
-            result = _sglang_report(text, args.since)
-            if args.save:
-                _save(args.save, text)
-            return _print(result, args.json, sglang_counters.render_text, "--url")
-        counters = _parse_prometheus(text, "--url", UnreachableError)
-        _refuse(counters_problem(counters), "--url")
-        if args.since:
-            earlier = _parse_prometheus(_read_text(args.since, "--since"), "--since")
-            _refuse(counters_problem(earlier), "--since")
-            counters = difference(counters, earlier)
-            _refuse(counters_problem(counters, since=True), "--since")
-        if args.save:
-            _save(args.save, text)
-    return _print(report(counters), args.json, render_text, "--aiperf-export" if args.aiperf_export else "--url")
+        _refuse(AIPERF.problem(counters), "--aiperf-export")
+        return _print(AIPERF.report(counters), args.json, AIPERF.render_text, "--aiperf-export")
+    text = scrape(args.url)
+    reader = counters_in(text)
+    result = _scraped_report(reader, text, args.since)
+    if args.save:
+        _save(args.save, text)
+    return _print(result, args.json, reader.render_text, "--url")
 
 
 def _print(result: dict[str, dict], as_json: bool, render, where: str) -> int:

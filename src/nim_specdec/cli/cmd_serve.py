@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")
     log = launcher_log(settings)
     plan = prepare(settings, args.vllm_args, log, for_serve=True)
-    vouched = settings.cache_path if settings.cache_trust_shared else None
+    vouched = settings.locations.cache_path if settings.cache_trust_shared else None
     plan = hand_off(plan, log, log_format(settings), settings.host.cuda_version, vouched)
     exec_plan(plan, settings.environ, log)
     return 0  # not reached: exec replaced this process

@@ -7,24 +7,32 @@ nothing below reads the raw environment except the download backends' credential
 through the fetch context) and the exec, which hands the process environment on to vLLM.
 
 The NIM_* variables are read by the table (config.table_reader): each row of config.variables names the
-field its value lands on, so a new variable is one row. What is derived from several rows (the port's
-origin, the parsed NIM_SPECDEC_ARGS), the unread NIM_* names and other tools' variables are read here.
+field its value lands on, so a new variable is one row. Settings is a composition of typed sections, each made
+once from its rows (the speculation asked for, the target, the engine variables, the locations, the download
+policy) and handed on as it is. What is derived from several rows (the port's origin, the parsed
+NIM_SPECDEC_ARGS), the unread NIM_* names and other tools' variables are read here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
-from nim_specdec.config.host_env import USE_V2_ENV, HostEnv, parse_use_v2_env, read_host_env
+from nim_specdec.config.host_env import HostEnv, read_host_env
 from nim_specdec.config.preflight_modes import PreflightModes
-from nim_specdec.config.sources import SourceRef
-from nim_specdec.config.specdec_args import SpecdecArgs, specdec_args
+from nim_specdec.config.engine_variables import SECTION as ENGINE_VARIABLES
+from nim_specdec.config.engine_variables import EngineVariables
+from nim_specdec.config.locations import Locations
+from nim_specdec.config.speculation_request import SECTION as SPECULATION
+from nim_specdec.config.speculation_request import SpeculationRequest
+from nim_specdec.config.specdec_args import specdec_args
 from nim_specdec.config.table_reader import read_rows, section, table_fields
+from nim_specdec.config.target_request import SECTION as TARGET
+from nim_specdec.config.target_request import TargetRequest
 from nim_specdec.config.tuned_for import TunedFor
 from nim_specdec.config.variable_check import IgnoredVariable, ignored_variables, strict_problem
 from nim_specdec.errors import ConfigError
@@ -42,17 +50,6 @@ class Settings:
     # The fields the rows of config.variables name, typed here: each default is its row's (what an empty
     # environment gives), each value its row's reader's. A row whose field is not written here is a field all
     # the same, typed by its kind.
-    enable: bool
-    specdec_args: str | None  # raw JSON as set (tune rewrites its engine keys); parsed: `specdec` below
-    draft_source: SourceRef | None
-    model_name: str | None
-    model_source: SourceRef | None
-    served_model_name: str | None
-    max_model_len: int | None
-    port: int
-    passthrough_args: tuple[str, ...]
-    cache_path: str
-    workspace: str
     cache_trust_shared: bool  # the platform vouches for the cache volume
     disable_download: bool
     builtin_config_dir: str | None  # None: the shipped configs
@@ -63,18 +60,18 @@ class Settings:
     tuned_for: TunedFor | None  # the engine a tune recommendation was measured on
     plan_vllm_version: str | None  # the release `plan` plans for; None: the installed one
     engine: str  # NIM_ENGINE: "vllm" or "sglang", the engine planned for and served with
-    # Derived from the rows, or read from other tools' variables.
-    # NIM_SPECDEC_ARGS parsed (config.specdec_args); None when unset, blank, or NIM_SPECDEC_ENABLE is off.
-    specdec: SpecdecArgs | None = field(default=None, compare=False)
-    port_given: bool = False  # NIM_SERVER_PORT set (the plan names it as the port's origin)
-    # (NIM variable, vLLM argument, value) for the rows set that map to one vLLM argument and have no field.
-    engine_variables: tuple[tuple[str, str, Any], ...] = ()
+    # The sections, each parsed once from its rows and handed on as it is (launch/stage_inputs.py).
+    speculation: SpeculationRequest = SpeculationRequest()
+    target: TargetRequest = TargetRequest()
+    engine_variables: EngineVariables = EngineVariables()
+    locations: Locations = Locations()
     download: DownloadSettings = DownloadSettings()  # the rows of config.download_variables
-    use_v2_model_runner: bool | None = None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
+    # Read from other tools' variables.
     host: HostEnv = HostEnv()  # other tools' variables the plan depends on (LD_PRELOAD, CUDA_*, secrets)
     ignored: tuple[IgnoredVariable, ...] = ()  # NIM_* variables set but not read (config.variable_check)
     # The process environment as parsed: read only for the download backends' credentials and endpoints
-    # (fetch context) and handed on by the exec. Never printed: the plan shows host.shown_env.
+    # (fetch context) and the engine's own variables (its Installation), and handed on by the exec. Never
+    # printed: the plan shows host.shown_env.
     environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -104,15 +101,18 @@ def ignored_or_refused(env: Mapping[str, str]) -> tuple[IgnoredVariable, ...]:
 
 def parse_settings(env: Mapping[str, str]) -> Settings:
     read = read_rows(env)
-    own = section(read, "")
+    wished = section(read, SPECULATION)
     return Settings(
-        **own,
-        port_given=bool(env.get(var.SERVER_PORT, "").strip()),
+        **section(read, ""),
+        target=TargetRequest(**section(read, TARGET)),
+        engine_variables=EngineVariables(
+            **section(read, ENGINE_VARIABLES), port_given=bool(env.get(var.SERVER_PORT, "").strip())
+        ),
+        locations=Locations(**section(read, "locations")),
         download=download_settings(env, read),
-        use_v2_model_runner=parse_use_v2_env(env.get(USE_V2_ENV)),
         host=read_host_env(env),
         ignored=ignored_or_refused(env),
         # Last: the variable's own errors come after every other variable's, as when the plan parsed it.
-        specdec=specdec_args(own["enable"], own["specdec_args"]),
+        speculation=SpeculationRequest(**wished, specdec=specdec_args(wished["enable"], wished["specdec_args"])),
         environ=dict(env),
     )

@@ -3,9 +3,9 @@ variable into the settings field the row names, and the settings classes take th
 
 Rows are read in declaration order, so a reader may use a field read before its own (NIM_WORKSPACE's default
 lies under the parsed NIM_CACHE_PATH). A row that sets one vLLM argument and names no field lands in
-`engine_variables` when set. A settings class decorated with `table_fields` gets a field for every row of its
-section: the default is what the row's reader gives for an empty environment, the type the class writes
-(or the row's kind's). Pure: the caller passes the mapping.
+`engine_variables.one_argument` when set. A settings class decorated with `table_fields` gets a field for
+every row of its section: the default is what the row's reader gives for an empty environment, the type the
+class writes (or the row's kind's). Pure: the caller passes the mapping.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from nim_specdec.errors import ConfigError
 from nim_specdec.text.redact import preview
 
 Reader = Callable[[Mapping[str, str], Variable, Mapping[str, Any]], Any]
-ENGINE_FIELD = "engine_variables"  # (variable, vLLM argument, value) of the rows set that have no field of their own
+ENGINE_FIELD = "engine_variables.one_argument"  # (variable, vLLM argument, value) of the rows set that have no field
 # Unlike parse_bool, an empty NIM_S5CMD is not "off": it means the default, auto.
 _OFF = {"0", "false", "no", "off"}
 
@@ -105,11 +105,11 @@ READERS: dict[str, Reader] = {
     "args": _arguments,
     # Named by a row.
     "whole": lambda env, v, read: int(read_number(env, v.name, whole=True, decl=v)),  # an integer, `8.0` too
-    "workspace": lambda env, v, read: _abs_dir(env, v.name, read["cache_path"] + "/workspace"),
+    "workspace": lambda env, v, read: _abs_dir(env, v.name, read["locations.cache_path"] + "/workspace"),
     "release": _release,
     "s5cmd": _s5cmd,
     "preflight": lambda env, v, read: parse_preflight_modes(env),
-    "capture": lambda env, v, read: parse_capture(env, read["cache_path"]),  # NIM_CAPTURE_ARGS with it
+    "capture": lambda env, v, read: parse_capture(env, read["locations.cache_path"]),  # NIM_CAPTURE_ARGS with it
     "tuned_for": lambda env, v, read: parse_tuned_for(env.get(v.name)),
 }
 
@@ -135,7 +135,7 @@ def read_rows(
 
 
 def section(read: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The values of one section's fields, keyed by attribute ("" for the settings' own, ENGINE_FIELD among them)."""
+    """The values of one section's fields, keyed by attribute ("" for the settings' own)."""
     prefix = f"{name}." if name else ""
     return {
         field[len(prefix) :]: value

@@ -34,7 +34,7 @@ SPECDEC_ENABLE = _declare(
     False,
     "`1` applies the model's built-in speculative config (also `true/false`, `yes/no`, `on/off`, any case).",
     nim="2.x",
-    field="enable",
+    field="speculation.enable",
 )
 SPECDEC_ARGS = _declare(
     "NIM_SPECDEC_ARGS",
@@ -44,7 +44,7 @@ SPECDEC_ARGS = _declare(
     "JSON string; other keys (`gpu_memory_utilization`, `max_num_seqs`, ...) become vLLM arguments. Used only when "
     "`NIM_SPECDEC_ENABLE=1`; ignored with a warning otherwise.",
     nim="2.x",
-    field="specdec_args",
+    field="speculation.specdec_args",
 )
 DRAFT_MODEL_PATH = _declare(
     "NIM_DRAFT_MODEL_PATH",
@@ -53,7 +53,7 @@ DRAFT_MODEL_PATH = _declare(
     "Where the draft comes from: `ngc://ORG/[TEAM/]NAME:VERSION`, `hf://ORG/NAME[@REV]`, `s3://BUCKET/PREFIX`, "
     "`gs://BUCKET/PREFIX` or an absolute directory. Wins over the draft shipped with a built-in model.",
     nim="2.x",
-    field="draft_source",
+    field="speculation.draft_source",
 )
 MODEL_PATH = _declare(
     "NIM_MODEL_PATH",
@@ -61,7 +61,7 @@ MODEL_PATH = _declare(
     None,
     "Model-free mode: the target model, from the same kinds of locations.",
     nim="2.x",
-    field="model_source",
+    field="target.model_source",
 )
 MODEL_NAME = _declare(
     "NIM_MODEL_NAME",
@@ -69,7 +69,7 @@ MODEL_NAME = _declare(
     None,
     "Model-specific mode: a built-in model (file in `configs/builtin_specdec/`), by NIM name, repository id or alias.",
     nim="1.x",
-    field="model_name",
+    field="target.model_name",
 )
 SERVED_MODEL_NAME = _declare(
     "NIM_SERVED_MODEL_NAME",
@@ -80,7 +80,7 @@ SERVED_MODEL_NAME = _declare(
     nim="2.x",
     vllm="served_model_name",
     shown_default="built-in names, or the remote source's name",
-    field="served_model_name",
+    field="engine_variables.served_model_name",
 )
 MAX_MODEL_LEN = _declare(
     "NIM_MAX_MODEL_LEN",
@@ -91,7 +91,7 @@ MAX_MODEL_LEN = _declare(
     lo=1,
     hi=MAX_INT,
     vllm="max_model_len",
-    field="max_model_len",
+    field="engine_variables.max_model_len",
 )
 TENSOR_PARALLEL_SIZE = _declare(
     "NIM_TENSOR_PARALLEL_SIZE",
@@ -130,7 +130,7 @@ ENABLE_KV_CACHE_REUSE = _declare(
     vllm="enable_prefix_caching",
 )
 SERVER_PORT = _declare(
-    "NIM_SERVER_PORT", "int", 8000, "`--port`.", nim="2.x", lo=1, hi=65535, vllm="port", field="port"
+    "NIM_SERVER_PORT", "int", 8000, "`--port`.", nim="2.x", lo=1, hi=65535, vllm="port", field="engine_variables.port"
 )
 SHUTDOWN_TIMEOUT = _declare(
     "NIM_SHUTDOWN_TIMEOUT",
@@ -143,7 +143,12 @@ SHUTDOWN_TIMEOUT = _declare(
     vllm="shutdown_timeout",
 )
 PASSTHROUGH_ARGS = _declare(
-    "NIM_PASSTHROUGH_ARGS", "args", None, "Extra vLLM arguments, shell-quoted.", nim="2.x", field="passthrough_args"
+    "NIM_PASSTHROUGH_ARGS",
+    "args",
+    None,
+    "Extra vLLM arguments, shell-quoted.",
+    nim="2.x",
+    field="target.passthrough_args",
 )
 
 # Where files go.
@@ -153,7 +158,7 @@ CACHE_PATH = _declare(
     "/opt/nim/.cache",
     "Download cache (shared by replicas on one volume).",
     nim="2.x",
-    field="cache_path",
+    field="locations.cache_path",
 )
 WORKSPACE = _declare(
     "NIM_WORKSPACE",
@@ -162,7 +167,7 @@ WORKSPACE = _declare(
     "Where the target and drafts are linked under their bare names. The image sets `/opt/nim/workspace`, in "
     "each container's own file system: containers sharing a cache volume never share it.",
     shown_default="`$NIM_CACHE_PATH/workspace`",
-    field="workspace",
+    field="locations.workspace",
     reader="workspace",
 )
 CACHE_TRUST_SHARED = _declare(

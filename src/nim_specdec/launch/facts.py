@@ -8,9 +8,9 @@ import importlib.util
 import os
 import stat
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from nim_specdec.files.writable import unreadable_reason
 from nim_specdec.plan.method.builtin import default_config_dir, load_registry
@@ -211,14 +211,15 @@ def commit_reason(ref: SourceRef, ctx: FetchContext) -> str | None:
 
 @dataclass(frozen=True)
 class FactsQuery:
-    """What the settings say of where the machine's facts are read: the built-in configs, the release planned for
-    and the GPUs the server will see."""
+    """What the settings say of where the machine's facts are read: the built-in configs, the release planned for,
+    the GPUs the server will see, and the environment the engine reads its own variables from."""
 
     builtin_config_dir: str | None = None  # NIM_BUILTIN_CONFIG_DIR; None: the shipped configs
     plan_vllm_version: str | None = None  # NIM_PLAN_VLLM_VERSION; None: the installed vLLM
     cuda_visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES; None: unset (every GPU is visible)
     engine: str = DEFAULT_ENGINE  # NIM_ENGINE: the engine planned for and served with
     sglang_python: str | None = None  # SGLANG_PYTHON: SGLang's interpreter; None: this one
+    environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)  # the engine's variables
 
 
 def planned_release(wanted: str | None, flavor: str | None, version: str, for_plan: bool) -> tuple[str | None, str]:
@@ -263,14 +264,21 @@ def base_facts(query: FactsQuery, for_plan: bool = False) -> Facts:
 
 
 def with_engine(facts: Facts, query: FactsQuery = FactsQuery()) -> Facts:
-    """`facts` with the engine the planner asks (`query.engine`), over the installation they describe, or SGLang's
-    read here (the ones given when they have it already)."""
+    """`facts` with the engine the planner asks (`query.engine`), over the installation they describe (vLLM's) or
+    SGLang's read here, and the environment the engine reads its own variables from (the ones given when they have
+    it already)."""
     if facts.engine is not None:
         return facts
     if query.engine == "sglang":
-        installed = replace(sglang_installation(query.sglang_python), device=facts.device)
+        installed = replace(sglang_installation(query.sglang_python), device=facts.device, environ=query.environ)
     else:
         installed = Installation(
-            facts.flavor, facts.vllm_version, facts.python, facts.cpu_preloads, facts.platform, facts.device
+            facts.flavor,
+            facts.vllm_version,
+            facts.python,
+            facts.cpu_preloads,
+            facts.platform,
+            facts.device,
+            query.environ,
         )
     return replace(facts, engine=engine_for(installed, query.engine))

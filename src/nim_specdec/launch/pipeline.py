@@ -94,7 +94,7 @@ class Steps:
         again when it links, and creates a workspace that is absent)."""
         plan, draft = state.plan, state.plan.draft
         remote_target = plan.target.ref is not None and not plan.target.ref.is_local
-        workspace = Path(state.given.workspace)
+        workspace = Path(state.given.locations.workspace)
         named_draft = draft is not None and draft.name is not None
         if not (remote_target or named_draft) or not os.path.lexists(workspace):
             return state
@@ -149,7 +149,7 @@ class Steps:
         return replace(state, facts=facts, plan=plan)
 
     def link(self, state: State) -> State:
-        workspace = Path(state.given.workspace)
+        workspace = Path(state.given.locations.workspace)
         for name, local in state.local:
             link(local, workspace / name, self.ctx.cache_dir, self.ctx.vouched)
         draft = state.plan.draft

@@ -31,8 +31,8 @@ MAX_PASSES = 3
 def refuse_system_dirs(given: PlannerInput) -> None:
     """The cache, the workspace and the capture file's folder are created and re-moded by the launcher:
     never in a folder the system or other software owns (exit 2, naming the variable)."""
-    refuse_system_dir(given.cache_path, var.CACHE_PATH)
-    refuse_system_dir(given.workspace, var.WORKSPACE)
+    refuse_system_dir(given.locations.cache_path, var.CACHE_PATH)
+    refuse_system_dir(given.locations.workspace, var.WORKSPACE)
     if given.capture is not None:
         refuse_system_dir(os.path.dirname(given.capture.path) or "/", f"{var.CAPTURE_ARGS}.path")
 
@@ -57,7 +57,9 @@ def resolve_with_facts(
     warnings: tuple[str, ...] = ()
     for _ in range(MAX_PASSES):
         missing = [
-            (ref, where) for ref, where in named_sources(front, given.draft_source) if ref.uri not in facts.sources
+            (ref, where)
+            for ref, where in named_sources(front, given.speculation.draft_source)
+            if ref.uri not in facts.sources
         ]
         if not missing:
             break

@@ -2,8 +2,9 @@
 
 The environment is parsed once (config.settings) into one Settings value; no stage takes the whole of it. This is
 the one place that says which stage reads which variable: the fetchers get a FetchContext (the cache, the
-download policy, the environment the backends read their credentials from), the planner a PlannerInput, the
-machine's facts a FactsQuery, and a step or process that logs as the launcher does a LogFormat. The pre-flight
+download policy, the environment the backends read their credentials from), the planner a PlannerInput (the
+settings' sections it reads, as they are), the machine's facts a FactsQuery (with the environment the engine
+reads its own variables from), and a step or process that logs as the launcher does a LogFormat. The pre-flight
 and vLLM's check are given their few values (the modes, the visible GPUs, the secrets) by the command itself.
 """
 
@@ -15,7 +16,6 @@ from typing import Callable
 from nim_specdec.config.settings import LogFormat, Settings
 from nim_specdec.fetchers.download.base import FetchContext, say_nothing
 from nim_specdec.launch.facts import FactsQuery
-from nim_specdec.plan.merge import EngineVariables
 from nim_specdec.plan.plan_input import PlannerInput
 
 
@@ -26,7 +26,7 @@ def fetch_context(
     download settings, and the environment the backends read their credentials and endpoints from."""
     return FetchContext(
         env=settings.environ,
-        cache_dir=Path(settings.cache_path),
+        cache_dir=Path(settings.locations.cache_path),
         offline=settings.disable_download,
         log=log,
         download=settings.download,
@@ -39,28 +39,12 @@ def fetch_context(
 
 def planner_input(settings: Settings) -> PlannerInput:
     return PlannerInput(
-        enable=settings.enable,
-        specdec=settings.specdec,
-        specdec_args_set=settings.specdec_args is not None,
-        draft_source=settings.draft_source,
-        model_source=settings.model_source,
-        model_name=settings.model_name,
-        passthrough_args=settings.passthrough_args,
-        engine=EngineVariables(
-            port=settings.port,
-            port_given=settings.port_given,
-            served_model_name=settings.served_model_name,
-            max_model_len=settings.max_model_len,
-            one_argument=settings.engine_variables,
-        ),
-        workspace=settings.workspace,
-        cache_path=settings.cache_path,
-        capture=settings.capture,
-        tuned_for=settings.tuned_for,
-        use_v2_model_runner=settings.use_v2_model_runner,
-        arctic_plugin=settings.host.arctic_plugin,
-        ld_preload_set=settings.host.ld_preload_set,
-        compile_cache_user_set=settings.host.compile_cache_user_set,
+        settings.speculation,
+        settings.target,
+        settings.engine_variables,
+        settings.locations,
+        settings.capture,
+        settings.tuned_for,
         shown_env=settings.host.shown_env,
         ignored=settings.ignored,
     )
@@ -73,6 +57,7 @@ def facts_query(settings: Settings) -> FactsQuery:
         settings.host.cuda_visible_devices,
         settings.engine,
         settings.host.sglang_python,
+        settings.environ,
     )
 
 

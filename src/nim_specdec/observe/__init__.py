@@ -1,1 +1,2 @@
-"""Reading a running server: the spec-decode counters and the smoke check."""
+"""Reading a running server: the smoke check, through the serving engine's readiness path and counters
+(engines.protocol.serving)."""

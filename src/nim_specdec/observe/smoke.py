@@ -22,19 +22,14 @@ from typing import Any, Mapping
 
 from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
 from nim_specdec.observe.http_client import request, request_json
-from nim_specdec.engines.vllm.observe.spec_counters import (
-    counters_problem,
-    difference,
-    parse_prometheus,
-    render_text,
-    report,
-    result_problem,
-)
+from nim_specdec.engines.protocol.serving import result_problem
+from nim_specdec.engines.registry import serving_for
 
 PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
 # Every request has an overall deadline (its timeout) and a size cap: a server that trickles or never
 # stops answering cannot hold the check forever.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+SERVING = serving_for()  # the engine the launcher serves: its readiness and metrics paths, its counters
 
 
 def http_get(url: str, timeout: float = 10.0, headers: Headers | None = None) -> tuple[int, str]:
@@ -56,11 +51,12 @@ def post_json(url: str, payload: dict, timeout: float = 120.0, headers: Headers 
 
 
 def wait_ready(base: str, deadline_s: float, poll_s: float = 1.0, alive=lambda: True) -> list[int]:
-    """Poll /v1/health/ready until 200; returns the statuses seen. Raises TimeoutError at the deadline."""
+    """Poll the engine's readiness path (/v1/health/ready) until 200; returns the statuses seen. Raises
+    TimeoutError at the deadline."""
     seen: list[int] = []
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        status, _ = http_get(base + "/v1/health/ready", timeout=min(10.0, poll_s * 10))
+        status, _ = http_get(base + SERVING.ready_path, timeout=min(10.0, poll_s * 10))
         seen.append(status)
         if status == 200:
             return seen
@@ -68,7 +64,7 @@ def wait_ready(base: str, deadline_s: float, poll_s: float = 1.0, alive=lambda: 
             raise RuntimeError(f"the server process exited before it became ready (statuses seen: {sorted(set(seen))})")
         time.sleep(poll_s)
     raise TimeoutError(
-        f"{base}/v1/health/ready did not answer 200 within {deadline_s:.0f} s (statuses seen: {sorted(set(seen))})"
+        f"{base}{SERVING.ready_path} did not answer 200 within {deadline_s:.0f} s (statuses seen: {sorted(set(seen))})"
     )
 
 
@@ -99,10 +95,10 @@ def bearer(api_key: str | None) -> dict[str, str]:
 
 
 def spec_counters(base: str, headers: Headers | None = None):
-    status, text = http_get(base + "/v1/metrics", headers=headers)
+    status, text = http_get(base + SERVING.metrics_path, headers=headers)
     if status != 200:
-        raise RuntimeError(f"GET /v1/metrics answered {status}")
-    return parse_prometheus(text)
+        raise RuntimeError(f"GET {SERVING.metrics_path} answered {status}")
+    return SERVING.counters.parse(text)
 
 
 def send_requests(base: str, model: str, max_tokens: int = 32, headers: Headers | None = None) -> list[str]:
@@ -132,13 +128,14 @@ def run(base: str, expect_spec: bool, deadline_s: float, api_key: str | None = N
     failures = send_requests(base, model, headers=headers)
     for failure in failures:
         _say(failure)
-    grown = difference(spec_counters(base, headers), before)
-    result = report(grown)
-    problem = counters_problem(grown, since=True) or result_problem(result)
+    counters = SERVING.counters
+    grown = counters.difference(spec_counters(base, headers), before)
+    result = counters.report(grown)
+    problem = counters.problem(grown, since=True) or result_problem(result)
     if problem:
         _say(f"the counters cannot be reported: {problem}")
         return EXIT_UNREACHABLE
-    print(render_text(result), end="")
+    print(counters.render_text(result), end="")
     drafts = sum(entry["drafts"] for entry in result.values())
     if expect_spec and drafts <= 0:
         _say("speculative decoding was expected but no drafts were made")

@@ -10,9 +10,9 @@ method/                 the speculative method: the target, the method and why, 
   method_choice.py      the guide's order: MTP heads, else a published EAGLE3 draft, else n-gram
   draft.py              which draft checkpoint the config refers to, and where it is linked
 merge.py                the layers folded, lowest precedence first, with where each key came from (the NIM
-                        variables' layer from EngineVariables); keys the launcher sets itself refused
+                        variables' layer from config.engine_variables); keys the launcher sets itself refused
 build.py                the entry point: build_plan, the whole plan from its input, the arguments and the facts
-plan_input.py           what the plan is built from of the settings (PlannerInput), made at the command's edge
+plan_input.py           the settings' sections the plan reads (PlannerInput), each as the settings hold it
 plan_front.py           the plan's first half, run alone while facts are gathered: arguments, target, config, draft
 plan_facts.py           what the shell knows when it builds a plan (Facts): built-ins, vLLM, device, sources
 plan_model.py           the plan as an immutable typed value (Plan), its public JSON and its JSON Schema

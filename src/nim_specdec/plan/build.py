@@ -65,17 +65,14 @@ def build_plan(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts, fro
             config=config if enabled else None,
             config_origin=origin,
             draft_config=front.draft_config,
-            model=vllm_model(target, given.workspace),
+            model=vllm_model(target, given.locations.workspace),
             served_name_variable=given.engine.served_model_name,
             capture=given.capture,
-            cache_path=given.cache_path,
+            cache_path=given.locations.cache_path,
             cache_sources=(
                 target.source.uri if target.source else target.model_arg,
                 draft.source.uri if draft else None,
             ),
-            compile_cache_user_set=given.compile_cache_user_set,
-            ld_preload_set=given.ld_preload_set,
-            use_v2_model_runner=given.use_v2_model_runner,
             tuned_for=given.tuned_for,
         )
     )
@@ -89,7 +86,7 @@ def build_plan(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts, fro
     return Plan(
         mode=target.mode,
         target=TargetPlan(
-            model=vllm_model(target, given.workspace),
+            model=vllm_model(target, given.locations.workspace),
             source=target.source.uri if target.source else target.model_arg,
             chosen_by=target.where,
             builtin=target.builtin.model_id if target.builtin else None,
@@ -123,8 +120,8 @@ def build_plan(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts, fro
         ),
         engine_args=MappingProxyType({k: (MASK if is_secret_key(k) else mask_json(v)) for k, v in view.items()}),
         engine_origin=MappingProxyType(dict(engine_origin)),
-        workspace=given.workspace,
-        cache_path=given.cache_path,
+        workspace=given.locations.workspace,
+        cache_path=given.locations.cache_path,
         compile_cache=command.compile_cache,
         cpu_preload=command.cpu_preload,
         argv=tuple(redact_argv(command.argv)),

@@ -4,25 +4,13 @@ itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from nim_specdec.config import variables as var
+from nim_specdec.config.engine_variables import EngineVariables
 from nim_specdec.errors import ConfigError
 
 Layer = tuple[str, Mapping[str, Any] | None]  # (origin label, values)
-
-
-@dataclass(frozen=True)
-class EngineVariables:
-    """The NIM variables that set engine arguments below NIM_SPECDEC_ARGS, as the settings read them."""
-
-    port: int
-    port_given: bool  # NIM_SERVER_PORT set (the plan names it as the port's origin)
-    served_model_name: str | None
-    max_model_len: int | None
-    # (NIM variable, vLLM argument, value) for the variables set that map to one vLLM argument and have no field.
-    one_argument: tuple[tuple[str, str, Any], ...] = ()
 
 
 def merge_spec(layers: Iterable[Layer]) -> tuple[dict[str, Any], dict[str, str]]:

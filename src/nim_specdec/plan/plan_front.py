@@ -140,36 +140,37 @@ def _keep_inferred_method(
 
 def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> Front:
     engine = facts.the_engine()
-    engine.refuse_before_start(given.arctic_plugin)
+    engine.refuse_before_start()
     warnings: list[str] = [item.warning() for item in given.ignored]
     if not engine.exact:
         warnings.append(engine.unknown_warning())
     cli = engine.read_args(cli_tokens, "argument")
-    pt = engine.read_args(given.passthrough_args, var.PASSTHROUGH_ARGS)
+    wished, asked = given.speculation, given.target
+    pt = engine.read_args(asked.passthrough_args, var.PASSTHROUGH_ARGS)
     spec_env, engine_env = None, {}
-    if given.specdec is not None:  # parsed with the settings, NIM_SPECDEC_ENABLE being on
+    if wished.specdec is not None:  # parsed with the settings, NIM_SPECDEC_ENABLE being on
         # This pass's own copies, as a parse per pass gave: nothing the plan builds on them reaches the settings.
-        spec_env, engine_env = copy.deepcopy((given.specdec.speculative_config, given.specdec.engine))
+        spec_env, engine_env = copy.deepcopy((wished.specdec.speculative_config, wished.specdec.engine))
         refuse_launcher_arguments(engine_env, engine.option_name)
-    elif given.specdec_args_set:
+    elif wished.args_set:
         warnings.append(
             f"{var.SPECDEC_ARGS} is ignored because {var.SPECDEC_ENABLE} is 0; set {var.SPECDEC_ENABLE}=1 to use it"
         )
     target = resolve_target(
         (cli.model, cli.model_where) if cli.model is not None else None,
         (pt.model, pt.model_where) if pt.model is not None else None,
-        given.model_source,
-        given.model_name,
+        asked.model_source,
+        asked.model_name,
         facts.registry,
     )
-    warnings += unused_model_variables(target, given.model_source, given.model_name)
+    warnings += unused_model_variables(target, asked.model_source, asked.model_name)
     explicit = _spec_layers(spec_env, pt, cli, engine)
     off_by = _explicitly_off(pt, cli)
-    enabled = (given.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
-    if off_by is not None and (given.enable or explicit):
+    enabled = (wished.enable or any(label != var.SPECDEC_ARGS for label, _ in explicit)) and off_by is None
+    if off_by is not None and (wished.enable or explicit):
         warnings.append(f"speculative decoding is off: {off_by} sets the speculative config to none, as vLLM reads it")
     base, builtin_draft, base_reason = (
-        _base_layer(given.enable, given.draft_source, target, explicit, facts) if enabled else ([], None, "")
+        _base_layer(wished.enable, wished.draft_source, target, explicit, facts) if enabled else ([], None, "")
     )
     config, origin = merge_spec(base + explicit)
     draft = None
@@ -179,14 +180,14 @@ def plan_front(given: PlannerInput, cli_tokens: Sequence[str], facts: Facts) -> 
                 "--speculative-config", "is empty", 'give at least {"method": ..., "num_speculative_tokens": ...}'
             )
         original_model = config.get("model")
-        chosen = resolve_draft(config, origin, given.draft_source, builtin_draft, given.workspace, engine)
+        chosen = resolve_draft(config, origin, wished.draft_source, builtin_draft, given.locations.workspace, engine)
         draft, config, origin = chosen.draft, chosen.config, chosen.origin
         warnings += chosen.warnings
         config, origin = _keep_inferred_method(config, origin, original_model, _draft_config(draft, facts), engine)
         label = f"speculative_config (merged from {', '.join(sorted(set(origin.values())))})"
         merged = MergedSpec(config, label, engine_env, pt, cli, _draft_config(draft, facts), _where_of(origin))
         warnings += engine.check_spec(merged)
-    elif given.draft_source is not None:
+    elif wished.draft_source is not None:
         warnings.append(
             f"{var.DRAFT_MODEL_PATH} is ignored because speculative decoding is off ({var.SPECDEC_ENABLE}=0)"
         )

@@ -12,35 +12,24 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from nim_specdec.config.capture_config import CaptureConfig
-from nim_specdec.config.sources import SourceRef
-from nim_specdec.config.specdec_args import SpecdecArgs
+from nim_specdec.config.engine_variables import EngineVariables
+from nim_specdec.config.locations import Locations
+from nim_specdec.config.speculation_request import SpeculationRequest
+from nim_specdec.config.target_request import TargetRequest
 from nim_specdec.config.tuned_for import TunedFor
 from nim_specdec.config.variable_check import IgnoredVariable
-from nim_specdec.plan.merge import EngineVariables
 
 
 @dataclass(frozen=True)
 class PlannerInput:
-    # Speculation: NIM_SPECDEC_ENABLE, NIM_SPECDEC_ARGS and NIM_DRAFT_MODEL_PATH.
-    enable: bool
-    specdec: SpecdecArgs | None  # NIM_SPECDEC_ARGS parsed; None when unset, blank, or NIM_SPECDEC_ENABLE is off
-    specdec_args_set: bool  # NIM_SPECDEC_ARGS set (not blank): a warning says so when speculation is off
-    draft_source: SourceRef | None
-    # The target: NIM_MODEL_PATH (model-free mode), else NIM_MODEL_NAME (a built-in entry); the vLLM
-    # arguments and NIM_PASSTHROUGH_ARGS name a model before either (plan.method.target).
-    model_source: SourceRef | None
-    model_name: str | None
-    passthrough_args: tuple[str, ...]
+    """The settings' sections the planner reads, each as the settings hold it."""
+
+    speculation: SpeculationRequest  # NIM_SPECDEC_ENABLE, NIM_SPECDEC_ARGS, NIM_DRAFT_MODEL_PATH
+    target: TargetRequest  # NIM_MODEL_PATH, NIM_MODEL_NAME, NIM_PASSTHROUGH_ARGS
     engine: EngineVariables  # the NIM variables that set engine arguments (port, served name, ...)
     # Where the launcher keeps files: the plan links into the workspace, keys its compile cache in the cache.
-    workspace: str
-    cache_path: str
+    locations: Locations
     capture: CaptureConfig | None  # None: capture off (or its file cannot be written)
     tuned_for: TunedFor | None  # the engine a tune recommendation was measured on
-    # Other tools' variables the plan depends on (config.host_env).
-    use_v2_model_runner: bool | None  # VLLM_USE_V2_MODEL_RUNNER as vLLM reads it; None when unset
-    arctic_plugin: bool  # ARCTIC_INFERENCE_ENABLED=1 (plan.method.arctic refuses it)
-    ld_preload_set: bool
-    compile_cache_user_set: tuple[str, ...]
     shown_env: Mapping[str, str] = field(default_factory=dict, compare=False)  # as the plan prints it, masked
     ignored: tuple[IgnoredVariable, ...] = ()  # NIM_* variables set but not read: each a warning of the plan

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from nim_specdec.engines.vllm.release.host_vars import read_vllm_host
 from nim_specdec.launch.resolve import plan_for, public
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.model_runner import installed_vllm, serving_runner
@@ -187,7 +188,8 @@ def prepared(env: Mapping[str, str], options: TuneOptions, say: Say) -> TuneStat
     shown = public(plan, settings.host.secrets)
     configured = cand.configured_candidate(shown["speculative"], shown.get("draft"), options.max_k)
     trained = trained_candidates(options, configured)  # a bad --draft stops here, before any server
-    target = serving_target(plan, settings.use_v2_model_runner, options.serving_platform, options.serving_vllm_version)
+    use_v2 = read_vllm_host(env).use_v2_model_runner  # as the plan read it (a bad value stopped there)
+    target = serving_target(plan, use_v2, options.serving_platform, options.serving_vllm_version)
     for method in ([configured.method] if configured else []) + [c.method for c in trained] + list(options.methods):
         target.engine_for({"method": method})  # a runner the serving engine would refuse stops here, exit 2
     notes: tuple[str, ...] = ()
@@ -206,11 +208,11 @@ def prepared(env: Mapping[str, str], options: TuneOptions, say: Say) -> TuneStat
     setup = Setup(
         captured=tuple(captured),
         bodies=tuple(c.payload for c in captured),
-        use_v2=settings.use_v2_model_runner,
+        use_v2=use_v2,
         configured=configured,
         trained=tuple(trained),
         target=target,
-        engine=cand.engine_keys(settings.specdec_args),
+        engine=cand.engine_keys(settings.speculation.specdec_args),
         args=tuple(cand.strip_spec_args(options.vllm_args)),
         budget=budget,
         kmax_all=max([options.max_k] + ([configured.kmax] if configured else [])),

@@ -5,7 +5,7 @@ and environment the engine is exec'd with. An engine's package implements Engine
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from nim_specdec.config.capture_config import CaptureConfig
@@ -24,6 +24,8 @@ class Installation:
     cpu_preloads: tuple[str, ...] = ()
     platform: str | None = None  # None: what the build and release imply
     device: sections.DevicePlan | None = None
+    # The process environment, where the engine reads its own variables (vLLM's VLLM_USE_V2_MODEL_RUNNER, ...).
+    environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 class EngineOption(Protocol):
@@ -72,9 +74,6 @@ class CommandRequest:
     capture: CaptureConfig | None
     cache_path: str
     cache_sources: tuple[str, str | None]  # the target's and the draft's source: part of the start-up caches' key
-    compile_cache_user_set: tuple[str, ...]
-    ld_preload_set: bool
-    use_v2_model_runner: bool | None
     tuned_for: TunedFor | None  # the engine a tune recommendation was measured on
 
 
@@ -113,8 +112,8 @@ class Engine(Protocol):
 
     def unknown_warning(self) -> str: ...
 
-    def refuse_before_start(self, arctic_plugin: bool) -> None:
-        """ConfigError for what the engine refuses before it reads any argument."""
+    def refuse_before_start(self) -> None:
+        """ConfigError for what the engine refuses before it reads any argument (its own variables)."""
         ...
 
     def read_args(self, tokens: Sequence[str], where: str) -> EngineArgs: ...

@@ -29,6 +29,7 @@ resolution.py           SGLang's own resolution as the check, and the values it 
   SilentChange.line() -> str; with_local_files(server_args, local); resolution_lines(server_args, resolution) -> the
   plan's warnings (ConfigError where SGLang refuses the arguments)
 resolver_child.py       the child run with SGLang's interpreter (standard library and SGLang only)
+counters.py             SGLang's speculative metrics read into vLLM's units, and its endpoints (`report`)
 engine.py               SglangEngine: SGLang as the planner asks it (engines.protocol), registered as "sglang"
 
 Wiring (NIM_ENGINE=sglang, Settings.engine == "sglang"): launch/facts.py builds SglangEngine over installation();

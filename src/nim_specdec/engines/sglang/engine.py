@@ -92,8 +92,8 @@ class SglangEngine:
             f"{RELEASE} (its own resolution judges the rest)"
         )
 
-    def refuse_before_start(self, arctic_plugin: bool) -> None:
-        """Nothing: arctic-inference's plugin patches vLLM only."""
+    def refuse_before_start(self) -> None:
+        """Nothing: SGLang reads none of its own variables before its arguments (arctic-inference patches vLLM only)."""
 
     def read_args(self, tokens: Sequence[str], where: str) -> SglangArgs:
         native = read_native_args(tokens, where)

@@ -13,6 +13,7 @@ release/                what each vLLM release accepts, which runner and modes i
   async_rules.py        where vLLM refuses async scheduling asked on, by release and runner
   compile_dirs.py       where vLLM's start-up caches go under NIM_CACHE_PATH, and their key (`compile_cache`)
   cpu_preload.py        LD_PRELOAD for the CPU build: tcmalloc and Intel OpenMP (`cpu_preload`)
+  host_vars.py          vLLM's own variables the plan depends on (VllmHost), read from the installation's
 schedule/               the K schedule: checked as vLLM checks it, and its fate on the runner release/ picks
   spec_schedule.py      num_speculative_tokens_per_batch_size: its entries checked and described
   schedule_rules.py     where vLLM drops a schedule silently, or keeps it at the cost of full CUDA graphs
@@ -28,7 +29,8 @@ spec/                   the speculative config as vLLM reads it
   spec_rules.py         vLLM's cross-field rules for the speculative config
   arctic.py             ARCTIC_INFERENCE_ENABLED=1 refused before anything starts
 observe/                a running vLLM server read
-  spec_counters.py      vLLM's spec-decode counters (Prometheus) and the acceptance figures made of them
+  spec_counters.py      vLLM's spec-decode counters (Prometheus), the acceptance figures made of them, and
+                        the NIM endpoints it serves behind (SERVING: readiness, health, metrics)
 check/                  vLLM's own check of the command line: the request, vLLM's verdict, when it runs
   request.py            the command vLLM judges, with the sources' workspace paths as local directories
   judge.py              vLLM's verdict, from its own argument parser and config classes

@@ -17,6 +17,7 @@ from nim_specdec.engines.vllm.argv.user_args import ParsedArgs, parse_vllm_args
 from nim_specdec.engines.vllm.release.compile_dirs import cache_key, compile_cache_plan
 from nim_specdec.engines.vllm.release.cpu_preload import preload_plan
 from nim_specdec.engines.vllm.release.engine_numbers import validate_engine_numbers
+from nim_specdec.engines.vllm.release.host_vars import VllmHost, read_vllm_host
 from nim_specdec.engines.vllm.release.methods import method_row
 from nim_specdec.engines.vllm.release.release_changes import deprecation_warnings, is_custom_method
 from nim_specdec.engines.vllm.release.runner_choice import target_platform
@@ -34,11 +35,13 @@ from nim_specdec.errors import ConfigError
 class VllmEngine:
     installation: Installation
     known: VllmKnowledge = field(init=False, compare=False)
+    host: VllmHost = field(init=False, compare=False)  # vLLM's own variables, read once from the installation's
     name: str = "vllm"
     title: str = "vLLM"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "known", knowledge_for(self.installation.version))
+        object.__setattr__(self, "host", read_vllm_host(self.installation.environ))
 
     @property
     def exact(self) -> bool:
@@ -50,8 +53,8 @@ class VllmEngine:
     def unknown_warning(self) -> str:
         return self.known.unknown_warning()
 
-    def refuse_before_start(self, arctic_plugin: bool) -> None:
-        refuse_arctic_plugin(arctic_plugin, self.installation.version)
+    def refuse_before_start(self) -> None:
+        refuse_arctic_plugin(self.host.arctic_plugin, self.installation.version)
 
     def read_args(self, tokens: Sequence[str], where: str) -> ParsedArgs:
         return parse_vllm_args(list(tokens), where, self.known)
@@ -118,7 +121,7 @@ class VllmEngine:
         method = effective_method(config, request.draft_config, known) if config is not None else None
         platform = installed.platform or target_platform(installed.flavor, installed.version)
         model_runner, warnings = plan_model_runner(
-            installed.version, platform, request.use_v2_model_runner, view, config, method, request.config_origin
+            installed.version, platform, self.host.use_v2_model_runner, view, config, method, request.config_origin
         )
         tuned = tuned_for_warning(
             request.tuned_for,
@@ -140,8 +143,8 @@ class VllmEngine:
             method = effective_method(config, request.draft_config, known)
         target, draft = request.cache_sources
         key = cache_key(installed.flavor, installed.version, target, draft, config, view)
-        compile_cache = compile_cache_plan(request.cache_path, key, request.compile_cache_user_set)
-        cpu_preload = preload_plan(installed.flavor, installed.cpu_preloads, request.ld_preload_set)
+        compile_cache = compile_cache_plan(request.cache_path, key, self.host.compile_cache_user_set)
+        cpu_preload = preload_plan(installed.flavor, installed.cpu_preloads, self.host.ld_preload_set)
         preload = cpu_preload.LD_PRELOAD
         return EngineCommand(
             argv=tuple(argv),

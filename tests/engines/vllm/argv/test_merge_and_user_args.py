@@ -147,7 +147,7 @@ def test_booleans(raw, value):
 
 def test_settings_defaults():
     s = parse_settings({})
-    assert (s.enable, s.port, s.cache_path, s.workspace) == (
+    assert (s.speculation.enable, s.engine_variables.port, s.locations.cache_path, s.locations.workspace) == (
         False,
         8000,
         "/opt/nim/.cache",

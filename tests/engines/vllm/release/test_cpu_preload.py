@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec.engines.vllm.release.cpu_preload import preload_plan
-from nim_specdec.config.host_env import read_host_env
+from nim_specdec.engines.vllm.release.host_vars import read_vllm_host
 
 TC, IOMP = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/venv/lib/libiomp5.so"
 
@@ -23,5 +23,5 @@ TC, IOMP = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/venv/lib/libi
     ],
 )
 def test_preload_plan(flavor, found, env, value):
-    plan = preload_plan(flavor, found, read_host_env(env).ld_preload_set)
+    plan = preload_plan(flavor, found, read_vllm_host(env).ld_preload_set)
     assert plan.LD_PRELOAD == value and plan.reason

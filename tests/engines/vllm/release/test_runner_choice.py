@@ -15,7 +15,7 @@ from nim_specdec.engines.vllm.release.runner_choice import (
     version_key,
 )
 from nim_specdec.engines.vllm.release.graph_modes import optimization_level
-from nim_specdec.config.host_env import parse_use_v2_env
+from nim_specdec.engines.vllm.release.host_vars import parse_use_v2_env
 from nim_specdec.errors import ConfigError
 
 

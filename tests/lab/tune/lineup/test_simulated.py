@@ -115,10 +115,10 @@ def test_tune_md_names_the_runner_of_each_simulated_curve():
     ],
 )
 def test_the_serving_runner(env, platform, expected):
-    from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
+    from nim_specdec.engines.vllm.release.host_vars import read_vllm_host  # noqa: PLC0415
     from nim_specdec_lab.ngram.model_runner import serving_runner  # noqa: PLC0415
 
-    assert serving_runner(parse_settings(env).use_v2_model_runner, platform) == expected
+    assert serving_runner(read_vllm_host(env).use_v2_model_runner, platform) == expected
 
 
 @pytest.mark.parametrize(
@@ -126,10 +126,10 @@ def test_the_serving_runner(env, platform, expected):
     [("yes", "cuda", "invalid value"), ("", "cuda", "invalid value"), ("1", "cpu", "no Triton")],
 )
 def test_a_serving_runner_vllm_would_refuse_is_exit_2(value, platform, problem):
-    from nim_specdec.config.settings import parse_settings  # noqa: PLC0415
+    from nim_specdec.engines.vllm.release.host_vars import read_vllm_host  # noqa: PLC0415
     from nim_specdec.errors import ConfigError  # noqa: PLC0415
     from nim_specdec_lab.ngram.model_runner import serving_runner  # noqa: PLC0415
 
     with pytest.raises(ConfigError, match=problem) as caught:
-        serving_runner(parse_settings({"VLLM_USE_V2_MODEL_RUNNER": value}).use_v2_model_runner, platform)
+        serving_runner(read_vllm_host({"VLLM_USE_V2_MODEL_RUNNER": value}).use_v2_model_runner, platform)
     assert caught.value.exit_code == 2 and "VLLM_USE_V2_MODEL_RUNNER" in str(caught.value)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from nim_specdec.engines.protocol.serving import CounterReader, Serving
 from nim_specdec.errors import printable
 
 DRAFTS = "vllm:spec_decode_num_drafts"
@@ -174,39 +175,6 @@ def counters_problem(per_model: dict[str, SpecCounters], since: bool = False) ->
     return None
 
 
-# What each reported figure can be, whatever the engine (report prints both in vLLM's units): a figure outside
-# its range comes from counts that contradict each other (more accepted tokens than drafted, more verify steps
-# than tokens emitted, a gauge of -3), which each look fine alone. (low, high, zero allowed below low)
-FIGURE_RANGES: dict[str, tuple[float, float, bool]] = {
-    "acceptance_rate": (0.0, 1.0, False),
-    "acceptance_rate_gauge": (0.0, 1.0, False),
-    "per_position_rate": (0.0, 1.0, False),
-    "acceptance_length": (1.0, math.inf, False),
-    "acceptance_length_gauge": (1.0, math.inf, True),  # SGLang's gauge reads 0 before its first interval
-    "accepted_tokens": (0.0, math.inf, False),
-    "draft_tokens_per_verify": (0.0, math.inf, False),
-}
-
-
-def result_problem(result: dict[str, dict]) -> str | None:
-    """Why a report cannot be printed, or None: a figure that is not finite (a huge count divided by a tiny one)
-    or outside what it can be (FIGURE_RANGES)."""
-    for model, entry in result.items():
-        label = f"model {printable(model[:80]) or '(unnamed)'}"
-        for key, value in entry.items():
-            values = value if isinstance(value, list) else [value]
-            if any(isinstance(v, float) and not math.isfinite(v) for v in values):
-                return f"{label}: {key} is not a finite number"
-            if key not in FIGURE_RANGES:
-                continue
-            low, high, zero = FIGURE_RANGES[key]
-            for v in values:
-                if isinstance(v, (int, float)) and not (low <= v <= high or (zero and v == 0)):
-                    wanted = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
-                    return f"{label}: {key} is {v:g}, not {wanted}: the server's counts contradict each other"
-    return None
-
-
 def figures(counters: SpecCounters) -> dict:
     """The report for one model: AR, AL, per-position rates; or the inactive status without any division."""
     base = {
@@ -247,3 +215,16 @@ def render_text(result: dict[str, dict]) -> str:
         rates = " ".join(f"{i}:{rate:.4f}" for i, rate in enumerate(entry["per_position_rate"]))
         lines.append(f"  per position       {rates or '-'}")
     return "\n".join(lines) + "\n"
+
+
+def holds_vllm(text: str) -> bool:
+    return "vllm:" in text
+
+
+COUNTERS = CounterReader(
+    holds_vllm, parse_prometheus, difference, counters_problem, report, render_text, parse_aiperf_export
+)
+# The NIM endpoints the launcher's middleware adds to vLLM's server (server/endpoints.py).
+SERVING = Serving(
+    "vllm", ready_path="/v1/health/ready", live_path="/v1/health/live", metrics_path="/v1/metrics", counters=COUNTERS
+)

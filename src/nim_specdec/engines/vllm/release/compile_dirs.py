@@ -15,8 +15,8 @@ import json
 import re
 from typing import Any, Mapping
 
-from nim_specdec.config.host_env import CACHE_DIRS
 from nim_specdec.engines.protocol.sections import CompileCachePlan
+from nim_specdec.engines.vllm.release.host_vars import CACHE_DIRS
 
 # Engine arguments that change what the server is called, where it listens or how it stops, never what it
 # compiles.

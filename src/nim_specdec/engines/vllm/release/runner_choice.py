@@ -33,8 +33,8 @@ from nim_specdec.engines.vllm.release.graph_modes import (
     engine_int as _int,
     nested_option as _nested,
 )
-from nim_specdec.config.host_env import USE_V2_ENV as ENV
 from nim_specdec.config.tuned_for import PLATFORMS
+from nim_specdec.engines.vllm.release.host_vars import USE_V2_ENV as ENV
 from nim_specdec.errors import ConfigError
 
 Runner = Literal["v1", "v2"]

@@ -10,14 +10,14 @@ asked for; refusing says so in one line, before any download.
 
 from __future__ import annotations
 
-from nim_specdec.config.host_env import ARCTIC_ENV as ENV
+from nim_specdec.engines.vllm.release.host_vars import ARCTIC_ENV as ENV
 from nim_specdec.errors import ConfigError
 
 PATCHED_FOR = "0.26.0"  # arctic_inference.utils.VLLM_PATCH_VERSION of arctic-inference 0.3.0
 
 
 def refuse_arctic_plugin(plugin_on: bool, vllm_version: str) -> None:
-    """`plugin_on`: the switch as the settings read it (HostEnv.arctic_plugin)."""
+    """`plugin_on`: the switch as the settings read it (VllmHost.arctic_plugin)."""
     if not plugin_on:
         return
     running = f"vLLM {vllm_version}" if vllm_version else "the image's vLLM"

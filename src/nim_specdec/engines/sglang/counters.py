@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from nim_specdec.engines.protocol.serving import CounterReader, Serving
 from nim_specdec.errors import printable
 
 VERIFY_CALLS = "sglang:spec_verify_calls"
@@ -158,3 +159,12 @@ def render_text(result: dict[str, dict]) -> str:
         lines.append(f"  draft tokens/verify {_gauge(entry['draft_tokens_per_verify'], 0)}")
         lines.append(f"  acceptance length (gauge) {_gauge(entry['acceptance_length_gauge'])}")
     return "\n".join(lines) + "\n" if lines else "speculative decoding inactive (no SGLang speculative metrics)\n"
+
+
+COUNTERS = CounterReader(is_sglang, parse_sglang, difference, counters_problem, report, render_text)
+# SGLang's own endpoints (python/sglang/srt/entrypoints/http_server.py): /health_generate answers 200 once a
+# one-token generation went through (recent releases route /health to the same check), /metrics with
+# --enable-metrics.
+SERVING = Serving(
+    "sglang", ready_path="/health_generate", live_path="/health", metrics_path="/metrics", counters=COUNTERS
+)

@@ -1,5 +1,5 @@
 """SGLang's speculative metrics in `nim-specdec report`: a recorded /metrics page written from SGLang's source
-(tests/observe/data/sglang_metrics.txt names the file and commit) read into vLLM's units."""
+(tests/engines/sglang/data/sglang_metrics.txt names the file and commit) read into vLLM's units."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.observe import sglang_counters as sg
+from nim_specdec.engines.sglang import counters as sg
 from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus
 
 RECORDED = (Path(__file__).parent / "data" / "sglang_metrics.txt").read_text()
