@@ -88,6 +88,12 @@ def _observe_graphs(monkeypatch, cls) -> list:
 
 
 def _compare(cases, models, tmp_path, monkeypatch, platform, graph_changes) -> Counter:
+    # The Hub's library reads HF_HUB_OFFLINE once, at import: imported before the switch and switched for this test
+    # alone, or a later test in this process (an hf:// download) would find the library offline for good.
+    import transformers  # noqa: F401
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     target = str(models["target"])
     mismatches, kinds, outcomes = [], Counter(), {}
