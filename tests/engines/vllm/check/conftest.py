@@ -21,15 +21,15 @@ def agree_models(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def outcomes(agree_models, tmp_path_factory, monkeypatch_session):
-    """Every case once per session: the launcher in-process, vLLM in-process on both command lines."""
+def outcomes(agree_models, tmp_path_factory):
+    """Every case once per session: the launcher in-process, vLLM in-process on both command lines. Offline while
+    they run, and only then: the process goes on to download from loopback hubs in later tests, through children
+    that inherit its environment, and the Hub's library reads its constants once, at import (imported first)."""
+    import transformers  # noqa: F401
+    from huggingface_hub import constants
+
     workspace = str(tmp_path_factory.mktemp("agree-cache") / "workspace")
-    return [run_case(case, str(agree_models["target"])) for case in all_cases(agree_models, workspace)]
-
-
-@pytest.fixture(scope="session")
-def monkeypatch_session():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")  # only local directories are judged
-    yield mp
-    mp.undo()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")  # only local directories are judged
+        mp.setattr(constants, "HF_HUB_OFFLINE", True)
+        return [run_case(case, str(agree_models["target"])) for case in all_cases(agree_models, workspace)]
