@@ -13,7 +13,7 @@ merge.py                the layers folded, lowest precedence first, with where e
                         variables' layer from config.engine_variables); keys the launcher sets itself refused
 build.py                the entry point: build_plan, the whole plan from its input, the arguments and the facts
 plan_input.py           the settings' sections the plan reads (PlannerInput), each as the settings hold it
-plan_front.py           the plan's first half, run alone while facts are gathered: arguments, target, config, draft
+plan_front.py           what was asked, settled: arguments, target, merged config, draft (names the sources)
 plan_facts.py           what the shell knows when it builds a plan (Facts): built-ins, vLLM, device, sources
 plan_model.py           the plan as an immutable typed value (Plan), its public JSON and its JSON Schema
 plan_sections.py        the sections later steps fill in: the pre-flight checks, vLLM's own check, what is exec'd

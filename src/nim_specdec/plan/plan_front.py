@@ -1,4 +1,7 @@
-"""The first half of build_plan: the arguments parsed, the target, the merged speculative config and the draft.
+"""What the user asked for, settled against what is known of the sources (the plan's front): the engine's
+arguments read, which target, whether speculation is on and from which layers its config is merged, and which
+draft that config names. build_plan turns a front into the command; the front alone decides nothing of the engine's
+command.
 
 It is what names the sources, so the shell runs it alone while it gathers facts about them (launch/resolve.py:
 each pass may bring a source's config.json, which may name a draft) and builds the whole plan once, from the
