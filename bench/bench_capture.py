@@ -66,8 +66,8 @@ def serve(port: int, capture_path: str | None) -> None:
 
     app = chat_app()
     if capture_path:
-        from nim_specdec.config.capture_config import CaptureConfig
         from nim_specdec.capture.middleware import CaptureMiddleware
+        from nim_specdec.config.capture_config import CaptureConfig
 
         app = CaptureMiddleware(app, config=CaptureConfig(capture_path, "mooncake_payload"))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
@@ -140,8 +140,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def middleware_cost_us(folder: Path, calls: int) -> tuple[float, float]:
     """Event-loop time per request of a no-op application called directly, without and with capture (µs)."""
-    from nim_specdec.config.capture_config import CaptureConfig
     from nim_specdec.capture.middleware import CaptureMiddleware
+    from nim_specdec.config.capture_config import CaptureConfig
 
     body = json.dumps(request_body(0)).encode()
     scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}
@@ -182,9 +182,9 @@ def middleware_cost_us(folder: Path, calls: int) -> tuple[float, float]:
 def writer_throughput(folder: Path, records: int) -> tuple[float, int]:
     from prometheus_client import CollectorRegistry
 
-    from nim_specdec.capture.formats import FORMATS
     from nim_specdec.capture.counters import capture_counters
     from nim_specdec.capture.file import open_capture_file
+    from nim_specdec.capture.formats import FORMATS
     from nim_specdec.capture.writer import CaptureWriter
 
     body = json.dumps(request_body(0)).encode()

@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loopback store the tests use
 
 from servers.fault_proxy import Fault  # noqa: E402
+from servers.harness import TINY_LLAMA_CONFIG as CONFIG  # noqa: E402
 from servers.harness import WEIGHTS, cli_env, model_files  # noqa: E402
 from servers.s3_store import S3Store  # noqa: E402
-from servers.harness import TINY_LLAMA_CONFIG as CONFIG  # noqa: E402
 
 
 def _timed(args: list[str], env: dict, ok: int = 0) -> float:

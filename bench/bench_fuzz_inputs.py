@@ -24,24 +24,25 @@ import time
 import traceback
 from pathlib import Path
 
-from fuzz_bounds_inputs import bounds_inputs, launcher_error_only
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from fuzz_bounds_inputs import bounds_inputs, launcher_error_only
+from nim_specdec.capture.formats import FORMATS
 from nim_specdec.cli.main import main
-from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
-from nim_specdec.text.redact import MASK, preview, redact_argv, redact_text
-from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.config.capture_config import parse_capture
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.config.sources import parse_source
 from nim_specdec.config.specdec_args import parse_specdec_args
-from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
-from nim_specdec.errors import LauncherError, printable
 from nim_specdec.engines.protocol.serving import result_problem
+from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
 from nim_specdec.engines.vllm.observe.spec_counters import counters_problem, parse_prometheus, report
+from nim_specdec.errors import LauncherError, printable
+from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.preflight.config_file import count_problem
 from nim_specdec.preflight.safetensors_header import HeaderError, parse_header
-from nim_specdec.capture.formats import FORMATS
+from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
+from nim_specdec.text.redact import MASK, preview, redact_argv, redact_text
 from nim_specdec_lab.ngram.grid import make_grid, parse_int_set
 from nim_specdec_lab.ngram.trace import parse_capture as parse_trace
 

@@ -52,8 +52,8 @@ def timed(run) -> float:
 
 
 def ours(scheme_uri: str, env: dict[str, str], work: Path, verify: str):
-    from nim_specdec.config.sources import parse_source
     from nim_specdec.config.download_settings import download_settings
+    from nim_specdec.config.sources import parse_source
     from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
 

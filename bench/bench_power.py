@@ -39,9 +39,9 @@ import numpy as np
 from nim_specdec_lab import power, power_study, stats
 from nim_specdec_lab.bench.serve_rounds import order_of as bench_order
 from nim_specdec_lab.noise_worlds import HARSH, WORLDS, Machine, figures, simulate, true_log_speedups
-from nim_specdec_lab.tune.studies import noise_study
 from nim_specdec_lab.tune.deciding.decide import Option, decide
 from nim_specdec_lab.tune.runs.rounds import order_of as tune_order
+from nim_specdec_lab.tune.studies import noise_study
 
 ROUNDS = (2, 3, 4, 5, 6, 8)
 SPREADS = (0.05, 0.1, 0.15, 0.2, 0.3)

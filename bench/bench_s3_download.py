@@ -89,9 +89,9 @@ def env_for(endpoint: str, cache: Path, **extra: str) -> dict[str, str]:
 
 def run_ours(endpoint: str, work: Path, prefix: str, verify: str, s5cmd: str = "auto") -> float:
     from nim_specdec.config.download_settings import download_settings
+    from nim_specdec.config.sources import parse_source
     from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
-    from nim_specdec.config.sources import parse_source
 
     cache = work / "cache-ours"
     env = env_for(endpoint, cache, NIM_DOWNLOAD_VERIFY=verify, NIM_S5CMD=s5cmd)
@@ -191,9 +191,9 @@ def warm_start(endpoint: str, work: Path, prefixes: list[str], runs: int) -> dic
 def warm_in_process(endpoint: str, work: Path, prefixes: list[str], runs: int) -> dict[str, float]:
     """Median seconds of the fetcher's fetch() on a cache hit, in this process (no interpreter start-up)."""
     from nim_specdec.config.download_settings import download_settings
+    from nim_specdec.config.sources import parse_source
     from nim_specdec.fetchers.download.base import FetchContext
     from nim_specdec.fetchers.registry import get_fetcher
-    from nim_specdec.config.sources import parse_source
 
     cache = work / "cache-warm"  # filled by warm_start
     env = env_for(endpoint, cache)

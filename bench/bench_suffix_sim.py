@@ -17,7 +17,6 @@ import statistics
 import time
 
 from bench_ngram_sim import synthetic_trace
-
 from nim_specdec_lab.ngram.corpus import build_corpus
 from nim_specdec_lab.ngram.grid import default_grid
 from nim_specdec_lab.ngram.simulator import simulate

@@ -16,19 +16,19 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from nim_specdec.cli.cmd_report import _parse_prometheus
-from nim_specdec.text.redact import redact_argv
 from nim_specdec.config.sources import parse_source
 from nim_specdec.config.tuned_for import parse_tuned_for
 from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
 from nim_specdec.errors import LauncherError
-from nim_specdec.fetchers.volume import cache
 from nim_specdec.fetchers.transfer.progress import human_bytes
 from nim_specdec.fetchers.transfer.safety import check_clashes, target_path
+from nim_specdec.fetchers.volume import cache
 from nim_specdec.preflight.config_file import index_shards
 from nim_specdec.preflight.safetensors_header import HeaderError, read_header
 from nim_specdec.server.spec_info import shown_speculative_config
-from nim_specdec_lab.simulation.inputs import current_setting
+from nim_specdec.text.redact import redact_argv
 from nim_specdec_lab.ngram.http_replay import load_records
+from nim_specdec_lab.simulation.inputs import current_setting
 
 # What secrets.token_urlsafe() draws: one key in 64 starts with '-'.
 URLSAFE = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", min_size=12, max_size=43)

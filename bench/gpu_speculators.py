@@ -25,6 +25,7 @@ RELEASES = ("0.32.0", "0.34.0")
 
 def extract(folder: Path) -> None:
     from vllm_gpu_speculators import NGRAM_PATH, SUFFIX_PATH
+
     from vllm_release_source import source
 
     for release in RELEASES:
@@ -41,6 +42,7 @@ def extract(folder: Path) -> None:
 
 def ngram_cases(module, device, rng: random.Random, configs: int):
     import vllm_gpu_speculators as g
+
     from nim_specdec_lab.ngram.proposer_v2 import propose_v2
 
     for _ in range(configs):
@@ -55,6 +57,7 @@ def ngram_cases(module, device, rng: random.Random, configs: int):
 
 def suffix_cases(module, device, rng: random.Random, configs: int):
     import vllm_gpu_speculators as g
+
     from nim_specdec_lab.suffix.gpu_speculator import GpuSuffixParams, GpuSuffixState
 
     for _ in range(configs):
@@ -84,7 +87,6 @@ def main() -> int:
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported
     import torch
-
     import vllm_gpu_speculators as g
 
     if args.device == "cpu":

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.engines.vllm.spec.spec_schema import normalise_keys, validate_complete, validate_fields
 from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.plan.plan_facts import Facts, SourceFacts
-from nim_specdec.engines.vllm.spec.spec_schema import normalise_keys, validate_complete, validate_fields
-from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "vocab_size": 128256}
 EAGLE3 = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "vocab_size": 128256}

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core_fixtures import facts
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError

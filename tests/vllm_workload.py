@@ -12,7 +12,6 @@ from pathlib import Path
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, parse_prometheus
 from nim_specdec.observe.smoke import bearer, http_get, post_json, served_model
 
-
 PROMPTS = (
     "The quick brown fox jumps over the lazy dog.",
     "def add(a, b):\n    return a + b",

@@ -20,10 +20,11 @@ import json
 import os
 import shutil
 import tempfile
-from nim_specdec.files.regular_file import read_inside
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from nim_specdec.files.regular_file import read_inside
 
 RECIPE_VERSION = 2
 COMPLETE_MARKER = ".demo-model-complete"

@@ -24,8 +24,8 @@ import numpy as np
 
 from nim_specdec_lab import power, stats
 from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
-from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
 from nim_specdec_lab.tune.runs.rounds import order_of
+from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
 
 
 def round_logs(machine: Machine, speedup: float, rounds: int, worlds: int, seed: int) -> np.ndarray:

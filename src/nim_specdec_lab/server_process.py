@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from nim_specdec.config import variables as var
-from nim_specdec.processes.child_process import die_with_parent, group_alive, kill_group
 from nim_specdec.errors import ServerStartError
 from nim_specdec.observe.smoke import http_get
+from nim_specdec.processes.child_process import die_with_parent, group_alive, kill_group
 
 POLL_S = 0.5
 # Engine processes leave a moment after the API server; this bounds the wait for them.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec_lab.ngram.grid import Scored, specdec_args_of as specdec_args
+from nim_specdec_lab.ngram.grid import Scored
+from nim_specdec_lab.ngram.grid import specdec_args_of as specdec_args
 from nim_specdec_lab.ngram.simulator import NgramParams
 
 # Short column names for the speculative-config keys of each method's table.

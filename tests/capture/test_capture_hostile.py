@@ -10,13 +10,13 @@ import pytest
 from capture_harness import read_lines
 from prometheus_client import CollectorRegistry
 
-from nim_specdec.errors import ConfigError
-from nim_specdec.capture.launcher import check_writable
-from nim_specdec.config.capture_config import CaptureConfig, parse_capture
 from nim_specdec.capture.counters import capture_counters
-from nim_specdec.capture.formats import FORMATS
 from nim_specdec.capture.file import open_capture_file
+from nim_specdec.capture.formats import FORMATS
+from nim_specdec.capture.launcher import check_writable
 from nim_specdec.capture.writer import CaptureWriter
+from nim_specdec.config.capture_config import CaptureConfig, parse_capture
+from nim_specdec.errors import ConfigError
 
 HOSTILE = {
     "too_deep": b'{"a":' + b"[" * 200000 + b"]" * 200000 + b"}",

@@ -8,8 +8,8 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from nim_specdec.capture.file import open_capture_file
 from nim_specdec.capture.counters import capture_counters
+from nim_specdec.capture.file import open_capture_file
 from nim_specdec.capture.writer import DEFAULT_QUEUE_BYTES, CaptureWriter
 
 

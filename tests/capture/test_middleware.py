@@ -12,12 +12,12 @@ import pytest
 from capture_harness import Lifespan, Seen, call, chat_body, echo_app, lifespan, read_lines, split
 from prometheus_client import CollectorRegistry
 
-from nim_specdec.config.capture_config import CaptureConfig
-from nim_specdec.capture.formats import FORMATS
 from nim_specdec.capture.counters import capture_counters
-from nim_specdec.capture.middleware import CaptureMiddleware
 from nim_specdec.capture.file import open_capture_file
+from nim_specdec.capture.formats import FORMATS
+from nim_specdec.capture.middleware import CaptureMiddleware
 from nim_specdec.capture.writer import CaptureWriter
+from nim_specdec.config.capture_config import CaptureConfig
 
 
 def make(tmp_path, fmt="mooncake_payload", pattern=r"^/v1/chat/completions$", queue_size=4096, encoder=None):

@@ -10,12 +10,12 @@ import stat
 from capture_harness import read_lines
 from prometheus_client import CollectorRegistry
 
-from nim_specdec.config.capture_config import CaptureConfig
-from nim_specdec.capture.formats import FORMATS
 from nim_specdec.capture.counters import capture_counters
-from nim_specdec.capture.launcher import check_writable
 from nim_specdec.capture.file import open_capture_file
+from nim_specdec.capture.formats import FORMATS
+from nim_specdec.capture.launcher import check_writable
 from nim_specdec.capture.writer import CaptureWriter
+from nim_specdec.config.capture_config import CaptureConfig
 
 
 def write_records(path: str, worker: int, count: int, size: int) -> None:

@@ -137,8 +137,8 @@ def test_a_capture_file_in_a_system_folder_is_refused_at_plan_time_as_the_cache_
     import sys
     from pathlib import Path
 
-    from nim_specdec.files.trust import system_dir_problem
     from nim_specdec.capture.middleware import writer_from_config
+    from nim_specdec.files.trust import system_dir_problem
 
     src = Path(__file__).resolve().parents[2] / "src"
     (tmp_path / "m").mkdir()

@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from core_fixtures import make_models
-from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.config.tuned_for import TunedFor, parse_tuned_for, tuned_for_warning
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_facts import Facts
 
 CPU = '{"vllm": "0.32.0", "runner": "v1", "platform": "cpu"}'
 

@@ -16,14 +16,14 @@ import jsonschema
 import pytest
 
 from core_fixtures import facts
-from nim_specdec.text.logs import LOG_LEVELS
-from nim_specdec.text.redact import PASSTHROUGH_VARIABLE
 from nim_specdec.config import variables as var
-from nim_specdec.plan.plan_model import plan_json, plan_schema
 from nim_specdec.config.settings import DEFAULT_PORT, parse_settings
-from nim_specdec.config.variable_check import UNIMPLEMENTED_NIM_VARIABLES, NOT_IMPLEMENTED, UNKNOWN, ignored_variables
+from nim_specdec.config.variable_check import NOT_IMPLEMENTED, UNIMPLEMENTED_NIM_VARIABLES, UNKNOWN, ignored_variables
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_model import plan_json, plan_schema
+from nim_specdec.text.logs import LOG_LEVELS
+from nim_specdec.text.redact import PASSTHROUGH_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"  # the launcher and the lab

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from core_fixtures import facts
-from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_model import plan_json
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 NGRAM_STRING_ARGS = json.dumps({"speculative_config": json.dumps(NGRAM)})

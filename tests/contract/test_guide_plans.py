@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from core_fixtures import facts, make_models
-from dataclasses import replace
-
-from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.preflight import StaticProbe, preflight_inputs, run_preflight
 
 GOLDEN = Path(__file__).parents[1] / "data" / "guide_plans.json"

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from buildah_cli import Buildah
 
 REPO = Path(__file__).resolve().parents[2]

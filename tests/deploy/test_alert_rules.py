@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from promtool_alerts import run_case
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "monitoring" / "nim-specdec-alerts.rules.yaml"

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from cpu_scrapes import Scrapes
 from promtool_alerts import alert_rules, run_case
 from promtool_case import metric_names, samples

@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import yaml
-
 from k8s_manifests import K8S_DIR, by_kind, documents, pod_specs
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from promtool_case import metric_names
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from gated_sources import gated_sources
 
 REPO = Path(__file__).resolve().parents[2]

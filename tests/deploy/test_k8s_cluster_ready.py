@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gated_sources import builtin_sources, gated_sources, is_gated
 from k8s_manifests import K8S_DIR, by_kind, container_env, documents, manifest_files, pod_specs
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from k8s_manifests import K8S_DIR, by_kind, container_env, documents, manifest_files, pod_specs
 from test_k8s_multinode import CONFIGS, LWS_FILE, _weight_bytes
 from test_k8s_plans import plan

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents, manifest_files, pod_specs
 
 FILES = manifest_files()

@@ -11,7 +11,6 @@ import sys
 
 import kubernetes_validate
 import pytest
-
 from k8s_manifests import by_kind, documents, manifest_files, pod_specs
 
 # The oldest Kubernetes the manifests promise to work on; `make lint` checks against it too.

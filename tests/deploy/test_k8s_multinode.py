@@ -13,7 +13,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents, pod_specs
 from lws_schema import LWS_V1_SCHEMA
 from test_k8s_plans import _spec_arg, plan

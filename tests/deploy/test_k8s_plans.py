@@ -11,10 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
-
 from k8s_manifests import K8S_DIR, SECRET_STAND_IN, by_kind, container_env, container_named, documents
 
+from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
 
 SHIPPED = load_registry(default_config_dir())
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
-import subprocess
 
 import pytest
-
 from k8s_manifests import K8S_DIR, container_env, container_named, documents, pod_specs
 from test_k8s_plans import plan
 

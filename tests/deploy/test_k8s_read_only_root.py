@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents
 from test_k8s_locked_down import image_home
+
 from vllm_runs import make_demo_model
 
 pytestmark = pytest.mark.e2e

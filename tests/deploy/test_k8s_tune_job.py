@@ -11,7 +11,6 @@ from pathlib import Path
 
 from k8s_manifests import K8S_DIR, by_kind, container_env, container_named, documents
 
-
 OFFLINE = {"NIM_DISABLE_MODEL_DOWNLOAD": "1", "HF_HUB_OFFLINE": "1"}
 DOCKERFILE = Path(__file__).resolve().parents[2] / "docker" / "Dockerfile"
 

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from k8s_manifests import K8S_DIR, by_kind, container_env, documents, pod_specs
 
 LWS_FILE = K8S_DIR / "multinode" / "leaderworkerset.yaml"

@@ -12,7 +12,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from k8s_manifests import K8S_DIR, by_kind, documents, pod_specs
 from prometheus_operator_schema import SCHEMAS
 from promtool_alerts import promtool

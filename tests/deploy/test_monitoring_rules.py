@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from cpu_scrapes import Scrapes
 from promtool_case import metric_names, samples, write_case
 

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import yaml
-
-from nim_specdec.engines.sglang import counters as sg
 from promtool_alerts import promtool
 from promtool_case import input_series, metric_names
+
+from nim_specdec.engines.sglang import counters as sg
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "monitoring" / "nim-specdec-sglang.rules.yaml"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from promtool_alerts import promtool, run_case
 
 from nim_specdec_lab.stats import t975
 from nim_specdec_lab.tune.reporting.expected_acceptance import expected_acceptance
-from promtool_alerts import promtool, run_case
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 EAGLE = {"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 2}

@@ -12,9 +12,8 @@ import urllib.parse
 import pytest
 
 from nim_specdec.config.settings import DEFAULT_SHUTDOWN_TIMEOUT
-from nim_specdec.observe.smoke import http_get
 from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus
-
+from nim_specdec.observe.smoke import http_get
 from vllm_runs import MAX_MODEL_LEN, STOP_TIMEOUT_S, stop_probe
 from vllm_workload import PROMPTS
 

@@ -7,9 +7,8 @@ import socket
 import subprocess
 import sys
 
-from servers.harness import SRC
-
 from nim_specdec.errors import EXIT_MATERIALIZE
+from servers.harness import SRC
 
 
 def run(args, env_extra, cache):

@@ -14,15 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
+
+from nim_specdec.config.sources import parse_source
+from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
+from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.fetchers.volume.cache import CacheLayout, entry_name
 from servers.fault_proxy import Fault
 from servers.fixtures import cache, server, source, store  # noqa: F401 - pytest fixtures
 from servers.harness import WEIGHTS, cli_env, context_for, start_cli, tree_bytes
-
-from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
-from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.fetchers.volume.cache import CacheLayout, entry_name
-from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.config.sources import parse_source
 
 
 def context(server, cache: Path, logs: list | None = None, **extra) -> FetchContext:

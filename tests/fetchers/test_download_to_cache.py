@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from core_fixtures import EAGLE3, LLAMA
 from servers.harness import SRC
 from servers.s3_store import S3Store
-
-from core_fixtures import EAGLE3, LLAMA
 
 
 def run(args, env_extra, cache: Path) -> subprocess.CompletedProcess:

@@ -9,9 +9,9 @@ import sys
 import uuid
 from pathlib import Path
 
+from servers.harness import TINY_LLAMA_CONFIG as CONFIG
 from servers.harness import cli_env, model_files
 from servers.s3_store import S3Store
-from servers.harness import TINY_LLAMA_CONFIG as CONFIG
 
 DRAFT_MODEL = {"method": "draft_model", "model": "my_draft", "num_speculative_tokens": 3}
 
@@ -52,10 +52,9 @@ def test_prepare_fetches_and_links_remote_target_and_draft(tmp_path):
 def test_a_configuration_vllm_refuses_stops_the_download(tmp_path):
     """Remote target, weights slow to arrive: vLLM's check runs on config.json while they download, and its
     refusal stops the download (nothing cached) long before it would end."""
+    from nim_specdec.fetchers.volume.cache import CacheLayout
     from servers.fault_proxy import Fault
     from servers.harness import WEIGHTS
-
-    from nim_specdec.fetchers.volume.cache import CacheLayout
 
     store = S3Store().start()
     try:

@@ -7,14 +7,15 @@ import io
 
 import pytest
 
+from nim_specdec.config.download_settings import download_settings
+from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError, MaterializeError
-from nim_specdec.fetchers.volume.cache import entry_name, marker_document, normalized_uri
+from nim_specdec.fetchers.integrity.verify import CompletionWriter, Hasher, RemoteFile, verify
 from nim_specdec.fetchers.transfer.progress import Progress, format_line, progress_fields
 from nim_specdec.fetchers.transfer.safety import relative_name
-from nim_specdec.text.redact import redact_text as redact, secret_values
-from nim_specdec.config.download_settings import download_settings
-from nim_specdec.fetchers.integrity.verify import CompletionWriter, Hasher, RemoteFile, verify
-from nim_specdec.config.sources import parse_source
+from nim_specdec.fetchers.volume.cache import entry_name, marker_document, normalized_uri
+from nim_specdec.text.redact import redact_text as redact
+from nim_specdec.text.redact import secret_values
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,10 @@ import pytest
 
 from fuzz_plan_cases import EAGLE3, LLAMA
 from nim_specdec.cli.main import main
-from nim_specdec.files.regular_file import open_regular_text, read_regular
-from nim_specdec.plan.method.builtin import load_registry
 from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.fetchers.integrity.digests import file_digest
+from nim_specdec.files.regular_file import open_regular_text, read_regular
+from nim_specdec.plan.method.builtin import load_registry
 from nim_specdec.preflight.config_file import read_bounded
 from nim_specdec.preflight.pickled_weights import read_pickled_tensors
 from nim_specdec.preflight.safetensors_header import HeaderError, read_header

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from fuzz_plan_cases import LLAMA, EAGLE3, Case, problem, run_case
+from fuzz_plan_cases import EAGLE3, LLAMA, Case, problem, run_case
 
 EAGLE = {
     "NIM_SPECDEC_ENABLE": "1",

@@ -10,14 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from servers.harness import context_for
-from servers.s3_store import S3Store
 
-from nim_specdec.files.writable import read_only_folder, unwritable_reason
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.registry import get_fetcher
 from nim_specdec.fetchers.transfer.safety import check_clashes, target_path
+from nim_specdec.files.writable import read_only_folder, unwritable_reason
+from servers.harness import context_for
+from servers.s3_store import S3Store
 
 
 def _read_only_mounts() -> list[str]:

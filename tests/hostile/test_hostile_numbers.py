@@ -8,10 +8,9 @@ import os
 import struct
 
 import pytest
-
-from fuzz_plan_cases import LLAMA, EAGLE3, Case, problem, run_case
 from test_hostile_inputs import EAGLE, models
 
+from fuzz_plan_cases import EAGLE3, LLAMA, Case, problem, run_case
 from nim_specdec.cli.main import main
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import ConfigError, MaterializeError

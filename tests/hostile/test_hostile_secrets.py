@@ -7,13 +7,12 @@ import json
 import sys
 
 import pytest
-
-from fuzz_plan_cases import Case, run_case
-from server.test_asgi_endpoints import get as asgi_get
 from test_hostile_inputs import EAGLE, models
 
+from fuzz_plan_cases import Case, run_case
 from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
 from nim_specdec.server.endpoints import NimEndpointsMiddleware
+from server.test_asgi_endpoints import get as asgi_get
 
 # One key in 64 that secrets.token_urlsafe() draws starts with '-'.
 DASH_KEY = "-Zq3xW9_secretvalue_8KpL"
@@ -102,11 +101,10 @@ def test_a_secret_in_the_string_form_of_speculative_config_is_masked_everywhere(
 @pytest.mark.parametrize("client", ["1", "0"])
 @pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"])
 def test_credentials_in_an_s3_endpoint_url_are_refused_before_any_child_sees_them(tmp_path, client, variable):
-    from servers.harness import context_for
-
     from nim_specdec.config.sources import parse_source
     from nim_specdec.errors import ConfigError
     from nim_specdec.fetchers.registry import get_fetcher
+    from servers.harness import context_for
 
     env = {variable: f"http://user:{PLAIN_KEY}@127.0.0.1:9/", "NIM_S5CMD": client, "AWS_ACCESS_KEY_ID": "a"}
     with pytest.raises(ConfigError) as err:

@@ -10,10 +10,9 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from fuzz_plan_cases import Case, run_case
 from test_hostile_inputs import EAGLE, models
 
+from fuzz_plan_cases import Case, run_case
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, ConfigError, MaterializeError
 from nim_specdec.fetchers.download.materialize import Job, RemoteFile, materialize

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import strict_json
 
+import strict_json
 from nim_specdec_lab.demo_model import (
     COMPLETE_MARKER,
     HEAD_DIM,

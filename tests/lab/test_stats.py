@@ -14,7 +14,6 @@ import pytest
 from scipy import stats as scipy_stats
 
 import stats_reference as ref
-from nim_specdec_lab.tune.studies.noise_study import Share
 from nim_specdec_lab.power import noncentral_t_tail, required_ncp, spread_factor
 from nim_specdec_lab.stats import (
     FASTER,
@@ -31,6 +30,7 @@ from nim_specdec_lab.stats import (
     weighted_by_round,
     wholly_below,
 )
+from nim_specdec_lab.tune.studies.noise_study import Share
 
 
 def simulated_rounds(rng: random.Random, true_speedup: float, sigma: float, rounds: int) -> list[tuple[float, float]]:

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from nim_specdec.engines.protocol.sections import VllmCheckResult
 from nim_specdec.config.settings import parse_settings
+from nim_specdec.engines.protocol.sections import VllmCheckResult
 from nim_specdec.launch.pipeline import steps_for
 
 EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'

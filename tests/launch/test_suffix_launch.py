@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import REGISTRY, facts
-from nim_specdec.plan.method.builtin import entry_from_json
 from nim_specdec.errors import EXIT_CONFIG, EXIT_MATERIALIZE, LauncherError, MaterializeError
 from nim_specdec.launch.facts import importable, require_method_package
-from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.method.builtin import entry_from_json
+from nim_specdec.plan.plan_model import plan_json
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

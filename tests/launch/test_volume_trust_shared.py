@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from servers.harness import context_for
-
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
-from nim_specdec.fetchers.volume import cache
 from nim_specdec.fetchers.context import shared_trust_warning
 from nim_specdec.fetchers.download.materialize import Job, RemoteFile, materialize
+from nim_specdec.fetchers.volume import cache
 from nim_specdec.launch.compile_cache.claim import untrusted_reason as compile_untrusted
 from nim_specdec.launch.workspace import link
+from servers.harness import context_for
 
 OTHER_UID = 54321
 ROOT = os.geteuid() == 0

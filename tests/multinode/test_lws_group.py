@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from group_run import LOST_PEER_BOUND_S, GroupRun
 from hosts import Pair, available, sweep
 from lws_launch import NGRAM, SMALL_SERVER, group
+
 from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus
 from vllm_runs import base_env, serving
 from vllm_workload import PROMPTS, complete

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deploy.k8s_manifests import by_kind, container_env, container_named, documents
 from lws_launch import LWS_FILE, SMALL_SERVER, group
+
+from deploy.k8s_manifests import by_kind, container_env, container_named, documents
 
 
 def test_each_rank_starts_with_its_containers_script_configmap_and_lws_variables(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from nim_specdec.engines.vllm.observe.spec_counters import MAX_POSITIONS, parse_prometheus
 from nim_specdec.errors import EXIT_UNREACHABLE, UnreachableError
 from nim_specdec.observe.http_client import request
-from nim_specdec.engines.vllm.observe.spec_counters import MAX_POSITIONS, parse_prometheus
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"

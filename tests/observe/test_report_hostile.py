@@ -11,11 +11,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from test_http_bounds import HEAD, SRC, HostileServer
 
-from nim_specdec.errors import EXIT_UNREACHABLE
 from nim_specdec.engines.protocol.serving import result_problem
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, counters_problem, figures
-from test_http_bounds import HEAD, SRC, HostileServer
+from nim_specdec.errors import EXIT_UNREACHABLE
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 TOKENS = "vllm:spec_decode_num_draft_tokens_total"

@@ -11,8 +11,8 @@ import pytest
 from preflight_data import eagle1_tensors, eagle3_tensors, load_config
 
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
-from nim_specdec.preflight.compat import CompatInputs, compatibility_checks
 from nim_specdec.preflight.checkpoint import Checkpoint
+from nim_specdec.preflight.compat import CompatInputs, compatibility_checks
 from nim_specdec.preflight.safetensors_header import TensorInfo
 
 L8B = "meta-llama--Llama-3.1-8B-Instruct"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-
 import pytest
 from preflight_data import eagle3_tensors, load_config, model_dir  # noqa: F401 - model_dir is a fixture
 

@@ -11,10 +11,10 @@ from argparse import Namespace
 from types import SimpleNamespace
 
 import pytest
+from test_asgi_endpoints import FakeVllm
 from vllm.entrypoints.serve.middleware.authenticate import AuthenticationMiddleware
 
 from nim_specdec.server.endpoints import NimEndpointsMiddleware
-from test_asgi_endpoints import FakeVllm
 
 KEYS = ["first-key-1234", "second-key-5678"]
 

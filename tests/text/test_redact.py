@@ -12,8 +12,8 @@ import pytest
 
 from core_fixtures import facts
 from nim_specdec.errors import EXIT_CONFIG, ConfigError
-from nim_specdec.text.redact import SECRET_OPTIONS, is_secret_name, redact_argv, redact_text
 from nim_specdec.launch.resolve import plan_for, public
+from nim_specdec.text.redact import SECRET_OPTIONS, is_secret_name, redact_argv, redact_text
 
 SECRET = "sk-live-0123456789abcdef"
 

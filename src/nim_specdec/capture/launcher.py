@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
+from nim_specdec.capture.file import open_capture_file
 from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
-from nim_specdec.capture.file import open_capture_file
 
 # vLLM imports the middleware by this name inside its API server process.
 MIDDLEWARE = "nim_specdec.capture.middleware.CaptureMiddleware"

@@ -27,15 +27,15 @@ import os
 import time
 from typing import Mapping
 
-from nim_specdec.config.capture_config import CaptureConfig, parse_capture
-from nim_specdec.capture.formats import FORMATS
+from nim_specdec.asgi_types import ASGIApp, Message, Receive, Scope, Send
 from nim_specdec.capture.counters import capture_counters
 from nim_specdec.capture.file import open_capture_file
+from nim_specdec.capture.formats import FORMATS
+from nim_specdec.capture.writer import CaptureWriter
+from nim_specdec.config.capture_config import CaptureConfig, parse_capture
+from nim_specdec.errors import LauncherError
 from nim_specdec.files.trust import system_dir_problem
 from nim_specdec.text.linear_regex import PatternError, compile_linear, search_bounded
-from nim_specdec.capture.writer import CaptureWriter
-from nim_specdec.errors import LauncherError
-from nim_specdec.asgi_types import ASGIApp, Message, Receive, Scope, Send
 
 # A child of the "vllm" logger, so that the messages come out through the server's own log handler.
 log = logging.getLogger("vllm.nim_specdec.capture")

@@ -20,12 +20,11 @@ import queue
 import threading
 from typing import TYPE_CHECKING
 
-
 from nim_specdec.capture.formats import TooDeep
 
 if TYPE_CHECKING:  # prometheus_client stays out of the launcher, which only calls open_capture_file
-    from nim_specdec.capture.formats import Encoder
     from nim_specdec.capture.counters import CaptureCounters
+    from nim_specdec.capture.formats import Encoder
 
 log = logging.getLogger("vllm.nim_specdec.capture")  # through the server's log handler
 

@@ -11,11 +11,11 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from nim_specdec.errors import ConfigError, printable
-from nim_specdec.fetchers.volume.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.config.settings import parse_settings
-from nim_specdec.fetchers.transfer.progress import human_bytes
+from nim_specdec.errors import ConfigError, printable
 from nim_specdec.fetchers.hub.prune_commits import prune_commits
+from nim_specdec.fetchers.transfer.progress import human_bytes
+from nim_specdec.fetchers.volume.cache import CacheLayout, EntryInfo, list_entries
 from nim_specdec.text.redact import redact_text
 
 

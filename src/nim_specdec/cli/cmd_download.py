@@ -10,9 +10,9 @@ import os
 import signal
 
 from nim_specdec.config.settings import Settings, parse_settings
+from nim_specdec.config.sources import parse_source
 from nim_specdec.fetchers.context import shared_trust_warning, stderr_loggers
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.config.sources import parse_source
 from nim_specdec.launch.stage_inputs import fetch_context, log_format
 
 

@@ -11,18 +11,18 @@ import os
 import sys
 from dataclasses import replace
 
-from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
-from nim_specdec.text.logs import setup_logging
 from nim_specdec.config import variables as var
 from nim_specdec.config.settings import parse_settings
+from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
 from nim_specdec.errors import MaterializeError
-from nim_specdec.launch.engine_check import checks_with_vllm, with_sglang_resolution
 from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
+from nim_specdec.launch.engine_check import checks_with_vllm, with_sglang_resolution
 from nim_specdec.launch.facts import base_facts, require_method_package
 from nim_specdec.launch.resolve import public, resolve_with_facts
-from nim_specdec.plan.plan_model import plan_schema
 from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
+from nim_specdec.plan.plan_model import plan_schema
 from nim_specdec.preflight.shell import with_preflight
+from nim_specdec.text.logs import setup_logging
 
 SCHEMA_FLAG = "--schema"
 
@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning(warning)
     plan = with_preflight(plan, settings.preflight, settings.host.cuda_visible_devices, log.warning, facts.sources)
     if check and checks_with_vllm(plan):
-        from nim_specdec.launch.check_request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
         from nim_specdec.engines.vllm.check.gate import run_check  # noqa: PLC0415 - --check-vllm only: +2 modules, ~5 ms a plan
+        from nim_specdec.launch.check_request import check_request  # noqa: PLC0415 - --check-vllm only: +2 modules
 
         plan = replace(plan, vllm_check=run_check(check_request(plan), settings.host.secrets, warn=log.warning))
     json.dump(public(plan, settings.host.secrets), sys.stdout, indent=2, allow_nan=False)

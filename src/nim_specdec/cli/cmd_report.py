@@ -15,12 +15,12 @@ import argparse
 import json
 
 from nim_specdec.config.jsonvalue import loads
-from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
-from nim_specdec.observe.http_client import request
 from nim_specdec.engines.protocol.serving import CounterReader, result_problem
 from nim_specdec.engines.registry import counters_in, serving_for
+from nim_specdec.errors import ConfigError, LauncherError, UnreachableError, printable
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec.files.regular_file import read_regular
+from nim_specdec.observe.http_client import request
 
 SCRAPE_TIMEOUT_S = 10.0  # the whole scrape, not each read
 SCRAPE_MAX_BYTES = 16 * 1024 * 1024  # a vLLM /metrics page is tens of KB

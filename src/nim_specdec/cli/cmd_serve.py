@@ -12,7 +12,6 @@ import argparse
 import logging
 import os
 
-from nim_specdec.text.logs import setup_logging
 from nim_specdec.config.settings import Settings, parse_settings
 from nim_specdec.engines.sglang.installed import installation as sglang_installation
 from nim_specdec.engines.sglang.installed import serve_python
@@ -21,6 +20,7 @@ from nim_specdec.launch.facts import vllm_flavor
 from nim_specdec.launch.handoff import exec_plan, hand_off
 from nim_specdec.launch.pipeline import prepare
 from nim_specdec.launch.stage_inputs import log_format
+from nim_specdec.text.logs import setup_logging
 
 
 def launcher_log(settings: Settings) -> logging.Logger:

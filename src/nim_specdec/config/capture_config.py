@@ -20,12 +20,12 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.text.linear_regex import PatternError, compile_linear
-from nim_specdec.text.redact import preview
-from nim_specdec.errors import ConfigError
 from nim_specdec.config import variables as var
 from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
 from nim_specdec.config.jsonvalue import loads
+from nim_specdec.errors import ConfigError
+from nim_specdec.text.linear_regex import PatternError, compile_linear
+from nim_specdec.text.redact import preview
 
 # The capture file's line formats (their encoders are capture/formats.py, which a test keeps in step).
 FORMATS = ("mooncake_payload", "raw_payload")

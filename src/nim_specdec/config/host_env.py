@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from nim_specdec.text.redact import redact_env, secret_values
 from nim_specdec.config.env_values import truthy
+from nim_specdec.text.redact import redact_env, secret_values
 
 
 @dataclass(frozen=True)

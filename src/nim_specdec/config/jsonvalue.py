@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from nim_specdec.errors import ConfigError
 from nim_specdec.text.redact import preview
 from nim_specdec.text.strict_json import FILE_INT_DIGITS, MAX_DEPTH, MAX_INT_DIGITS, loads
-from nim_specdec.errors import ConfigError
 
 __all__ = ["FILE_INT_DIGITS", "MAX_DEPTH", "MAX_INT_DIGITS", "kebab", "loads", "loads_object", "snake"]
 

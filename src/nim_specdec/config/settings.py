@@ -21,15 +21,15 @@ from typing import Mapping
 from nim_specdec.config import variables as var
 from nim_specdec.config.capture_config import CaptureConfig
 from nim_specdec.config.download_settings import DownloadSettings, download_settings
-from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
-from nim_specdec.config.host_env import HostEnv, read_host_env
-from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.engine_variables import SECTION as ENGINE_VARIABLES
 from nim_specdec.config.engine_variables import EngineVariables
+from nim_specdec.config.env_values import DEFAULT_CACHE_PATH, parse_bool
+from nim_specdec.config.host_env import HostEnv, read_host_env
 from nim_specdec.config.locations import Locations
+from nim_specdec.config.preflight_modes import PreflightModes
+from nim_specdec.config.specdec_args import specdec_args
 from nim_specdec.config.speculation_request import SECTION as SPECULATION
 from nim_specdec.config.speculation_request import SpeculationRequest
-from nim_specdec.config.specdec_args import specdec_args
 from nim_specdec.config.table_reader import read_rows, section, table_fields
 from nim_specdec.config.target_request import SECTION as TARGET
 from nim_specdec.config.target_request import TargetRequest

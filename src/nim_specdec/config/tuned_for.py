@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
-from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError
+from nim_specdec.text.strict_json import loads
 
 ENV = var.TUNED_FOR
 RUNNERS = ("v1", "v2")

@@ -12,7 +12,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Mapping
 
-from nim_specdec.config import download_variables as dvar, variables as var
+from nim_specdec.config import download_variables as dvar
+from nim_specdec.config import variables as var
 
 UNKNOWN = "unknown"
 NOT_IMPLEMENTED = "not implemented"

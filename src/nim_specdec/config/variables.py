@@ -22,9 +22,11 @@ from nim_specdec.config.variable_table import (  # noqa: F401 - the table's type
     TABLE,
     Default,
     Variable,
-    declare as _declare,
     documented,
     vllm_mapped,
+)
+from nim_specdec.config.variable_table import (
+    declare as _declare,
 )
 
 # What to serve, and speculative decoding.

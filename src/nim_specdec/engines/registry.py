@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Callable
 
 from nim_specdec.engines.protocol.engine import Engine, Installation
-from nim_specdec.engines.sglang.engine import SglangEngine
 from nim_specdec.engines.protocol.serving import CounterReader, Serving
 from nim_specdec.engines.sglang.counters import SERVING as SGLANG_SERVING
+from nim_specdec.engines.sglang.engine import SglangEngine
 from nim_specdec.engines.vllm.engine import VllmEngine
 from nim_specdec.engines.vllm.observe.spec_counters import SERVING as VLLM_SERVING
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.config.sources import SourceRef
 
 
 class LocalFetcher:

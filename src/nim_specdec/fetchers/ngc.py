@@ -15,9 +15,9 @@ from pathlib import Path
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.download.child_backend import ChildTransferBackend
 from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
-from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.transfer import error_map
 from nim_specdec.fetchers.transfer.error_map import TransferFailed
+from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.transfer.safety import ListingBudget, target_path
 
 

@@ -19,7 +19,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from nim_specdec.files.writable import unwritable_reason
+from nim_specdec.errors import MaterializeError
 from nim_specdec.files.volume import (  # noqa: F401  (the volume's rules, used through this module too)
     Identity,
     StatView,
@@ -32,7 +32,7 @@ from nim_specdec.files.volume import (  # noqa: F401  (the volume's rules, used 
     system_dir_problem,
     vouches,
 )
-from nim_specdec.errors import MaterializeError
+from nim_specdec.files.writable import unwritable_reason
 
 
 def make_dirs(path: str | os.PathLike) -> None:

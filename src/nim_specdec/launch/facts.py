@@ -12,24 +12,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from nim_specdec.files.writable import unreadable_reason
-from nim_specdec.plan.method.builtin import default_config_dir, load_registry
-from nim_specdec.text.redact import preview
 from nim_specdec.config import variables as var
-from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
-from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.engines.vllm.release.runner_choice import target_platform
-from nim_specdec.plan.plan_facts import Facts, SourceFacts
+from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.engines.protocol.engine import Installation
 from nim_specdec.engines.registry import DEFAULT_ENGINE, engine_for
 from nim_specdec.engines.sglang.installed import installation as sglang_installation
+from nim_specdec.engines.vllm.release.runner_choice import target_platform
 from nim_specdec.engines.vllm.release.vllm_schema import release_tuple
-from nim_specdec.config.sources import SourceRef, path_problem
+from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
+from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.fetchers.volume.cache import commit_of, untrusted_entry
+from nim_specdec.files.writable import unreadable_reason
+from nim_specdec.plan.method.builtin import default_config_dir, load_registry
+from nim_specdec.plan.plan_facts import Facts, SourceFacts
 from nim_specdec.preflight.config_file import read_model_config
 from nim_specdec.preflight.device import read_device
-from nim_specdec.fetchers.volume.cache import commit_of, untrusted_entry
-
+from nim_specdec.text.redact import preview
 
 # Debian's tcmalloc (the image installs libtcmalloc-minimal4), then the full one.
 _TCMALLOC = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/*-linux-gnu/libtcmalloc.so.4")

@@ -15,12 +15,12 @@ import sys
 from dataclasses import replace
 from typing import Mapping
 
-from nim_specdec.plan.plan_model import Plan
-from nim_specdec.plan.plan_sections import Launch
 from nim_specdec.config.settings import LogFormat
-from nim_specdec.launch.compile_cache.claim import claim
 from nim_specdec.engines.vllm.boot.vllm_boot import CONTEXT_VAR, boot_argv, check_context
 from nim_specdec.launch.check_request import check_request
+from nim_specdec.launch.compile_cache.claim import claim
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.plan.plan_sections import Launch
 from nim_specdec.preflight.driver import check_driver
 
 

@@ -20,28 +20,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
-from nim_specdec.plan.plan_facts import Facts, SourceFacts
-from nim_specdec.plan.plan_input import PlannerInput
-from nim_specdec.plan.plan_model import Plan
-from nim_specdec.engines.protocol.sections import settled
+from nim_specdec.capture.launcher import check_writable
 from nim_specdec.config.preflight_modes import PreflightModes
 from nim_specdec.config.settings import LogFormat, Settings
 from nim_specdec.config.sources import SourceRef
-from nim_specdec.plan.method.target import TARGET_LINK
+from nim_specdec.engines.protocol.sections import settled
+from nim_specdec.engines.vllm.check.gate import run_check
+from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
+from nim_specdec.fetchers.context import shared_trust_warning
 from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.volume.cache import commit_of
-from nim_specdec.fetchers.context import shared_trust_warning
-from nim_specdec.launch.early_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
+from nim_specdec.launch.check_request import check_request
 from nim_specdec.launch.custom_method import custom_method_note, require_custom_method
+from nim_specdec.launch.early_check.while_downloading import EarlyCheck, check_while_downloading, with_early_result
+from nim_specdec.launch.engine_check import NOT_FOR_SGLANG, checks_with_vllm
 from nim_specdec.launch.facts import FactsQuery, base_facts, read_config, require_method_package
 from nim_specdec.launch.resolve import resolve_with_facts
 from nim_specdec.launch.stage_inputs import facts_query, fetch_context, log_format, planner_input
-from nim_specdec.launch.check_request import check_request
-from nim_specdec.launch.engine_check import NOT_FOR_SGLANG, checks_with_vllm
-from nim_specdec.engines.vllm.check.gate import run_check
 from nim_specdec.launch.workspace import ensure_workspace, fetch_with_reason, link, refuse_foreign_link
-from nim_specdec.capture.launcher import check_writable
+from nim_specdec.plan.method.target import TARGET_LINK
+from nim_specdec.plan.plan_facts import Facts, SourceFacts
+from nim_specdec.plan.plan_input import PlannerInput
+from nim_specdec.plan.plan_model import Plan
 from nim_specdec.preflight.shell import with_preflight
 
 

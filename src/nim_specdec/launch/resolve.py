@@ -11,17 +11,17 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.text.redact import redact_tree
+from nim_specdec.config.settings import Settings, parse_settings
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.files.trust import refuse_system_dir
+from nim_specdec.launch.facts import base_facts, source_facts, with_engine
+from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
 from nim_specdec.plan.build import build_plan
 from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.plan.plan_front import named_sources, plan_front
 from nim_specdec.plan.plan_input import PlannerInput
 from nim_specdec.plan.plan_model import Plan, plan_json
-from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.launch.facts import base_facts, source_facts, with_engine
-from nim_specdec.launch.stage_inputs import facts_query, fetch_context, planner_input
+from nim_specdec.text.redact import redact_tree
 
 # Facts can change the front (an auto choice reads the target's config.json, which may bring a
 # draft); each pass can only add sources, so this settles in at most three.

@@ -19,10 +19,11 @@ import stat
 from pathlib import Path
 
 from nim_specdec.config import variables as var
+from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.fetchers.volume.cache import CacheLayout
 from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.fetchers.volume.cache import CacheLayout
 from nim_specdec.files.trust import (
     ensure_own_dir,
     make_dirs,
@@ -33,7 +34,6 @@ from nim_specdec.files.trust import (
     write_replacing,
 )
 from nim_specdec.files.writable import unwritable_reason
-from nim_specdec.config.sources import SourceRef
 
 
 def fetch(ref: SourceRef, ctx: FetchContext) -> Path:

@@ -20,10 +20,10 @@ import sys
 import time
 from typing import Any, Mapping
 
-from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
-from nim_specdec.observe.http_client import request, request_json
 from nim_specdec.engines.protocol.serving import result_problem
 from nim_specdec.engines.registry import serving_for
+from nim_specdec.errors import EXIT_INTERNAL, EXIT_OK, EXIT_UNREACHABLE, LauncherError, printable
+from nim_specdec.observe.http_client import request, request_json
 
 PROMPTS = ("The quick brown fox", "def add(a, b):", "One, two, three, four")
 # Every request has an overall deadline (its timeout) and a size cap: a server that trickles or never

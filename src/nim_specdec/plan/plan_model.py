@@ -11,18 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
+from nim_specdec.config.sources import SourceRef
+from nim_specdec.config.variable_check import IgnoredVariable
 from nim_specdec.engines.protocol.sections import (
     CompileCachePlan,
     CpuPreloadPlan,
     DevicePlan,
     EnginePlan,
-    VllmCheckResult,
     ModelRunnerPlan,
     ScheduleRow,
+    VllmCheckResult,
 )
 from nim_specdec.plan.plan_sections import CheckRecord, Launch, PreflightSection
-from nim_specdec.config.sources import SourceRef
-from nim_specdec.config.variable_check import IgnoredVariable
 
 # Marks a field that never reaches the JSON.
 _INTERNAL = {"internal": True}

@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
-from nim_specdec.files.regular_file import folder_root, read_inside, read_json_inside
 from nim_specdec.errors import MaterializeError
+from nim_specdec.files.regular_file import folder_root, read_inside, read_json_inside
 from nim_specdec.preflight.model_config import MAX_LEN_KEYS
 from nim_specdec.preflight.safetensors_header import INDEX_NAME, HeaderError
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
+
 from nim_specdec.engines.protocol.sections import DevicePlan
 from nim_specdec.preflight.gpu import text, visible_handles
 from nim_specdec.preflight.nvml import nvml_session

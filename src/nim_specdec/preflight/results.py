@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from nim_specdec.plan.plan_sections import CheckRecord, PreflightSection
 from nim_specdec.config.preflight_modes import COMPATIBILITY, MEMORY, PreflightModes
 from nim_specdec.errors import ConfigError
+from nim_specdec.plan.plan_sections import CheckRecord, PreflightSection
 
 PASS, WARN, FAIL, SKIPPED = "pass", "warn", "fail", "skipped"
 __all__ = ["COMPATIBILITY", "MEMORY", "Check", "blocking", "passed", "section", "skipped"]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from nim_specdec.files.regular_file import folder_root, open_inside
 from nim_specdec.config.jsonvalue import FILE_INT_DIGITS, loads
 from nim_specdec.errors import MaterializeError
+from nim_specdec.files.regular_file import folder_root, open_inside
 
 INDEX_NAME = "model.safetensors.index.json"
 # A header is metadata; anything this large is a corrupt or hostile file, not a checkpoint.

@@ -14,17 +14,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from nim_specdec.config.preflight_modes import PreflightModes
+from nim_specdec.config.sources import SourceRef
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
+from nim_specdec.errors import ConfigError, MaterializeError
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import Plan
 from nim_specdec.plan.plan_sections import PreflightSection
-from nim_specdec.config.preflight_modes import PreflightModes
-from nim_specdec.config.sources import SourceRef
-from nim_specdec.errors import ConfigError, MaterializeError
-from nim_specdec.preflight.config_file import index_shards, read_model_config
 from nim_specdec.preflight.checkpoint import Checkpoint, read_checkpoint
-from nim_specdec.preflight.context_length import v2_max_model_len_check
 from nim_specdec.preflight.compat import CompatInputs, compatibility_checks, mtp_declaration
+from nim_specdec.preflight.config_file import index_shards, read_model_config
+from nim_specdec.preflight.context_length import v2_max_model_len_check
 from nim_specdec.preflight.gpu import GpuProbe, NvmlProbe
 from nim_specdec.preflight.memory import Gpu, MemoryInputs, check_headroom
 from nim_specdec.preflight.results import COMPATIBILITY, FAIL, WARN, Check, blocking, section, skipped

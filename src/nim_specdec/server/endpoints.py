@@ -28,6 +28,8 @@ import sys
 from typing import Any
 
 from nim_specdec.asgi_types import ASGIApp, Message, Receive, Scope, Send  # noqa: F401
+from nim_specdec.processes import engine_death
+from nim_specdec.server import admission
 from nim_specdec.server.identity import (
     app_state,
     installed_vllm_version,
@@ -37,8 +39,6 @@ from nim_specdec.server.identity import (
     server_api_key,
     version_document,
 )
-from nim_specdec.processes import engine_death
-from nim_specdec.server import admission
 from nim_specdec.server.ranks import parallel_of, ranks_document
 from nim_specdec.server.spec_info import shown_speculative_config, spec_config_document
 

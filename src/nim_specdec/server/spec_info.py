@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.errors import LauncherError
 from nim_specdec.text.redact import mask_json, redact_tree, secret_values
 from nim_specdec.text.strict_json import loads
-from nim_specdec.errors import LauncherError
 
 _NAMES = ("--speculative-config", "--speculative_config")
 

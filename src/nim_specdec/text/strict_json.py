@@ -14,8 +14,8 @@ import json
 import math
 from typing import Any
 
-from nim_specdec.text.redact import preview
 from nim_specdec.errors import ConfigError, LauncherError
+from nim_specdec.text.redact import preview
 
 
 def _preview(text: str, limit: int = 80) -> str:

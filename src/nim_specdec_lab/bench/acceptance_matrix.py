@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from nim_specdec_lab.bench.acceptance_interval import METHOD, Ratio, mean_of, ratio
+from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
-from nim_specdec_lab.bench.acceptance_interval import METHOD, Ratio, mean_of, ratio
 
 THROUGHPUT_TIERS = ("low_entropy", "mixed", "high_entropy")
 OVERALL = "Overall"

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from nim_specdec_lab import stats
-from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.bench import acceptance_matrix
 from nim_specdec_lab.bench.compare import compare
 from nim_specdec_lab.bench.serve_rounds import BASELINE, CANDIDATE, ORDER
+from nim_specdec_lab.replay.spec import ReplayMeasurement
 
 LABELS = {"off": "baseline", "on": "candidate"}
 IGNORE_EOS = (

@@ -21,13 +21,13 @@ from typing import Any, Callable, Mapping, Sequence
 from nim_specdec.errors import LauncherError
 from nim_specdec.launch.resolve import plan_for
 from nim_specdec.observe.smoke import post_json
+from nim_specdec_lab.bench.inputs import Workload
 from nim_specdec_lab.ngram.http_replay import http_json
 from nim_specdec_lab.replay import ReplaySpec, run_replay
 from nim_specdec_lab.replay.measure import warmup_for
 from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
 from nim_specdec_lab.tune.runs.measurement import MeasureOptions
 from nim_specdec_lab.tune.servers import ServerLog, served, served_model
-from nim_specdec_lab.bench.inputs import Workload
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 ORDER = (

@@ -27,7 +27,8 @@ from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
 from nim_specdec.files.regular_file import read_json_inside
 from nim_specdec_lab.bench.inputs import SPEED_BENCH_CATEGORIES
-from nim_specdec_lab.cli.support.bench_io import concurrencies as _concurrencies, workloads as _workloads
+from nim_specdec_lab.cli.support.bench_io import concurrencies as _concurrencies
+from nim_specdec_lab.cli.support.bench_io import workloads as _workloads
 
 EXTRA = "--extra"
 

@@ -16,7 +16,6 @@ from typing import Sequence
 
 from nim_specdec.errors import ConfigError
 
-
 VLLM_ARG = "--vllm-arg"
 
 

@@ -216,11 +216,11 @@ def run(args: argparse.Namespace) -> int:
         return from_recorded.decide_again(args.decide, args.weights, margin, args.json)
     if args.trace is None:
         raise ConfigError("--trace", "is missing", "give the captured traffic, or --decide RUNS to decide again")
+    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415 - numpy and the launcher's settings: not for --decide
     from nim_specdec_lab.tune.engines.measured import serving_vllm_version  # noqa: PLC0415 - +38 modules (~60 ms) on --help
     from nim_specdec_lab.tune.runs.measurement import MeasureOptions  # noqa: PLC0415 - +52 modules (~80 ms) on --help
     from nim_specdec_lab.tune.session import tune  # noqa: PLC0415 - +85 modules (~130 ms) on --help
     from nim_specdec_lab.tune.session_state import TuneOptions  # noqa: PLC0415 - with the session
-    from nim_specdec_lab.server_key import keyless  # noqa: PLC0415 - numpy and the launcher's settings: not for --decide
 
     _check(args)
     vllm_args = list(args.vllm_args or [])

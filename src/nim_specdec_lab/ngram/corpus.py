@@ -12,12 +12,11 @@ the position alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import operator
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-
 
 # Vocabularies are far smaller; ids at or above this are not token ids.
 MAX_TOKEN_ID = 2**31

@@ -9,12 +9,12 @@ from typing import Any, Sequence
 
 from pydantic import SecretStr
 
-from nim_specdec.files.regular_file import open_regular_text
-from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
-from nim_specdec.observe.http_client import request_json
-from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec.files.output_files import write_atomically
+from nim_specdec.files.regular_file import open_regular_text
+from nim_specdec.observe.http_client import request_json
+from nim_specdec.text.strict_json import loads
+from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.trace import CapturedRequest, greedy_payload, tail_payload, token_ids
 from nim_specdec_lab.server_key import key_headers, key_refused
 

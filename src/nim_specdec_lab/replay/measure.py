@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec.engines.vllm.observe.spec_counters import counter_totals, parse_prometheus
-from nim_specdec.observe.smoke import http_get, post_json
+from nim_specdec.errors import ConfigError, UnreachableError
 from nim_specdec.files.output_files import write_atomically
 from nim_specdec.files.regular_file import open_inside, read_json_inside
+from nim_specdec.observe.smoke import http_get, post_json
 from nim_specdec_lab.replay.aiperf_run import find_aiperf, run_aiperf
 from nim_specdec_lab.replay.request_acceptance import RECORDS_JSONL, RequestAcceptance, parse_records
 from nim_specdec_lab.replay.results import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from nim_specdec.observe.server_timings import client_busy_share, server_means
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, counter_totals, parse_prometheus, summed
+from nim_specdec.observe.server_timings import client_busy_share, server_means
 from nim_specdec_lab.replay.spec import ReplayMeasurement, ReplaySpec, sampling, sent_count
 
 PROFILE_JSON = "profile_export_aiperf.json"

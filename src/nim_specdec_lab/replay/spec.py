@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.errors import ConfigError
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
+from nim_specdec.errors import ConfigError
 from nim_specdec_lab.replay import checked
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance, session_id
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
-from nim_specdec.files.regular_file import open_regular_text
-from nim_specdec.text.strict_json import loads
 from nim_specdec.errors import ConfigError, LauncherError, UnreachableError
+from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.observe.smoke import http_get
+from nim_specdec.text.strict_json import loads
 from nim_specdec_lab.ngram.grid import ngram_params
 from nim_specdec_lab.ngram.trace import parse_capture
 

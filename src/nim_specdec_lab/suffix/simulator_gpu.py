@@ -21,8 +21,8 @@ import numpy as np
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.simulator import SimResult
-from nim_specdec_lab.suffix.simulator import tallied
 from nim_specdec_lab.suffix.gpu_speculator import PROMPT_CONTEXT, GpuSuffixParams, GpuSuffixState
+from nim_specdec_lab.suffix.simulator import tallied
 
 
 def run_request(

@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.errors import ConfigError, UnreachableError
-from nim_specdec_lab.server_process import ServerSpec, running_server
-from nim_specdec.observe.smoke import http_get
-from nim_specdec_lab.ngram.http_replay import replay
+from nim_specdec.files.regular_file import open_regular_text
 from nim_specdec.launch.resolve import plan_for, public
-from nim_specdec_lab.ngram.trace import parse_capture
+from nim_specdec.observe.smoke import http_get
 from nim_specdec_lab.ngram.corpus import RecordedRequest
-from nim_specdec_lab.ngram.trace import CapturedRequest
+from nim_specdec_lab.ngram.http_replay import replay
+from nim_specdec_lab.ngram.trace import CapturedRequest, parse_capture
 from nim_specdec_lab.replay import ReplayMeasurement, ReplaySpec, run_replay
+from nim_specdec_lab.server_process import ServerSpec, running_server
 from nim_specdec_lab.tune.engines.measured import measured_engine
 from nim_specdec_lab.tune.runs.measurement import (
     MeasureOptions,

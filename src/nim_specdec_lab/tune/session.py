@@ -39,7 +39,8 @@ from nim_specdec_lab.tune.deciding.fitting import MethodRuns, drafted, fitted, h
 from nim_specdec_lab.tune.deciding.verification import held_out
 from nim_specdec_lab.tune.engines.measured import engine_summary, serving_target
 from nim_specdec_lab.tune.engines.serving import without_dropped_schedule
-from nim_specdec_lab.tune.lineup import candidates as cand, pruning
+from nim_specdec_lab.tune.lineup import candidates as cand
+from nim_specdec_lab.tune.lineup import pruning
 from nim_specdec_lab.tune.lineup.confirming import Budget, confirm
 from nim_specdec_lab.tune.lineup.simulated import model_free_candidates
 from nim_specdec_lab.tune.model.choice import choose
@@ -54,15 +55,6 @@ from nim_specdec_lab.tune.servers import (
     served,
     served_model,
 )
-from nim_specdec_lab.tune.session_state import (
-    Baseline,
-    Config,
-    Screening,
-    Setup,
-    TuneOptions,
-    TuneState,
-    known,
-)
 from nim_specdec_lab.tune.session_result import (
     CHOICE,
     FittedChoice,
@@ -74,6 +66,15 @@ from nim_specdec_lab.tune.session_result import (
     result_files,
     traffic_weights,
     write_result,
+)
+from nim_specdec_lab.tune.session_state import (
+    Baseline,
+    Config,
+    Screening,
+    Setup,
+    TuneOptions,
+    TuneState,
+    known,
 )
 
 

@@ -8,22 +8,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.files.output_files import write_atomically
 from nim_specdec.engines.vllm.schedule.spec_schedule import describe_schedule, validate_batch_size_schedule
+from nim_specdec.files.output_files import write_atomically
 from nim_specdec_lab import stats
+from nim_specdec_lab.tune.deciding.answer import answer, trace_level
+from nim_specdec_lab.tune.deciding.decide import Decision, Option, decide
+from nim_specdec_lab.tune.deciding.verification import HeldOut, verification_rows
 from nim_specdec_lab.tune.lineup import candidates as cand
 from nim_specdec_lab.tune.model.acceptance import AcceptanceCurve
-from nim_specdec_lab.tune.deciding.answer import answer, trace_level
 from nim_specdec_lab.tune.model.choice import Choice, static_prediction
 from nim_specdec_lab.tune.model.cost_model import CostModel
-from nim_specdec_lab.tune.deciding.decide import Decision, Option, decide
 from nim_specdec_lab.tune.reporting.expected_acceptance import expected_acceptance
 from nim_specdec_lab.tune.reporting.plots import write_plots
 from nim_specdec_lab.tune.reporting.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
 from nim_specdec_lab.tune.reporting.report_md import render_markdown
-from nim_specdec_lab.tune.runs.rounds import Table
 from nim_specdec_lab.tune.runs.measurement import MeasureOptions, Say, judged_tokens_per_s
-from nim_specdec_lab.tune.deciding.verification import HeldOut, verification_rows
+from nim_specdec_lab.tune.runs.rounds import Table
 
 CHOICE = "model-choice"  # the servers of the model's choice, where it is no configuration already measured
 Lineup = Sequence[tuple[str, Mapping[str, Any] | None]]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from servers.fault_proxy import Fault
-from servers.fixtures import cache, server, source, store  # noqa: F401 - pytest fixtures
-from servers.harness import WEIGHTS, context_for, tree_bytes
 
 import nim_specdec.fetchers.integrity.verify as verify
 from nim_specdec.config.sources import parse_source
 from nim_specdec.fetchers.registry import get_fetcher
+from servers.fault_proxy import Fault
+from servers.fixtures import cache, server, source, store  # noqa: F401 - pytest fixtures
+from servers.harness import WEIGHTS, context_for, tree_bytes
 
 
 def _fetch(server, cache, uri: str, **extra) -> Path:

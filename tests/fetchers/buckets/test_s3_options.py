@@ -9,13 +9,13 @@ import sys
 import uuid
 
 import pytest
-from servers.harness import context_for, model_files, tree_bytes
-from servers.s3_store import S3Store
 
+from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.integrity import digests
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.config.sources import parse_source
+from servers.harness import context_for, model_files, tree_bytes
+from servers.s3_store import S3Store
 
 
 @pytest.fixture(scope="module")

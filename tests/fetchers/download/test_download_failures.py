@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from servers.harness import context_for
-from nim_specdec.errors import MaterializeError
-from nim_specdec.fetchers.volume import cache
-from nim_specdec.fetchers.transfer.error_map import disk_full
-from nim_specdec.fetchers.download.materialize import Job, RemoteFile, materialize
 from nim_specdec.config.sources import parse_source
+from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.download.materialize import Job, RemoteFile, materialize
+from nim_specdec.fetchers.transfer.error_map import disk_full
+from nim_specdec.fetchers.volume import cache
+from servers.harness import context_for
 
 URI = "s3://bucket/draft"
 SRC = Path(__file__).resolve().parents[3] / "src"

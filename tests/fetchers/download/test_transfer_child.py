@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servers.fault_proxy import Fault
-from servers.harness import WEIGHTS, cli_env, context_for, model_files, tree_bytes
 
 from nim_specdec.config.sources import parse_source
 from nim_specdec.fetchers.registry import get_fetcher
+from servers.fault_proxy import Fault
+from servers.harness import WEIGHTS, cli_env, context_for, model_files, tree_bytes
 
 
 @pytest.mark.parametrize("scheme", ["hf", "gs", "ngc", "s3"])

@@ -9,16 +9,16 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servers.harness import context_for, model_files, tree_bytes
-from servers.hf_store import HFStore
 
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
-from nim_specdec.fetchers.hub import branch_refs
 from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.fetchers.volume.cache import CacheLayout
-from nim_specdec.fetchers.hub.hf import HFBackend, HFFetcher
 from nim_specdec.fetchers.download.materialize import materialize
+from nim_specdec.fetchers.hub import branch_refs
+from nim_specdec.fetchers.hub.hf import HFBackend, HFFetcher
+from nim_specdec.fetchers.volume.cache import CacheLayout
+from servers.harness import context_for, model_files, tree_bytes
+from servers.hf_store import HFStore
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -10,13 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-import fetchers.hub.test_olah_revisions as olah
 import pytest
+
+import fetchers.hub.test_olah_revisions as olah
+from nim_specdec.errors import EXIT_MATERIALIZE
 from servers.fault_proxy import Fault, FaultProxy
 from servers.harness import WEIGHTS, tree_bytes
 from servers.olah_hub import OlahHub
-
-from nim_specdec.errors import EXIT_MATERIALIZE
 
 REVOKED_TOKEN = "hf_revokedTokenValue0123456789"
 # What the Hub answers a request signed with a revoked or invalid token.

@@ -14,12 +14,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servers.fault_proxy import Fault, FaultProxy
-from servers.harness import SRC, WEIGHTS, tree_bytes
-from servers.olah_hub import OlahHub
 
 from nim_specdec.errors import EXIT_MATERIALIZE
+from servers.fault_proxy import Fault, FaultProxy
+from servers.harness import SRC, WEIGHTS, tree_bytes
 from servers.harness import TINY_LLAMA_CONFIG as CONFIG
+from servers.olah_hub import OlahHub
 
 
 def files(tag: str, weights: int = 4096) -> dict[str, bytes]:

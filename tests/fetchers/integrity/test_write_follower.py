@@ -11,17 +11,17 @@ import uuid
 from pathlib import Path
 
 import pytest
-from servers.fault_proxy import Fault
-from servers.fixtures import cache, server, store  # noqa: F401 - pytest fixtures
-from servers.harness import WEIGHTS, context_for, model_files, tree_bytes
 
 import nim_specdec.fetchers.integrity.verify as verify
 from nim_specdec.config.sources import parse_source
-from nim_specdec.fetchers.integrity import write_follower
 from nim_specdec.fetchers.hub.hf import hf_partials
-from nim_specdec.fetchers.registry import get_fetcher
+from nim_specdec.fetchers.integrity import write_follower
 from nim_specdec.fetchers.integrity.verify import Hasher, RemoteFile
 from nim_specdec.fetchers.integrity.write_follower import MARGIN, s3transfer_partials, s5cmd_partials
+from nim_specdec.fetchers.registry import get_fetcher
+from servers.fault_proxy import Fault
+from servers.fixtures import cache, server, store  # noqa: F401 - pytest fixtures
+from servers.harness import WEIGHTS, context_for, model_files, tree_bytes
 
 PART = 4 * MARGIN
 WAIT_S = 60.0  # a bound on each wait for the follower: generous for a loaded machine, never reached when it works

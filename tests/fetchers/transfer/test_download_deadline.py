@@ -9,13 +9,13 @@ import time
 import uuid
 
 import pytest
-from servers.fault_proxy import Fault
-from servers.harness import WEIGHTS, cli_env, context_for, model_files, start_cli, tree_bytes
-from servers.s3_store import S3Store
 
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
 from nim_specdec.fetchers.registry import get_fetcher
+from servers.fault_proxy import Fault
+from servers.harness import WEIGHTS, cli_env, context_for, model_files, start_cli, tree_bytes
+from servers.s3_store import S3Store
 
 
 @pytest.fixture(scope="module")

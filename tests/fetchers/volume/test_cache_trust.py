@@ -15,15 +15,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from servers.harness import SRC, context_for
 
+from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
-from nim_specdec.fetchers.volume import cache
 from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.download.materialize import Job, RemoteFile, materialize
+from nim_specdec.fetchers.volume import cache
 from nim_specdec.files.trust import system_dir_problem
-from nim_specdec.config.sources import parse_source
 from nim_specdec.launch.workspace import link
+from servers.harness import SRC, context_for
 
 OTHER_UID = 54321
 ROOT = os.geteuid() == 0

@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from servers.harness import SRC
 
-from nim_specdec.files.writable import nearest_existing, unwritable_folder
 from nim_specdec.errors import EXIT_MATERIALIZE
+from nim_specdec.files.writable import nearest_existing, unwritable_folder
+from servers.harness import SRC
 
 ROOT = os.geteuid() == 0
 EAGLE3 = '{"method": "eagle3", "model": "eagle3_draft", "num_speculative_tokens": 3}'

@@ -12,14 +12,14 @@ import sys
 import uuid
 
 import pytest
-from servers.harness import cli_env
-from servers.s3_store import S3Store
 
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
-from nim_specdec.fetchers.volume.disk_space import MARGIN_FIXED, margin_for, space_verdict
-from nim_specdec.fetchers.transfer.progress import human_bytes
-from nim_specdec.fetchers.volume.resume import discard_reason, glob_escape
 from nim_specdec.fetchers.integrity.verify import RemoteFile
+from nim_specdec.fetchers.transfer.progress import human_bytes
+from nim_specdec.fetchers.volume.disk_space import MARGIN_FIXED, margin_for, space_verdict
+from nim_specdec.fetchers.volume.resume import discard_reason, glob_escape
+from servers.harness import cli_env
+from servers.s3_store import S3Store
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

@@ -10,6 +10,8 @@ import os
 import uuid
 
 import pytest
+
+from nim_specdec.fetchers.volume.cache import CacheLayout
 from servers.fault_proxy import FaultProxy
 from servers.harness import SRC, cli_env, tree_bytes
 from servers.interrupted import (
@@ -22,8 +24,6 @@ from servers.interrupted import (
 )
 from servers.olah_hub import OlahHub
 from servers.s3_store import S3Store
-
-from nim_specdec.fetchers.volume.cache import CacheLayout
 
 BOUND = 0.55  # of the weights' bytes, for a start after a kill at half
 RATE = 128 * 1024  # bytes a second per connection while the first start runs: about 10 s in all
@@ -154,8 +154,8 @@ def test_the_clients_temporary_files_left_by_a_kill_are_never_taken_over_nor_tri
     huggingface_hub's .incomplete files; and a name that is a file in one leftover and a folder in another."""
     from s3transfer.utils import random_file_extension
 
-    from nim_specdec.fetchers.volume import resume
     from nim_specdec.fetchers.integrity.verify import Hasher, RemoteFile
+    from nim_specdec.fetchers.volume import resume
 
     data = {"model-1.safetensors": os.urandom(4096), "model-2.safetensors": os.urandom(4096)}
     listed = [RemoteFile(n, len(b), md5=hashlib.md5(b).hexdigest()) for n, b in data.items()]

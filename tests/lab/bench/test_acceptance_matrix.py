@@ -6,13 +6,13 @@ import math
 import random
 
 import pytest
-import stats_reference as ref
 
+import stats_reference as ref
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
+from nim_specdec_lab.bench.acceptance_interval import mean_of, ratio
+from nim_specdec_lab.bench.acceptance_matrix import columns, from_runs, matrix
 from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.bench.acceptance_matrix import columns, from_runs, matrix
-from nim_specdec_lab.bench.acceptance_interval import mean_of, ratio
 
 
 def test_ratio_estimator_by_hand():

@@ -7,12 +7,12 @@ measurable difference" stays at or below 5%, over 1000 worlds or more per case; 
 from __future__ import annotations
 
 import numpy as np
-import stats_reference as ref
 import pytest
 
+import stats_reference as ref
 from nim_specdec_lab import stats
-from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
 from nim_specdec_lab.bench.serve_rounds import order_of
+from nim_specdec_lab.noise_worlds import Machine, simulate, true_log_speedups
 
 MARGIN = 0.03
 WORLDS = 1000

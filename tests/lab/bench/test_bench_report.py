@@ -9,16 +9,16 @@ import sys
 
 import pytest
 
-from nim_specdec_lab.cli.cmd_bench import rewrite_argv
-from nim_specdec.errors import ConfigError
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
-from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.bench.compare import ARRIVAL_RATE, compare
-from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
+from nim_specdec.errors import ConfigError
 from nim_specdec_lab.bench.acceptance_matrix import from_runs
+from nim_specdec_lab.bench.compare import ARRIVAL_RATE, compare
 from nim_specdec_lab.bench.inputs import SPEED_BENCH, from_capture, from_speed_bench, speed_bench_mix
 from nim_specdec_lab.bench.plots import write_plots
 from nim_specdec_lab.bench.report_md import markdown
+from nim_specdec_lab.cli.cmd_bench import rewrite_argv
+from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
+from nim_specdec_lab.replay.spec import ReplayMeasurement
 
 LAT = {"p50": 0.5, "p90": 0.8, "p99": 0.9}
 

@@ -9,18 +9,17 @@ import sys
 
 import pytest
 
-from nim_specdec.errors import ConfigError
+import stats_reference as ref
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
-from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec.errors import ConfigError
 from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.report_md import markdown
 from nim_specdec_lab.bench.serve_report import IGNORE_EOS, RoundRun, capture_in_flight, serve_report
-from nim_specdec_lab.replay.request_acceptance import RequestAcceptance
 from nim_specdec_lab.bench.serve_rounds import order_of, side_names
 from nim_specdec_lab.replay.measure import warmup_for
-from nim_specdec_lab.replay.request_acceptance import with_per_request_metrics
+from nim_specdec_lab.replay.request_acceptance import RequestAcceptance, with_per_request_metrics
+from nim_specdec_lab.replay.spec import ReplayMeasurement
 from nim_specdec_lab.replay.trace_notes import trace_notes
-import stats_reference as ref
 from nim_specdec_lab.stats import FASTER, NO_DIFFERENCE, paired
 
 SAMPLING = {"greedy": True, "max_tokens": 64, "ignore_eos": False}

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec_lab import stats
 import stats_reference as ref
+from nim_specdec_lab import stats
 from vllm_runs import GUIDE_NGRAM, GUIDE_NGRAM_ARGS, SERVER_ARGS, aiperf_bin, demo_env
 
 pytestmark = pytest.mark.e2e

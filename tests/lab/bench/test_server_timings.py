@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from test_bench_report import ON_SPEC, m
 
 from nim_specdec.observe.server_timings import client_busy_share, histogram_totals, server_means
 from nim_specdec_lab.bench.compare import compare
 from nim_specdec_lab.bench.report_md import markdown
-from test_bench_report import ON_SPEC, m
 
 
 def scrape(ttft=(0.0, 0), tpot=(0.0, 0), e2e=(0.0, 0), engines=1) -> str:

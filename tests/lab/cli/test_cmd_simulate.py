@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
-import strict_json
 
+import strict_json
 from nim_specdec.config.specdec_args import parse_specdec_args
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.http_replay import save_records
 from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
-
 
 NGRAM_KEYS = {"num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"}
 SUFFIX_KEYS = {

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
+import os as _os
 
 import pytest
 
 from nim_specdec.errors import ConfigError
-import os as _os
-
 from nim_specdec_lab.draft.output_dir import MARKER, claim, clear_staging, publish, refuse_foreign
 
 

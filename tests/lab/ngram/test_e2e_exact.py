@@ -13,13 +13,13 @@ import subprocess
 import sys
 
 import pytest
+from ngram_traffic import MAX_MODEL_LEN, write_capture
 
-from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, parse_prometheus, summed
+from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.http_replay import continuation, http_json, load_records
 from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, token_ids
-from ngram_traffic import MAX_MODEL_LEN, write_capture
 from vllm_runs import probe
 
 pytestmark = pytest.mark.e2e

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-import strict_json
 
+import strict_json
 from nim_specdec_lab.ngram import model_runner as mr
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.http_replay import save_records

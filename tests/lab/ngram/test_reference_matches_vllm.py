@@ -57,8 +57,8 @@ def test_zero_drafts_near_the_model_length():
     36 + 5 > 40, so the steps at contexts 37 and 38 draft zeros trimmed to the room left (2 and 1
     tokens), and the step at 39 has no room for a draft.
     """
-    from nim_specdec_lab.ngram.reference import simulate_request
     from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
+    from nim_specdec_lab.ngram.reference import simulate_request
     from nim_specdec_lab.ngram.simulator import NgramParams, simulate
 
     prompt, output = list(range(1, 11)), list(range(11, 41))

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from nim_specdec.errors import ConfigError
-from nim_specdec_lab.ngram.grid import ngram_params, make_grid, parse_int_set, predicted_speedup, rank, specdec_args
 from nim_specdec.engines.vllm.observe.spec_counters import parse_prometheus, summed
+from nim_specdec.errors import ConfigError
+from nim_specdec_lab.ngram.grid import make_grid, ngram_params, parse_int_set, predicted_speedup, rank, specdec_args
 from nim_specdec_lab.ngram.simulator import NgramParams, SimResult
 from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, tail_payload, token_ids
 

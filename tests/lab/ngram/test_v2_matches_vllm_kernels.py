@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 
 import pytest
-import strict_json
-
 import vllm_ngram_v2 as v2
+
+import strict_json
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.proposer_v2 import propose_v2, simulate_request_v2
 from nim_specdec_lab.ngram.reference import propose

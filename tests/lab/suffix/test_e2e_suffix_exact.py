@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec_lab.server_process import ServerSpec, running_server
+from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, parse_prometheus, summed
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.ngram.http_replay import http_json, load_records
-from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters, parse_prometheus, summed
 from nim_specdec_lab.ngram.trace import greedy_payload, parse_capture, token_ids
+from nim_specdec_lab.server_process import ServerSpec, running_server
 from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
 from vllm_runs import MAX_MODEL_LEN, SERVER_ARGS, demo_env, probe
 

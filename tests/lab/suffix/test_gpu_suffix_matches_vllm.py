@@ -12,8 +12,8 @@ import random
 
 import pytest
 import torch
-
 import vllm_gpu_speculators as g
+
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.suffix.gpu_speculator import GpuSuffixParams, GpuSuffixState, local_match
 from nim_specdec_lab.suffix.simulator_gpu import simulate_suffix_gpu

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nim_specdec_lab.ngram.corpus import RecordedRequest
 from nim_specdec_lab.suffix.simulator import SuffixParams, simulate_suffix
-
 
 tokens = st.lists(st.integers(1, 6), min_size=1, max_size=40)
 request = st.builds(

@@ -22,12 +22,12 @@ import pytest
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab import stats
 from nim_specdec_lab.replay.spec import ReplayMeasurement
+from nim_specdec_lab.tune.deciding.decide import Option, decide
+from nim_specdec_lab.tune.deciding.fitting import MethodRuns, fitted
 from nim_specdec_lab.tune.lineup import candidates as cand
 from nim_specdec_lab.tune.model.acceptance import curve_from_simulation
 from nim_specdec_lab.tune.model.choice import choose
 from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost
-from nim_specdec_lab.tune.deciding.decide import Option, decide
-from nim_specdec_lab.tune.deciding.fitting import MethodRuns, fitted
 from nim_specdec_lab.tune.runs.rounds import order_of
 
 CONCURRENCIES = (1, 2, 4, 8, 16)

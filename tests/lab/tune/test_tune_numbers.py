@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import strict_json
 
+import strict_json
 from nim_specdec_lab.replay.spec import ReplayMeasurement
 
 

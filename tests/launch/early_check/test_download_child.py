@@ -11,8 +11,8 @@ import pytest
 from nim_specdec.config.settings import parse_settings
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import EXIT_MATERIALIZE, MaterializeError
-from nim_specdec.launch.stage_inputs import fetch_context, log_format
 from nim_specdec.launch.early_check.while_downloading import _Download
+from nim_specdec.launch.stage_inputs import fetch_context, log_format
 
 
 def test_a_refusal_in_the_child_is_the_launchers_one_line_with_its_exit_code(tmp_path):

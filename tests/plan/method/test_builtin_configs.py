@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from core_fixtures import validate_spec_config
-from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
-from nim_specdec.plan.method.method_choice import draft_method, mtp_drafter, mtp_heads
+from nim_specdec.config.sources import parse_source
 from nim_specdec.engines.vllm.release.methods import names_where
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
-from nim_specdec.config.sources import parse_source
+from nim_specdec.engines.vllm.spec.spec_schema import MTP_METHODS
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.method.builtin import default_config_dir, find, load_registry
+from nim_specdec.plan.method.method_choice import draft_method, mtp_drafter, mtp_heads
 from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.plan.plan_model import plan_json
-from nim_specdec.engines.vllm.spec.spec_schema import MTP_METHODS
 
 DATA = Path(__file__).parents[2] / "data" / "model_configs"
 REGISTRY = load_registry(default_config_dir())

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from nim_specdec.launch.resolve import plan_for
 from nim_specdec.engines.vllm.release.vllm_schema import known_versions
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.plan.method.builtin import default_config_dir, load_registry
 from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.plan.plan_model import plan_json

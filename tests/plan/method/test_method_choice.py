@@ -14,8 +14,8 @@ import pytest
 
 from nim_specdec.engines.protocol.engine import Installation
 from nim_specdec.engines.vllm.engine import VllmEngine
-from nim_specdec.launch.resolve import plan_for
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.plan.method.builtin import BuiltinEntry
 from nim_specdec.plan.method.method_choice import choose, mtp_drafter
 from nim_specdec.plan.plan_facts import Facts

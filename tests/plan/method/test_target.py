@@ -8,8 +8,8 @@ import pytest
 from core_fixtures import REGISTRY, facts, make_models
 from nim_specdec.config.sources import parse_source
 from nim_specdec.launch.resolve import plan_for
-from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.plan.method.target import resolve_target, unused_model_variables
+from nim_specdec.plan.plan_model import plan_json
 
 PATH = parse_source("/models/mine", "NIM_MODEL_PATH")
 NAME = "meta/llama-3.1-8b-instruct"

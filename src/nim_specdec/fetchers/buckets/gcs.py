@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.download.child_backend import ChildTransferBackend
 from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.integrity import digests
+from nim_specdec.fetchers.integrity.verify import CompletionWriter
+from nim_specdec.fetchers.integrity.write_follower import in_place
 from nim_specdec.fetchers.transfer import error_map
 from nim_specdec.fetchers.transfer.error_map import TransferFailed
 from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.transfer.safety import ListingBudget, target_path
-from nim_specdec.fetchers.integrity.verify import CompletionWriter
-from nim_specdec.fetchers.integrity.write_follower import in_place
-from nim_specdec.config.download_settings import DownloadSettings
 
 
 def make_client(env: Mapping[str, str]):

@@ -22,18 +22,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Mapping
 
+from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.errors import MaterializeError, printable
-from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
 from nim_specdec.fetchers.buckets import s5cmd
-from nim_specdec.fetchers.integrity import digests
-from nim_specdec.fetchers.transfer import error_map
 from nim_specdec.fetchers.buckets.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.buckets.s3_redirects import StoreRedirect, refuse_unbounded_redirect
 from nim_specdec.fetchers.buckets.s3_transfer_hooks import OpenBodies, TransferSubscriber
+from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile
+from nim_specdec.fetchers.integrity import digests
+from nim_specdec.fetchers.integrity.write_follower import s3transfer_partials
+from nim_specdec.fetchers.transfer import error_map
 from nim_specdec.fetchers.transfer.rate_guard import RateGuard
 from nim_specdec.fetchers.transfer.safety import ListingBudget, check_clashes, target_path
-from nim_specdec.fetchers.integrity.write_follower import s3transfer_partials
-from nim_specdec.config.download_settings import DownloadSettings
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
 # Bytes boto3's transfer manager reads from a body before it reports them (its default, named for the rate guard).

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from nim_specdec.text.redact import mask_uri_credentials
 from nim_specdec.errors import ConfigError
+from nim_specdec.text.redact import mask_uri_credentials
 
 
 def endpoint_url(env: Mapping[str, str]) -> str | None:

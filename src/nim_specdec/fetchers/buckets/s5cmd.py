@@ -27,12 +27,12 @@ from typing import Mapping
 
 from nim_specdec.config import download_variables as dvar
 from nim_specdec.errors import MaterializeError
+from nim_specdec.fetchers.buckets.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.download.materialize import Job, RemoteFile
+from nim_specdec.fetchers.integrity.write_follower import s5cmd_partials
 from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.transfer.rate_guard import RateGuard
-from nim_specdec.fetchers.buckets.s3_location import endpoint_url, split_location
 from nim_specdec.fetchers.transfer.safety import target_path
-from nim_specdec.fetchers.integrity.write_follower import s5cmd_partials
 from nim_specdec.processes.child_process import stop_group
 from nim_specdec.text.redact import redact_text
 

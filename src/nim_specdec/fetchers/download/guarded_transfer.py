@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from nim_specdec.errors import LauncherError, MaterializeError
-from nim_specdec.fetchers.transfer.error_map import TransferFailed, disk_full
 from nim_specdec.fetchers.download.materialize import Job, RemoteFile, first_line
+from nim_specdec.fetchers.transfer.error_map import TransferFailed, disk_full
 from nim_specdec.fetchers.transfer.rate_guard import RateGuard
 from nim_specdec.processes.child_process import die_with_parent
 from nim_specdec.text.redact import redact_text

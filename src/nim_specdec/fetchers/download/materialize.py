@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol
 
 from nim_specdec.config import variables as var
+from nim_specdec.config.download_settings import DownloadSettings
 from nim_specdec.errors import LauncherError, MaterializeError
-from nim_specdec.files import trust, writable
-from nim_specdec.fetchers.transfer import error_map
-from nim_specdec.fetchers.volume import cache, disk_space, resume
-from nim_specdec.fetchers.volume.entry_lock import entry_lock
 from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.fetchers.integrity.verify import Hasher, RemoteFile, verify
+from nim_specdec.fetchers.transfer import error_map
 from nim_specdec.fetchers.transfer.progress import Progress, human_bytes
 from nim_specdec.fetchers.transfer.safety import check_tree
+from nim_specdec.fetchers.volume import cache, disk_space, resume
+from nim_specdec.fetchers.volume.entry_lock import entry_lock
+from nim_specdec.files import trust, writable
 from nim_specdec.text.redact import redact_text
-from nim_specdec.config.download_settings import DownloadSettings
-from nim_specdec.fetchers.integrity.verify import Hasher, RemoteFile, verify
 
 __all__ = ["Backend", "CachedFetcher", "Job", "RemoteFile", "cached", "fetch_only", "materialize"]
 from nim_specdec.config.sources import SourceRef

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nim_specdec.config import variables as var
-from nim_specdec.files import trust
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.fetchers.volume import cache
+from nim_specdec.files import trust
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _REF_LIMIT = 64 * 1024

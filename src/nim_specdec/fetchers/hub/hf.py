@@ -14,26 +14,26 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
-from dataclasses import dataclass, field
-import sys
 import re
 import shutil
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.download.base import FetchContext
-from nim_specdec.fetchers.hub import hf_branch, hf_choice
-from nim_specdec.fetchers.hub.branch_refs import is_commit
-from nim_specdec.fetchers.volume.cache import normalized_uri
 from nim_specdec.fetchers.download.child_backend import ChildTransferBackend
 from nim_specdec.fetchers.download.materialize import CachedFetcher, Job, RemoteFile, first_line, retry_delay
-from nim_specdec.fetchers.transfer.progress import DirectoryWatch
-from nim_specdec.fetchers.volume.resume import glob_escape
+from nim_specdec.fetchers.hub import hf_branch, hf_choice
+from nim_specdec.fetchers.hub.branch_refs import is_commit
 from nim_specdec.fetchers.transfer import error_map
 from nim_specdec.fetchers.transfer.error_map import TransferFailed
+from nim_specdec.fetchers.transfer.progress import DirectoryWatch
 from nim_specdec.fetchers.transfer.safety import ListingBudget, target_path
-from nim_specdec.config.sources import SourceRef
+from nim_specdec.fetchers.volume.cache import normalized_uri
+from nim_specdec.fetchers.volume.resume import glob_escape
 from nim_specdec.text.redact import redact_text
 
 

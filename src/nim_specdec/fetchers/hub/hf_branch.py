@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from nim_specdec.files import trust
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import MaterializeError
 from nim_specdec.fetchers.download import materialize
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.hub import branch_refs, hf_choice
 from nim_specdec.fetchers.volume import cache
-from nim_specdec.fetchers.download.base import FetchContext
+from nim_specdec.files import trust
 
 # (source, context, seconds the asking may take in all or None) -> the commit, or UnansweredError / MaterializeError
 CommitResolver = Callable[[SourceRef, FetchContext, "float | None"], str]

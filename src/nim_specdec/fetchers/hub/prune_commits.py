@@ -20,12 +20,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from nim_specdec.files import trust
-from nim_specdec.files.disk_usage import tree_size
 from nim_specdec.config.sources import parse_source
 from nim_specdec.errors import LauncherError
 from nim_specdec.fetchers.hub import branch_refs
 from nim_specdec.fetchers.volume import cache
+from nim_specdec.files import trust
+from nim_specdec.files.disk_usage import tree_size
 
 
 @dataclass(frozen=True)

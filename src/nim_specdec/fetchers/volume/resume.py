@@ -24,8 +24,8 @@ import stat
 from pathlib import Path
 from typing import Iterable
 
-from nim_specdec.files import trust
 from nim_specdec.fetchers.integrity.verify import Hasher, RemoteFile
+from nim_specdec.files import trust
 
 # The clients' own bookkeeping (huggingface_hub's .incomplete files and metadata): never moved.
 _SKIP_DIRS = frozenset({".cache"})

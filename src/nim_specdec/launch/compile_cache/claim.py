@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from nim_specdec.files.trust import make_dirs, open_to_others_reason, vouches
-from nim_specdec.files.regular_file import read_regular
 from nim_specdec.engines.vllm.release.compile_dirs import CompileCachePlan, relocate
+from nim_specdec.files.regular_file import read_regular
+from nim_specdec.files.trust import make_dirs, open_to_others_reason, vouches
 
 LOCK = ".writer.lock"
 _TORN_CHECK = "vllm_compile_cache.py"  # the one file vLLM rewrites in place

@@ -24,9 +24,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from nim_specdec.files.disk_usage import tree_size
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
+from nim_specdec.files.disk_usage import tree_size
 from nim_specdec.launch.compile_cache.claim import LOCK, untrusted_reason, untrusted_reason_of
 
 _TRASH = ".prune-"  # a renamed key on its way out; left over only if a prune was killed mid-delete

@@ -22,8 +22,8 @@ from typing import Sequence
 from nim_specdec.config.settings import LogFormat
 from nim_specdec.config.sources import SourceRef
 from nim_specdec.errors import EXIT_INTERNAL, LauncherError
-from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.context import stderr_loggers
+from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
 
 

@@ -29,18 +29,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from nim_specdec.processes.child_process import die_with_parent, stop_group
-from nim_specdec.plan.plan_facts import SourceFacts
-from nim_specdec.plan.plan_model import Plan
-from nim_specdec.engines.protocol.sections import VllmCheckResult
 from nim_specdec.config.settings import LogFormat
 from nim_specdec.config.sources import SourceRef
+from nim_specdec.engines.protocol.sections import VllmCheckResult
+from nim_specdec.engines.vllm.check.gate import run_check
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError, UnreachableError
 from nim_specdec.fetchers.download.base import FetchContext
 from nim_specdec.fetchers.registry import get_fetcher
-from nim_specdec.launch.facts import read_config
 from nim_specdec.launch.check_request import check_request
-from nim_specdec.engines.vllm.check.gate import run_check
+from nim_specdec.launch.facts import read_config
+from nim_specdec.plan.plan_facts import SourceFacts
+from nim_specdec.plan.plan_model import Plan
+from nim_specdec.processes.child_process import die_with_parent, stop_group
 
 # What vLLM reads before any weight: the model's config, its generation defaults and its tokenizer.
 CONFIG_FILES = frozenset(

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from nim_specdec.files.regular_file import read_json_inside
 from nim_specdec.config import variables as var
 from nim_specdec.errors import ConfigError
+from nim_specdec.files.regular_file import read_json_inside
 
 
 @dataclass(frozen=True)

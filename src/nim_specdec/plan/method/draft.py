@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from nim_specdec.config import variables as var
-from nim_specdec.errors import ConfigError
-from nim_specdec.plan.method.method_choice import DEFAULT_DRAFT_NAME
 from nim_specdec.config.sources import SourceRef, parse_source
 from nim_specdec.engines.protocol.engine import Engine
+from nim_specdec.errors import ConfigError
+from nim_specdec.plan.method.method_choice import DEFAULT_DRAFT_NAME
 from nim_specdec.plan.method.target import TARGET_LINK
 
 _BARE = re.compile(r"^[A-Za-z0-9._-]+$")

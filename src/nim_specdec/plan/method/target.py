@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.plan.method.builtin import BuiltinEntry, find, require
-from nim_specdec.errors import ConfigError
 from nim_specdec.config.sources import SourceRef, parse_source
+from nim_specdec.errors import ConfigError
+from nim_specdec.plan.method.builtin import BuiltinEntry, find, require
 
 TARGET_LINK = "target"  # workspace subdirectory a downloaded target is linked to
 MODEL_SPECIFIC = "model-specific"

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.cli.support.bench_io import concurrencies
-from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec.files.regular_file import read_regular
-from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench import serve_flow
+from nim_specdec_lab.bench.env_file import parse_env_file, side_env
 from nim_specdec_lab.bench.serve_flow import ServeBench
 from nim_specdec_lab.bench.serve_rounds import ServeRunOptions, side_names
+from nim_specdec_lab.cli.support.bench_io import concurrencies
+from nim_specdec_lab.replay.aiperf_run import find_aiperf
 from nim_specdec_lab.server_key import keyless
 
 MAX_ENV_FILE_BYTES = 1024 * 1024  # an env file is a few lines

@@ -113,9 +113,9 @@ def remove_partial_checkpoints(checkpoint_dir: Path) -> None:
 
 
 def build_model(spec: dict):
+    import modelopt.torch.speculative as mtsp  # noqa: PLC0415
     import torch  # noqa: PLC0415
     from transformers import AutoConfig, AutoModelForCausalLM  # noqa: PLC0415
-    import modelopt.torch.speculative as mtsp  # noqa: PLC0415
 
     config = AutoConfig.from_pretrained(spec["target_dir"])
     layers = int(config.num_hidden_layers)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from nim_specdec_lab.replay import ReplayMeasurement
-from nim_specdec_lab.tune.model.acceptance import AcceptanceCurve, curve_from_positions
 from nim_specdec_lab.tune.lineup.candidates import k_at
+from nim_specdec_lab.tune.model.acceptance import AcceptanceCurve, curve_from_positions
 from nim_specdec_lab.tune.model.cost_model import CostModel, Observation, fit
 from nim_specdec_lab.tune.runs.measurement import judged_tokens_per_s
 

@@ -20,9 +20,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from nim_specdec.text.redact import preview
 from nim_specdec.config.jsonvalue import loads
 from nim_specdec.errors import ConfigError
+from nim_specdec.text.redact import preview
 from nim_specdec_lab import stats
 from nim_specdec_lab.tune.deciding.decide import Decision, Figures, Option, decide
 

@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV
+from nim_specdec.config.tuned_for import PLATFORMS
 from nim_specdec.engines.vllm.release.runner_choice import runner_inputs
-from nim_specdec.plan.plan_model import Plan
-from nim_specdec.config.tuned_for import ENV as TUNED_FOR_ENV, PLATFORMS
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for, public
+from nim_specdec.plan.plan_model import Plan
 from nim_specdec_lab.tune.engines.device import read_device
 from nim_specdec_lab.tune.engines.engine import ServingEngine, engine_record, planned_engine, serving_engine, tuned_for
 from nim_specdec_lab.tune.engines.engine_log import read_engine_log

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from nim_specdec_lab.tune.engines.engine import ServingEngine
 from nim_specdec_lab.tune.model.acceptance import AcceptanceCurve
 from nim_specdec_lab.tune.model.choice import Choice, MethodPlan
 from nim_specdec_lab.tune.model.cost_model import CostModel
-from nim_specdec_lab.tune.engines.engine import ServingEngine
 
 
 def best_static(

@@ -16,8 +16,9 @@ from typing import Any, Mapping, Sequence
 
 from nim_specdec.config import variables as var
 from nim_specdec.config.specdec_args import SPEC_KEY, parse_specdec_args
-from nim_specdec.engines.vllm.schedule.spec_schedule import KEY as SCHEDULE_KEY, k_at as schedule_k_at
 from nim_specdec.engines.vllm.argv.user_args import SPEC_OPTION, split_options
+from nim_specdec.engines.vllm.schedule.spec_schedule import KEY as SCHEDULE_KEY
+from nim_specdec.engines.vllm.schedule.spec_schedule import k_at as schedule_k_at
 
 # Model-free methods tune adds, each with an exact simulator of its acceptance.
 MODEL_FREE = ("ngram", "suffix")

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, TypeVar
 
 from nim_specdec_lab.replay import ReplayMeasurement
-from nim_specdec_lab.tune.runs.repeats import median_run
 from nim_specdec_lab.tune.runs.measurement import Round, judged_tokens_per_s
+from nim_specdec_lab.tune.runs.repeats import median_run
 
 T = TypeVar("T")
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from nim_specdec_lab.noise_worlds import Machine, figures, simulate, true_log_speedups
-from nim_specdec_lab.tune.lineup import pruning
 from nim_specdec_lab.tune.deciding.decide import Option, decide
-from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
+from nim_specdec_lab.tune.lineup import pruning
 from nim_specdec_lab.tune.runs.rounds import order_of
+from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
 
 Figures = Mapping[int, Mapping[int, float]]
 

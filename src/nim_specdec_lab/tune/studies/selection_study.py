@@ -17,8 +17,8 @@ from typing import Mapping, Sequence
 
 from nim_specdec_lab.noise_worlds import Machine, figures, simulate, true_log_speedups
 from nim_specdec_lab.tune.deciding.decide import Option, decide
-from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
 from nim_specdec_lab.tune.runs.rounds import order_of
+from nim_specdec_lab.tune.studies.noise_study import MARGIN, Share
 
 
 @dataclass(frozen=True)

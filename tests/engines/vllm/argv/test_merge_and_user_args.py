@@ -7,13 +7,13 @@ import json
 import pytest
 
 from core_fixtures import facts
-from nim_specdec.plan.merge import merge_spec
-from nim_specdec.errors import ConfigError
-from nim_specdec.plan.plan_model import plan_json
-from nim_specdec.launch.resolve import plan_for
 from nim_specdec.config.settings import parse_bool, parse_settings
 from nim_specdec.engines.vllm.argv.engine_command import to_cli
 from nim_specdec.engines.vllm.argv.user_args import parse_vllm_args
+from nim_specdec.errors import ConfigError
+from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.merge import merge_spec
+from nim_specdec.plan.plan_model import plan_json
 
 MERGE_CASES = [
     (

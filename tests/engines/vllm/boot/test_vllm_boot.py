@@ -11,8 +11,8 @@ import pytest
 
 from nim_specdec.engines.protocol.sections import NOT_CHECKED, VllmCheckResult
 from nim_specdec.engines.vllm.boot.vllm_boot import CONTEXT_VAR, MODULE, boot_argv, check_context, server_entry
-from nim_specdec.engines.vllm.check.request import CheckRequest, ModelFiles
 from nim_specdec.engines.vllm.check.gate import DEFERRED, run_check, settled
+from nim_specdec.engines.vllm.check.request import CheckRequest, ModelFiles
 
 SERVER = "vllm.entrypoints.openai.api_server"
 

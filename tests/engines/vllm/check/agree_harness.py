@@ -7,12 +7,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from agree_corpus import Case
-from nim_specdec.errors import LauncherError
-from nim_specdec.launch.workspace import link
-from nim_specdec.launch.resolve import plan_for
+
 from nim_specdec.engines.vllm.check.judge import Verdict, judge, local_paths, serve_args, substitute_paths
 from nim_specdec.engines.vllm.check.request import CheckRequest
+from nim_specdec.errors import LauncherError
 from nim_specdec.launch.check_request import check_request
+from nim_specdec.launch.resolve import plan_for
+from nim_specdec.launch.workspace import link
 
 
 @dataclass(frozen=True)

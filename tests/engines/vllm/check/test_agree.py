@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from nim_specdec.text.redact import secret_values
-from nim_specdec.errors import ConfigError
 from nim_specdec.engines.vllm.check.judge import check_plan
+from nim_specdec.errors import ConfigError
+from nim_specdec.text.redact import secret_values
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "configuration.md"
 

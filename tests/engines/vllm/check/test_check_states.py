@@ -11,12 +11,12 @@ from importlib import metadata
 
 import pytest
 
-from nim_specdec.errors import ConfigError
-from nim_specdec.launch.facts import vllm_flavor
-from nim_specdec.launch.resolve import plan_for
 from nim_specdec.engines.vllm.boot.vllm_boot import check_context
 from nim_specdec.engines.vllm.check.judge import check_plan
+from nim_specdec.errors import ConfigError
 from nim_specdec.launch.check_request import check_request
+from nim_specdec.launch.facts import vllm_flavor
+from nim_specdec.launch.resolve import plan_for
 
 DRAFT_TOO_LONG = {"method": "draft_model", "num_speculative_tokens": 2, "max_model_len": 100000}
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}

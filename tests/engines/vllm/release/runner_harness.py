@@ -12,13 +12,13 @@ from functools import lru_cache
 
 from runner_corpus import Case
 
+from nim_specdec.engines.vllm.check.judge import _make_parser
 from nim_specdec.engines.vllm.release.runner_choice import ENV
-from nim_specdec.plan.plan_facts import Facts
-from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.engines.vllm.schedule.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
-from nim_specdec.engines.vllm.check.judge import _make_parser
+from nim_specdec.plan.plan_facts import Facts
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec_lab.tune.engines.engine import planned_engine
 
 HISPARSE = ("--attention-config", json.dumps({"hisparse_config": {}}))

@@ -12,8 +12,8 @@ import pytest
 
 from core_fixtures import facts
 from nim_specdec.engines.protocol.sections import DevicePlan
-from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_model import plan_json
 from nim_specdec.preflight import device
 
 X86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654  96-Core Processor\nflags\t: fpu\n"

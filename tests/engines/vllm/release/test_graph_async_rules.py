@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from vllm_release_source import source
 
 from nim_specdec.engines.vllm.release.async_rules import async_refusal
 from nim_specdec.engines.vllm.release.graph_modes import compilation_mode, cudagraph_mode_checked
 from nim_specdec.engines.vllm.release.runner_choice import choose_model_runner, runner_inputs
 from nim_specdec.errors import ConfigError
+from vllm_release_source import source
 
 
 @pytest.mark.parametrize(

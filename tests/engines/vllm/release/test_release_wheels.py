@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from contract.test_guide_plans import CASES as GUIDE_CASES
+from contract.test_guide_plans import ROOT
 from core_fixtures import facts, make_models
-from contract.test_guide_plans import CASES as GUIDE_CASES, ROOT
-from vllm_release_source import INSTALLED, unpacked
-from nim_specdec.launch.resolve import plan_for
 from nim_specdec.engines.vllm.check.request import serve_args
-from nim_specdec.plan.method.builtin import default_config_dir, load_registry
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
+from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.method.builtin import default_config_dir, load_registry
+from vllm_release_source import INSTALLED, unpacked
 
 REPO = Path(__file__).resolve().parents[4]
 GENERATOR = REPO / "scripts" / "vllm_schema_gen.py"

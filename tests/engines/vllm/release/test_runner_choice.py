@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from nim_specdec.engines.vllm.release.graph_modes import optimization_level
+from nim_specdec.engines.vllm.release.host_vars import parse_use_v2_env
 from nim_specdec.engines.vllm.release.runner_choice import (
     RunnerInputs,
     choose_model_runner,
@@ -14,8 +16,6 @@ from nim_specdec.engines.vllm.release.runner_choice import (
     target_platform,
     version_key,
 )
-from nim_specdec.engines.vllm.release.graph_modes import optimization_level
-from nim_specdec.engines.vllm.release.host_vars import parse_use_v2_env
 from nim_specdec.errors import ConfigError
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from nim_specdec.engines.vllm.spec import spec_schema
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for
+from nim_specdec.engines.vllm.spec import spec_schema
 from nim_specdec.launch.facts import installed_vllm
 
 

@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from contract.test_guide_plans import CASES as GUIDE_CASES
+from contract.test_guide_plans import ROOT
 from core_fixtures import facts, make_models, validate_spec_config
-from contract.test_guide_plans import CASES as GUIDE_CASES, ROOT
+from nim_specdec.engines.vllm.release.vllm_schema import is_negative, knowledge_for, known_versions
 from nim_specdec.engines.vllm.spec import spec_schema
+from nim_specdec.errors import ConfigError
+from nim_specdec.launch.resolve import plan_for
 from nim_specdec.plan.method.builtin import default_config_dir, load_registry
 from nim_specdec.plan.plan_facts import SourceFacts
 from nim_specdec.plan.plan_model import plan_json
-from nim_specdec.engines.vllm.release.vllm_schema import is_negative, knowledge_for, known_versions
-from nim_specdec.errors import ConfigError
-from nim_specdec.launch.resolve import plan_for
 
 NEW_IN_033 = {
     "disable_lookahead_block_hashes",

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from core_fixtures import make_models
-from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.engines.vllm.schedule.schedule_rules import schedule_cudagraph_downgrade, schedule_drop
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.plan_facts import Facts
 
 # (id, vLLM version, runner, method, data parallel size, dropped)
 DROPS = [

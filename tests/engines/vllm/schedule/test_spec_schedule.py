@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 
 from core_fixtures import LLAMA, facts, validate_spec_config, write_model
-from nim_specdec.plan.method.builtin import entry_from_json
-from nim_specdec.plan.plan_facts import Facts
 from nim_specdec.engines.vllm.schedule.spec_schedule import (
     ScheduleRow,
     describe_schedule,
@@ -16,6 +14,8 @@ from nim_specdec.engines.vllm.schedule.spec_schedule import (
 )
 from nim_specdec.errors import ConfigError
 from nim_specdec.launch.resolve import plan_for
+from nim_specdec.plan.method.builtin import entry_from_json
+from nim_specdec.plan.plan_facts import Facts
 
 # (id, schedule, accepted by vLLM's rules); every case also runs through vLLM's own function below.
 CASES = [
@@ -43,8 +43,8 @@ CASES = [
 
 
 def _vllm_accepts(schedule) -> bool:
-    from vllm.v1.spec_decode.dynamic.utils import validate_and_normalize_dynamic_sd_schedule  # noqa: PLC0415
     from pydantic import TypeAdapter, ValidationError  # noqa: PLC0415
+    from vllm.v1.spec_decode.dynamic.utils import validate_and_normalize_dynamic_sd_schedule  # noqa: PLC0415
 
     try:
         # vLLM's config field type first (pydantic, lax), then the scheduler's check.

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from nim_specdec.engines.vllm.spec import spec_schema
 from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
+from nim_specdec.engines.vllm.spec import spec_schema
 
 VALUES = [
     0,

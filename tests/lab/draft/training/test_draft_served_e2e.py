@@ -9,10 +9,10 @@ import json
 import urllib.request
 
 import pytest
+from training_fixtures import draft_environ, small_job
 
 from nim_specdec_lab.demo_model import LEARNABLE_AUX_LAYERS
 from nim_specdec_lab.draft.training.supervisor import train_draft
-from training_fixtures import draft_environ, small_job
 from vllm_runs import SERVER_ARGS, base_env, serving
 
 pytestmark = pytest.mark.e2e

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
+from training_fixtures import draft_environ, small_job
 
 from nim_specdec.errors import EXIT_CONFIG
 from nim_specdec_lab.demo_model import LEARNABLE_AUX_LAYERS
@@ -28,7 +29,6 @@ from nim_specdec_lab.draft.training.errors import (
 )
 from nim_specdec_lab.draft.training.job import HIDDEN_STATES_ONLINE_HF
 from nim_specdec_lab.draft.training.supervisor import PROVENANCE_FILE, export_untrained, train_draft
-from training_fixtures import draft_environ, small_job
 
 SRC = Path(__file__).resolve().parents[4] / "src"
 

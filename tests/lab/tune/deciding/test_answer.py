@@ -55,8 +55,8 @@ def test_decided_weighs_by_the_captures_level_and_pairs_servers_of_one_round():
     from nim_specdec_lab.ngram.trace import CapturedRequest
     from nim_specdec_lab.replay.spec import ReplayMeasurement
     from nim_specdec_lab.tune.lineup import candidates as cand
-    from nim_specdec_lab.tune.runs.rounds import Table
     from nim_specdec_lab.tune.runs.measurement import Round
+    from nim_specdec_lab.tune.runs.rounds import Table
     from nim_specdec_lab.tune.session_result import decided
 
     def run(tok_s: float) -> dict[int, list[Round]]:

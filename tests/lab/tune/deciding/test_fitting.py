@@ -6,10 +6,10 @@ import pytest
 
 from nim_specdec.engines.vllm.observe.spec_counters import SpecCounters
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.tune.model.acceptance import curve_from_positions, curve_from_simulation
-from nim_specdec_lab.tune.lineup.candidates import k_at
-from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost
 from nim_specdec_lab.tune.deciding.fitting import MethodRuns, fitted, held_out_prediction
+from nim_specdec_lab.tune.lineup.candidates import k_at
+from nim_specdec_lab.tune.model.acceptance import curve_from_positions, curve_from_simulation
+from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost
 
 CONCURRENCIES = (1, 2, 4, 8)
 TRUE = CostModel(

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import strict_json
 
+import strict_json
 from nim_specdec.errors import ConfigError
 from nim_specdec_lab.tune.deciding.recorded_runs import export_lines, figures, parse_runs, parse_weights, redecide
 

@@ -10,9 +10,6 @@ import pytest
 
 from nim_specdec.engines.vllm.release.runner_choice import RunnerInputs
 from nim_specdec.errors import ConfigError
-from nim_specdec_lab.tune.model.acceptance import curve_from_simulation
-from nim_specdec_lab.tune.model.choice import choose, plan_method, static_prediction
-from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost
 from nim_specdec_lab.tune.engines.device import cpu_device, describe_device
 from nim_specdec_lab.tune.engines.engine import (
     LOG,
@@ -26,9 +23,12 @@ from nim_specdec_lab.tune.engines.engine import (
     serving_engine,
 )
 from nim_specdec_lab.tune.engines.engine_log import LoggedEngine, read_engine_log
-from nim_specdec_lab.tune.reporting.engine_report import engine_lines
 from nim_specdec_lab.tune.engines.measured import engine_summary, serving_vllm_version
 from nim_specdec_lab.tune.engines.serving import best_static, engine_differences, without_dropped_schedule
+from nim_specdec_lab.tune.model.acceptance import curve_from_simulation
+from nim_specdec_lab.tune.model.choice import choose, plan_method, static_prediction
+from nim_specdec_lab.tune.model.cost_model import CostModel, MethodCost
+from nim_specdec_lab.tune.reporting.engine_report import engine_lines
 
 ENGINE_LINE = (
     "(EngineCore pid=1) INFO 12-02 17:27:17 [core.py:133] Initializing a V1 LLM engine (v{v}) with config: "

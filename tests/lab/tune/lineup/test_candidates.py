@@ -9,11 +9,11 @@ import pytest
 from nim_specdec.config.specdec_args import parse_specdec_args
 from nim_specdec_lab.tune.lineup.candidates import (
     Candidate,
+    candidate_env,
     candidate_list,
     configured_candidate,
     ngram_config,
     scheduled_config,
-    candidate_env,
     strip_spec_args,
     suffix_config,
 )

@@ -4,7 +4,6 @@ server, the useless draft served once."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

@@ -7,8 +7,8 @@ import pytest
 from nim_specdec_lab.ngram.corpus import RecordedRequest, build_corpus
 from nim_specdec_lab.ngram.reference import simulate_request
 from nim_specdec_lab.ngram.simulator import NgramParams
-from nim_specdec_lab.tune.model.acceptance import slot_figures
 from nim_specdec_lab.tune.lineup.simulated import ngram_curve, pick_ngram_lookup
+from nim_specdec_lab.tune.model.acceptance import slot_figures
 
 CYCLE = [7, 8, 9, 10]
 RECORDS = [

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from nim_specdec_lab.tune.deciding.decide import Option, decide
+from nim_specdec_lab.tune.deciding.verification import held_out, verification_rows
 from nim_specdec_lab.tune.reporting.report import CHOICE_KIND, OFF, STATIC, ConfigRow, build_result
 from nim_specdec_lab.tune.reporting.report_md import render_markdown
-from nim_specdec_lab.tune.deciding.verification import held_out, verification_rows
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3}
 OFF_FIGURES = {1: {1: 100.0, 2: 90.0, 3: 110.0}, 8: {1: 400.0, 2: 360.0, 3: 440.0}}

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.tune.runs.repeats import median_run, spread, spreads_by_configuration
 from nim_specdec_lab.tune.reporting.report import OFF, ConfigRow, build_result
 from nim_specdec_lab.tune.reporting.report_md import render_markdown
-from nim_specdec_lab.tune.runs.rounds import Table
 from nim_specdec_lab.tune.runs.measurement import Round, server_name
+from nim_specdec_lab.tune.runs.repeats import median_run, spread, spreads_by_configuration
+from nim_specdec_lab.tune.runs.rounds import Table
 
 
 @pytest.mark.parametrize(

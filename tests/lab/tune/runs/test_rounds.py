@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from nim_specdec_lab.replay.spec import ReplayMeasurement
-from nim_specdec_lab.tune.runs.rounds import Table, order_of, position_bias
 from nim_specdec_lab.tune.runs.measurement import Round
+from nim_specdec_lab.tune.runs.rounds import Table, order_of, position_bias
 
 
 def test_rounds_rotate_into_a_latin_square():

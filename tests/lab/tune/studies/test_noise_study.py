@@ -14,9 +14,9 @@ import pytest
 
 from nim_specdec_lab import stats
 from nim_specdec_lab.noise_worlds import HARSH, Machine, simulate
+from nim_specdec_lab.tune.runs.rounds import order_of
 from nim_specdec_lab.tune.studies.noise_study import a_a, recommended
 from nim_specdec_lab.tune.studies.noise_study import share as study_share
-from nim_specdec_lab.tune.runs.rounds import order_of
 
 MARGIN = 0.03
 WORLDS = 1000

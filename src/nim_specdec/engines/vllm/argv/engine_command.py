@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from nim_specdec.config.jsonvalue import kebab
-from nim_specdec.errors import ConfigError
-from nim_specdec.engines.vllm.argv.user_args import Option, looks_like_value
-from nim_specdec.text.redact import is_secret_option, preview
 from nim_specdec.capture.launcher import MIDDLEWARE as CAPTURE_MIDDLEWARE
+from nim_specdec.config.jsonvalue import kebab
+from nim_specdec.engines.vllm.argv.user_args import Option, looks_like_value
+from nim_specdec.errors import ConfigError
+from nim_specdec.text.redact import is_secret_option, preview
 
 # Served by our ASGI middleware inside the vLLM process: /v1/metrics, /v1/health/live, /v1/health/ready.
 ENDPOINTS_MIDDLEWARE = "nim_specdec.server.endpoints.NimEndpointsMiddleware"

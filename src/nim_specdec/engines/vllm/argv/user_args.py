@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from nim_specdec.errors import ConfigError
-from nim_specdec.text.redact import is_secret_option
 from nim_specdec.config.jsonvalue import loads, snake
 from nim_specdec.engines.vllm.release.vllm_schema import (
     DEFAULT,
@@ -24,6 +22,8 @@ from nim_specdec.engines.vllm.release.vllm_schema import (
     resolve_option,
     speculative_role,
 )
+from nim_specdec.errors import ConfigError
+from nim_specdec.text.redact import is_secret_option
 
 # The option that holds the whole speculative config as JSON (the lab and the vLLM check look for it by this name).
 SPEC_OPTION = WHOLE

@@ -25,11 +25,11 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Sequence
 
 from nim_specdec.config import variables as var
-from nim_specdec.errors import LauncherError, UnreachableError
 from nim_specdec.engines.vllm.boot import rank_watch
 from nim_specdec.engines.vllm.boot.rank_watch import leader_lost_rank_line
 from nim_specdec.engines.vllm.check.judge import check_plan
 from nim_specdec.engines.vllm.check.request import CheckRequest
+from nim_specdec.errors import LauncherError, UnreachableError
 from nim_specdec.processes import engine_death
 from nim_specdec.text.logs import LOG_LEVELS, error_line, setup_logging
 from nim_specdec.text.redact import secret_values

@@ -26,10 +26,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from nim_specdec.errors import ConfigError
-from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
-from nim_specdec.text.redact import MASK, is_secret_name, redact_text
 from nim_specdec.engines.vllm.check.request import CheckRequest, local_paths, serve_args, substitute_paths, unavailable
+from nim_specdec.engines.vllm.release.vllm_schema import knowledge_for, known_versions
+from nim_specdec.errors import ConfigError
+from nim_specdec.text.redact import MASK, is_secret_name, redact_text
 
 _MISSING_PACKAGE = re.compile(r"Failed to import|No module named")
 

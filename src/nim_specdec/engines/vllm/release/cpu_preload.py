@@ -8,6 +8,7 @@ cuts allocation overhead. Pure: the shell finds the libraries; a user's own LD_P
 from __future__ import annotations
 
 from typing import Sequence
+
 from nim_specdec.engines.protocol.sections import CpuPreloadPlan
 
 

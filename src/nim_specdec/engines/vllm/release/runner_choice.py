@@ -24,17 +24,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
-from nim_specdec.engines.vllm.release.methods import method_row
+from nim_specdec.config.tuned_for import PLATFORMS
 from nim_specdec.engines.vllm.release.async_rules import async_refusal
 from nim_specdec.engines.vllm.release.graph_modes import (
     cudagraph_mode_checked,
     cudagraph_mode_given,
+)
+from nim_specdec.engines.vllm.release.graph_modes import (
     engine_flag as _flag,
+)
+from nim_specdec.engines.vllm.release.graph_modes import (
     engine_int as _int,
+)
+from nim_specdec.engines.vllm.release.graph_modes import (
     nested_option as _nested,
 )
-from nim_specdec.config.tuned_for import PLATFORMS
 from nim_specdec.engines.vllm.release.host_vars import USE_V2_ENV as ENV
+from nim_specdec.engines.vllm.release.methods import method_row
 from nim_specdec.errors import ConfigError
 
 Runner = Literal["v1", "v2"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from nim_specdec.engines.protocol.sections import ModelRunnerPlan
 from nim_specdec.engines.vllm.release.runner_choice import choose_model_runner, runner_inputs
 from nim_specdec.engines.vllm.schedule.schedule_rules import (
     downgrade_warning,
@@ -16,7 +17,6 @@ from nim_specdec.engines.vllm.schedule.schedule_rules import (
 )
 from nim_specdec.engines.vllm.schedule.spec_schedule import KEY as SCHEDULE_KEY
 from nim_specdec.errors import ConfigError
-from nim_specdec.engines.protocol.sections import ModelRunnerPlan
 
 
 def plan_model_runner(

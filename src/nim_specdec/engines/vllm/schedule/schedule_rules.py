@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nim_specdec.engines.vllm.release.methods import names_where
 from nim_specdec.engines.vllm.release.runner_choice import (
-    FULL_CUDAGRAPH_MODES,
     ENV,
+    FULL_CUDAGRAPH_MODES,
     rules_version,
     v2_refuses_method,
     version_key,
 )
-
-from nim_specdec.engines.vllm.release.methods import names_where
 
 # The releases whose V1 runner keeps a schedule only for some methods (their rows' v1_schedule).
 _V1_SCHEDULE_FILTERED = ((0, 33),)

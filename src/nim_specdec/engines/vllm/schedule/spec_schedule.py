@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nim_specdec.errors import ConfigError
 from nim_specdec.engines.protocol.sections import ScheduleRow
+from nim_specdec.errors import ConfigError
 
 KEY = "num_speculative_tokens_per_batch_size"
 Schedule = tuple[tuple[int, int, int], ...]

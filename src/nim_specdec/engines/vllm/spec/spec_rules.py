@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from nim_specdec.engines.vllm.spec.method_infer import effective_method
-from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge
-
 from nim_specdec.engines.vllm.release.methods import method_row, names_where, rows
+from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge
+from nim_specdec.engines.vllm.spec.method_infer import effective_method
 
 Problem = tuple[str, str] | None
 

@@ -15,10 +15,11 @@ from functools import lru_cache
 from typing import Annotated, Any, Callable, Literal, Mapping
 
 from nim_specdec.engines.vllm.release.release_changes import is_custom_method, newer_key, removed_key, removed_method
-from nim_specdec.engines.vllm.schedule.spec_schedule import KEY as SCHEDULE_KEY, validate_batch_size_schedule
+from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
+from nim_specdec.engines.vllm.schedule.spec_schedule import KEY as SCHEDULE_KEY
+from nim_specdec.engines.vllm.schedule.spec_schedule import validate_batch_size_schedule
 from nim_specdec.engines.vllm.spec.method_infer import effective_method
 from nim_specdec.engines.vllm.spec.spec_rules import check_rules
-from nim_specdec.engines.vllm.release.vllm_schema import DEFAULT, VllmKnowledge, knowledge_for, known_versions
 from nim_specdec.errors import ConfigError
 
 # The default release's names, for callers that need no particular release.
