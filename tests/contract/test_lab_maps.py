@@ -4,32 +4,15 @@ mapped package has a map of its own. A module added, removed, moved or renamed w
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
 
+from package_map import docstring, map_entries
+
 LAB = Path(__file__).resolve().parents[2] / "src" / "nim_specdec_lab"
 # The lab packages that carry a map, with every sub-package below them.
 MAPPED = ("tune", "simulation", "bench", "ngram")
-# A map line: two spaces per level of nesting, the name (a folder ends in "/"), two or more spaces, what it decides.
-ENTRY = re.compile(r"^((?:  )*)([\w.<>-]+/?)\s{2,}\S")
-
-
-def _map_entries(doc: str) -> set[str]:
-    entries, parents = set(), []
-    for line in doc.splitlines():
-        m = ENTRY.match(line)
-        if not m:
-            continue
-        depth, name = len(m.group(1)) // 2, m.group(2)
-        assert depth <= len(parents), f"map line nested under no folder: {line!r}"
-        parents = parents[:depth]
-        entries.add("".join(parents) + name)
-        if name.endswith("/"):
-            parents.append(name)
-    return entries
 
 
 def _on_disk(folder: Path) -> set[str]:
@@ -41,17 +24,13 @@ def _on_disk(folder: Path) -> set[str]:
     }
 
 
-def _docstring(path: Path) -> str:
-    return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-
-
 def _mapped_packages() -> list[Path]:
     return [folder for root in MAPPED for folder in sorted(p.parent for p in (LAB / root).rglob("__init__.py"))]
 
 
 @pytest.mark.parametrize("package", _mapped_packages(), ids=lambda p: str(p.relative_to(LAB)))
 def test_the_map_names_every_folder_and_file_of_its_package(package):
-    mapped = _map_entries(_docstring(package / "__init__.py"))
+    mapped = map_entries(docstring(package / "__init__.py"))
     on_disk = _on_disk(package)
     assert sorted(on_disk - mapped) == [], f"on disk but not in {package.name}/__init__.py's map"
     assert sorted(mapped - on_disk) == [], f"in {package.name}/__init__.py's map but not on disk"
@@ -59,7 +38,7 @@ def test_the_map_names_every_folder_and_file_of_its_package(package):
 
 def test_every_mapped_module_says_what_it_decides():
     missing = [
-        str(p.relative_to(LAB)) for root in MAPPED for p in sorted((LAB / root).rglob("*.py")) if not _docstring(p)
+        str(p.relative_to(LAB)) for root in MAPPED for p in sorted((LAB / root).rglob("*.py")) if not docstring(p)
     ]
     assert missing == []
 
@@ -67,5 +46,5 @@ def test_every_mapped_module_says_what_it_decides():
 def test_the_maps_cover_sub_packages_and_the_reader_sees_a_missing_file():
     assert {LAB / "tune", LAB / "tune" / "runs", LAB / "simulation"} <= set(_mapped_packages())
     doc = "intro line\n\nsub/            what\n  a.py          what\n  data/         what\ntop.py          what\n"
-    assert _map_entries(doc) == {"sub/", "sub/a.py", "sub/data/", "top.py"}
-    assert _map_entries("a.py what\n") == set()  # one space: prose, not a map line
+    assert map_entries(doc) == {"sub/", "sub/a.py", "sub/data/", "top.py"}
+    assert map_entries("a.py what\n") == set()  # one space: prose, not a map line

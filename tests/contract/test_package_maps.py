@@ -3,36 +3,18 @@ nothing else: a module added, removed, moved or renamed without its line in the 
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
 
 import nim_specdec.engines.vllm
 import nim_specdec.plan
+from package_map import docstring, map_entries
 
 MAPPED = {
     "plan": Path(nim_specdec.plan.__file__).resolve().parent,
     "engines/vllm": Path(nim_specdec.engines.vllm.__file__).resolve().parent,
 }
-# A map line: two spaces per level of nesting, the name (a folder ends in "/"), two or more spaces, what it decides.
-ENTRY = re.compile(r"^((?:  )*)([\w.<>-]+/?)\s{2,}\S")
-
-
-def _map_entries(doc: str) -> set[str]:
-    entries, parents = set(), []
-    for line in doc.splitlines():
-        m = ENTRY.match(line)
-        if not m:
-            continue
-        depth, name = len(m.group(1)) // 2, m.group(2)
-        assert depth <= len(parents), f"map line nested under no folder: {line!r}"
-        parents = parents[:depth]
-        entries.add("".join(parents) + name)
-        if name.endswith("/"):
-            parents.append(name)
-    return entries
 
 
 def _on_disk(folder: Path, prefix: str = "") -> set[str]:
@@ -49,14 +31,10 @@ def _on_disk(folder: Path, prefix: str = "") -> set[str]:
     return found
 
 
-def _docstring(path: Path) -> str | None:
-    return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-
-
 @pytest.mark.parametrize("name", sorted(MAPPED))
 def test_the_map_names_every_folder_and_file_under_the_package(name):
     root = MAPPED[name]
-    mapped = _map_entries(_docstring(root / "__init__.py") or "")
+    mapped = map_entries(docstring(root / "__init__.py") or "")
     on_disk = _on_disk(root)
     assert sorted(on_disk - mapped) == [], f"on disk but not in {name}/__init__.py's map"
     assert sorted(mapped - on_disk) == [], f"in {name}/__init__.py's map but not on disk"
@@ -65,10 +43,10 @@ def test_the_map_names_every_folder_and_file_under_the_package(name):
 @pytest.mark.parametrize("name", sorted(MAPPED))
 def test_every_module_and_sub_package_says_what_it_decides(name):
     root = MAPPED[name]
-    missing = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py")) if not _docstring(p)]
+    missing = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py")) if not docstring(p)]
     assert missing == []
 
 
 def test_the_map_reader_sees_nesting_and_a_missing_file():
     doc = "intro line\n\nsub/            what\n  a.py          what\n  data/         what\ntop.py          what\n"
-    assert _map_entries(doc) == {"sub/", "sub/a.py", "sub/data/", "top.py"}
+    assert map_entries(doc) == {"sub/", "sub/a.py", "sub/data/", "top.py"}
