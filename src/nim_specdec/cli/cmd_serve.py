@@ -13,8 +13,6 @@ import logging
 import os
 
 from nim_specdec.config.settings import Settings, parse_settings
-from nim_specdec.engines.sglang.installed import installation as sglang_installation
-from nim_specdec.engines.sglang.installed import serve_python
 from nim_specdec.errors import MaterializeError
 from nim_specdec.launch.facts import vllm_flavor
 from nim_specdec.launch.handoff import exec_plan, hand_off
@@ -31,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
     settings = parse_settings(os.environ)  # the one parse of the environment; each step below is given its part
     # Before any download: nothing could run what it fetched.
     if settings.engine == "sglang":
-        sglang = sglang_installation(settings.host.sglang_python)
+        from nim_specdec.engines.sglang.installed import installation, serve_python  # noqa: PLC0415 - SGLang's only
+
+        sglang = installation(settings.host.sglang_python)
         serve_python(sglang.python, sglang.version or None)  # exit 2, naming NIM_ENGINE
     elif vllm_flavor() is None:
         raise MaterializeError("vLLM", "is not installed", "pip install 'nim-specdec[gpu]' (or '[cpu]' without a GPU)")

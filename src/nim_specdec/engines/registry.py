@@ -3,18 +3,41 @@ serves, what the shell reads of it (engines.protocol.serving), by name or by the
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+from typing import Any, Callable, Iterator, Mapping
 
 from nim_specdec.engines.protocol.engine import Engine, Installation
 from nim_specdec.engines.protocol.serving import CounterReader, Serving
-from nim_specdec.engines.sglang.counters import SERVING as SGLANG_SERVING
-from nim_specdec.engines.sglang.engine import SglangEngine
-from nim_specdec.engines.vllm.engine import VllmEngine
-from nim_specdec.engines.vllm.observe.spec_counters import SERVING as VLLM_SERVING
 
-ENGINES: dict[str, Callable[[Installation], Engine]] = {"vllm": VllmEngine, "sglang": SglangEngine}
+
+class _OnUse(Mapping[str, Any]):
+    """Name -> the object at "module:attribute", imported when first asked for: a start imports the engine it
+    serves with, never the others."""
+
+    def __init__(self, paths: Mapping[str, str]) -> None:
+        self._paths = dict(paths)
+
+    def __getitem__(self, name: str) -> Any:
+        module, _, attribute = self._paths[name].partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+ENGINES: Mapping[str, Callable[[Installation], Engine]] = _OnUse(
+    {"vllm": "nim_specdec.engines.vllm.engine:VllmEngine", "sglang": "nim_specdec.engines.sglang.engine:SglangEngine"}
+)
 DEFAULT_ENGINE = "vllm"
-SERVING: dict[str, Serving] = {serving.name: serving for serving in (VLLM_SERVING, SGLANG_SERVING)}
+SERVING: Mapping[str, Serving] = _OnUse(
+    {
+        "vllm": "nim_specdec.engines.vllm.observe.spec_counters:SERVING",
+        "sglang": "nim_specdec.engines.sglang.counters:SERVING",
+    }
+)
 
 
 def engine_for(installation: Installation, name: str = DEFAULT_ENGINE) -> Engine:

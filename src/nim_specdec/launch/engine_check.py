@@ -10,8 +10,6 @@ from dataclasses import replace
 from typing import Sequence
 
 from nim_specdec.engines.protocol.sections import VllmCheckResult
-from nim_specdec.engines.sglang.command import server_arguments
-from nim_specdec.engines.sglang.resolution import resolution_lines, run_resolver, with_local_files
 from nim_specdec.plan.plan_model import Plan
 
 NOT_FOR_SGLANG = VllmCheckResult(
@@ -44,6 +42,10 @@ def _named_as_planned(line: str, back: dict[str, str]) -> str:
 def with_sglang_resolution(plans: Sequence[Plan], python: str | None) -> tuple[Plan, ...]:
     """Each plan for SGLang with its check section and, where SGLang is installed (`python`, None where it is not),
     the lines of SGLang's own resolution of its command in its warnings (ConfigError where SGLang refuses it)."""
+    # SGLang's package is imported where a plan is for it: a vLLM start never loads it.
+    from nim_specdec.engines.sglang.command import server_arguments  # noqa: PLC0415
+    from nim_specdec.engines.sglang.resolution import resolution_lines, run_resolver, with_local_files  # noqa: PLC0415
+
     plans = tuple(replace(plan, vllm_check=NOT_FOR_SGLANG) for plan in plans)
     if python is None:
         note = "SGLang's own resolution did not run: SGLang is not installed here (set SGLANG_PYTHON to its python)"

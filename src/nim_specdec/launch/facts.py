@@ -16,7 +16,6 @@ from nim_specdec.config import variables as var
 from nim_specdec.config.sources import SourceRef, path_problem
 from nim_specdec.engines.protocol.engine import Installation
 from nim_specdec.engines.registry import DEFAULT_ENGINE, engine_for
-from nim_specdec.engines.sglang.installed import installation as sglang_installation
 from nim_specdec.engines.vllm.release.runner_choice import target_platform
 from nim_specdec.engines.vllm.release.vllm_schema import release_tuple
 from nim_specdec.errors import ConfigError, LauncherError, MaterializeError
@@ -269,7 +268,9 @@ def with_engine(facts: Facts, query: FactsQuery = FactsQuery()) -> Facts:
     if facts.engine is not None:
         return facts
     if query.engine == "sglang":
-        installed = replace(sglang_installation(query.sglang_python), device=facts.device, environ=query.environ)
+        from nim_specdec.engines.sglang.installed import installation  # noqa: PLC0415 - only where SGLang is asked for
+
+        installed = replace(installation(query.sglang_python), device=facts.device, environ=query.environ)
     else:
         installed = Installation(
             facts.flavor,
